@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs every Debian package memstage needs to build, test and run its demo.
+# Idempotent: a second run installs nothing new. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libunwind-dev libdw-dev libelf-dev libzstd-dev zstd
+  libjemalloc-dev libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools-dev libmimalloc-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev catch2 libbenchmark-dev
+  libprotobuf-dev protobuf-compiler golang-go
+  heaptrack python3 python3-jsonschema
+  chromium
+  fasttext
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+# Node.js drives the browser test; machines that ship their own node keep it.
+if ! command -v node >/dev/null 2>&1; then missing+=(nodejs npm); fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
