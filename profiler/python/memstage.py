@@ -12,7 +12,6 @@ it every marker is a no-op, so scripts keep their markers in.
 """
 import contextlib
 import ctypes
-import functools
 
 _begin = _end = None
 try:

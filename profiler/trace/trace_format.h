@@ -1,0 +1,107 @@
+// The memstage trace format, version 1. Writer: profiler/preload. Reader: trace_reader.h.
+//
+// A trace file is one process's record (a forked child or an exec'd program writes its
+// own file next to its parent's):
+//
+//   FileHeader                      16 bytes, little endian
+//   Chunk*                          until end of file
+//
+//   Chunk  = ChunkHeader (12 bytes) + `compressed_bytes` of one zstd frame (with its
+//            content checksum) that decompresses to `raw_bytes` of records.
+//
+// Chunks are written whole with one write(2) each, about every 50 ms, so a process that is
+// killed (SIGKILL, OOM) leaves a file whose complete chunks are all readable: a reader
+// uses every chunk up to the first incomplete or corrupt one and says where it stopped.
+//
+// Records: one tag byte, then fields. Integers are unsigned LEB128 varints ("u"), signed
+// ones zigzag-encoded varints ("s"); strings are a varint length and the bytes. Records
+// appear in the process's global event order (the tracer orders events from all threads
+// by a process-wide sequence number before writing), so a reader replays them in order.
+// Every record a reader needs to understand a later one comes before it: a stack or
+// stage definition precedes its first use.
+//
+// Times are nanoseconds since the process's trace started (ProcessInfo.start_*_ns).
+// Allocation events carry no time of their own: each happened at or after the latest
+// Time record before it and before the next one (the tracer emits Time every sampling
+// tick, 10 ms by default).
+#pragma once
+
+#include <cstdint>
+
+namespace memstage::trace {
+
+inline constexpr char kFileMagic[8] = {'M', 'E', 'M', 'S', 'T', 'A', 'G', 'E'};
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kChunkMagic = 0x4b43534d;  // "MSCK"
+// A chunk larger than this is treated as corrupt (the writer never makes one).
+inline constexpr uint32_t kMaxChunkRawBytes = 64u << 20;
+
+struct FileHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t flags;  // reserved, 0
+};
+static_assert(sizeof(FileHeader) == 16);
+
+struct ChunkHeader {
+  uint32_t magic;
+  uint32_t compressed_bytes;
+  uint32_t raw_bytes;
+};
+static_assert(sizeof(ChunkHeader) == 12);
+
+enum class Mode : uint8_t { kFull = 0, kStats = 1 };
+
+enum class Tag : uint8_t {
+  // First record of the file.
+  // u pid, u parent_pid, u mode, u start_realtime_ns, u start_monotonic_ns, u page_bytes,
+  // u max_depth, u sample_interval_ns, str exe, u argc, str argv[argc], str allocator
+  kProcessInfo = 1,
+  // u t_ns. Every allocation event after it happened at or after t_ns.
+  kTime = 2,
+  // The loaded modules, replacing the previous list: u count, then per module
+  // str path, u load_bias, u segment_count, (u start, u end)[segment_count] for each
+  // executable PT_LOAD segment, absolute addresses, end exclusive.
+  kModules = 3,
+  // Defines the next stack id (0, 1, 2, ...): u depth, then depth return addresses,
+  // innermost first; the first absolute (u), the rest as differences (s) from the previous.
+  kStack = 4,
+  // malloc, calloc, memalign, new, ...: u size, s address - previous address, u stack id.
+  // "previous address" is the last address of any Alloc/Realloc/Free record.
+  kAlloc = 5,
+  // free/delete: s address - previous address.
+  kFree = 6,
+  // The allocation half of a successful realloc (its free half is a kFree before it):
+  // same fields as kAlloc.
+  kRealloc = 7,
+  // Anonymous mmap: u address, u length, u stack id.
+  kMmap = 8,
+  // munmap of any range: u address, u length.
+  kMunmap = 9,
+  // mremap of an anonymous mapping: u old_address, u old_length, u new_address,
+  // u new_length, u stack id.
+  kMremap = 10,
+  // Defines the next stage name id (0, 1, ...): str name.
+  kStageName = 11,
+  // u stage name id, u t_ns. Opens a stage inside the innermost open one.
+  kStageBegin = 12,
+  // u t_ns. Closes the innermost open stage.
+  kStageEnd = 13,
+  // u t_ns, u rss_bytes, u tracer_bytes (memory the tracer itself has mapped).
+  kRss = 14,
+  // The allocator's own accounting: u t_ns, u in_use_bytes, u resident_bytes,
+  // u mapped_bytes (0 when unknown). glibc: mallinfo2 (uordblks + hblkhd,
+  // arena + hblkhd, arena + hblkhd); jemalloc: stats.allocated/active/resident/mapped.
+  kAllocatorStats = 15,
+  // Counters kept in process (stats mode, every tick and at stage boundaries): u t_ns,
+  // u allocations, u frees, u bytes_allocated, u live_bytes (usable sizes).
+  kCounters = 16,
+  // The process ended normally (exit or return from main): u t_ns.
+  kEnd = 17,
+  // A fatal signal arrived: u t_ns, u signal number. The process dies after it.
+  kSignal = 18,
+  // Events the tracer could not order and dropped: u count.
+  kLost = 19,
+};
+
+}  // namespace memstage::trace

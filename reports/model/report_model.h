@@ -1,0 +1,134 @@
+// The analysis model: what a trace says about a run, independent of how it was captured
+// and of how it is shown. The analyzer (reports/analysis) fills it; renderers
+// (reports/render: JSON, text, HTML, exports) only read it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memstage::reports {
+
+struct Frame {
+  std::string function;      // demangled; empty when the module has no symbol for it
+  std::string file;          // source file; empty without line information
+  int line = 0;              // 0 when unknown
+  std::string module;        // path of the executable or shared object
+  uint64_t address = 0;      // address in the traced process
+  uint64_t module_offset = 0;  // address - load bias, for "module+0x1234" display
+  bool inlined = false;      // inlined into the frame that follows it
+  std::string kind = "native";  // "native" or "python"
+};
+
+// Frames innermost first, the tracer's own frames removed.
+struct Stack {
+  std::vector<Frame> frames;
+};
+using StackIndex = uint32_t;  // index into Report::stacks
+
+struct StackBytes {
+  StackIndex stack = 0;
+  uint64_t bytes = 0;
+  uint64_t blocks = 0;
+};
+
+// DESIGN.md "where RSS goes": live -> allocator in use -> allocator resident -> RSS.
+struct RssBreakdown {
+  uint64_t live_bytes = 0;
+  uint64_t allocator_in_use_bytes = 0;
+  uint64_t allocator_resident_bytes = 0;
+  uint64_t rss_bytes = 0;
+  uint64_t tracer_bytes = 0;
+  bool estimated = true;  // the allocator gave no figures; derived from RSS instead
+};
+
+struct Fragmentation {
+  double ratio = 0;  // 1 - live / allocator_resident
+  bool estimated = true;
+};
+
+// Figures shared by the whole run and by each stage.
+struct MemoryFigures {
+  uint64_t peak_heap_bytes = 0;
+  double peak_heap_time_s = 0;
+  uint64_t peak_rss_bytes = 0;
+  uint64_t allocations = 0;   // allocation events (malloc, calloc, realloc, new, ...)
+  uint64_t frees = 0;
+  uint64_t bytes_allocated = 0;
+  uint64_t temporary_allocations = 0;
+  uint64_t leaked_bytes = 0;
+  uint64_t leaked_blocks = 0;
+  uint64_t mmap_peak_bytes = 0;  // anonymous mmap'd bytes outside malloc, at their peak
+  Fragmentation fragmentation;
+  RssBreakdown rss_breakdown;
+};
+
+struct StageReport {
+  std::string name;
+  std::string path;   // names from the outermost stage, joined by '/'
+  int parent = -1;    // index into Report::stages
+  int depth = 0;
+  double start_s = 0;
+  double end_s = 0;   // the run's end when the stage was never closed
+  bool closed = true;
+  // Allocation figures count what was allocated while this stage was the innermost
+  // open one; peaks are of the whole process while the stage was open.
+  MemoryFigures figures;
+  uint64_t retained_bytes = 0;  // allocated in this stage or its children, live at its end
+  std::vector<StackBytes> top_stacks_at_peak;
+};
+
+struct Leak {
+  uint64_t bytes = 0;
+  uint64_t blocks = 0;
+  int stage = -1;  // index into Report::stages, -1 outside any stage
+  StackIndex stack = 0;
+};
+
+struct TimelinePoint {
+  double t_s = 0;
+  uint64_t heap_bytes = 0;
+  uint64_t rss_bytes = 0;
+  int stage = -1;  // innermost open stage
+};
+
+struct ProcessReport {
+  uint64_t pid = 0;
+  uint64_t parent_pid = 0;
+  std::vector<std::string> command;
+  uint64_t peak_heap_bytes = 0;
+  uint64_t peak_rss_bytes = 0;
+  bool complete = true;  // the trace ended cleanly
+};
+
+// Per stack and stage: the figures behind flame graphs and the top allocation sites.
+struct StackStageFigures {
+  StackIndex stack = 0;
+  int stage = -1;
+  uint64_t allocations = 0;
+  uint64_t bytes_allocated = 0;
+  uint64_t temporary_allocations = 0;
+  uint64_t live_at_peak_bytes = 0;  // at the run's peak heap
+  uint64_t leaked_bytes = 0;
+};
+
+struct Report {
+  std::vector<std::string> command;
+  int exit_code = 0;
+  std::optional<int> signal;  // the fatal signal that ended the program
+  double duration_s = 0;
+  std::string allocator = "glibc";
+  std::string mode = "full";
+  MemoryFigures totals;
+  std::vector<StageReport> stages;  // sorted by start_s
+  std::vector<StackBytes> top_stacks_at_peak;  // at the run's peak
+  std::vector<Leak> leaks;          // largest first
+  std::vector<TimelinePoint> timeline;
+  std::vector<ProcessReport> processes;  // the traced process first
+  std::vector<Stack> stacks;
+  std::vector<StackStageFigures> stack_figures;
+  std::vector<std::string> warnings;  // a truncated trace, lost events, ...
+};
+
+}  // namespace memstage::reports
