@@ -1,0 +1,198 @@
+// pprof export: profile.proto (github.com/google/pprof/proto/profile.proto), gzipped as
+// pprof expects. Frames are already symbolized, so every mapping says so and pprof does not
+// try to symbolize again from binaries that may not exist where the profile is read.
+#include "reports/render/export/pprof.h"
+
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <zlib.h>
+
+#include "profile.pb.h"
+
+namespace memstage::reports {
+namespace {
+
+namespace pp = perftools::profiles;
+
+class StringTable {
+ public:
+  explicit StringTable(pp::Profile& profile) : profile_(profile) { add(""); }  // [0] must be ""
+  int64_t add(const std::string& s) {
+    auto [it, added] = ids_.try_emplace(s, static_cast<int64_t>(ids_.size()));
+    if (added) profile_.add_string_table(s);
+    return it->second;
+  }
+
+ private:
+  pp::Profile& profile_;
+  std::unordered_map<std::string, int64_t> ids_;
+};
+
+std::string basename(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string hex(uint64_t value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+class ProfileBuilder {
+ public:
+  explicit ProfileBuilder(pp::Profile& profile) : profile_(profile), strings_(profile) {}
+
+  StringTable& strings() { return strings_; }
+
+  // Location ids of a stack, leaf first. Inlined frames share their caller's address, so a
+  // run of inlined frames and the frame they are inlined into make one location whose lines
+  // go innermost first, as profile.proto asks.
+  std::vector<uint64_t> locations(const Stack& stack) {
+    std::vector<uint64_t> ids;
+    std::vector<const Frame*> group;
+    for (const auto& frame : stack.frames) {
+      group.push_back(&frame);
+      if (frame.inlined) continue;
+      ids.push_back(location(group));
+      group.clear();
+    }
+    if (!group.empty()) ids.push_back(location(group));
+    return ids;
+  }
+
+ private:
+  uint64_t location(const std::vector<const Frame*>& group) {
+    const Frame& outer = *group.back();
+    std::string key = outer.module + '\x1f' + std::to_string(outer.address);
+    for (const Frame* f : group) key += '\x1f' + f->function + '\x1f' + f->file + '\x1f' + std::to_string(f->line);
+    auto [it, added] = locations_.try_emplace(key, static_cast<uint64_t>(locations_.size() + 1));
+    if (!added) return it->second;
+    auto* loc = profile_.add_location();
+    loc->set_id(it->second);
+    loc->set_address(outer.address);
+    if (outer.kind == "native" && !outer.module.empty()) loc->set_mapping_id(mapping(outer));
+    for (const Frame* f : group) {
+      auto* line = loc->add_line();
+      line->set_function_id(function(*f));
+      line->set_line(f->line);
+    }
+    return it->second;
+  }
+
+  uint64_t function(const Frame& f) {
+    // Without a symbol, name the function by where it is, as the HTML report does.
+    const std::string name = !f.function.empty()  ? f.function
+                             : !f.module.empty() ? basename(f.module) + "+" + hex(f.module_offset)
+                                                 : hex(f.address);
+    auto [it, added] = functions_.try_emplace(name + '\x1f' + f.file, static_cast<uint64_t>(functions_.size() + 1));
+    if (!added) return it->second;
+    auto* fn = profile_.add_function();
+    fn->set_id(it->second);
+    fn->set_name(strings_.add(name));
+    fn->set_system_name(fn->name());
+    fn->set_filename(strings_.add(f.file));
+    return it->second;
+  }
+
+  uint64_t mapping(const Frame& f) {
+    auto [it, added] = mappings_.try_emplace(f.module, static_cast<uint64_t>(mappings_.size() + 1));
+    auto& range = ranges_[it->second];
+    const uint64_t bias = f.address - f.module_offset;
+    if (added) {
+      auto* m = profile_.add_mapping();
+      m->set_id(it->second);
+      m->set_filename(strings_.add(f.module));
+      m->set_has_functions(true);
+      m->set_has_filenames(true);
+      m->set_has_line_numbers(true);
+      m->set_has_inline_frames(true);
+      range = {f.address, f.address + 1, bias};
+    } else {
+      range.start = std::min(range.start, f.address);
+      range.limit = std::max(range.limit, f.address + 1);
+    }
+    // The report knows only the addresses it saw; the mapping spans those.
+    auto* m = profile_.mutable_mapping(static_cast<int>(it->second - 1));
+    m->set_memory_start(range.start);
+    m->set_memory_limit(range.limit);
+    m->set_file_offset(range.start - range.bias);
+    return it->second;
+  }
+
+  struct Range {
+    uint64_t start = 0, limit = 0, bias = 0;
+  };
+  pp::Profile& profile_;
+  StringTable strings_;
+  std::unordered_map<std::string, uint64_t> locations_, functions_, mappings_;
+  std::unordered_map<uint64_t, Range> ranges_;
+};
+
+std::string gzip(const std::string& data) {
+  z_stream z{};
+  // windowBits 15 + 16: a gzip header and trailer rather than zlib's.
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    throw std::runtime_error("render_pprof: deflateInit2 failed");
+  }
+  std::string out(deflateBound(&z, data.size()) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  const auto written = z.total_out;
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) throw std::runtime_error("render_pprof: deflate failed");
+  out.resize(written);
+  return out;
+}
+
+}  // namespace
+
+std::string render_pprof(const Report& report) {
+  pp::Profile profile;
+  ProfileBuilder builder(profile);
+  auto& strings = builder.strings();
+  for (const auto& [type, unit] : {std::pair{"inuse_space", "bytes"}, {"alloc_space", "bytes"},
+                                   {"alloc_objects", "count"}, {"leaked_space", "bytes"}}) {
+    auto* st = profile.add_sample_type();
+    st->set_type(strings.add(type));
+    st->set_unit(strings.add(unit));
+  }
+  profile.mutable_period_type()->set_type(strings.add("space"));
+  profile.mutable_period_type()->set_unit(strings.add("bytes"));
+  profile.set_period(1);  // every allocation recorded, nothing sampled
+  profile.set_default_sample_type(strings.add("inuse_space"));
+  profile.set_duration_nanos(static_cast<int64_t>(report.duration_s * 1e9));
+  std::string command;
+  for (const auto& word : report.command) command += (command.empty() ? "" : " ") + word;
+  profile.add_comment(strings.add("memstage: " + command));
+  profile.add_comment(strings.add("allocator: " + report.allocator + ", mode: " + report.mode));
+
+  const int64_t stage_key = strings.add("stage");
+  std::unordered_map<StackIndex, std::vector<uint64_t>> location_ids;
+  for (const auto& f : report.stack_figures) {
+    if (f.stack >= report.stacks.size()) continue;
+    if (f.live_at_peak_bytes == 0 && f.bytes_allocated == 0 && f.allocations == 0 && f.leaked_bytes == 0) continue;
+    auto [it, added] = location_ids.try_emplace(f.stack);
+    if (added) it->second = builder.locations(report.stacks[f.stack]);
+    auto* sample = profile.add_sample();
+    for (uint64_t id : it->second) sample->add_location_id(id);
+    sample->add_value(static_cast<int64_t>(f.live_at_peak_bytes));
+    sample->add_value(static_cast<int64_t>(f.bytes_allocated));
+    sample->add_value(static_cast<int64_t>(f.allocations));
+    sample->add_value(static_cast<int64_t>(f.leaked_bytes));
+    auto* label = sample->add_label();
+    label->set_key(stage_key);
+    const bool in_stage = f.stage >= 0 && static_cast<size_t>(f.stage) < report.stages.size();
+    label->set_str(strings.add(in_stage ? report.stages[f.stage].path : "(none)"));
+  }
+  std::string bytes;
+  if (!profile.SerializeToString(&bytes)) throw std::runtime_error("render_pprof: serialization failed");
+  return gzip(bytes);
+}
+
+}  // namespace memstage::reports

@@ -1,0 +1,474 @@
+// Builds the HTML report: the page's data as one JSON block plus the embedded template,
+// stylesheet and script. Everything the page draws is prepared here in sizes a browser
+// handles quickly: the flame graph's call tree is pruned of frames too small to see, the
+// timeline is thinned to a few thousand points, lists are cut to their largest entries.
+#include "reports/render/html/render_html.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/render/html/html_assets.h"
+
+namespace memstage::reports {
+namespace {
+
+using nlohmann::json;
+
+// A frame narrower than this share of its view's total is merged into its caller
+// (0.05 %: under a pixel on a 2000 px wide flame graph).
+constexpr double kFlamePruneShare = 0.0005;
+// More call-tree nodes than this make the page slow to lay out; the threshold then grows.
+constexpr size_t kFlameMaxNodes = 40000;
+// The timeline keeps at most about this many points, always including each bucket's
+// highest heap and RSS so peaks survive thinning.
+constexpr size_t kTimelineMaxPoints = 4000;
+constexpr size_t kMaxLeakGroups = 200;
+constexpr size_t kMaxTopSites = 50;
+constexpr size_t kMaxStageTopStacks = 10;
+
+std::string hex(uint64_t value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+std::string_view basename(std::string_view path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// What a frame is called on the page: its function, or "module+0xOFFSET" without one.
+std::string frame_label(const Frame& frame) {
+  if (!frame.function.empty()) return frame.function;
+  if (!frame.module.empty()) return std::string(basename(frame.module)) + "+" + hex(frame.module_offset);
+  return hex(frame.address);
+}
+
+json figures_json(const MemoryFigures& f) {
+  const auto& b = f.rss_breakdown;
+  return json{
+      {"peak_heap_bytes", f.peak_heap_bytes},
+      {"peak_heap_time_s", f.peak_heap_time_s},
+      {"peak_rss_bytes", f.peak_rss_bytes},
+      {"allocations", f.allocations},
+      {"frees", f.frees},
+      {"bytes_allocated", f.bytes_allocated},
+      {"temporary_allocations", f.temporary_allocations},
+      {"leaked_bytes", f.leaked_bytes},
+      {"leaked_blocks", f.leaked_blocks},
+      {"mmap_peak_bytes", f.mmap_peak_bytes},
+      {"fragmentation", {{"ratio", f.fragmentation.ratio}, {"estimated", f.fragmentation.estimated}}},
+      {"rss_breakdown",
+       {{"live_bytes", b.live_bytes},
+        {"allocator_in_use_bytes", b.allocator_in_use_bytes},
+        {"allocator_resident_bytes", b.allocator_resident_bytes},
+        {"rss_bytes", b.rss_bytes},
+        {"tracer_bytes", b.tracer_bytes},
+        {"estimated", b.estimated}}},
+  };
+}
+
+// Frames shown on the page, each stored once: [label, function, file, line, module,
+// module_offset, kind, inlined]. Stacks and call-tree nodes refer to them by index.
+class FrameTable {
+ public:
+  uint32_t intern(const Frame& frame) {
+    std::string key = frame.function + '\x1f' + frame.file + '\x1f' + std::to_string(frame.line) + '\x1f' +
+                      frame.module + '\x1f' + std::to_string(frame.module_offset) + '\x1f' + frame.kind +
+                      (frame.inlined ? "\x1fi" : "");
+    auto [it, added] = ids_.try_emplace(std::move(key), static_cast<uint32_t>(rows_.size()));
+    if (added) {
+      rows_.push_back(json::array({frame_label(frame), frame.function, frame.file, frame.line, frame.module,
+                                   hex(frame.module_offset), frame.kind, frame.inlined}));
+    }
+    return it->second;
+  }
+  json take() { return std::move(rows_); }
+
+ private:
+  std::unordered_map<std::string, uint32_t> ids_;
+  json rows_ = json::array();
+};
+
+// The flame graph's call tree, outermost frame first. Frames merge by what the page shows
+// (label and module), not by address, so calls from different lines of one function meet.
+struct CallTree {
+  std::vector<uint32_t> parent{0};     // node 0 is the root ("all"); parent < child always
+  std::vector<const Frame*> frame{nullptr};  // the first frame seen for the node
+  std::unordered_map<uint64_t, uint32_t> children;  // (parent << 32 | label id) -> node
+  std::unordered_map<std::string, uint32_t> label_ids;
+
+  uint32_t child(uint32_t node, const Frame& f) {
+    const std::string label = frame_label(f) + '\x1f' + f.module;
+    const auto label_id = label_ids.try_emplace(label, static_cast<uint32_t>(label_ids.size())).first->second;
+    const uint64_t key = (static_cast<uint64_t>(node) << 32) | label_id;
+    auto [it, added] = children.try_emplace(key, static_cast<uint32_t>(parent.size()));
+    if (added) {
+      parent.push_back(node);
+      frame.push_back(&f);
+    }
+    return it->second;
+  }
+};
+
+constexpr size_t kMetrics = 4;  // live at peak, leaked, bytes allocated, allocations
+std::array<uint64_t, kMetrics> metrics_of(const StackStageFigures& f) {
+  return {f.live_at_peak_bytes, f.leaked_bytes, f.bytes_allocated, f.allocations};
+}
+
+// Stage indices of each stage and its descendants, for the page's "filter by stage",
+// which includes nested stages.
+std::vector<std::vector<int>> stage_subtrees(const Report& report) {
+  std::vector<std::vector<int>> subtree(report.stages.size());
+  for (int s = 0; s < static_cast<int>(report.stages.size()); ++s) {
+    for (int a = s, guard = 0; a >= 0 && a < static_cast<int>(report.stages.size()) && guard < 1000;
+         a = report.stages[a].parent, ++guard) {
+      subtree[a].push_back(s);
+    }
+  }
+  return subtree;
+}
+
+json flame_json(const Report& report, FrameTable& frames) {
+  CallTree tree;
+  std::vector<uint32_t> leaf_of_stack(report.stacks.size(), UINT32_MAX);
+  auto leaf = [&](StackIndex s) -> uint32_t {
+    if (s >= report.stacks.size()) return 0;
+    if (leaf_of_stack[s] != UINT32_MAX) return leaf_of_stack[s];
+    uint32_t node = 0;
+    const auto& fs = report.stacks[s].frames;
+    for (auto it = fs.rbegin(); it != fs.rend(); ++it) node = tree.child(node, *it);
+    return leaf_of_stack[s] = node;
+  };
+  std::vector<uint32_t> figure_leaf(report.stack_figures.size());
+  for (size_t i = 0; i < report.stack_figures.size(); ++i) figure_leaf[i] = leaf(report.stack_figures[i].stack);
+  const size_t node_count = tree.parent.size();
+
+  // Views the page can show: all stages, and each stage with its nested ones.
+  std::vector<std::vector<size_t>> views(1);
+  for (size_t i = 0; i < report.stack_figures.size(); ++i) views[0].push_back(i);
+  const auto subtrees = stage_subtrees(report);
+  std::unordered_map<int, std::vector<size_t>> by_stage;
+  for (size_t i = 0; i < report.stack_figures.size(); ++i) by_stage[report.stack_figures[i].stage].push_back(i);
+  for (const auto& subtree : subtrees) {
+    std::vector<size_t> view;
+    for (int s : subtree) {
+      if (auto it = by_stage.find(s); it != by_stage.end()) view.insert(view.end(), it->second.begin(), it->second.end());
+    }
+    if (!view.empty()) views.push_back(std::move(view));
+  }
+  if (auto outside = by_stage.find(-1); outside != by_stage.end()) views.push_back(outside->second);
+
+  // Keep a node when, in some view and for some metric, it holds at least the threshold's
+  // share; a node's value includes its descendants', so the kept set contains its parents.
+  std::vector<std::array<uint64_t, kMetrics>> sums(node_count);
+  std::vector<uint8_t> kept;
+  double share = kFlamePruneShare;
+  size_t kept_count = 0;
+  for (int attempt = 0; attempt < 20; ++attempt, share *= 2) {
+    kept.assign(node_count, 0);
+    kept[0] = 1;
+    for (const auto& view : views) {
+      std::fill(sums.begin(), sums.end(), std::array<uint64_t, kMetrics>{});
+      for (size_t i : view) {
+        const auto m = metrics_of(report.stack_figures[i]);
+        for (size_t k = 0; k < kMetrics; ++k) sums[figure_leaf[i]][k] += m[k];
+      }
+      for (size_t n = node_count - 1; n > 0; --n) {
+        for (size_t k = 0; k < kMetrics; ++k) sums[tree.parent[n]][k] += sums[n][k];
+      }
+      for (size_t n = 1; n < node_count; ++n) {
+        for (size_t k = 0; k < kMetrics; ++k) {
+          if (sums[n][k] > 0 && static_cast<double>(sums[n][k]) >= share * static_cast<double>(sums[0][k])) {
+            kept[n] = 1;
+            break;
+          }
+        }
+      }
+    }
+    kept_count = static_cast<size_t>(std::count(kept.begin(), kept.end(), 1));
+    if (kept_count <= kFlameMaxNodes) break;
+  }
+
+  // Renumber the kept nodes (order, and so parent < child, is preserved) and move each
+  // figure to its deepest kept node: pruned frames become their caller's own share.
+  std::vector<uint32_t> new_id(node_count, UINT32_MAX);
+  json parents = json::array(), node_frames = json::array();
+  uint32_t next = 0;
+  for (size_t n = 0; n < node_count; ++n) {
+    if (!kept[n]) continue;
+    new_id[n] = next++;
+    parents.push_back(n == 0 ? -1 : static_cast<int64_t>(new_id[tree.parent[n]]));
+    // Only kept nodes enter the frame table, so pruned frames cost the page nothing.
+    node_frames.push_back(n == 0 ? -1 : static_cast<int64_t>(frames.intern(*tree.frame[n])));
+  }
+  std::map<std::pair<uint32_t, int>, std::array<uint64_t, kMetrics + 1>> merged;
+  for (size_t i = 0; i < report.stack_figures.size(); ++i) {
+    uint32_t n = figure_leaf[i];
+    while (!kept[n]) n = tree.parent[n];
+    const auto& f = report.stack_figures[i];
+    auto& m = merged[{new_id[n], f.stage}];
+    const auto v = metrics_of(f);
+    for (size_t k = 0; k < kMetrics; ++k) m[k] += v[k];
+  }
+  json figures = json::array();
+  for (const auto& [key, m] : merged) {
+    figures.push_back(json::array({key.first, key.second, m[0], m[1], m[2], m[3]}));
+  }
+  return json{{"parent", std::move(parents)},
+              {"frame", std::move(node_frames)},
+              // [node, stage, live_at_peak_bytes, leaked_bytes, bytes_allocated, allocations]
+              {"figures", std::move(figures)},
+              {"total_nodes", node_count - 1},
+              {"pruned_nodes", node_count - kept_count},
+              {"prune_share", share}};
+}
+
+json timeline_json(const Report& report) {
+  const auto& points = report.timeline;
+  std::vector<size_t> keep;
+  if (points.size() <= kTimelineMaxPoints) {
+    for (size_t i = 0; i < points.size(); ++i) keep.push_back(i);
+  } else {
+    const size_t buckets = kTimelineMaxPoints / 3;
+    const size_t per_bucket = (points.size() + buckets - 1) / buckets;
+    for (size_t begin = 0; begin < points.size(); begin += per_bucket) {
+      const size_t end = std::min(points.size(), begin + per_bucket);
+      size_t max_heap = begin, max_rss = begin;
+      for (size_t i = begin; i < end; ++i) {
+        if (points[i].heap_bytes > points[max_heap].heap_bytes) max_heap = i;
+        if (points[i].rss_bytes > points[max_rss].rss_bytes) max_rss = i;
+      }
+      keep.push_back(begin);
+      keep.push_back(max_heap);
+      keep.push_back(max_rss);
+    }
+    keep.push_back(points.size() - 1);
+    std::sort(keep.begin(), keep.end());
+    keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
+  }
+  json t = json::array(), heap = json::array(), rss = json::array(), stage = json::array();
+  for (size_t i : keep) {
+    t.push_back(points[i].t_s);
+    heap.push_back(points[i].heap_bytes);
+    rss.push_back(points[i].rss_bytes);
+    stage.push_back(points[i].stage);
+  }
+  return json{{"t_s", std::move(t)},
+              {"heap_bytes", std::move(heap)},
+              {"rss_bytes", std::move(rss)},
+              {"stage", std::move(stage)},
+              {"points_in_report", points.size()}};
+}
+
+json stack_figure_json(StackIndex stack, const std::array<uint64_t, 5>& f) {
+  return json{{"stack", stack},
+              {"allocations", f[0]},
+              {"bytes_allocated", f[1]},
+              {"temporary_allocations", f[2]},
+              {"live_at_peak_bytes", f[3]},
+              {"leaked_bytes", f[4]}};
+}
+
+// Top allocation sites: stacks summed over stages, largest first by three measures.
+json top_sites_json(const Report& report, std::vector<StackIndex>& used_stacks) {
+  std::unordered_map<StackIndex, std::array<uint64_t, 5>> per_stack;
+  for (const auto& f : report.stack_figures) {
+    auto& s = per_stack[f.stack];
+    s[0] += f.allocations;
+    s[1] += f.bytes_allocated;
+    s[2] += f.temporary_allocations;
+    s[3] += f.live_at_peak_bytes;
+    s[4] += f.leaked_bytes;
+  }
+  std::vector<std::pair<StackIndex, std::array<uint64_t, 5>>> rows(per_stack.begin(), per_stack.end());
+  auto top_by = [&](size_t k) {
+    std::sort(rows.begin(), rows.end(), [k](const auto& a, const auto& b) {
+      return a.second[k] != b.second[k] ? a.second[k] > b.second[k] : a.first < b.first;
+    });
+    json out = json::array();
+    for (size_t i = 0; i < rows.size() && i < kMaxTopSites && rows[i].second[k] > 0; ++i) {
+      out.push_back(stack_figure_json(rows[i].first, rows[i].second));
+      used_stacks.push_back(rows[i].first);
+    }
+    return out;
+  };
+  json by_bytes = top_by(1), by_count = top_by(0), by_temporary = top_by(2);
+  return json{{"by_bytes", std::move(by_bytes)},
+              {"by_count", std::move(by_count)},
+              {"by_temporary", std::move(by_temporary)},
+              {"distinct_stacks", rows.size()}};
+}
+
+// Leaks grouped by stack (a stack may leak in several stages), largest first.
+json leaks_json(const Report& report, std::vector<StackIndex>& used_stacks) {
+  struct Group {
+    StackIndex stack = 0;
+    uint64_t bytes = 0, blocks = 0;
+    std::vector<int> stages;
+  };
+  std::unordered_map<StackIndex, Group> groups;
+  for (const auto& leak : report.leaks) {
+    auto& g = groups[leak.stack];
+    g.stack = leak.stack;
+    g.bytes += leak.bytes;
+    g.blocks += leak.blocks;
+    if (std::find(g.stages.begin(), g.stages.end(), leak.stage) == g.stages.end()) g.stages.push_back(leak.stage);
+  }
+  std::vector<Group> sorted;
+  sorted.reserve(groups.size());
+  for (auto& [_, g] : groups) sorted.push_back(std::move(g));
+  std::sort(sorted.begin(), sorted.end(), [](const Group& a, const Group& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
+  });
+  json out = json::array();
+  for (size_t i = 0; i < sorted.size() && i < kMaxLeakGroups; ++i) {
+    out.push_back({{"stack", sorted[i].stack},
+                   {"bytes", sorted[i].bytes},
+                   {"blocks", sorted[i].blocks},
+                   {"stages", sorted[i].stages}});
+    used_stacks.push_back(sorted[i].stack);
+  }
+  return json{{"groups", std::move(out)}, {"total_groups", sorted.size()}};
+}
+
+json stack_bytes_json(const std::vector<StackBytes>& stacks, std::vector<StackIndex>& used_stacks) {
+  json out = json::array();
+  for (size_t i = 0; i < stacks.size() && i < kMaxStageTopStacks; ++i) {
+    out.push_back({{"stack", stacks[i].stack}, {"bytes", stacks[i].bytes}, {"blocks", stacks[i].blocks}});
+    used_stacks.push_back(stacks[i].stack);
+  }
+  return out;
+}
+
+int worst_stage(const Report& report) {
+  int worst = -1;
+  for (int s = 0; s < static_cast<int>(report.stages.size()); ++s) {
+    if (worst < 0 || report.stages[s].figures.peak_heap_bytes > report.stages[worst].figures.peak_heap_bytes) {
+      worst = s;
+    }
+  }
+  return worst;
+}
+
+json page_data(const Report& report) {
+  FrameTable frames;
+  std::vector<StackIndex> used_stacks;
+  json data;
+  data["format"] = "memstage.html-data/1";
+  data["command"] = report.command;
+  data["exit_code"] = report.exit_code;
+  data["signal"] = report.signal ? json(*report.signal) : json(nullptr);
+  data["duration_s"] = report.duration_s;
+  data["allocator"] = report.allocator;
+  data["mode"] = report.mode;
+  data["totals"] = figures_json(report.totals);
+  data["warnings"] = report.warnings;
+  data["worst_stage"] = worst_stage(report);
+
+  json stages = json::array();
+  for (const auto& s : report.stages) {
+    stages.push_back({{"name", s.name},
+                      {"path", s.path},
+                      {"parent", s.parent},
+                      {"depth", s.depth},
+                      {"start_s", s.start_s},
+                      {"end_s", s.end_s},
+                      {"closed", s.closed},
+                      {"retained_bytes", s.retained_bytes},
+                      {"figures", figures_json(s.figures)},
+                      {"top_stacks_at_peak", stack_bytes_json(s.top_stacks_at_peak, used_stacks)}});
+  }
+  data["stages"] = std::move(stages);
+  data["top_stacks_at_peak"] = stack_bytes_json(report.top_stacks_at_peak, used_stacks);
+  data["timeline"] = timeline_json(report);
+
+  json processes = json::array();
+  for (const auto& p : report.processes) {
+    processes.push_back({{"pid", p.pid},
+                         {"parent_pid", p.parent_pid},
+                         {"command", p.command},
+                         {"peak_heap_bytes", p.peak_heap_bytes},
+                         {"peak_rss_bytes", p.peak_rss_bytes},
+                         {"complete", p.complete}});
+  }
+  data["processes"] = std::move(processes);
+  data["leaks"] = leaks_json(report, used_stacks);
+  data["top_sites"] = top_sites_json(report, used_stacks);
+  data["flame"] = flame_json(report, frames);
+
+  // Full stacks only for what the page lists (leaks, top sites, stacks at peaks).
+  std::sort(used_stacks.begin(), used_stacks.end());
+  used_stacks.erase(std::unique(used_stacks.begin(), used_stacks.end()), used_stacks.end());
+  json stacks = json::object();
+  for (StackIndex s : used_stacks) {
+    if (s >= report.stacks.size()) continue;
+    json ids = json::array();
+    for (const auto& f : report.stacks[s].frames) ids.push_back(frames.intern(f));
+    stacks[std::to_string(s)] = std::move(ids);
+  }
+  data["stacks"] = std::move(stacks);
+  data["stack_count"] = report.stacks.size();
+  // [label, function, file, line, module, module_offset, kind, inlined]
+  data["frames"] = frames.take();
+  return data;
+}
+
+// JSON that is safe inside <script>: '<', '>' and '&' (so no "</script" or "<!--" can
+// appear) and U+2028/U+2029 (line terminators in older JS) become \u escapes. They can
+// only occur inside JSON strings, where the escapes mean the same characters.
+std::string script_safe_json(const json& data) {
+  const std::string raw = data.dump(-1, ' ', false, json::error_handler_t::replace);
+  std::string out;
+  out.reserve(raw.size() + raw.size() / 16);
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const char c = raw[i];
+    if (c == '<') {
+      out += "\\u003c";
+    } else if (c == '>') {
+      out += "\\u003e";
+    } else if (c == '&') {
+      out += "\\u0026";
+    } else if (c == '\xE2' && i + 2 < raw.size() && raw[i + 1] == '\x80' && (raw[i + 2] == '\xA8' || raw[i + 2] == '\xA9')) {
+      out += raw[i + 2] == '\xA8' ? "\\u2028" : "\\u2029";
+      i += 2;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_html(const Report& report) {
+  const std::string data = script_safe_json(page_data(report));
+  // The template is ours and fixed; each placeholder is replaced once, in order, so text
+  // inside the data can never be taken for a placeholder.
+  const std::string_view page = html_assets::report_template_html;
+  const std::pair<std::string_view, std::string_view> parts[] = {
+      {"{{STYLE}}", html_assets::report_css},
+      {"{{DATA}}", data},
+      {"{{SCRIPT}}", html_assets::report_js},
+  };
+  std::string out;
+  out.reserve(page.size() + data.size() + html_assets::report_css.size() + html_assets::report_js.size());
+  size_t at = 0;
+  for (const auto& [placeholder, content] : parts) {
+    const size_t found = page.find(placeholder, at);
+    if (found == std::string_view::npos) continue;  // a template without it; nothing to insert
+    out.append(page.substr(at, found - at));
+    out.append(content);
+    at = found + placeholder.size();
+  }
+  out.append(page.substr(at));
+  return out;
+}
+
+}  // namespace memstage::reports
