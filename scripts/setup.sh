@@ -8,7 +8,6 @@ packages=(
   libunwind-dev libdw-dev libelf-dev libzstd-dev zstd
   libjemalloc-dev libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools-dev libmimalloc-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev catch2 libbenchmark-dev
-  zlib1g-dev
   libprotobuf-dev protobuf-compiler golang-go golang-github-google-pprof-dev zlib1g-dev
   heaptrack python3 python3-jsonschema
   chromium
