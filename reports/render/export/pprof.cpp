@@ -16,6 +16,11 @@ namespace {
 
 namespace pp = perftools::profiles;
 
+// pprof matches this against whole function names.
+constexpr const char* kAllocatorFrames =
+    "(__libc_)?(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc)"
+    "|operator new(\\[\\])?(\\(.*\\))?|mmap(64)?|mremap";
+
 class StringTable {
  public:
   explicit StringTable(pp::Profile& profile) : profile_(profile) { add(""); }  // [0] must be ""
@@ -166,6 +171,9 @@ std::string render_pprof(const Report& report) {
   profile.mutable_period_type()->set_unit(strings.add("bytes"));
   profile.set_period(1);  // every allocation recorded, nothing sampled
   profile.set_default_sample_type(strings.add("inuse_space"));
+  // Like pprof's own heap profiles: the allocator's entry points (and whatever they call)
+  // are dropped from samples, so the program's frame that asked for memory is the leaf.
+  profile.set_drop_frames(strings.add(kAllocatorFrames));
   profile.set_duration_nanos(static_cast<int64_t>(report.duration_s * 1e9));
   std::string command;
   for (const auto& word : report.command) command += (command.empty() ? "" : " ") + word;

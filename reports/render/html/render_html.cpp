@@ -350,7 +350,11 @@ json stack_bytes_json(const std::vector<StackBytes>& stacks, std::vector<StackIn
 int worst_stage(const Report& report) {
   int worst = -1;
   for (int s = 0; s < static_cast<int>(report.stages.size()); ++s) {
-    if (worst < 0 || report.stages[s].figures.peak_heap_bytes > report.stages[worst].figures.peak_heap_bytes) {
+    // A stage's peak is the process's while it was open, so a parent ties with the child
+    // where the peak happened; the child says more.
+    const auto peak = report.stages[s].figures.peak_heap_bytes;
+    if (worst < 0 || peak > report.stages[worst].figures.peak_heap_bytes ||
+        (peak == report.stages[worst].figures.peak_heap_bytes && report.stages[s].depth > report.stages[worst].depth)) {
       worst = s;
     }
   }

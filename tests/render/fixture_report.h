@@ -1,0 +1,26 @@
+// A realistic Report built by hand for the renderers' tests: nested stages (one with a
+// hostile name), a timeline, a few hundred symbolized stacks, leaks, two processes.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "reports/model/report_model.h"
+
+namespace memstage::tests {
+
+// The stage name every renderer must show as text, never as markup.
+inline const std::string kHostileStageName = "</script><img src=x onerror=alert(1)>";
+// A function name with characters HTML cares about, plus U+2028 (a JS line terminator).
+inline const std::string kAwkwardFunctionName = "std::vector<float, std::allocator<float>>::operator&=(a && b)\u2028";
+
+struct FixtureOptions {
+  size_t stack_count = 300;       // distinct stacks
+  size_t timeline_points = 600;
+  unsigned seed = 42;
+};
+
+// `leak_a` leaks most, `leak_b` less; the densifying stack holds most memory at the peak.
+reports::Report make_fixture_report(const FixtureOptions& options = {});
+
+}  // namespace memstage::tests

@@ -1,0 +1,43 @@
+// Writes the fixture report through every renderer of reports/render, for the browser test,
+// the `go tool pprof` test and for looking at by hand:
+//   make_fixture_report OUTDIR [--stacks N]
+//   -> OUTDIR/report.html, OUTDIR/report.trace.json, OUTDIR/report.pb.gz
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "reports/render/export/chrome_trace.h"
+#include "reports/render/export/pprof.h"
+#include "reports/render/html/render_html.h"
+#include "tests/render/fixture_report.h"
+
+namespace {
+
+bool write_file(const std::filesystem::path& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  if (!out) std::cerr << "make_fixture_report: cannot write " << path << "\n";
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: make_fixture_report OUTDIR [--stacks N]\n";
+    return 2;
+  }
+  const std::filesystem::path dir = argv[1];
+  memstage::tests::FixtureOptions options;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (std::string(argv[i]) == "--stacks") options.stack_count = std::strtoull(argv[i + 1], nullptr, 10);
+  }
+  std::filesystem::create_directories(dir);
+  const auto report = memstage::tests::make_fixture_report(options);
+  const bool ok = write_file(dir / "report.html", memstage::reports::render_html(report)) &&
+                  write_file(dir / "report.trace.json", memstage::reports::render_chrome_trace(report)) &&
+                  write_file(dir / "report.pb.gz", memstage::reports::render_pprof(report));
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,117 @@
+#include <chrono>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "reports/render/html/render_html.h"
+#include "tests/render/fixture_report.h"
+
+namespace {
+
+using memstage::reports::render_html;
+using nlohmann::json;
+
+const std::string kDataOpen = R"(<script type="application/json" id="memstage-data">)";
+
+// The text between the data block's opening tag and the next "</script".
+std::string data_block(const std::string& html) {
+  const auto begin = html.find(kDataOpen);
+  REQUIRE(begin != std::string::npos);
+  const auto content = begin + kDataOpen.size();
+  const auto end = html.find("</script", content);
+  REQUIRE(end != std::string::npos);
+  return html.substr(content, end - content);
+}
+
+size_t count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (auto at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("HTML report carries hostile names only escaped, inside its data block", "[html]") {
+  const auto report = memstage::tests::make_fixture_report();
+  const std::string html = render_html(report);
+  const std::string block = data_block(html);
+
+  // Nothing from the data can end the script element or open markup.
+  CHECK(block.find('<') == std::string::npos);
+  CHECK(block.find('>') == std::string::npos);
+  CHECK(block.find('&') == std::string::npos);
+  CHECK(block.find("\u2028") == std::string::npos);
+  CHECK(block.find("\\u2028") != std::string::npos);
+  CHECK(html.find(memstage::tests::kHostileStageName) == std::string::npos);
+  CHECK(block.find(R"(\u003c/script\u003e\u003cimg src=x onerror=alert(1)\u003e)") != std::string::npos);
+  // Two script elements (data, code): the data ends exactly where it should.
+  CHECK(count(html, "</script>") == 2);
+
+  // The escapes decode back to the exact names.
+  const json data = json::parse(block);
+  bool hostile_found = false;
+  for (const auto& stage : data["stages"]) hostile_found |= stage["name"] == memstage::tests::kHostileStageName;
+  CHECK(hostile_found);
+  bool awkward_found = false;
+  for (const auto& frame : data["frames"]) awkward_found |= frame[1] == memstage::tests::kAwkwardFunctionName;
+  CHECK(awkward_found);
+}
+
+TEST_CASE("HTML report holds what its sections need", "[html]") {
+  const auto report = memstage::tests::make_fixture_report();
+  const json data = json::parse(data_block(render_html(report)));
+  CHECK(data["stages"].size() == report.stages.size());
+  CHECK(data["timeline"]["t_s"].size() == report.timeline.size());
+  CHECK(data["worst_stage"] == 4);  // toarray holds the densified matrix
+  CHECK(data["leaks"]["groups"].size() == report.leaks.size());
+  CHECK(data["processes"].size() == 2);
+  // Leaked stacks keep every frame; an unsymbolized frame is labelled module+offset.
+  const auto& frames = data["frames"];
+  const auto& leak_a = data["leaks"]["groups"][0];
+  CHECK(leak_a["bytes"] == report.leaks[0].bytes);
+  const auto& stack = data["stacks"][std::to_string(leak_a["stack"].get<int>())];
+  CHECK(stack.size() == report.stacks[leak_a["stack"].get<size_t>()].frames.size());
+  CHECK(frames[stack[1].get<size_t>()][0] == "leak_a");
+  bool offset_label = false;
+  for (const auto& f : frames) offset_label |= f[0] == "libtextfeatures.so+0x1180";
+  CHECK(offset_label);
+  // The flame graph's figures add up to the report's.
+  uint64_t leaked = 0, allocated = 0;
+  for (const auto& f : data["flame"]["figures"]) {
+    leaked += f[3].get<uint64_t>();
+    allocated += f[4].get<uint64_t>();
+  }
+  CHECK(leaked == report.totals.leaked_bytes);
+  CHECK(allocated == report.totals.bytes_allocated);
+}
+
+TEST_CASE("HTML report of an empty Report renders", "[html]") {
+  const std::string html = render_html(memstage::reports::Report{});
+  const json data = json::parse(data_block(html));
+  CHECK(data["stages"].empty());
+  CHECK(data["worst_stage"] == -1);
+  CHECK(data["flame"]["figures"].empty());
+}
+
+TEST_CASE("HTML report stays small and quick with 100,000 distinct stacks", "[html][large]") {
+  memstage::tests::FixtureOptions options;
+  options.stack_count = 100000;
+  options.timeline_points = 200000;
+  const auto report = memstage::tests::make_fixture_report(options);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string html = render_html(report);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const json data = json::parse(data_block(html));
+  INFO("render_html took " << seconds << " s, " << html.size() << " bytes, "
+                           << data["flame"]["parent"].size() << " flame nodes of " << data["flame"]["total_nodes"]);
+  CHECK(seconds < 20);
+  CHECK(html.size() < 16u * 1024 * 1024);
+  CHECK(data["flame"]["pruned_nodes"].get<size_t>() > 0);
+  CHECK(data["flame"]["parent"].size() <= 40001);
+  CHECK(data["timeline"]["t_s"].size() <= 4100);
+  // Thinning keeps the heap's peak.
+  uint64_t max_heap = 0;
+  for (const auto& h : data["timeline"]["heap_bytes"]) max_heap = std::max(max_heap, h.get<uint64_t>());
+  CHECK(max_heap == report.totals.peak_heap_bytes);
+}
