@@ -1,0 +1,184 @@
+#!/usr/bin/env node
+// Loads a memstage HTML report from file:// in Debian's chromium (driven by playwright-core)
+// and checks that it works offline and safely:
+//   node check_report.mjs REPORT.html SCREENSHOT.png [--expect-text FILE]
+// - no console errors, no page errors, no network requests, no dialogs;
+// - timeline, stage table and flame graph drawn with a non-zero size;
+// - clicking a flame-graph frame zooms into it; dragging across the timeline zooms it;
+// - every stage name is shown as text, and the page holds no <img> and no inline event
+//   handler attribute (names from the traced program never become markup);
+// - with --expect-text, FILE's contents appear on the page as text.
+// Writes a full-page screenshot. Exits 0 when every check passes, 1 otherwise.
+// playwright-core comes from `npm ci` next to this script, or from the node_modules folder
+// named by MEMSTAGE_NODE_MODULES; the browser from MEMSTAGE_CHROMIUM or /usr/bin/chromium.
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+function usage() {
+  console.error('usage: check_report.mjs REPORT.html SCREENSHOT.png [--expect-text FILE]');
+  process.exit(2);
+}
+
+const args = process.argv.slice(2);
+const positional = [];
+let expectText = null;
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === '--expect-text' && i + 1 < args.length) expectText = fs.readFileSync(args[++i], 'utf8');
+  else positional.push(args[i]);
+}
+if (positional.length !== 2) usage();
+const [reportPath, screenshotPath] = positional.map((p) => path.resolve(p));
+if (!fs.existsSync(reportPath)) {
+  console.error(`check_report: no such file: ${reportPath}`);
+  process.exit(2);
+}
+
+const require = process.env.MEMSTAGE_NODE_MODULES
+  ? createRequire(path.join(path.resolve(process.env.MEMSTAGE_NODE_MODULES), '..', 'resolve-from-here.js'))
+  : createRequire(import.meta.url);
+const { chromium } = require('playwright-core');
+
+const failures = [];
+const fail = (message) => failures.push(message);
+const consoleErrors = [];
+const pageErrors = [];
+const dialogs = [];
+const requests = [];
+
+const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'memstage-chromium-'));
+const context = await chromium.launchPersistentContext(userDataDir, {
+  executablePath: process.env.MEMSTAGE_CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1400, height: 900 },
+  offline: true,
+});
+try {
+  // Anything but the report itself is a request the page must not make.
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith('file:') || url.startsWith('data:')) return route.continue();
+    requests.push(url);
+    return route.abort();
+  });
+  const page = context.pages()[0] || (await context.newPage());
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') consoleErrors.push(msg.text());
+  });
+  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  page.on('dialog', (dialog) => {
+    dialogs.push(`${dialog.type()}: ${dialog.message()}`);
+    dialog.dismiss().catch(() => {});
+  });
+
+  const started = Date.now();
+  await page.goto(pathToFileURL(reportPath).href, { waitUntil: 'load' });
+  await page.waitForSelector('body[data-rendered="true"]', { timeout: 30000 }).catch(() => fail('the page never finished drawing (body[data-rendered])'));
+  const loadMs = Date.now() - started;
+
+  const box = async (selector) => page.evaluate((s) => {
+    const e = document.querySelector(s);
+    if (!e) return null;
+    const r = e.getBoundingClientRect();
+    return { width: r.width, height: r.height };
+  }, selector);
+  const hasStacks = await page.evaluate(() => {
+    const data = JSON.parse(document.getElementById('memstage-data').textContent);
+    return Boolean(data.flame && data.flame.figures && data.flame.figures.length);
+  });
+  const required = ['#summary', '#timeline svg', '#stage-table', '#flame-section', hasStacks ? '#flame svg' : '#flame'];
+  for (const selector of required) {
+    const b = await box(selector);
+    if (!b) fail(`missing: ${selector}`);
+    else if (!(b.width > 0 && b.height > 0)) fail(`zero size: ${selector} (${b.width}x${b.height})`);
+  }
+
+  // Stage names appear as text in the stage table, exactly.
+  const stageCheck = await page.evaluate(() => {
+    const data = JSON.parse(document.getElementById('memstage-data').textContent);
+    const shown = new Set([...document.querySelectorAll('#stage-table .stage-label')].map((e) => e.textContent));
+    return data.stages.filter((s) => !shown.has(s.name)).map((s) => s.name);
+  });
+  for (const name of stageCheck) fail(`stage name not shown as text in the stage table: ${JSON.stringify(name)}`);
+  if (expectText !== null) {
+    const found = await page.evaluate((text) => document.body.innerText.includes(text), expectText);
+    if (!found) fail(`text not shown on the page: ${JSON.stringify(expectText)}`);
+  }
+  const markup = await page.evaluate(() => {
+    const handlers = [];
+    for (const e of document.querySelectorAll('*')) {
+      for (const a of e.attributes) if (a.name.toLowerCase().startsWith('on')) handlers.push(`<${e.tagName.toLowerCase()} ${a.name}>`);
+    }
+    return { images: document.querySelectorAll('img, iframe, object, embed').length, handlers, scripts: document.scripts.length };
+  });
+  if (markup.images) fail(`the page holds ${markup.images} <img>/<iframe>/<object>/<embed> elements`);
+  if (markup.handlers.length) fail(`inline event handlers on the page: ${markup.handlers.slice(0, 5).join(', ')}`);
+  if (markup.scripts !== 2) fail(`expected 2 script elements (data, code), found ${markup.scripts}`);
+
+  // Clicking a flame-graph frame zooms into it: the frame widens to the full width.
+  if (hasStacks) {
+    const target = await page.evaluate(() => {
+      const svgWidth = document.querySelector('#flame svg').getBoundingClientRect().width;
+      const candidates = [...document.querySelectorAll('#flame g.frame:not(.ancestor)')]
+        .map((g) => ({ node: g.getAttribute('data-node'), width: g.querySelector('rect').getBoundingClientRect().width }))
+        .filter((c) => c.node !== '0' && c.width > 12 && c.width < svgWidth * 0.6);
+      candidates.sort((a, b) => b.width - a.width);
+      return candidates[0] || null;
+    });
+    if (!target) {
+      console.log('check_report: no flame-graph frame narrow enough to zoom into; skipping the zoom check');
+    } else {
+      await page.click(`#flame g.frame[data-node="${target.node}"] rect`);
+      const after = await page.evaluate((node) => {
+        const g = document.querySelector(`#flame g.frame[data-node="${node}"] rect`);
+        return { zoom: document.body.getAttribute('data-flame-zoom'), width: g ? g.getBoundingClientRect().width : 0 };
+      }, target.node);
+      if (after.zoom !== target.node) fail(`flame graph zoom is ${after.zoom} after clicking node ${target.node}`);
+      if (!(after.width > target.width * 1.2)) fail(`flame frame did not widen on click: ${target.width} -> ${after.width}`);
+      await page.screenshot({ path: screenshotPath.replace(/\.png$/, '') + '-flame-zoomed.png', fullPage: false,
+        clip: await page.evaluate(() => { const r = document.getElementById('flame-section').getBoundingClientRect(); return { x: 0, y: r.top + window.scrollY, width: window.innerWidth, height: Math.min(700, r.height) }; }) }).catch(() => {});
+      await page.click('#flame-reset');
+    }
+  }
+
+  // Dragging across the timeline zooms it: its time axis changes.
+  const axisText = () => page.evaluate(() => [...document.querySelectorAll('#timeline .axis text')].map((t) => t.textContent).join('|'));
+  const before = await axisText();
+  const plot = await page.evaluate(() => {
+    document.getElementById('timeline').scrollIntoView({ block: 'center' });
+    const rects = [...document.querySelectorAll('#timeline svg rect')];
+    const overlay = rects[rects.length - 1].getBoundingClientRect();
+    return { x: overlay.left, y: overlay.top, width: overlay.width, height: overlay.height };
+  });
+  await page.mouse.move(plot.x + plot.width * 0.3, plot.y + plot.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(plot.x + plot.width * 0.5, plot.y + plot.height / 2, { steps: 5 });
+  await page.mouse.up();
+  const zoomed = await axisText();
+  if (zoomed === before) fail('dragging across the timeline did not zoom it');
+  await page.mouse.dblclick(plot.x + plot.width / 2, plot.y + plot.height / 2);
+  if ((await axisText()) !== before) fail('double click did not reset the timeline zoom');
+  await page.mouse.move(0, 0);
+
+  await page.screenshot({ path: screenshotPath, fullPage: true });
+  console.log(`check_report: drawn in ${loadMs} ms; screenshot ${screenshotPath}`);
+} catch (error) {
+  fail(`check_report: ${error && error.stack ? error.stack : error}`);
+} finally {
+  await context.close().catch(() => {});
+  fs.rmSync(userDataDir, { recursive: true, force: true });
+}
+
+for (const e of consoleErrors) fail(`console error: ${e}`);
+for (const e of pageErrors) fail(`page error: ${e}`);
+for (const d of dialogs) fail(`dialog opened: ${d}`);
+for (const r of requests) fail(`network request: ${r}`);
+if (failures.length) {
+  for (const f of failures) console.error(`FAIL ${f}`);
+  process.exit(1);
+}
+console.log(`check_report: ${reportPath} passed`);
