@@ -145,7 +145,8 @@ Result run_optimized(const Config& config) {
       double loss_sum = 0.0;
       while (reader.next(example)) {
         if (config.max_rows != 0 && index >= config.max_rows) break;
-        if (holdout && held_out(index++, config.split_ratio, config.seed)) continue;
+        const std::uint64_t row = index++;
+        if (holdout && held_out(row, config.split_ratio, config.seed)) continue;
         const std::int64_t label = labels.find(example.label);
         if (label < 0) throw Error(config.data_path + ": the file changed while training");
         featurize(example.text);
