@@ -208,10 +208,19 @@ json flame_json(const Report& report, FrameTable& frames) {
     // Only kept nodes enter the frame table, so pruned frames cost the page nothing.
     node_frames.push_back(n == 0 ? -1 : static_cast<int64_t>(frames.intern(*tree.frame[n])));
   }
+  // The kept node each pruned one was merged into, and how many each absorbed, so the page
+  // can draw the merged share as one "smaller frames" block instead of blank space.
+  std::vector<uint32_t> kept_ancestor(node_count, 0);
+  std::map<uint32_t, uint64_t> absorbed;
+  for (size_t n = 1; n < node_count; ++n) {
+    kept_ancestor[n] = kept[n] ? static_cast<uint32_t>(n) : kept_ancestor[tree.parent[n]];
+    if (!kept[n]) ++absorbed[new_id[kept_ancestor[n]]];
+  }
+  json absorbed_json = json::array();
+  for (const auto& [node, count] : absorbed) absorbed_json.push_back(json::array({node, count}));
   std::map<std::pair<uint32_t, int>, std::array<uint64_t, kMetrics + 1>> merged;
   for (size_t i = 0; i < report.stack_figures.size(); ++i) {
-    uint32_t n = figure_leaf[i];
-    while (!kept[n]) n = tree.parent[n];
+    const uint32_t n = kept_ancestor[figure_leaf[i]];
     const auto& f = report.stack_figures[i];
     auto& m = merged[{new_id[n], f.stage}];
     const auto v = metrics_of(f);
@@ -225,6 +234,8 @@ json flame_json(const Report& report, FrameTable& frames) {
               {"frame", std::move(node_frames)},
               // [node, stage, live_at_peak_bytes, leaked_bytes, bytes_allocated, allocations]
               {"figures", std::move(figures)},
+              // [node, pruned descendants merged into it]
+              {"absorbed", std::move(absorbed_json)},
               {"total_nodes", node_count - 1},
               {"pruned_nodes", node_count - kept_count},
               {"prune_share", share}};

@@ -553,6 +553,8 @@
     }
   }
   let flameValues = new Float64Array(nodeCount);
+  // Nodes into which the renderer merged frames too small to show, with how many.
+  const absorbed = new Map((flame.absorbed || []).map(([node, count]) => [node, count]));
 
   function stageFilterSet() {
     if (flameState.stage === 'all') return null;
@@ -680,14 +682,32 @@
       maxDepth = Math.max(maxDepth, depth);
       // Largest callee first, at the left.
       const kids = flameChildren[n].filter((c) => flameValues[c] > 0).sort((a, b) => flameValues[b] - flameValues[a]);
-      let cx = x;
+      let cx = x, tinyCount = 0, tinyWidth = 0;
       for (const c of kids) {
+        const cw = flameValues[c] * scale;
+        if (cw < minWidth) {
+          tinyCount++;
+          tinyWidth += cw;
+          hidden++;
+          hiddenValue += flameValues[c];
+          continue;
+        }
         stack.push({ n: c, x: cx, depth: depth + 1 });
-        cx += flameValues[c] * scale;
+        cx += cw;
+      }
+      // Callees too small to draw, and those the renderer merged into this frame, as one
+      // block where they would have been.
+      const mergedCount = tinyCount + (absorbed.get(n) || 0);
+      const blockWidth = absorbed.has(n) ? x + w - cx : tinyWidth;
+      if (mergedCount > 0 && blockWidth >= 2) {
+        rects.push({ n, x: cx, w: blockWidth, depth: depth + 1, merged: mergedCount, mergedValue: blockWidth / scale });
+        maxDepth = Math.max(maxDepth, depth + 1);
       }
     }
     const height = (maxDepth + 1) * rowHeight + 2;
     const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, height, role: 'img', 'aria-label': 'flame graph' });
+    root.append(svg('defs', {}, svg('pattern', { id: 'flame-merged', width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' },
+      svg('rect', { width: 6, height: 6, fill: '#eceff3' }), svg('rect', { width: 3, height: 6, fill: '#d7dce3' }))));
     const search = flameState.search;
     let matchValue = 0;
     const matched = new Uint8Array(nodeCount);
@@ -704,6 +724,14 @@
       }
     }
     for (const r of rects) {
+      if (r.merged) {
+        const g = svg('g', { class: 'merged', 'data-merged-into': r.n, 'data-merged-count': r.merged, 'data-merged-value': r.mergedValue, transform: `translate(${r.x.toFixed(2)},${r.depth * rowHeight})` });
+        g.append(svg('rect', { width: Math.max(0.5, r.w - 0.5).toFixed(2), height: rowHeight - 1, rx: 1.5, fill: 'url(#flame-merged)' }));
+        const label = fitText(`${fmtExactCount(r.merged)} smaller frames`, r.w - 8, font);
+        if (label) g.append(svg('text', { x: 4, y: rowHeight - 6 }, label));
+        root.append(g);
+        continue;
+      }
       const classes = ['frame'];
       if (r.ancestor) classes.push('ancestor');
       if (search) classes.push(matched[r.n] ? 'match' : 'dim');
@@ -727,12 +755,19 @@
         why.push(`${fmtExactCount(pruned)} of ${fmtExactCount(flame.total_nodes)} call-tree frames were each under ` +
           `${(100 * flame.prune_share).toFixed(2)}% of every view and are merged into their callers, whose own share includes them`);
       }
-      if (hidden > 0) why.push(`${fmtExactCount(hidden)} frames narrower than half a pixel (${fmtMetric(hiddenValue)}) are not drawn at this zoom`);
+      if (hidden > 0) why.push(`${fmtExactCount(hidden)} frames narrower than half a pixel (${fmtMetric(hiddenValue)}) are drawn together as “smaller frames” at this zoom`);
       note.append(el('br', {}), el('span', { class: 'pruned-note' }, 'Aggregated: ' + why.join('; ') + '.'));
     }
     detail.append('Hover a frame for its details.');
 
     root.addEventListener('click', (event) => {
+      const m = event.target.closest('[data-merged-into]');
+      if (m) {
+        flameState.zoom = Number(m.getAttribute('data-merged-into'));
+        hideTooltip();
+        renderFlame();
+        return;
+      }
       const g = event.target.closest('[data-node]');
       if (!g) return;
       const n = Number(g.getAttribute('data-node'));
@@ -741,6 +776,15 @@
       renderFlame();
     });
     root.addEventListener('mousemove', (event) => {
+      const m = event.target.closest('[data-merged-into]');
+      if (m) {
+        const into = Number(m.getAttribute('data-merged-into'));
+        const value = Number(m.getAttribute('data-merged-value'));
+        showTooltip(event, [[`${fmtExactCount(Number(m.getAttribute('data-merged-count')))} smaller frames`, 't-title'],
+          [`called from ${nodeLabel(into)}, each too small to show here`, ''],
+          [`${fmtMetric(value)} (${fmtPercent(value, total)} of all)` + (absorbed.has(into) ? `, with ${nodeLabel(into)}'s own` : ''), '']]);
+        return;
+      }
       const g = event.target.closest('[data-node]');
       if (!g) return;
       const n = Number(g.getAttribute('data-node'));
@@ -809,7 +853,7 @@
           r.index === -1 ? el('strong', {}, r.name) : r.name,
           b.estimated ? el('span', { class: 'badge estimated', title: 'the allocator gave no figures; derived from RSS' }, 'estimated') : null),
         bar,
-        el('div', { class: 'numbers' }, `RSS ${fmtBytes(b.rss_bytes)} · fragmentation ${(100 * frag.ratio).toFixed(1)}%` +
+        el('div', { class: 'numbers' }, `live ${fmtBytes(b.live_bytes)} · RSS ${fmtBytes(b.rss_bytes)} · fragmentation ${(100 * frag.ratio).toFixed(1)}%` +
           (frag.estimated && !b.estimated ? ' (est.)' : ''))));
     }
   }
@@ -880,7 +924,7 @@
       const column = el('div', { class: 'site-list' }, el('h3', {}, list.title));
       if (!list.rows.length) column.append(el('div', { class: 'empty' }, 'none recorded'));
       const top = Math.max(1, ...list.rows.map(list.value));
-      list.rows.slice(0, 25).forEach((r) => {
+      list.rows.slice(0, 15).forEach((r) => {
         const share = el('span', {});
         share.style.width = (100 * list.value(r)) / top + '%';
         const d = el('details', { class: 'site' },

@@ -1,0 +1,153 @@
+#include "reports/render/json/json_report.h"
+
+#include <cstdio>
+
+namespace memstage::reports {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+Json frame_json(const Frame& f) {
+  Json j;
+  j["function"] = f.function;
+  j["file"] = f.file;
+  j["line"] = f.line;
+  j["module"] = f.module;
+  // Hex strings: addresses do not fit in a JavaScript number.
+  j["address"] = hex(f.address);
+  j["module_offset"] = hex(f.module_offset);
+  j["inlined"] = f.inlined;
+  j["kind"] = f.kind;
+  return j;
+}
+
+Json stack_json(const Report& r, StackIndex index) {
+  Json frames = Json::array();
+  if (index < r.stacks.size()) {
+    for (const Frame& f : r.stacks[index].frames) frames.push_back(frame_json(f));
+  }
+  return frames;
+}
+
+Json stack_bytes_json(const Report& r, const StackBytes& s) {
+  return Json{{"bytes", s.bytes}, {"blocks", s.blocks}, {"stack", stack_json(r, s.stack)}};
+}
+
+Json breakdown_json(const RssBreakdown& b) {
+  return Json{{"live_bytes", b.live_bytes},
+              {"allocator_in_use_bytes", b.allocator_in_use_bytes},
+              {"allocator_resident_bytes", b.allocator_resident_bytes},
+              {"rss_bytes", b.rss_bytes},
+              {"tracer_bytes", b.tracer_bytes},
+              {"estimated", b.estimated}};
+}
+
+Json fragmentation_json(const Fragmentation& f) { return Json{{"ratio", f.ratio}, {"estimated", f.estimated}}; }
+
+Json stage_ref(const Report& r, int stage) {
+  return stage >= 0 && static_cast<size_t>(stage) < r.stages.size() ? Json(r.stages[stage].path) : Json(nullptr);
+}
+
+}  // namespace
+
+Json report_to_json(const Report& r) {
+  Json j;
+  j["schema"] = kReportSchema;
+  j["command"] = r.command;
+  j["exit_code"] = r.exit_code;
+  j["signal"] = r.signal ? Json(*r.signal) : Json(nullptr);
+  j["duration_s"] = r.duration_s;
+  j["allocator"] = r.allocator;
+  j["mode"] = r.mode;
+
+  const MemoryFigures& t = r.totals;
+  Json totals;
+  totals["peak_heap_bytes"] = t.peak_heap_bytes;
+  totals["peak_heap_time_s"] = t.peak_heap_time_s;
+  totals["peak_rss_bytes"] = t.peak_rss_bytes;
+  totals["allocations"] = t.allocations;
+  totals["frees"] = t.frees;
+  totals["bytes_allocated"] = t.bytes_allocated;
+  totals["temporary_allocations"] = t.temporary_allocations;
+  totals["leaked_bytes"] = t.leaked_bytes;
+  totals["leaked_blocks"] = t.leaked_blocks;
+  totals["mmap_peak_bytes"] = t.mmap_peak_bytes;
+  totals["fragmentation"] = fragmentation_json(t.fragmentation);
+  totals["rss_breakdown"] = breakdown_json(t.rss_breakdown);
+  Json top = Json::array();
+  for (const auto& s : r.top_stacks_at_peak) top.push_back(stack_bytes_json(r, s));
+  totals["top_stacks_at_peak"] = std::move(top);
+  j["totals"] = std::move(totals);
+
+  Json stages = Json::array();
+  for (const StageReport& s : r.stages) {
+    const MemoryFigures& f = s.figures;
+    Json st;
+    st["name"] = s.name;
+    st["path"] = s.path;
+    st["depth"] = s.depth;
+    st["parent"] = stage_ref(r, s.parent);
+    st["start_s"] = s.start_s;
+    st["end_s"] = s.end_s;
+    st["closed"] = s.closed;
+    st["peak_heap_bytes"] = f.peak_heap_bytes;
+    st["peak_heap_time_s"] = f.peak_heap_time_s;
+    st["peak_rss_bytes"] = f.peak_rss_bytes;
+    st["allocations"] = f.allocations;
+    st["frees"] = f.frees;
+    st["bytes_allocated"] = f.bytes_allocated;
+    st["temporary_allocations"] = f.temporary_allocations;
+    st["retained_bytes"] = s.retained_bytes;
+    st["leaked_bytes"] = f.leaked_bytes;
+    st["leaked_blocks"] = f.leaked_blocks;
+    st["mmap_peak_bytes"] = f.mmap_peak_bytes;
+    st["fragmentation"] = fragmentation_json(f.fragmentation);
+    st["rss_breakdown"] = breakdown_json(f.rss_breakdown);
+    Json tops = Json::array();
+    for (const auto& sb : s.top_stacks_at_peak) tops.push_back(stack_bytes_json(r, sb));
+    st["top_stacks_at_peak"] = std::move(tops);
+    stages.push_back(std::move(st));
+  }
+  j["stages"] = std::move(stages);
+
+  Json leaks = Json::array();
+  for (const Leak& l : r.leaks) {
+    leaks.push_back(Json{{"bytes", l.bytes}, {"blocks", l.blocks}, {"stage", stage_ref(r, l.stage)},
+                         {"stack", stack_json(r, l.stack)}});
+  }
+  j["leaks"] = std::move(leaks);
+
+  Json timeline = Json::array();
+  for (const TimelinePoint& p : r.timeline) {
+    timeline.push_back(
+        Json{{"t_s", p.t_s}, {"heap_bytes", p.heap_bytes}, {"rss_bytes", p.rss_bytes}, {"stage", stage_ref(r, p.stage)}});
+  }
+  j["timeline"] = std::move(timeline);
+
+  Json processes = Json::array();
+  for (const ProcessReport& p : r.processes) {
+    processes.push_back(Json{{"pid", p.pid},
+                             {"parent_pid", p.parent_pid},
+                             {"command", p.command},
+                             {"peak_heap_bytes", p.peak_heap_bytes},
+                             {"peak_rss_bytes", p.peak_rss_bytes},
+                             {"complete", p.complete}});
+  }
+  j["processes"] = std::move(processes);
+  j["warnings"] = r.warnings;
+  return j;
+}
+
+std::string render_json(const Report& report) {
+  // Stage and function names are whatever bytes the program used: replace invalid UTF-8
+  // rather than fail to write the report.
+  return report_to_json(report).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace memstage::reports

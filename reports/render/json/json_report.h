@@ -1,0 +1,16 @@
+// report.json: the contract of DESIGN.md ("memstage.report/1") that scripts and CI read.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "reports/model/report_model.h"
+
+namespace memstage::reports {
+
+inline constexpr const char* kReportSchema = "memstage.report/1";
+
+nlohmann::ordered_json report_to_json(const Report& report);
+std::string render_json(const Report& report);
+
+}  // namespace memstage::reports

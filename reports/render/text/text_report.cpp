@@ -1,0 +1,77 @@
+#include "reports/render/text/text_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "reports/render/text/human_units.h"
+
+namespace memstage::reports {
+namespace {
+
+void append_stack(std::string& out, const Report& r, StackIndex index, size_t max_frames) {
+  if (index >= r.stacks.size() || r.stacks[index].frames.empty()) {
+    out += "      (no stack)\n";
+    return;
+  }
+  const auto& frames = r.stacks[index].frames;
+  const size_t n = std::min(max_frames, frames.size());
+  for (size_t i = 0; i < n; ++i) out += fmt::format("      {}\n", format_frame(frames[i]));
+  if (frames.size() > n) out += fmt::format("      ... {} more frames\n", frames.size() - n);
+}
+
+}  // namespace
+
+std::string render_text(const Report& r, const TextOptions& options) {
+  std::string out;
+  const MemoryFigures& t = r.totals;
+  std::string command;
+  for (const auto& a : r.command) command += (command.empty() ? "" : " ") + a;
+  out += fmt::format("memstage: {} ({} mode, {}), {:.2f} s, exit {}{}\n", command, r.mode, r.allocator,
+                     r.duration_s, r.exit_code, r.signal ? fmt::format(" (signal {})", *r.signal) : "");
+  out += fmt::format("  peak heap    {} at {:.3f} s\n", format_bytes(t.peak_heap_bytes), t.peak_heap_time_s);
+  out += fmt::format("  peak RSS     {}\n", format_bytes(t.peak_rss_bytes));
+  out += fmt::format("  leaked       {} in {} blocks\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks));
+  out += fmt::format("  allocations  {} ({} temporary), {} allocated in all\n", format_count(t.allocations),
+                     format_count(t.temporary_allocations), format_bytes(t.bytes_allocated));
+  out += fmt::format("  fragmentation {:.1f}%{}\n", 100 * t.fragmentation.ratio,
+                     t.fragmentation.estimated ? " (estimated)" : "");
+  for (const auto& w : r.warnings) out += fmt::format("  warning: {}\n", w);
+
+  if (!r.stages.empty()) {
+    out += "\nstages\n";
+    out += fmt::format("  {:<28} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9}\n", "stage", "peak heap", "peak RSS",
+                       "allocations", "retained", "leaked", "seconds");
+    for (const StageReport& s : r.stages) {
+      std::string name = std::string(2 * s.depth, ' ') + s.name;
+      if (name.size() > 28) name = name.substr(0, 27) + "~";
+      const MemoryFigures& f = s.figures;
+      out += fmt::format("  {:<28} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9.3f}\n", name,
+                         format_bytes(f.peak_heap_bytes), format_bytes(f.peak_rss_bytes), format_count(f.allocations),
+                         format_bytes(s.retained_bytes), format_bytes(f.leaked_bytes), s.end_s - s.start_s);
+    }
+  }
+
+  if (!r.top_stacks_at_peak.empty()) {
+    out += fmt::format("\nheld at the peak ({})\n", format_bytes(t.peak_heap_bytes));
+    for (size_t i = 0; i < std::min(options.stacks, r.top_stacks_at_peak.size()); ++i) {
+      const StackBytes& s = r.top_stacks_at_peak[i];
+      out += fmt::format("  {} in {} blocks\n", format_bytes(s.bytes), format_count(s.blocks));
+      append_stack(out, r, s.stack, options.frames);
+    }
+  }
+
+  if (!r.leaks.empty()) {
+    out += fmt::format("\nleaks ({} in {} blocks)\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks));
+    for (size_t i = 0; i < std::min(options.stacks, r.leaks.size()); ++i) {
+      const Leak& l = r.leaks[i];
+      out += fmt::format("  {} in {} blocks{}\n", format_bytes(l.bytes), format_count(l.blocks),
+                         l.stage >= 0 ? " in stage " + r.stages[l.stage].path : "");
+      append_stack(out, r, l.stack, options.frames);
+    }
+    if (r.leaks.size() > options.stacks) out += fmt::format("  ... {} more\n", r.leaks.size() - options.stacks);
+  }
+  return out;
+}
+
+}  // namespace memstage::reports
