@@ -78,8 +78,8 @@ enum class Tag : uint8_t {
   kMmap = 8,
   // munmap of any range: u address, u length.
   kMunmap = 9,
-  // mremap of an anonymous mapping: u old_address, u old_length, u new_address,
-  // u new_length, u stack id.
+  // A successful mremap: u old_address, u old_length, u new_address, u new_length,
+  // u stack id. The new range counts as anonymous only if the old one was.
   kMremap = 10,
   // Defines the next stage name id (0, 1, ...): str name.
   kStageName = 11,

@@ -1,0 +1,23 @@
+// Runs the traced command as a child process and waits for it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace memstage::harness {
+
+struct ChildResult {
+  int exit_code = 0;          // the code it exited with, or 128 + signal
+  std::optional<int> signal;  // the signal that killed it
+  double duration_s = 0;
+};
+
+// Starts `command` (looked up in PATH) with `extra_env` added to this process's
+// environment, waits for it, and returns how it ended. Throws CliError (exit 127) when
+// the command can't be started.
+ChildResult run_child(const std::vector<std::string>& command,
+                      const std::vector<std::pair<std::string, std::string>>& extra_env);
+
+}  // namespace memstage::harness

@@ -1,0 +1,44 @@
+// memstage report TRACE_OR_DIR [--format json|text|html|chrome|pprof] [-o FILE]
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "harness/cli/cli_error.h"
+#include "harness/cli/commands.h"
+#include "harness/cli/report_files.h"
+
+namespace memstage::harness {
+
+void register_report(CLI::App& app, CommandAction& action) {
+  struct Flags {
+    std::string input;
+    std::string format = "text";
+    std::string output;
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app.add_subcommand("report", "Analyse a run's traces again and write a report");
+  cmd->add_option("input", flags->input, "A run's output folder or one trace file")->required();
+  cmd->add_option("-f,--format", flags->format, "json, text, html, chrome (Perfetto) or pprof")
+      ->capture_default_str();
+  cmd->add_option("-o,--output", flags->output, "Write here instead of to stdout");
+  cmd->callback([flags, &action] {
+    action = [flags] {
+      const ReportFormat format = parse_format(flags->format);
+      const auto report = analyze_path(flags->input);
+      for (const auto& warning : report.warnings) fprintf(stderr, "memstage: warning: %s\n", warning.c_str());
+      const std::string content = render(report, format);
+      if (!flags->output.empty()) {
+        write_file(flags->output, content);
+      } else {
+        if (format == ReportFormat::kPprof && isatty(STDOUT_FILENO)) {
+          throw CliError("pprof output is binary: give a file with -o");
+        }
+        fwrite(content.data(), 1, content.size(), stdout);
+      }
+      return 0;
+    };
+  });
+}
+
+}  // namespace memstage::harness

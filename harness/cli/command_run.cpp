@@ -1,0 +1,118 @@
+// memstage run [-o DIR] [--mode full|stats] [--max-depth N] -- CMD ARGS...
+// Runs CMD with the tracer preloaded, writes the traces, run.json, report.json and
+// report.html into DIR, prints a summary on stderr and exits with CMD's exit code.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+#include "harness/cli/child_process.h"
+#include "harness/cli/cli_error.h"
+#include "harness/cli/commands.h"
+#include "harness/cli/preload_path.h"
+#include "harness/cli/report_files.h"
+#include "reports/render/text/text_report.h"
+
+namespace memstage::harness {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunFlags {
+  std::string output_dir;
+  std::string mode = "full";
+  unsigned max_depth = 64;
+  unsigned sample_interval_ms = 10;
+  bool no_follow_fork = false;
+  bool quiet = false;
+  std::vector<std::string> command;
+};
+
+// A fresh folder for this run: traces from an earlier run in it would mix into this one.
+void prepare_output_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw CliError("cannot create output folder " + dir + ": " + ec.message());
+  if (access(dir.c_str(), W_OK) != 0) throw CliError("output folder " + dir + " is not writable");
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("trace.") && name.ends_with(".mst")) fs::remove(entry.path(), ec);
+  }
+}
+
+std::string default_output_dir(const std::string& program) {
+  return "memstage." + fs::path(program).filename().string() + "." + std::to_string(getpid());
+}
+
+int run(const RunFlags& flags) {
+  if (flags.command.empty()) throw CliError("run: no command given (memstage run [options] -- CMD ARGS...)");
+  if (flags.mode != "full" && flags.mode != "stats") {
+    throw CliError("run: --mode must be full or stats, not '" + flags.mode + "'");
+  }
+  const std::string preload = find_preload_library();
+  const std::string dir = fs::absolute(flags.output_dir.empty() ? default_output_dir(flags.command[0])
+                                                                : flags.output_dir)
+                              .lexically_normal()
+                              .string();
+  prepare_output_dir(dir);
+
+  std::string ld_preload = preload;
+  if (const char* existing = getenv("LD_PRELOAD"); existing && *existing) ld_preload += std::string(":") + existing;
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"LD_PRELOAD", ld_preload},
+      {"MEMSTAGE_OUTPUT", dir},
+      {"MEMSTAGE_MODE", flags.mode},
+      {"MEMSTAGE_MAX_DEPTH", std::to_string(flags.max_depth)},
+      {"MEMSTAGE_SAMPLE_INTERVAL_MS", std::to_string(flags.sample_interval_ms)},
+      {"MEMSTAGE_FOLLOW_FORK", flags.no_follow_fork ? "0" : "1"},
+  };
+  const ChildResult child = run_child(flags.command, env);
+
+  reports::RunInfo info{flags.command, child.exit_code, child.signal, child.duration_s};
+  write_run_info(dir, info);
+  if (reports::find_traces(dir).empty()) {
+    fprintf(stderr,
+            "memstage: %s wrote no trace: is it statically linked or setuid? (LD_PRELOAD does not reach it)\n",
+            flags.command[0].c_str());
+    return child.exit_code;
+  }
+  const reports::Report report = analyze_path(dir);
+  write_file(dir + "/report.json", render(report, ReportFormat::kJson));
+  write_file(dir + "/report.html", render(report, ReportFormat::kHtml));
+  if (!flags.quiet) {
+    const std::string summary = reports::render_text(report);
+    fprintf(stderr, "%s\nmemstage: wrote %s/report.json and report.html\n", summary.c_str(), dir.c_str());
+  }
+  return child.exit_code;
+}
+
+}  // namespace
+
+void register_run(CLI::App& app, CommandAction& action) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a command under the tracer and report on it");
+  cmd->add_option("-o,--output", flags->output_dir, "Folder for traces and reports (default memstage.PROG.PID)");
+  cmd->add_option("--mode", flags->mode, "full: every event with its stack; stats: counters only")
+      ->capture_default_str();
+  cmd->add_option("--max-depth", flags->max_depth, "Frames kept per stack")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--sample-interval", flags->sample_interval_ms, "RSS sampling interval in milliseconds")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  cmd->add_flag("--no-follow-fork", flags->no_follow_fork, "Do not trace forked children");
+  cmd->add_flag("-q,--quiet", flags->quiet, "Print no summary");
+  cmd->add_option("command", flags->command, "The command to run, after --")->expected(-1);
+  // Everything after the command's name belongs to the command, flags included.
+  cmd->prefix_command();
+  cmd->callback([flags, cmd, &action] {
+    for (const auto& extra : cmd->remaining()) flags->command.push_back(extra);
+    if (!flags->command.empty() && flags->command.front() == "--") flags->command.erase(flags->command.begin());
+    action = [flags] { return run(*flags); };
+  });
+}
+
+}  // namespace memstage::harness

@@ -1,0 +1,39 @@
+// memstage: where a program's memory goes, stage by stage.
+#include <cstdio>
+
+#include "harness/cli/cli_error.h"
+#include "harness/cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace memstage::harness;
+  CLI::App app{"memstage: where a program's memory goes, stage by stage", "memstage"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "memstage " MEMSTAGE_VERSION);
+  CommandAction action;
+  register_run(app, action);
+  register_report(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fprintf(stderr, "memstage: %s (see memstage --help)\n", e.what());
+    return 2;
+  } catch (const CliError& e) {
+    fprintf(stderr, "memstage: %s\n", e.what());
+    return e.exit_code();
+  }
+  try {
+    return action ? action() : 2;
+  } catch (const CliError& e) {
+    fprintf(stderr, "memstage: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    fprintf(stderr, "memstage: %s\n", e.what());
+    return 2;
+  }
+}

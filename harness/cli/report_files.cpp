@@ -1,0 +1,105 @@
+#include "harness/cli/report_files.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "harness/cli/cli_error.h"
+#include "harness/cli/progress_bar.h"
+#include "profiler/trace/trace_reader.h"
+#include "reports/render/export/chrome_trace.h"
+#include "reports/render/export/pprof.h"
+#include "reports/render/html/render_html.h"
+#include "reports/render/json/json_report.h"
+#include "reports/render/text/text_report.h"
+
+namespace memstage::harness {
+
+namespace fs = std::filesystem;
+
+void write_run_info(const std::string& dir, const reports::RunInfo& run) {
+  nlohmann::ordered_json j;
+  j["command"] = run.command;
+  j["exit_code"] = run.exit_code;
+  j["signal"] = run.signal ? nlohmann::ordered_json(*run.signal) : nlohmann::ordered_json(nullptr);
+  j["duration_s"] = run.duration_s;
+  write_file(dir + "/run.json", j.dump(2) + "\n");
+}
+
+std::optional<reports::RunInfo> read_run_info(const std::string& dir) {
+  std::ifstream in(dir + "/run.json");
+  if (!in) return std::nullopt;
+  try {
+    const auto j = nlohmann::json::parse(in);
+    reports::RunInfo run;
+    run.command = j.at("command").get<std::vector<std::string>>();
+    run.exit_code = j.at("exit_code").get<int>();
+    if (!j.at("signal").is_null()) run.signal = j.at("signal").get<int>();
+    run.duration_s = j.at("duration_s").get<double>();
+    return run;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // a damaged run.json only costs the exit code and duration
+  }
+}
+
+reports::Report analyze_path(const std::string& path) {
+  std::error_code ec;
+  std::vector<std::string> traces;
+  std::string dir;
+  if (fs::is_directory(path, ec)) {
+    dir = path;
+    traces = reports::find_traces(path);
+    if (traces.empty()) throw CliError(path + " holds no memstage trace (trace.*.mst)");
+  } else if (fs::exists(path, ec)) {
+    dir = fs::path(path).parent_path().string();
+    if (dir.empty()) dir = ".";
+    traces = {path};
+  } else {
+    throw CliError(path + ": no such file or directory");
+  }
+  ProgressBar progress("analysing");
+  reports::AnalysisOptions options;
+  options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
+  try {
+    return reports::analyze(traces, read_run_info(dir), options);
+  } catch (const trace::NotATraceError& e) {
+    throw CliError(e.what());
+  } catch (const std::runtime_error& e) {
+    throw CliError(e.what());
+  }
+}
+
+ReportFormat parse_format(const std::string& name) {
+  if (name == "json") return ReportFormat::kJson;
+  if (name == "text") return ReportFormat::kText;
+  if (name == "html") return ReportFormat::kHtml;
+  if (name == "chrome") return ReportFormat::kChrome;
+  if (name == "pprof") return ReportFormat::kPprof;
+  throw CliError("unknown format '" + name + "' (json, text, html, chrome, pprof)");
+}
+
+std::string render(const reports::Report& report, ReportFormat format) {
+  switch (format) {
+    case ReportFormat::kJson: return reports::render_json(report);
+    case ReportFormat::kText: return reports::render_text(report);
+    case ReportFormat::kHtml: return reports::render_html(report);
+    case ReportFormat::kChrome: return reports::render_chrome_trace(report);
+    case ReportFormat::kPprof: return reports::render_pprof(report);
+  }
+  return {};
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw CliError("cannot write " + path + ": " + strerror(errno));
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    if (!out.flush()) throw CliError("cannot write " + path + ": " + strerror(errno));
+  }
+  std::error_code ec;
+  fs::rename(temporary, path, ec);
+  if (ec) throw CliError("cannot write " + path + ": " + ec.message());
+}
+
+}  // namespace memstage::harness

@@ -1,0 +1,67 @@
+// Per-thread event buffer: one producer (the thread that allocates), one consumer (the
+// writer thread). Lock-free; the producer never blocks unless the ring is full.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+namespace memstage::preload {
+
+enum class EventKind : uint8_t {
+  kAlloc,     // a = address, b = size, stack
+  kRealloc,   // the allocation half of a realloc, as kAlloc
+  kFree,      // a = address
+  kMmap,      // a = address, b = length, stack
+  kMunmap,    // a = address, b = length
+  kEncoded,   // `length` bytes of ready trace records in the slots that follow
+  kEncodedBlob,  // a = tracer_map'd block holding `length` bytes of records; b = its size
+};
+
+// Every event has a process-wide sequence number: the writer merges the rings by it, so
+// the trace has one order in which a block is always freed before its address is reused.
+struct RawEvent {
+  uint64_t seq;
+  uint64_t a;
+  uint64_t b;
+  uint32_t stack_or_length;
+  EventKind kind;
+  uint8_t padding[3];
+};
+static_assert(sizeof(RawEvent) == 32);
+
+class EventRing {
+ public:
+  static constexpr uint32_t kSlots = 1u << 15;  // 1 MiB: ~3 ms of a busy thread
+
+  uint64_t free_slots() const {
+    return kSlots - (tail_.load(std::memory_order_relaxed) - head_.load(std::memory_order_acquire));
+  }
+  // Producer side. Caller checked free_slots() >= count of slots it writes.
+  RawEvent& slot_at(uint64_t offset) {
+    return slots_[(tail_.load(std::memory_order_relaxed) + offset) & (kSlots - 1)];
+  }
+  void publish(uint64_t count) {
+    tail_.store(tail_.load(std::memory_order_relaxed) + count, std::memory_order_release);
+  }
+
+  // Consumer side.
+  uint64_t head() const { return head_.load(std::memory_order_relaxed); }
+  uint64_t tail_acquire() const { return tail_.load(std::memory_order_acquire); }
+  const RawEvent& at(uint64_t index) const { return slots_[index & (kSlots - 1)]; }
+  void consume_to(uint64_t index) { head_.store(index, std::memory_order_release); }
+  // After fork: the child drops what other (now gone) threads left unwritten.
+  void reset() { head_.store(tail_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+
+ private:
+  alignas(64) std::atomic<uint64_t> tail_{0};
+  alignas(64) std::atomic<uint64_t> head_{0};
+  alignas(64) RawEvent slots_[kSlots];
+};
+
+// Bytes of record payload that follow a kEncoded header, in whole slots.
+inline uint32_t encoded_payload_slots(uint32_t bytes) {
+  return (bytes + sizeof(RawEvent) - 1) / sizeof(RawEvent);
+}
+
+}  // namespace memstage::preload

@@ -1,0 +1,465 @@
+// The symbols libmemstage_preload.so puts in front of the allocator's and libc's:
+// the malloc family, anonymous mmap, dlopen/dlclose, the exec family, _exit, and the
+// stage API. Each passes the call on unchanged (same pointers, errno, alignment
+// errors) and records it around the call.
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "profiler/preload/recording.h"
+#include "profiler/preload/tracer.h"
+
+#define MEMSTAGE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace memstage::preload {
+namespace {
+
+struct RealFunctions {
+  void* (*malloc)(size_t);
+  void (*free)(void*);
+  void* (*calloc)(size_t, size_t);
+  void* (*realloc)(void*, size_t);
+  int (*posix_memalign)(void**, size_t, size_t);
+  void* (*aligned_alloc)(size_t, size_t);
+  void* (*memalign)(size_t, size_t);
+  void* (*valloc)(size_t);
+  void* (*pvalloc)(size_t);
+  size_t (*malloc_usable_size)(void*);
+  void* (*mmap)(void*, size_t, int, int, int, off_t);
+  int (*munmap)(void*, size_t);
+  void* (*mremap)(void*, size_t, size_t, int, ...);
+  void* (*dlopen)(const char*, int);
+  int (*dlclose)(void*);
+  int (*execve)(const char*, char* const[], char* const[]);
+  int (*execvp)(const char*, char* const[]);
+  int (*execvpe)(const char*, char* const[], char* const[]);
+  int (*fexecve)(int, char* const[], char* const[]);
+  void (*exit_now)(int);
+  void (*exit_now_c99)(int);
+};
+RealFunctions real;
+
+// 0: not resolved, 1: dlsym running (it may allocate: served from the bootstrap arena),
+// 2: resolved.
+std::atomic<int> g_resolve_state{0};
+
+// Serves allocations made before the real allocator is known. Blocks are never reused;
+// freeing one is a no-op, recognised by its address.
+constexpr size_t kBootstrapBytes = 1u << 20;
+alignas(64) uint8_t g_bootstrap[kBootstrapBytes];
+std::atomic<size_t> g_bootstrap_used{0};
+
+bool is_bootstrap(const void* p) {
+  return p >= g_bootstrap && p < g_bootstrap + kBootstrapBytes;
+}
+
+void* bootstrap_alloc(size_t size, size_t alignment) {
+  if (alignment < 16) alignment = 16;
+  const size_t total = size + alignment + 16;
+  const size_t start = g_bootstrap_used.fetch_add(total, std::memory_order_relaxed);
+  if (start + total > kBootstrapBytes) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  uintptr_t p = reinterpret_cast<uintptr_t>(g_bootstrap + start) + 16;
+  p = (p + alignment - 1) & ~(uintptr_t)(alignment - 1);
+  reinterpret_cast<size_t*>(p)[-1] = size;
+  return reinterpret_cast<void*>(p);
+}
+size_t bootstrap_size(const void* p) { return static_cast<const size_t*>(p)[-1]; }
+
+template <typename F>
+void resolve_one(F& slot, const char* name) {
+  slot = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+bool resolve() {
+  if (__builtin_expect(g_resolve_state.load(std::memory_order_acquire) == 2, 1)) return true;
+  int expected = 0;
+  if (!g_resolve_state.compare_exchange_strong(expected, 1)) return false;
+  resolve_one(real.malloc, "malloc");
+  resolve_one(real.free, "free");
+  resolve_one(real.calloc, "calloc");
+  resolve_one(real.realloc, "realloc");
+  resolve_one(real.posix_memalign, "posix_memalign");
+  resolve_one(real.aligned_alloc, "aligned_alloc");
+  resolve_one(real.memalign, "memalign");
+  resolve_one(real.valloc, "valloc");
+  resolve_one(real.pvalloc, "pvalloc");
+  resolve_one(real.malloc_usable_size, "malloc_usable_size");
+  resolve_one(real.mmap, "mmap");
+  resolve_one(real.munmap, "munmap");
+  resolve_one(real.mremap, "mremap");
+  resolve_one(real.dlopen, "dlopen");
+  resolve_one(real.dlclose, "dlclose");
+  resolve_one(real.execve, "execve");
+  resolve_one(real.execvp, "execvp");
+  resolve_one(real.execvpe, "execvpe");
+  resolve_one(real.fexecve, "fexecve");
+  resolve_one(real.exit_now, "_exit");
+  resolve_one(real.exit_now_c99, "_Exit");
+  g_resolve_state.store(2, std::memory_order_release);
+  return true;
+}
+
+// True when this call should be recorded: the tracer is on, and the call comes from
+// the program rather than from the tracer or the allocator itself.
+inline bool should_record() {
+  return !t_in_tracer && g_tracer.recording.load(std::memory_order_relaxed);
+}
+
+void* traced_alloc_result(void* p, size_t size) {
+  if (p) {
+    const int saved_errno = errno;
+    record_alloc(p, size, false);
+    errno = saved_errno;
+  }
+  return p;
+}
+
+[[noreturn]] void exit_without_atexit(void (*real_exit)(int), int status) {
+  {
+    RecordingGuard guard;
+    finish_trace();
+  }
+  if (real_exit) real_exit(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
+__attribute__((constructor)) void memstage_preload_init() {
+  RecordingGuard guard;
+  resolve();
+  start_tracer();
+}
+
+__attribute__((destructor)) void memstage_preload_fini() {
+  RecordingGuard guard;
+  finish_trace();
+}
+
+}  // namespace
+
+size_t real_usable_size(void* p) {
+  return real.malloc_usable_size && p ? real.malloc_usable_size(p) : 0;
+}
+
+}  // namespace memstage::preload
+
+using namespace memstage::preload;
+
+MEMSTAGE_EXPORT void* malloc(size_t size) {
+  if (!resolve()) return bootstrap_alloc(size, 16);
+  if (!should_record()) return real.malloc(size);
+  RecordingGuard guard;
+  return traced_alloc_result(real.malloc(size), size);
+}
+
+MEMSTAGE_EXPORT void free(void* p) {
+  if (!p || is_bootstrap(p)) return;
+  if (!resolve()) return;
+  if (!should_record()) return real.free(p);
+  RecordingGuard guard;
+  const int saved_errno = errno;
+  // Before the real free: once it returns, another thread may get the same address.
+  record_free(p);
+  errno = saved_errno;
+  real.free(p);
+}
+
+MEMSTAGE_EXPORT void* calloc(size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) {
+    if (resolve() && real.calloc) return real.calloc(count, size);  // sets ENOMEM
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (!resolve()) return bootstrap_alloc(total, 16);  // static memory is zeroed
+  if (!should_record()) return real.calloc(count, size);
+  RecordingGuard guard;
+  return traced_alloc_result(real.calloc(count, size), total);
+}
+
+MEMSTAGE_EXPORT void* realloc(void* p, size_t size) {
+  if (!resolve()) {
+    void* q = bootstrap_alloc(size, 16);
+    if (q && p) memcpy(q, p, bootstrap_size(p) < size ? bootstrap_size(p) : size);
+    return q;
+  }
+  if (is_bootstrap(p)) {
+    void* q = malloc(size);
+    if (q) memcpy(q, p, bootstrap_size(p) < size ? bootstrap_size(p) : size);
+    return q;
+  }
+  if (!should_record()) return real.realloc(p, size);
+  RecordingGuard guard;
+  if (!p) return traced_alloc_result(real.realloc(nullptr, size), size);
+  int saved_errno = errno;
+  record_free(p);
+  errno = saved_errno;
+  void* q = real.realloc(p, size);
+  saved_errno = errno;
+  if (q) {
+    record_alloc(q, size, true);
+  } else if (size != 0) {
+    // Failed: p is still the program's. Its size is known here only as usable size.
+    record_alloc(p, real_usable_size(p), true);
+  }
+  errno = saved_errno;
+  return q;
+}
+
+MEMSTAGE_EXPORT void* reallocarray(void* p, size_t count, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(p, total);
+}
+
+MEMSTAGE_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
+  if (!resolve()) {
+    if (alignment < sizeof(void*) || (alignment & (alignment - 1))) return EINVAL;
+    *out = bootstrap_alloc(size, alignment);
+    return *out ? 0 : ENOMEM;
+  }
+  if (!should_record()) return real.posix_memalign(out, alignment, size);
+  RecordingGuard guard;
+  const int result = real.posix_memalign(out, alignment, size);
+  if (result == 0) traced_alloc_result(*out, size);
+  return result;
+}
+
+MEMSTAGE_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
+  if (!resolve()) return bootstrap_alloc(size, alignment);
+  if (!should_record()) return real.aligned_alloc(alignment, size);
+  RecordingGuard guard;
+  return traced_alloc_result(real.aligned_alloc(alignment, size), size);
+}
+
+MEMSTAGE_EXPORT void* memalign(size_t alignment, size_t size) {
+  if (!resolve()) return bootstrap_alloc(size, alignment);
+  if (!should_record()) return real.memalign(alignment, size);
+  RecordingGuard guard;
+  return traced_alloc_result(real.memalign(alignment, size), size);
+}
+
+MEMSTAGE_EXPORT void* valloc(size_t size) {
+  if (!resolve()) return bootstrap_alloc(size, 4096);
+  if (!should_record()) return real.valloc(size);
+  RecordingGuard guard;
+  return traced_alloc_result(real.valloc(size), size);
+}
+
+MEMSTAGE_EXPORT void* pvalloc(size_t size) {
+  const size_t page = 4096;
+  if (!resolve()) return bootstrap_alloc((size + page - 1) & ~(page - 1), page);
+  // Allocators without pvalloc: it is memalign of whole pages.
+  auto call = [&] {
+    return real.pvalloc ? real.pvalloc(size) : real.memalign(page, (size + page - 1) & ~(page - 1));
+  };
+  if (!should_record()) return call();
+  RecordingGuard guard;
+  return traced_alloc_result(call(), size);
+}
+
+MEMSTAGE_EXPORT size_t malloc_usable_size(void* p) {
+  if (is_bootstrap(p)) return bootstrap_size(p);
+  if (!resolve()) return 0;
+  return real_usable_size(p);
+}
+
+MEMSTAGE_EXPORT void* mmap(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
+  void* r;
+  if (real.mmap) {
+    r = real.mmap(address, length, prot, flags, fd, offset);
+  } else {
+    const long raw = syscall(SYS_mmap, address, length, prot, flags, fd, offset);
+    if (raw < 0 && raw > -4096) {
+      errno = static_cast<int>(-raw);
+      r = MAP_FAILED;
+    } else {
+      r = reinterpret_cast<void*>(raw);
+    }
+  }
+  if (r != MAP_FAILED && (flags & MAP_ANONYMOUS) && should_record()) {
+    RecordingGuard guard;
+    const int saved_errno = errno;
+    record_mmap(r, length);
+    errno = saved_errno;
+  }
+  return r;
+}
+
+MEMSTAGE_EXPORT void* mmap64(void* address, size_t length, int prot, int flags, int fd, off_t offset) {
+  return mmap(address, length, prot, flags, fd, offset);
+}
+
+MEMSTAGE_EXPORT int munmap(void* address, size_t length) {
+  if (should_record()) {
+    RecordingGuard guard;
+    const int saved_errno = errno;
+    record_munmap(address, length);
+    errno = saved_errno;
+  }
+  if (real.munmap) return real.munmap(address, length);
+  return static_cast<int>(syscall(SYS_munmap, address, length));
+}
+
+MEMSTAGE_EXPORT void* mremap(void* old_address, size_t old_length, size_t new_length, int flags, ...) {
+  void* fixed_address = nullptr;
+  if (flags & MREMAP_FIXED) {
+    va_list args;
+    va_start(args, flags);
+    fixed_address = va_arg(args, void*);
+    va_end(args);
+  }
+  resolve();
+  void* r = real.mremap(old_address, old_length, new_length, flags, fixed_address);
+  if (r != MAP_FAILED && should_record()) {
+    RecordingGuard guard;
+    const int saved_errno = errno;
+    record_mremap(old_address, old_length, r, new_length);
+    errno = saved_errno;
+  }
+  return r;
+}
+
+MEMSTAGE_EXPORT void* dlopen(const char* file, int mode) {
+  resolve();
+  void* handle = real.dlopen(file, mode);
+  if (handle && should_record()) {
+    RecordingGuard guard;
+    const int saved_errno = errno;
+    record_modules_changed();
+    errno = saved_errno;
+  }
+  return handle;
+}
+
+MEMSTAGE_EXPORT int dlclose(void* handle) {
+  resolve();
+  const int r = real.dlclose(handle);
+  if (r == 0 && should_record()) {
+    RecordingGuard guard;
+    const int saved_errno = errno;
+    record_modules_changed();
+    errno = saved_errno;
+  }
+  return r;
+}
+
+// exec replaces the process without running destructors: write what is buffered first.
+// The new program loads the tracer again (LD_PRELOAD is inherited) into a file of its own.
+static void before_exec() {
+  RecordingGuard guard;
+  const int saved_errno = errno;
+  flush_before_exec();
+  errno = saved_errno;
+}
+
+MEMSTAGE_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  resolve();
+  before_exec();
+  return real.execve(path, argv, envp);
+}
+
+MEMSTAGE_EXPORT int execv(const char* path, char* const argv[]) {
+  return execve(path, argv, environ);
+}
+
+MEMSTAGE_EXPORT int execvp(const char* file, char* const argv[]) {
+  resolve();
+  before_exec();
+  return real.execvp(file, argv);
+}
+
+MEMSTAGE_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  resolve();
+  before_exec();
+  return real.execvpe(file, argv, envp);
+}
+
+MEMSTAGE_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  resolve();
+  before_exec();
+  return real.fexecve(fd, argv, envp);
+}
+
+namespace {
+constexpr int kMaxExecArgs = 4096;
+// The execl family passes arguments as a list; collect them into an array.
+int collect_args(const char* first, va_list& args, char** argv) {
+  int argc = 0;
+  argv[argc++] = const_cast<char*>(first);
+  while (argv[argc - 1] && argc < kMaxExecArgs) argv[argc++] = va_arg(args, char*);
+  if (argv[argc - 1]) {
+    errno = E2BIG;
+    return -1;
+  }
+  return argc;
+}
+}  // namespace
+
+MEMSTAGE_EXPORT int execl(const char* path, const char* arg, ...) {
+  char* argv[kMaxExecArgs];
+  va_list args;
+  va_start(args, arg);
+  const int argc = collect_args(arg, args, argv);
+  va_end(args);
+  return argc < 0 ? -1 : execve(path, argv, environ);
+}
+
+MEMSTAGE_EXPORT int execlp(const char* file, const char* arg, ...) {
+  char* argv[kMaxExecArgs];
+  va_list args;
+  va_start(args, arg);
+  const int argc = collect_args(arg, args, argv);
+  va_end(args);
+  return argc < 0 ? -1 : execvp(file, argv);
+}
+
+MEMSTAGE_EXPORT int execle(const char* path, const char* arg, ...) {
+  char* argv[kMaxExecArgs];
+  va_list args;
+  va_start(args, arg);
+  const int argc = collect_args(arg, args, argv);
+  char* const* envp = argc < 0 ? nullptr : va_arg(args, char* const*);
+  va_end(args);
+  return argc < 0 ? -1 : execve(path, argv, envp);
+}
+
+MEMSTAGE_EXPORT void _exit(int status) {
+  resolve();
+  exit_without_atexit(real.exit_now, status);
+}
+
+MEMSTAGE_EXPORT void _Exit(int status) {
+  resolve();
+  exit_without_atexit(real.exit_now_c99, status);
+}
+
+MEMSTAGE_EXPORT void memstage_tracer_stage_begin(const char* name) {
+  if (!should_record()) return;
+  RecordingGuard guard;
+  const int saved_errno = errno;
+  record_stage_begin(name);
+  errno = saved_errno;
+}
+
+MEMSTAGE_EXPORT void memstage_tracer_stage_end(void) {
+  if (!should_record()) return;
+  RecordingGuard guard;
+  const int saved_errno = errno;
+  record_stage_end();
+  errno = saved_errno;
+}

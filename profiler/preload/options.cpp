@@ -1,0 +1,36 @@
+#include "profiler/preload/options.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace memstage::preload {
+namespace {
+
+bool read_uint(const char* name, uint32_t min, uint32_t max, uint32_t& out) {
+  const char* v = getenv(name);
+  if (!v || !*v) return false;
+  char* end = nullptr;
+  unsigned long n = strtoul(v, &end, 10);
+  if (*end || n < min || n > max) return false;
+  out = static_cast<uint32_t>(n);
+  return true;
+}
+
+}  // namespace
+
+Options read_options() {
+  Options o;
+  if (const char* dir = getenv("MEMSTAGE_OUTPUT"); dir && strlen(dir) < sizeof(o.output_dir)) {
+    strcpy(o.output_dir, dir);
+  }
+  if (const char* mode = getenv("MEMSTAGE_MODE"); mode && strcmp(mode, "stats") == 0) {
+    o.mode = trace::Mode::kStats;
+  }
+  read_uint("MEMSTAGE_MAX_DEPTH", 1, 256, o.max_depth);
+  read_uint("MEMSTAGE_SAMPLE_INTERVAL_MS", 1, 10000, o.sample_interval_ms);
+  uint32_t follow = 1;
+  if (read_uint("MEMSTAGE_FOLLOW_FORK", 0, 1, follow)) o.follow_fork = follow == 1;
+  return o;
+}
+
+}  // namespace memstage::preload

@@ -1,0 +1,26 @@
+// Every setting of the tracer, read once from the environment that `memstage run` sets.
+#pragma once
+
+#include <cstdint>
+
+#include "profiler/trace/trace_format.h"
+
+namespace memstage::preload {
+
+struct Options {
+  // MEMSTAGE_OUTPUT: folder for trace.<pid>.mst files. Unset: the tracer stays passive.
+  char output_dir[512] = {};
+  // MEMSTAGE_MODE: "full" (every event with its stack) or "stats" (counters only).
+  trace::Mode mode = trace::Mode::kFull;
+  // MEMSTAGE_MAX_DEPTH: frames kept per stack.
+  uint32_t max_depth = 64;
+  // MEMSTAGE_SAMPLE_INTERVAL_MS: RSS sampling and flush tick.
+  uint32_t sample_interval_ms = 10;
+  // MEMSTAGE_FOLLOW_FORK: 1 (a forked child writes its own trace) or 0 (children untraced).
+  bool follow_fork = true;
+};
+
+// Reads the options; getenv only, no allocation. Unknown values keep the default.
+Options read_options();
+
+}  // namespace memstage::preload

@@ -1,0 +1,41 @@
+// What the interposed functions call: the recording paths of tracer.cpp and the
+// re-entry guard.
+#pragma once
+
+#include <cstddef>
+
+namespace memstage::preload {
+
+// Set while the tracer itself runs on this thread (and always on the writer thread):
+// allocations made then are the tracer's or the allocator's, never recorded.
+extern __thread bool t_in_tracer __attribute__((tls_model("initial-exec")));
+
+class RecordingGuard {
+ public:
+  RecordingGuard() : was_(t_in_tracer) { t_in_tracer = true; }
+  ~RecordingGuard() { t_in_tracer = was_; }
+  RecordingGuard(const RecordingGuard&) = delete;
+  RecordingGuard& operator=(const RecordingGuard&) = delete;
+
+ private:
+  bool was_;
+};
+
+// The allocator's malloc_usable_size (interpose.cpp).
+size_t real_usable_size(void* p);
+
+void start_tracer();
+void finish_trace();
+void flush_before_exec();
+
+// With the guard set, after the allocator returned p (or before it frees it).
+void record_alloc(void* p, size_t size, bool from_realloc);
+void record_free(void* p);
+void record_mmap(void* p, size_t length);
+void record_munmap(void* p, size_t length);
+void record_mremap(void* old_address, size_t old_length, void* new_address, size_t new_length);
+void record_modules_changed();
+void record_stage_begin(const char* name);
+void record_stage_end();
+
+}  // namespace memstage::preload

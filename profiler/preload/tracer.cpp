@@ -1,0 +1,558 @@
+// The recording paths of the tracer: thread states, stacks, events, samples, stages,
+// start, exit, fork and fatal signals. The interposed symbols live in interpose.cpp.
+#include "profiler/preload/tracer.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "profiler/preload/recording.h"
+#include "profiler/preload/samplers.h"
+#include "profiler/preload/writer.h"
+#include "profiler/trace/varint.h"
+
+namespace memstage::preload {
+
+constinit Tracer g_tracer;
+
+namespace {
+
+using trace::put_bytes;
+using trace::put_svarint;
+using trace::put_varint;
+using trace::Tag;
+
+__thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+pthread_key_t g_thread_key;
+
+// The tracer's own code: leading frames inside it are dropped from every stack.
+uint64_t g_own_text_start = 0;
+uint64_t g_own_text_end = 0;
+
+constexpr uint32_t kMaxUnwindFrames = 256 + 16;
+constexpr int64_t kFoldLiveBytes = 256 * 1024;
+constexpr uint64_t kSampleBeforeFreeBytes = 1u << 20;
+
+void retire_thread_state(void* state) {
+  auto* ts = static_cast<ThreadState*>(state);
+  if (t_state == ts) t_state = nullptr;
+  ts->retired.store(true, std::memory_order_release);
+}
+
+ThreadState* claim_thread_state() {
+  pthread_mutex_lock(&g_tracer.threads_mutex);
+  ThreadState* ts = nullptr;
+  const uint32_t n = g_tracer.thread_count.load(std::memory_order_relaxed);
+  // Reuse the state of a thread that has exited once the writer has drained it.
+  for (uint32_t i = 0; i < n && !ts; ++i) {
+    ThreadState* old = g_tracer.threads[i];
+    if (old->retired.load(std::memory_order_acquire) && old->ring.free_slots() == EventRing::kSlots) {
+      old->retired.store(false, std::memory_order_relaxed);
+      ts = old;
+    }
+  }
+  if (!ts && n < Tracer::kMaxThreads) {
+    void* memory = tracer_map(sizeof(ThreadState));
+    if (memory) {
+      ts = new (memory) ThreadState();
+      g_tracer.threads[n] = ts;
+      g_tracer.thread_count.store(n + 1, std::memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&g_tracer.threads_mutex);
+  return ts;
+}
+
+bool own_address(uint64_t ip) { return ip >= g_own_text_start && ip < g_own_text_end; }
+
+int find_own_text(dl_phdr_info* info, size_t, void*) {
+  const uint64_t probe = reinterpret_cast<uint64_t>(&find_own_text);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    const uint64_t start = info->dlpi_addr + ph.p_vaddr;
+    if (probe >= start && probe < start + ph.p_memsz) {
+      g_own_text_start = start;
+      g_own_text_end = start + ph.p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+// Waits for `slots` free slots in the caller's ring. The writer frees them; if it
+// isn't running (before start, while a child restarts it) the event is dropped.
+bool wait_for_slots(ThreadState* ts, uint64_t slots) {
+  while (ts->ring.free_slots() < slots) {
+    if (!writer_running() || slots > EventRing::kSlots) {
+      g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    writer_wake();
+    sched_yield();
+  }
+  return true;
+}
+
+void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_t stack) {
+  if (!wait_for_slots(ts, 1)) return;
+  RawEvent& e = ts->ring.slot_at(0);
+  // Numbered after the space is there, right before publishing: the writer waits for
+  // a number that is taken but not yet published, so that window stays tiny.
+  e.seq = g_tracer.next_seq.fetch_add(1, std::memory_order_relaxed);
+  e.a = a;
+  e.b = b;
+  e.stack_or_length = stack;
+  e.kind = kind;
+  ts->ring.publish(1);
+}
+
+uint32_t capture_stack(ThreadState* ts) {
+  void* frames[kMaxUnwindFrames];
+  const uint32_t max_depth = g_tracer.options.max_depth;
+  const int n = unw_backtrace(frames, static_cast<int>(max_depth + 16));
+  int first = 0;
+  while (first < n && own_address(reinterpret_cast<uint64_t>(frames[first]))) ++first;
+  uint32_t depth = static_cast<uint32_t>(n - first);
+  if (depth > max_depth) depth = max_depth;
+  const auto* ips = reinterpret_cast<const uint64_t*>(frames + first);
+  const uint64_t hash = hash_stack(ips, depth);
+  StackCacheEntry& cached = ts->stack_cache[hash & (ThreadState::kStackCacheEntries - 1)];
+  if (cached.hash == hash) return cached.id;
+  const uint32_t id = g_tracer.stacks.intern(ips, depth, hash);
+  cached = StackCacheEntry{hash, id};
+  return id;
+}
+
+void push_rss(ThreadState* ts) {
+  uint8_t buf[1 + 3 * trace::kMaxVarintBytes];
+  uint8_t* out = buf;
+  *out++ = static_cast<uint8_t>(Tag::kRss);
+  out = put_varint(out, trace_time_ns());
+  out = put_varint(out, read_rss_bytes());
+  out = put_varint(out, tracer_mapped_bytes());
+  push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+}
+
+// Keeps an approximate live heap (usable sizes) so that RSS is sampled when the heap
+// reaches a new high, between timer ticks.
+void track_live_bytes(ThreadState* ts, int64_t delta) {
+  ts->unfolded_live_bytes += delta;
+  if (ts->unfolded_live_bytes < kFoldLiveBytes && ts->unfolded_live_bytes > -kFoldLiveBytes) return;
+  const int64_t live = g_tracer.approx_live_bytes.fetch_add(ts->unfolded_live_bytes,
+                                                            std::memory_order_relaxed) +
+                       ts->unfolded_live_bytes;
+  ts->unfolded_live_bytes = 0;
+  const int64_t sampled = g_tracer.rss_sampled_at_live_bytes.load(std::memory_order_relaxed);
+  const int64_t step = sampled / 64 > (1 << 20) ? sampled / 64 : (1 << 20);
+  if (live > sampled + step) {
+    g_tracer.rss_sampled_at_live_bytes.store(live, std::memory_order_relaxed);
+    push_rss(ts);
+  }
+}
+
+void write_signal_record(int signo) {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  uint8_t buf[1 + 2 * trace::kMaxVarintBytes];
+  uint8_t* out = buf;
+  *out++ = static_cast<uint8_t>(Tag::kSignal);
+  out = put_varint(out, trace_time_ns());
+  out = put_varint(out, static_cast<uint64_t>(signo));
+  push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+}
+
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
+
+void on_fatal_signal(int signo) {
+  const int saved_errno = errno;
+  {
+    RecordingGuard guard;
+    if (g_tracer.recording.exchange(false)) {
+      write_signal_record(signo);
+      writer_flush(true, true);
+    }
+  }
+  errno = saved_errno;
+  // SA_RESETHAND restored the default action: re-raise so the process dies as it would
+  // have (core dump, exit status) without the tracer.
+  raise(signo);
+}
+
+void install_signal_handlers() {
+  for (int signo : kFatalSignals) {
+    struct sigaction current{};
+    if (sigaction(signo, nullptr, &current) != 0) continue;
+    // Leave the program's own handlers alone.
+    if (current.sa_handler != SIG_DFL) continue;
+    struct sigaction action{};
+    action.sa_handler = on_fatal_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+    sigaction(signo, &action, nullptr);
+  }
+}
+
+void before_fork() {
+  if (!g_tracer.recording.load()) return;
+  t_in_tracer = true;
+  writer_before_fork();
+  pthread_mutex_lock(&g_tracer.threads_mutex);
+  g_tracer.stacks.lock();
+  pthread_mutex_lock(&g_tracer.stage_mutex);
+}
+
+void after_fork_parent() {
+  if (!g_tracer.recording.load()) return;
+  pthread_mutex_unlock(&g_tracer.stage_mutex);
+  g_tracer.stacks.unlock();
+  pthread_mutex_unlock(&g_tracer.threads_mutex);
+  writer_after_fork_parent();
+  t_in_tracer = false;
+}
+
+void after_fork_child() {
+  if (!g_tracer.recording.load()) return;
+  pthread_mutex_init(&g_tracer.stage_mutex, nullptr);
+  g_tracer.stacks.reset_lock_after_fork();
+  pthread_mutex_init(&g_tracer.threads_mutex, nullptr);
+  // Only this thread lives on in the child; what the parent's threads had not written
+  // yet is the parent's.
+  const uint32_t n = g_tracer.thread_count.load();
+  for (uint32_t i = 0; i < n; ++i) {
+    ThreadState* ts = g_tracer.threads[i];
+    ts->ring.reset();
+    if (ts != t_state) ts->retired.store(true);
+  }
+  open_rss_source();
+  g_tracer.approx_live_bytes.store(0);
+  g_tracer.rss_sampled_at_live_bytes.store(0);
+  if (!g_tracer.options.follow_fork) g_tracer.recording.store(false);
+  writer_after_fork_child(g_tracer.options.follow_fork);
+  t_in_tracer = false;
+}
+
+}  // namespace
+
+__thread bool t_in_tracer __attribute__((tls_model("initial-exec"))) = false;
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+ThreadState* current_thread_state() {
+  if (t_state) return t_state;
+  ThreadState* ts = claim_thread_state();
+  if (!ts) {
+    g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  t_state = ts;
+  pthread_setspecific(g_thread_key, ts);
+  return ts;
+}
+
+void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length) {
+  const uint32_t payload_slots = encoded_payload_slots(length);
+  if (payload_slots + 1 > EventRing::kSlots / 4) {
+    // Large (a module list of a big program): hand the writer a block of its own.
+    auto* blob = static_cast<uint8_t*>(tracer_map(length));
+    if (!blob) return;
+    memcpy(blob, bytes, length);
+    push_event(ts, EventKind::kEncodedBlob, reinterpret_cast<uint64_t>(blob), length, length);
+    return;
+  }
+  if (!wait_for_slots(ts, payload_slots + 1)) return;
+  for (uint32_t i = 0; i < payload_slots; ++i) {
+    const uint32_t n = length - i * sizeof(RawEvent) < sizeof(RawEvent) ? length - i * sizeof(RawEvent)
+                                                                        : sizeof(RawEvent);
+    memcpy(&ts->ring.slot_at(1 + i), bytes + i * sizeof(RawEvent), n);
+  }
+  RawEvent& e = ts->ring.slot_at(0);
+  e.seq = g_tracer.next_seq.fetch_add(1, std::memory_order_relaxed);
+  e.stack_or_length = length;
+  e.kind = EventKind::kEncoded;
+  ts->ring.publish(1 + payload_slots);
+}
+
+void push_samples(ThreadState* ts, bool with_allocator_stats) {
+  push_rss(ts);
+  if (with_allocator_stats) {
+    const AllocatorStats stats = read_allocator_stats();
+    if (stats.valid) {
+      uint8_t buf[1 + 4 * trace::kMaxVarintBytes];
+      uint8_t* out = buf;
+      *out++ = static_cast<uint8_t>(Tag::kAllocatorStats);
+      out = put_varint(out, trace_time_ns());
+      out = put_varint(out, stats.in_use_bytes);
+      out = put_varint(out, stats.resident_bytes);
+      out = put_varint(out, stats.mapped_bytes);
+      push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+    }
+  }
+  if (g_tracer.options.mode == trace::Mode::kStats) {
+    uint64_t allocations = 0, frees = 0, bytes = 0;
+    int64_t live = 0;
+    const uint32_t n = g_tracer.thread_count.load(std::memory_order_acquire);
+    for (uint32_t i = 0; i < n; ++i) {
+      const ThreadState* t = g_tracer.threads[i];
+      allocations += t->allocations.load(std::memory_order_relaxed);
+      frees += t->frees.load(std::memory_order_relaxed);
+      bytes += t->bytes_allocated.load(std::memory_order_relaxed);
+      live += t->live_usable_bytes.load(std::memory_order_relaxed);
+    }
+    uint8_t buf[1 + 5 * trace::kMaxVarintBytes];
+    uint8_t* out = buf;
+    *out++ = static_cast<uint8_t>(Tag::kCounters);
+    out = put_varint(out, trace_time_ns());
+    out = put_varint(out, allocations);
+    out = put_varint(out, frees);
+    out = put_varint(out, bytes);
+    out = put_svarint(out, live);
+    push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+  }
+}
+
+namespace {
+struct ModuleEncoder {
+  uint8_t* out;
+  uint8_t* end;
+  uint32_t count;
+  bool overflow;
+};
+
+int encode_one_module(dl_phdr_info* info, size_t, void* data) {
+  auto* enc = static_cast<ModuleEncoder*>(data);
+  char exe[4096];
+  const char* path = info->dlpi_name;
+  size_t path_len = path ? strlen(path) : 0;
+  if (path_len == 0) {
+    // The main program has no name here.
+    const long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof(exe) - 1);
+    path = exe;
+    path_len = n > 0 ? static_cast<size_t>(n) : 0;
+  }
+  uint32_t segments = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    segments += info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X);
+  }
+  const size_t need = path_len + (4 + 2 * segments) * trace::kMaxVarintBytes;
+  if (enc->out + need > enc->end) {
+    enc->overflow = true;
+    return 1;
+  }
+  enc->out = put_bytes(enc->out, path, path_len);
+  enc->out = put_varint(enc->out, info->dlpi_addr);
+  enc->out = put_varint(enc->out, segments);
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    enc->out = put_varint(enc->out, info->dlpi_addr + ph.p_vaddr);
+    enc->out = put_varint(enc->out, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  ++enc->count;
+  return 0;
+}
+}  // namespace
+
+uint32_t encode_modules(uint8_t* out, uint32_t capacity) {
+  // Modules first into a scratch area after the header, then the count in front.
+  constexpr uint32_t kHeader = 1 + trace::kMaxVarintBytes;
+  if (capacity <= kHeader) return 0;
+  ModuleEncoder enc{out + kHeader, out + capacity, 0, false};
+  dl_iterate_phdr(encode_one_module, &enc);
+  if (enc.overflow) return 0;
+  const size_t body = static_cast<size_t>(enc.out - (out + kHeader));
+  uint8_t header[kHeader];
+  uint8_t* h = header;
+  *h++ = static_cast<uint8_t>(Tag::kModules);
+  h = put_varint(h, enc.count);
+  const size_t header_len = static_cast<size_t>(h - header);
+  memmove(out + header_len, out + kHeader, body);
+  memcpy(out, header, header_len);
+  return static_cast<uint32_t>(header_len + body);
+}
+
+// ---- recording paths, called by interpose.cpp with the guard already set ----
+
+void record_alloc(void* p, size_t size, bool from_realloc) {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  const size_t usable = real_usable_size(p);
+  if (g_tracer.options.mode == trace::Mode::kStats) {
+    ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + size,
+                              std::memory_order_relaxed);
+    ts->live_usable_bytes.store(ts->live_usable_bytes.load(std::memory_order_relaxed) + usable,
+                                std::memory_order_relaxed);
+    return;
+  }
+  const uint32_t stack = capture_stack(ts);
+  track_live_bytes(ts, static_cast<int64_t>(usable));
+  push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc,
+             reinterpret_cast<uint64_t>(p), size, stack);
+}
+
+void record_free(void* p) {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  const size_t usable = real_usable_size(p);
+  if (g_tracer.options.mode == trace::Mode::kStats) {
+    ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    ts->live_usable_bytes.store(ts->live_usable_bytes.load(std::memory_order_relaxed) - usable,
+                                std::memory_order_relaxed);
+    return;
+  }
+  // A large block goes back to the OS at once: sample RSS while it still counts.
+  if (usable >= kSampleBeforeFreeBytes) push_rss(ts);
+  track_live_bytes(ts, -static_cast<int64_t>(usable));
+  push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0);
+}
+
+void record_mmap(void* p, size_t length) {
+  ThreadState* ts = current_thread_state();
+  if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
+  push_event(ts, EventKind::kMmap, reinterpret_cast<uint64_t>(p), length, capture_stack(ts));
+}
+
+void record_munmap(void* p, size_t length) {
+  ThreadState* ts = current_thread_state();
+  if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
+  if (length >= kSampleBeforeFreeBytes) push_rss(ts);
+  push_event(ts, EventKind::kMunmap, reinterpret_cast<uint64_t>(p), length, 0);
+}
+
+void record_mremap(void* old_address, size_t old_length, void* new_address, size_t new_length) {
+  ThreadState* ts = current_thread_state();
+  if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
+  uint8_t buf[1 + 5 * trace::kMaxVarintBytes];
+  uint8_t* out = buf;
+  *out++ = static_cast<uint8_t>(Tag::kMremap);
+  out = put_varint(out, reinterpret_cast<uint64_t>(old_address));
+  out = put_varint(out, old_length);
+  out = put_varint(out, reinterpret_cast<uint64_t>(new_address));
+  out = put_varint(out, new_length);
+  out = put_varint(out, capture_stack(ts));
+  push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+}
+
+void record_modules_changed() {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  constexpr uint32_t kModuleBytes = 1u << 20;
+  auto* buf = static_cast<uint8_t*>(tracer_map(kModuleBytes));
+  if (!buf) return;
+  const uint32_t n = encode_modules(buf, kModuleBytes);
+  if (n) push_encoded(ts, buf, n);
+  tracer_unmap(buf, kModuleBytes);
+}
+
+void record_stage_begin(const char* name) {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  const size_t length = name ? strnlen(name, 4096) : 0;
+  pthread_mutex_lock(&g_tracer.stage_mutex);
+  uint32_t id = 0;
+  while (id < g_tracer.stage_name_count &&
+         !(g_tracer.stage_name_lengths[id] == length && memcmp(g_tracer.stage_names[id], name, length) == 0)) {
+    ++id;
+  }
+  if (id == g_tracer.stage_name_count && id < Tracer::kMaxStageNames) {
+    auto* copy = static_cast<char*>(g_tracer.stage_name_arena.allocate(length + 1, 1));
+    if (copy) {
+      memcpy(copy, name, length);
+      g_tracer.stage_names[id] = copy;
+      g_tracer.stage_name_lengths[id] = static_cast<uint32_t>(length);
+      ++g_tracer.stage_name_count;
+      uint8_t buf[1 + trace::kMaxVarintBytes + 4096];
+      uint8_t* out = buf;
+      *out++ = static_cast<uint8_t>(Tag::kStageName);
+      out = put_bytes(out, name, length);
+      // Numbered under the stage lock: no other thread can begin this stage before
+      // its name is in the trace.
+      push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+    }
+  }
+  if (id < g_tracer.stage_name_count && g_tracer.open_stage_count < Tracer::kMaxStageDepth) {
+    g_tracer.open_stages[g_tracer.open_stage_count++] = id;
+    uint8_t buf[1 + 2 * trace::kMaxVarintBytes];
+    uint8_t* out = buf;
+    *out++ = static_cast<uint8_t>(Tag::kStageBegin);
+    out = put_varint(out, id);
+    out = put_varint(out, trace_time_ns());
+    push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+  }
+  pthread_mutex_unlock(&g_tracer.stage_mutex);
+  push_samples(ts, true);
+}
+
+void record_stage_end() {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  // The stage's last samples belong inside it.
+  push_samples(ts, true);
+  pthread_mutex_lock(&g_tracer.stage_mutex);
+  if (g_tracer.open_stage_count > 0) {
+    --g_tracer.open_stage_count;
+    uint8_t buf[1 + trace::kMaxVarintBytes];
+    uint8_t* out = buf;
+    *out++ = static_cast<uint8_t>(Tag::kStageEnd);
+    out = put_varint(out, trace_time_ns());
+    push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+  }
+  pthread_mutex_unlock(&g_tracer.stage_mutex);
+}
+
+void flush_before_exec() {
+  if (!g_tracer.recording.load()) return;
+  writer_flush(false, false);
+}
+
+void finish_trace() {
+  if (!g_tracer.recording.load()) return;
+  if (ThreadState* ts = current_thread_state()) {
+    push_samples(ts, true);
+    uint8_t buf[1 + trace::kMaxVarintBytes];
+    uint8_t* out = buf;
+    *out++ = static_cast<uint8_t>(Tag::kEnd);
+    out = put_varint(out, trace_time_ns());
+    push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+  }
+  writer_finish();
+  g_tracer.recording.store(false);
+}
+
+void start_tracer() {
+  g_tracer.options = read_options();
+  if (g_tracer.options.output_dir[0] == '\0') return;
+  g_tracer.start_monotonic_ns = monotonic_ns();
+  dl_iterate_phdr(find_own_text, nullptr);
+  if (!g_tracer.stacks.init()) return;
+  pthread_key_create(&g_thread_key, retire_thread_state);
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  open_rss_source();
+  detect_allocator();
+  if (!writer_open(static_cast<uint64_t>(getppid()))) return;
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  install_signal_handlers();
+  g_tracer.recording.store(true);
+  if (!writer_start_thread()) {
+    g_tracer.recording.store(false);
+    return;
+  }
+  if (ThreadState* ts = current_thread_state()) push_samples(ts, true);
+}
+
+}  // namespace memstage::preload

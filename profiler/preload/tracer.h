@@ -1,0 +1,83 @@
+// State shared by the parts of the in-process tracer: the interposed functions
+// (interpose.cpp), the recording paths (tracer.cpp) and the writer thread (writer.cpp).
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "profiler/preload/event_ring.h"
+#include "profiler/preload/options.h"
+#include "profiler/preload/stack_table.h"
+
+namespace memstage::preload {
+
+struct StackCacheEntry {
+  uint64_t hash;
+  uint32_t id;
+};
+
+// One per thread that allocates; mapped by the tracer, reused after the thread exits.
+struct ThreadState {
+  static constexpr uint32_t kStackCacheEntries = 4096;
+  EventRing ring;
+  StackCacheEntry stack_cache[kStackCacheEntries];
+  // Stats mode counters: written by the owner thread only, summed by the writer.
+  std::atomic<uint64_t> allocations{0};
+  std::atomic<uint64_t> frees{0};
+  std::atomic<uint64_t> bytes_allocated{0};
+  std::atomic<int64_t> live_usable_bytes{0};
+  // Change of live bytes (usable sizes) not yet folded into Tracer::approx_live_bytes.
+  int64_t unfolded_live_bytes = 0;
+  std::atomic<bool> retired{false};
+};
+
+struct Tracer {
+  static constexpr uint32_t kMaxThreads = 4096;
+  Options options;
+  // True once the tracer records; false before init, without MEMSTAGE_OUTPUT, after exit.
+  std::atomic<bool> recording{false};
+  std::atomic<uint64_t> next_seq{0};
+  StackTable stacks;
+
+  ThreadState* threads[kMaxThreads] = {};
+  std::atomic<uint32_t> thread_count{0};
+  pthread_mutex_t threads_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+  // Stages: the process-wide stack of open stage name ids, and the interned names.
+  static constexpr uint32_t kMaxStageDepth = 256;
+  static constexpr uint32_t kMaxStageNames = 65536;
+  pthread_mutex_t stage_mutex = PTHREAD_MUTEX_INITIALIZER;
+  uint32_t open_stages[kMaxStageDepth] = {};
+  uint32_t open_stage_count = 0;
+  const char* stage_names[kMaxStageNames] = {};
+  uint32_t stage_name_lengths[kMaxStageNames] = {};
+  uint32_t stage_name_count = 0;
+  BumpArena stage_name_arena;
+
+  // Approximate live heap (usable sizes) to sample RSS near new heap highs.
+  std::atomic<int64_t> approx_live_bytes{0};
+  std::atomic<int64_t> rss_sampled_at_live_bytes{0};
+
+  std::atomic<uint64_t> lost_events{0};
+  uint64_t start_monotonic_ns = 0;
+};
+
+extern Tracer g_tracer;
+
+uint64_t monotonic_ns();
+inline uint64_t trace_time_ns() { return monotonic_ns() - g_tracer.start_monotonic_ns; }
+
+// The calling thread's state, created on first use; nullptr when none can be had.
+ThreadState* current_thread_state();
+
+// Pushes `bytes` of ready trace records as one event. Thread-safe per ThreadState owner.
+void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length);
+// Pushes one RSS record and one allocator-statistics record (and counters in stats mode).
+void push_samples(ThreadState* ts, bool with_allocator_stats);
+// Encodes the module list (dl_iterate_phdr) as a kModules record into `out` (capacity
+// bytes); returns the length, 0 if it did not fit.
+uint32_t encode_modules(uint8_t* out, uint32_t capacity);
+
+}  // namespace memstage::preload

@@ -1,0 +1,495 @@
+#include "profiler/preload/writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY  // ZSTD_customMem: zstd works in the tracer's memory
+#include <zstd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "profiler/preload/recording.h"
+#include "profiler/preload/samplers.h"
+#include "profiler/preload/tracer.h"
+#include "profiler/trace/trace_format.h"
+#include "profiler/trace/varint.h"
+
+namespace memstage::preload {
+namespace {
+
+using trace::put_bytes;
+using trace::put_svarint;
+using trace::put_varint;
+using trace::Tag;
+
+constexpr size_t kRawBytes = 4u << 20;          // one chunk's records, at most
+constexpr size_t kFlushAtRawBytes = 1u << 20;   // write a chunk once this much is waiting
+constexpr uint64_t kFlushEveryNs = 50'000'000;  // ...or this long after the last write
+constexpr uint64_t kGapPatienceNs = 1'000'000'000;  // then a missing event is given up
+
+struct WriterState {
+  int fd = -1;
+  pthread_t thread{};
+  std::atomic<bool> thread_running{false};
+  std::atomic<bool> stop{false};
+  std::atomic<uint32_t> wake_word{0};
+  pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;  // one drain/write at a time
+  std::atomic<pid_t> mutex_owner{0};
+
+  ZSTD_CCtx* zstd = nullptr;
+  uint8_t* raw = nullptr;
+  size_t raw_used = 0;
+  uint8_t* compressed = nullptr;
+  size_t compressed_capacity = 0;
+
+  uint64_t last_address = 0;
+  uint32_t stacks_written = 0;
+  uint64_t next_seq = 0;
+  uint64_t gap_since_ns = 0;
+  uint64_t lost_written = 0;
+  uint64_t last_write_ns = 0;
+  uint64_t last_tick_seq = ~0ull;
+  bool write_failed = false;
+};
+WriterState w;
+
+void* zstd_alloc(void*, size_t bytes) {
+  auto* p = static_cast<uint64_t*>(tracer_map(bytes + 16));
+  if (!p) return nullptr;
+  p[0] = bytes + 16;
+  return p + 2;
+}
+void zstd_free(void*, void* address) {
+  if (!address) return;
+  auto* p = static_cast<uint64_t*>(address) - 2;
+  tracer_unmap(p, p[0]);
+}
+
+pid_t gettid_raw() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+void lock_writer() {
+  pthread_mutex_lock(&w.mutex);
+  w.mutex_owner.store(gettid_raw(), std::memory_order_relaxed);
+}
+bool try_lock_writer_for(uint64_t patience_ns) {
+  if (w.mutex_owner.load(std::memory_order_relaxed) == gettid_raw()) return false;
+  const uint64_t deadline = monotonic_ns() + patience_ns;
+  while (pthread_mutex_trylock(&w.mutex) != 0) {
+    if (monotonic_ns() > deadline) return false;
+    sched_yield();
+  }
+  w.mutex_owner.store(gettid_raw(), std::memory_order_relaxed);
+  return true;
+}
+void unlock_writer() {
+  w.mutex_owner.store(0, std::memory_order_relaxed);
+  pthread_mutex_unlock(&w.mutex);
+}
+
+bool write_all(const uint8_t* data, size_t n) {
+  while (n > 0) {
+    const long r = syscall(SYS_write, w.fd, data, n);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// Compresses and writes the waiting records as one chunk.
+void write_chunk() {
+  if (w.raw_used == 0 || w.fd < 0 || w.write_failed) {
+    w.raw_used = 0;
+    return;
+  }
+  auto* header = reinterpret_cast<trace::ChunkHeader*>(w.compressed);
+  const size_t n = ZSTD_compress2(w.zstd, w.compressed + sizeof(*header),
+                                  w.compressed_capacity - sizeof(*header), w.raw, w.raw_used);
+  if (!ZSTD_isError(n)) {
+    *header = trace::ChunkHeader{trace::kChunkMagic, static_cast<uint32_t>(n),
+                                 static_cast<uint32_t>(w.raw_used)};
+    // One write per chunk, so a kill leaves whole chunks and at most one partial one.
+    if (!write_all(w.compressed, sizeof(*header) + n)) w.write_failed = true;
+  }
+  w.raw_used = 0;
+  w.last_write_ns = monotonic_ns();
+}
+
+// Room for `bytes` more raw bytes, writing a chunk first if needed.
+uint8_t* reserve(size_t bytes) {
+  if (w.raw_used + bytes > kRawBytes) write_chunk();
+  return w.raw + w.raw_used;
+}
+void commit(uint8_t* end) { w.raw_used = static_cast<size_t>(end - w.raw); }
+
+void append_record(const uint8_t* bytes, size_t n) {
+  if (n > kRawBytes) return;
+  uint8_t* out = reserve(n);
+  memcpy(out, bytes, n);
+  commit(out + n);
+}
+
+void write_new_stacks() {
+  const uint32_t published = g_tracer.stacks.published();
+  for (; w.stacks_written < published; ++w.stacks_written) {
+    const StackDef& d = g_tracer.stacks.def(w.stacks_written);
+    uint8_t* out = reserve(1 + trace::kMaxVarintBytes * (d.depth + 1));
+    *out++ = static_cast<uint8_t>(Tag::kStack);
+    out = put_varint(out, d.depth);
+    for (uint32_t i = 0; i < d.depth; ++i) {
+      out = i == 0 ? put_varint(out, d.return_addresses[0])
+                   : put_svarint(out, static_cast<int64_t>(d.return_addresses[i] -
+                                                           d.return_addresses[i - 1]));
+    }
+    commit(out);
+  }
+}
+
+void write_event(const EventRing& ring, uint64_t index) {
+  const RawEvent& e = ring.at(index);
+  switch (e.kind) {
+    case EventKind::kAlloc:
+    case EventKind::kRealloc: {
+      uint8_t* out = reserve(1 + 3 * trace::kMaxVarintBytes);
+      *out++ = static_cast<uint8_t>(e.kind == EventKind::kAlloc ? Tag::kAlloc : Tag::kRealloc);
+      out = put_varint(out, e.b);
+      out = put_svarint(out, static_cast<int64_t>(e.a - w.last_address));
+      out = put_varint(out, e.stack_or_length);
+      w.last_address = e.a;
+      commit(out);
+      break;
+    }
+    case EventKind::kFree: {
+      uint8_t* out = reserve(1 + trace::kMaxVarintBytes);
+      *out++ = static_cast<uint8_t>(Tag::kFree);
+      out = put_svarint(out, static_cast<int64_t>(e.a - w.last_address));
+      w.last_address = e.a;
+      commit(out);
+      break;
+    }
+    case EventKind::kMmap:
+    case EventKind::kMunmap: {
+      uint8_t* out = reserve(1 + 3 * trace::kMaxVarintBytes);
+      *out++ = static_cast<uint8_t>(e.kind == EventKind::kMmap ? Tag::kMmap : Tag::kMunmap);
+      out = put_varint(out, e.a);
+      out = put_varint(out, e.b);
+      if (e.kind == EventKind::kMmap) out = put_varint(out, e.stack_or_length);
+      commit(out);
+      break;
+    }
+    case EventKind::kEncoded: {
+      // The payload may wrap around the ring's end: copy it slot by slot.
+      uint32_t left = e.stack_or_length;
+      uint8_t* out = reserve(left);
+      for (uint64_t slot = index + 1; left > 0; ++slot) {
+        const uint32_t n = left < sizeof(RawEvent) ? left : sizeof(RawEvent);
+        memcpy(out, &ring.at(slot), n);
+        out += n;
+        left -= n;
+      }
+      commit(out);
+      break;
+    }
+    case EventKind::kEncodedBlob:
+      append_record(reinterpret_cast<const uint8_t*>(e.a), e.stack_or_length);
+      tracer_unmap(reinterpret_cast<void*>(e.a), e.b);
+      break;
+  }
+}
+
+uint64_t slots_of(const RawEvent& e) {
+  return e.kind == EventKind::kEncoded ? 1 + encoded_payload_slots(e.stack_or_length) : 1;
+}
+
+// Moves every event that can be ordered from the rings into the raw buffer.
+void drain(bool final) {
+  const uint32_t n = g_tracer.thread_count.load(std::memory_order_acquire);
+  uint64_t heads[Tracer::kMaxThreads];
+  uint64_t tails[Tracer::kMaxThreads];
+  for (uint32_t i = 0; i < n; ++i) {
+    tails[i] = g_tracer.threads[i]->ring.tail_acquire();
+    heads[i] = g_tracer.threads[i]->ring.head();
+  }
+  // After the tails: every stack an event drained now refers to is published by now.
+  write_new_stacks();
+
+  for (;;) {
+    int best = -1;
+    uint64_t best_seq = ~0ull;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (heads[i] == tails[i]) continue;
+      const uint64_t seq = g_tracer.threads[i]->ring.at(heads[i]).seq;
+      if (seq < best_seq) {
+        best_seq = seq;
+        best = static_cast<int>(i);
+      }
+    }
+    if (best < 0) break;
+    if (best_seq > w.next_seq && !final) {
+      // A thread took a sequence number and has not published its event yet: wait for
+      // it, but not forever (the thread may have died inside the tracer).
+      const uint64_t now = monotonic_ns();
+      if (w.gap_since_ns == 0) w.gap_since_ns = now;
+      if (now - w.gap_since_ns < kGapPatienceNs) break;
+      g_tracer.lost_events.fetch_add(best_seq - w.next_seq, std::memory_order_relaxed);
+    }
+    w.gap_since_ns = 0;
+    const EventRing& ring = g_tracer.threads[best]->ring;
+    write_event(ring, heads[best]);
+    heads[best] += slots_of(ring.at(heads[best]));
+    if (best_seq >= w.next_seq) w.next_seq = best_seq + 1;
+  }
+  for (uint32_t i = 0; i < n; ++i) g_tracer.threads[i]->ring.consume_to(heads[i]);
+
+  const uint64_t lost = g_tracer.lost_events.load(std::memory_order_relaxed);
+  if (lost != w.lost_written) {
+    uint8_t buf[1 + trace::kMaxVarintBytes];
+    uint8_t* out = buf;
+    *out++ = static_cast<uint8_t>(Tag::kLost);
+    out = put_varint(out, lost - w.lost_written);
+    append_record(buf, static_cast<size_t>(out - buf));
+    w.lost_written = lost;
+  }
+}
+
+void tick(ThreadState* self) {
+  const uint64_t seq = g_tracer.next_seq.load(std::memory_order_relaxed);
+  if (seq != w.last_tick_seq) {
+    uint8_t buf[1 + trace::kMaxVarintBytes];
+    uint8_t* out = buf;
+    *out++ = static_cast<uint8_t>(Tag::kTime);
+    out = put_varint(out, trace_time_ns());
+    push_encoded(self, buf, static_cast<uint32_t>(out - buf));
+    w.last_tick_seq = g_tracer.next_seq.load(std::memory_order_relaxed);
+  }
+  push_samples(self, false);
+}
+
+void wait_for_tick_or_wake(uint64_t interval_ns) {
+  timespec timeout{static_cast<time_t>(interval_ns / 1'000'000'000),
+                   static_cast<long>(interval_ns % 1'000'000'000)};
+  syscall(SYS_futex, &w.wake_word, FUTEX_WAIT_PRIVATE, 0, &timeout, nullptr, 0);
+  w.wake_word.store(0, std::memory_order_relaxed);
+}
+
+void* writer_main(void*) {
+  t_in_tracer = true;  // whatever this thread calls is the tracer's, never the program's
+  ThreadState* self = current_thread_state();
+  const uint64_t interval_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
+  uint64_t next_tick_ns = monotonic_ns();
+  while (!w.stop.load(std::memory_order_acquire)) {
+    wait_for_tick_or_wake(interval_ns);
+    lock_writer();
+    const uint64_t now = monotonic_ns();
+    if (self && now >= next_tick_ns) {
+      tick(self);
+      next_tick_ns = now + interval_ns;
+    }
+    drain(false);
+    if (w.raw_used >= kFlushAtRawBytes ||
+        (w.raw_used > 0 && monotonic_ns() - w.last_write_ns >= kFlushEveryNs)) {
+      write_chunk();
+    }
+    unlock_writer();
+  }
+  return nullptr;
+}
+
+void read_proc_file(const char* path, char* buf, size_t capacity, size_t& length) {
+  length = 0;
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return;
+  for (;;) {
+    const long r = syscall(SYS_read, fd, buf + length, capacity - length);
+    if (r <= 0) break;
+    length += static_cast<size_t>(r);
+    if (length == capacity) break;
+  }
+  syscall(SYS_close, fd);
+}
+
+bool create_trace_file() {
+  char path[700];
+  const long pid = static_cast<long>(getpid());
+  // An exec'd program keeps its pid: it writes trace.<pid>.1.mst next to the first.
+  for (int generation = 0; generation < 1000; ++generation) {
+    if (generation == 0) {
+      snprintf(path, sizeof(path), "%s/trace.%ld.mst", g_tracer.options.output_dir, pid);
+    } else {
+      snprintf(path, sizeof(path), "%s/trace.%ld.%d.mst", g_tracer.options.output_dir, pid,
+               generation);
+    }
+    w.fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path,
+                                    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (w.fd >= 0) return true;
+    if (errno != EEXIST) return false;
+  }
+  return false;
+}
+
+void write_process_info(uint64_t parent_pid) {
+  constexpr size_t kProcBytes = 64 * 1024;
+  auto* exe = static_cast<char*>(tracer_map(kProcBytes));
+  auto* cmdline = static_cast<char*>(tracer_map(kProcBytes));
+  if (!exe || !cmdline) return;
+  long exe_len = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, kProcBytes - 1);
+  if (exe_len < 0) exe_len = 0;
+  size_t cmdline_len = 0;
+  read_proc_file("/proc/self/cmdline", cmdline, kProcBytes, cmdline_len);
+  uint32_t argc = 0;
+  for (size_t i = 0; i < cmdline_len; ++i) argc += cmdline[i] == '\0';
+
+  timespec realtime{};
+  clock_gettime(CLOCK_REALTIME, &realtime);
+  const char* allocator = allocator_name();
+  uint8_t* out = reserve(16 * trace::kMaxVarintBytes + exe_len + cmdline_len +
+                         argc * trace::kMaxVarintBytes + strlen(allocator));
+  *out++ = static_cast<uint8_t>(Tag::kProcessInfo);
+  out = put_varint(out, static_cast<uint64_t>(getpid()));
+  out = put_varint(out, parent_pid);
+  out = put_varint(out, static_cast<uint64_t>(g_tracer.options.mode));
+  out = put_varint(out, realtime.tv_sec * 1'000'000'000ull + realtime.tv_nsec);
+  out = put_varint(out, g_tracer.start_monotonic_ns);
+  out = put_varint(out, static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
+  out = put_varint(out, g_tracer.options.max_depth);
+  out = put_varint(out, g_tracer.options.sample_interval_ms * 1'000'000ull);
+  out = put_bytes(out, exe, static_cast<size_t>(exe_len));
+  out = put_varint(out, argc);
+  for (size_t start = 0, i = 0; i < cmdline_len; ++i) {
+    if (cmdline[i] == '\0') {
+      out = put_bytes(out, cmdline + start, i - start);
+      start = i + 1;
+    }
+  }
+  out = put_bytes(out, allocator, strlen(allocator));
+  commit(out);
+  tracer_unmap(exe, kProcBytes);
+  tracer_unmap(cmdline, kProcBytes);
+}
+
+void write_modules() {
+  constexpr uint32_t kModuleBytes = 1u << 20;
+  auto* buf = static_cast<uint8_t*>(tracer_map(kModuleBytes));
+  if (!buf) return;
+  append_record(buf, encode_modules(buf, kModuleBytes));
+  tracer_unmap(buf, kModuleBytes);
+}
+
+// Records the stages a forked child inherits as open, so its trace starts inside them.
+void write_open_stages() {
+  for (uint32_t i = 0; i < g_tracer.stage_name_count; ++i) {
+    uint8_t* out = reserve(1 + trace::kMaxVarintBytes + g_tracer.stage_name_lengths[i]);
+    *out++ = static_cast<uint8_t>(Tag::kStageName);
+    out = put_bytes(out, g_tracer.stage_names[i], g_tracer.stage_name_lengths[i]);
+    commit(out);
+  }
+  for (uint32_t i = 0; i < g_tracer.open_stage_count; ++i) {
+    uint8_t* out = reserve(1 + 2 * trace::kMaxVarintBytes);
+    *out++ = static_cast<uint8_t>(Tag::kStageBegin);
+    out = put_varint(out, g_tracer.open_stages[i]);
+    out = put_varint(out, 0);
+    commit(out);
+  }
+}
+
+bool allocate_buffers() {
+  if (!w.raw) w.raw = static_cast<uint8_t*>(tracer_map(kRawBytes));
+  if (!w.compressed) {
+    w.compressed_capacity = sizeof(trace::ChunkHeader) + ZSTD_compressBound(kRawBytes);
+    w.compressed = static_cast<uint8_t*>(tracer_map(w.compressed_capacity));
+  }
+  if (!w.zstd) {
+    w.zstd = ZSTD_createCCtx_advanced(ZSTD_customMem{zstd_alloc, zstd_free, nullptr});
+    if (w.zstd) {
+      ZSTD_CCtx_setParameter(w.zstd, ZSTD_c_compressionLevel, 1);
+      ZSTD_CCtx_setParameter(w.zstd, ZSTD_c_checksumFlag, 1);
+    }
+  }
+  return w.raw && w.compressed && w.zstd;
+}
+
+}  // namespace
+
+bool writer_open(uint64_t parent_pid) {
+  if (!allocate_buffers() || !create_trace_file()) return false;
+  trace::FileHeader header{};
+  memcpy(header.magic, trace::kFileMagic, sizeof(header.magic));
+  header.version = trace::kFormatVersion;
+  if (!write_all(reinterpret_cast<const uint8_t*>(&header), sizeof(header))) return false;
+  w.raw_used = 0;
+  w.last_address = 0;
+  w.stacks_written = 0;
+  w.write_failed = false;
+  w.lost_written = g_tracer.lost_events.load(std::memory_order_relaxed);
+  write_process_info(parent_pid);
+  write_modules();
+  write_open_stages();
+  write_chunk();
+  return true;
+}
+
+bool writer_start_thread() {
+  w.stop.store(false, std::memory_order_relaxed);
+  if (pthread_create(&w.thread, nullptr, writer_main, nullptr) != 0) return false;
+  w.thread_running.store(true, std::memory_order_release);
+  return true;
+}
+
+bool writer_running() { return w.thread_running.load(std::memory_order_acquire); }
+
+void writer_wake() {
+  w.wake_word.store(1, std::memory_order_relaxed);
+  syscall(SYS_futex, &w.wake_word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+void writer_flush(bool final, bool from_signal) {
+  if (from_signal) {
+    // The writer thread finishes its round within milliseconds; a crash inside the
+    // writer itself must not hang the dying process.
+    if (!try_lock_writer_for(200'000'000)) return;
+  } else {
+    lock_writer();
+  }
+  drain(final);
+  write_chunk();
+  unlock_writer();
+}
+
+void writer_finish() {
+  if (w.thread_running.exchange(false)) {
+    w.stop.store(true, std::memory_order_release);
+    writer_wake();
+    pthread_join(w.thread, nullptr);
+  }
+  writer_flush(true, false);
+  if (w.fd >= 0) syscall(SYS_close, w.fd);
+  w.fd = -1;
+}
+
+void writer_before_fork() { lock_writer(); }
+void writer_after_fork_parent() { unlock_writer(); }
+
+void writer_after_fork_child(bool follow) {
+  pthread_mutex_init(&w.mutex, nullptr);
+  w.mutex_owner.store(0, std::memory_order_relaxed);
+  w.thread_running.store(false, std::memory_order_relaxed);
+  if (w.fd >= 0) syscall(SYS_close, w.fd);
+  w.fd = -1;
+  w.gap_since_ns = 0;
+  w.last_tick_seq = ~0ull;
+  // Events numbered before the fork are the parent's to write.
+  w.next_seq = g_tracer.next_seq.load(std::memory_order_relaxed);
+  if (!follow) return;
+  if (writer_open(static_cast<uint64_t>(getppid()))) writer_start_thread();
+}
+
+}  // namespace memstage::preload

@@ -1,0 +1,103 @@
+// Reads a memstage trace (trace_format.h) as a stream of callbacks, one chunk in memory
+// at a time. A file cut short (the process was killed) is read up to its last complete
+// chunk and reported as truncated; a file that is not a trace throws NotATraceError.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "profiler/trace/trace_format.h"
+
+namespace memstage::trace {
+
+class NotATraceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ProcessInfo {
+  uint64_t pid = 0;
+  uint64_t parent_pid = 0;
+  Mode mode = Mode::kFull;
+  uint64_t start_realtime_ns = 0;
+  uint64_t start_monotonic_ns = 0;
+  uint64_t page_bytes = 4096;
+  uint32_t max_depth = 0;
+  uint64_t sample_interval_ns = 0;
+  std::string exe;
+  std::vector<std::string> argv;
+  std::string allocator;
+};
+
+struct Segment {
+  uint64_t start = 0;
+  uint64_t end = 0;  // exclusive
+};
+
+struct Module {
+  std::string path;
+  uint64_t load_bias = 0;
+  std::vector<Segment> segments;
+};
+
+struct AllocatorStatsRecord {
+  uint64_t t_ns = 0;
+  uint64_t in_use_bytes = 0;
+  uint64_t resident_bytes = 0;
+  uint64_t mapped_bytes = 0;
+};
+
+struct CountersRecord {
+  uint64_t t_ns = 0;
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
+  uint64_t bytes_allocated = 0;
+  int64_t live_bytes = 0;
+};
+
+// Receives the records in trace order. Every method has an empty default.
+class TraceVisitor {
+ public:
+  virtual ~TraceVisitor() = default;
+  virtual void on_process_info(const ProcessInfo&) {}
+  virtual void on_time(uint64_t /*t_ns*/) {}
+  virtual void on_modules(const std::vector<Module>&) {}
+  virtual void on_stack(uint32_t /*id*/, std::span<const uint64_t> /*return_addresses*/) {}
+  virtual void on_alloc(uint64_t /*address*/, uint64_t /*size*/, uint32_t /*stack*/, bool /*realloc*/) {}
+  virtual void on_free(uint64_t /*address*/) {}
+  virtual void on_mmap(uint64_t /*address*/, uint64_t /*length*/, uint32_t /*stack*/) {}
+  virtual void on_munmap(uint64_t /*address*/, uint64_t /*length*/) {}
+  virtual void on_mremap(uint64_t /*old_address*/, uint64_t /*old_length*/, uint64_t /*new_address*/,
+                         uint64_t /*new_length*/, uint32_t /*stack*/) {}
+  virtual void on_stage_name(uint32_t /*id*/, const std::string& /*name*/) {}
+  virtual void on_stage_begin(uint32_t /*name_id*/, uint64_t /*t_ns*/) {}
+  virtual void on_stage_end(uint64_t /*t_ns*/) {}
+  virtual void on_rss(uint64_t /*t_ns*/, uint64_t /*rss_bytes*/, uint64_t /*tracer_bytes*/) {}
+  virtual void on_allocator_stats(const AllocatorStatsRecord&) {}
+  virtual void on_counters(const CountersRecord&) {}
+  virtual void on_end(uint64_t /*t_ns*/) {}
+  virtual void on_signal(uint64_t /*t_ns*/, int /*signal*/) {}
+  virtual void on_lost(uint64_t /*count*/) {}
+};
+
+struct ReadSummary {
+  uint64_t chunks = 0;
+  uint64_t records = 0;
+  uint64_t file_bytes = 0;
+  bool ended_cleanly = false;  // an End record was read
+  bool truncated = false;      // the file stops inside a chunk, or a chunk is corrupt
+  std::string truncation;      // what was wrong, for a warning
+};
+
+// Calls `progress(bytes_read, file_bytes)` after each chunk, if given.
+ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
+                       const std::function<void(uint64_t, uint64_t)>& progress = {});
+
+// True when the file starts with the trace magic.
+bool looks_like_trace(const std::string& path);
+
+}  // namespace memstage::trace

@@ -1,0 +1,788 @@
+#include "reports/analysis/analyzer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <unordered_map>
+
+#include "profiler/trace/trace_reader.h"
+#include "reports/analysis/live_heap.h"
+#include "reports/symbolize/symbolizer.h"
+
+namespace memstage::reports {
+namespace {
+
+using trace::AllocatorStatsRecord;
+using trace::CountersRecord;
+using trace::Module;
+using trace::ProcessInfo;
+
+constexpr double kNsPerS = 1e9;
+
+uint64_t figure_key(uint32_t stack, int32_t stage) {
+  return (static_cast<uint64_t>(stack) << 32) | static_cast<uint32_t>(stage + 1);
+}
+
+// Anonymous mappings made outside malloc (mmap/munmap/mremap), as address ranges.
+class AnonymousMappings {
+ public:
+  void map(uint64_t address, uint64_t length) {
+    unmap(address, length);
+    ranges_[address] = address + length;
+    bytes_ += length;
+  }
+  void unmap(uint64_t address, uint64_t length) {
+    const uint64_t end = address + length;
+    auto it = ranges_.upper_bound(address);
+    if (it != ranges_.begin()) --it;
+    while (it != ranges_.end() && it->first < end) {
+      const uint64_t start = it->first;
+      const uint64_t stop = it->second;
+      if (stop <= address) {
+        ++it;
+        continue;
+      }
+      it = ranges_.erase(it);
+      bytes_ -= stop - start;
+      if (start < address) {
+        ranges_[start] = address;
+        bytes_ += address - start;
+      }
+      if (stop > end) {
+        ranges_[end] = stop;
+        bytes_ += stop - end;
+        break;
+      }
+    }
+  }
+  bool contains(uint64_t address) const {
+    auto it = ranges_.upper_bound(address);
+    return it != ranges_.begin() && std::prev(it)->second > address;
+  }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  std::map<uint64_t, uint64_t> ranges_;
+  uint64_t bytes_ = 0;
+};
+
+struct StageInstance {
+  uint32_t name_id = 0;
+  int parent = -1;
+  int depth = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  bool closed = false;
+  uint64_t peak_heap_bytes = 0;
+  uint64_t peak_heap_ns = 0;
+  uint64_t peak_event = 0;  // index of the event that reached the peak (+1; 0 = none)
+  uint64_t peak_rss_bytes = 0;
+  uint64_t mmap_peak_bytes = 0;
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
+  uint64_t bytes_allocated = 0;
+  uint64_t temporary_allocations = 0;
+  int64_t live_self_bytes = 0;
+  uint64_t retained_bytes = 0;
+  uint64_t leaked_bytes = 0;
+  uint64_t leaked_blocks = 0;
+  RssBreakdown breakdown;
+  bool has_breakdown = false;
+  CountersRecord counters_at_begin;  // stats mode
+  CountersRecord counters_inclusive;
+};
+
+struct AllocatorSample {
+  uint64_t t_ns;
+  AllocatorStatsRecord stats;
+  uint64_t live_bytes;
+  uint64_t rss_bytes;
+  uint64_t tracer_bytes;
+};
+
+// Pass one: everything but the stacks at the peaks.
+class FirstPass : public trace::TraceVisitor {
+ public:
+  ProcessInfo info;
+  bool have_info = false;
+  std::vector<std::string> stage_names;
+  std::vector<StageInstance> stages;
+  std::vector<int> open;
+  LiveHeap heap;
+  AnonymousMappings mappings;
+
+  uint64_t now_ns = 0;
+  uint64_t events = 0;  // alloc/free events so far: the replay position of pass two
+  uint64_t peak_heap_bytes = 0, peak_heap_ns = 0, peak_event = 0;
+  uint64_t peak_rss_bytes = 0, mmap_peak_bytes = 0;
+  uint64_t allocations = 0, frees = 0, bytes_allocated = 0, temporary_allocations = 0;
+  uint64_t unknown_frees = 0, lost_events = 0;
+  std::optional<int> signal;
+  bool ended = false;
+
+  uint64_t last_alloc_address = 0;
+  bool last_event_was_alloc = false;
+  uint64_t last_rss_bytes = 0, last_tracer_bytes = 0;
+  std::optional<AllocatorSample> last_allocator;
+  std::vector<AllocatorSample> allocator_samples;
+  std::optional<CountersRecord> last_counters;
+
+  std::vector<std::vector<Module>> module_snapshots;
+  std::vector<std::vector<uint64_t>> stacks;
+  std::vector<int> stack_snapshot;  // module snapshot current at the stack's definition
+  std::unordered_map<uint64_t, StackStageFigures> figures;
+
+  std::vector<TimelinePoint> timeline;
+  uint64_t interval_heap_max = 0;
+
+  int innermost() const { return open.empty() ? -1 : open.back(); }
+
+  void on_process_info(const ProcessInfo& i) override {
+    info = i;
+    have_info = true;
+  }
+  void on_time(uint64_t t) override { now_ns = std::max(now_ns, t); }
+  void on_modules(const std::vector<Module>& m) override { module_snapshots.push_back(m); }
+  void on_stack(uint32_t, std::span<const uint64_t> ips) override {
+    stacks.emplace_back(ips.begin(), ips.end());
+    stack_snapshot.push_back(static_cast<int>(module_snapshots.size()) - 1);
+  }
+
+  void reach(uint64_t live) {
+    interval_heap_max = std::max(interval_heap_max, live);
+    if (live > peak_heap_bytes) {
+      peak_heap_bytes = live;
+      peak_heap_ns = now_ns;
+      peak_event = events;
+    }
+    if (!open.empty()) {
+      StageInstance& s = stages[open.back()];
+      if (live > s.peak_heap_bytes) {
+        s.peak_heap_bytes = live;
+        s.peak_heap_ns = now_ns;
+        s.peak_event = events;
+      }
+    }
+  }
+
+  void on_alloc(uint64_t address, uint64_t size, uint32_t stack, bool) override {
+    ++events;
+    const int stage = innermost();
+    if (auto replaced = heap.allocate(address, LiveBlock{size, stack, stage})) {
+      if (replaced->stage >= 0) stages[replaced->stage].live_self_bytes -= replaced->size;
+    }
+    ++allocations;
+    bytes_allocated += size;
+    StackStageFigures& f = figures[figure_key(stack, stage)];
+    f.stack = stack;
+    f.stage = stage;
+    ++f.allocations;
+    f.bytes_allocated += size;
+    if (stage >= 0) {
+      StageInstance& s = stages[stage];
+      ++s.allocations;
+      s.bytes_allocated += size;
+      s.live_self_bytes += static_cast<int64_t>(size);
+    }
+    last_alloc_address = address;
+    last_event_was_alloc = true;
+    reach(heap.live_bytes());
+  }
+
+  void on_free(uint64_t address) override {
+    ++events;
+    const auto block = heap.free(address);
+    const bool temporary = last_event_was_alloc && address == last_alloc_address;
+    last_event_was_alloc = false;
+    if (!block) {
+      ++unknown_frees;
+      return;
+    }
+    ++frees;
+    if (!open.empty()) ++stages[open.back()].frees;
+    if (block->stage >= 0) stages[block->stage].live_self_bytes -= block->size;
+    if (temporary) {
+      ++temporary_allocations;
+      ++figures[figure_key(block->stack, block->stage)].temporary_allocations;
+      if (block->stage >= 0) ++stages[block->stage].temporary_allocations;
+    }
+  }
+
+  void on_mmap(uint64_t address, uint64_t length, uint32_t) override {
+    mappings.map(address, length);
+    note_mappings();
+  }
+  void on_munmap(uint64_t address, uint64_t length) override { mappings.unmap(address, length); }
+  void on_mremap(uint64_t old_address, uint64_t old_length, uint64_t new_address, uint64_t new_length,
+                 uint32_t) override {
+    const bool anonymous = mappings.contains(old_address);
+    mappings.unmap(old_address, old_length);
+    if (anonymous) mappings.map(new_address, new_length);
+    note_mappings();
+  }
+  void note_mappings() {
+    mmap_peak_bytes = std::max(mmap_peak_bytes, mappings.bytes());
+    for (int i : open) stages[i].mmap_peak_bytes = std::max(stages[i].mmap_peak_bytes, mappings.bytes());
+  }
+
+  void on_stage_name(uint32_t, const std::string& name) override { stage_names.push_back(name); }
+
+  void on_stage_begin(uint32_t name_id, uint64_t t) override {
+    now_ns = std::max(now_ns, t);
+    add_timeline_point();
+    StageInstance s;
+    s.name_id = name_id;
+    s.parent = innermost();
+    s.depth = static_cast<int>(open.size());
+    s.start_ns = now_ns;
+    s.peak_heap_bytes = heap.live_bytes();
+    s.peak_heap_ns = now_ns;
+    s.peak_rss_bytes = last_rss_bytes;
+    if (last_counters) {
+      s.counters_at_begin = *last_counters;
+      s.peak_heap_bytes = static_cast<uint64_t>(std::max<int64_t>(0, last_counters->live_bytes));
+    }
+    stages.push_back(s);
+    open.push_back(static_cast<int>(stages.size()) - 1);
+  }
+
+  void on_stage_end(uint64_t t) override {
+    if (open.empty()) return;
+    now_ns = std::max(now_ns, t);
+    const int index = open.back();
+    close_stage(index);
+    open.pop_back();
+    add_timeline_point();
+  }
+
+  void close_stage(int index) {
+    StageInstance& s = stages[index];
+    s.closed = true;
+    s.end_ns = now_ns;
+    // Stages are numbered in the order they begin, so this stage's subtree is every
+    // stage from it to the newest.
+    int64_t retained = 0;
+    for (size_t j = index; j < stages.size(); ++j) retained += stages[j].live_self_bytes;
+    s.retained_bytes = static_cast<uint64_t>(std::max<int64_t>(0, retained));
+    if (last_allocator && last_allocator->t_ns >= s.start_ns) {
+      s.breakdown = breakdown_from(*last_allocator, heap_now());
+      s.has_breakdown = true;
+    }
+    if (last_counters) {
+      s.counters_inclusive.allocations = last_counters->allocations - s.counters_at_begin.allocations;
+      s.counters_inclusive.frees = last_counters->frees - s.counters_at_begin.frees;
+      s.counters_inclusive.bytes_allocated = last_counters->bytes_allocated - s.counters_at_begin.bytes_allocated;
+    }
+    if (s.parent >= 0) {
+      StageInstance& p = stages[s.parent];
+      if (s.peak_heap_bytes > p.peak_heap_bytes) {
+        p.peak_heap_bytes = s.peak_heap_bytes;
+        p.peak_heap_ns = s.peak_heap_ns;
+        p.peak_event = s.peak_event;
+      }
+      p.peak_rss_bytes = std::max(p.peak_rss_bytes, s.peak_rss_bytes);
+    }
+  }
+
+  uint64_t heap_now() const {
+    if (last_counters) return static_cast<uint64_t>(std::max<int64_t>(0, last_counters->live_bytes));
+    return heap.live_bytes();
+  }
+
+  static RssBreakdown breakdown_from(const AllocatorSample& a, uint64_t live) {
+    RssBreakdown b;
+    b.live_bytes = live;
+    b.allocator_in_use_bytes = std::max(a.stats.in_use_bytes, live);
+    b.allocator_resident_bytes = std::max(a.stats.resident_bytes, b.allocator_in_use_bytes);
+    b.rss_bytes = a.rss_bytes;
+    b.tracer_bytes = a.tracer_bytes;
+    b.estimated = a.stats.in_use_bytes == 0;
+    return b;
+  }
+
+  void on_rss(uint64_t t, uint64_t rss, uint64_t tracer) override {
+    now_ns = std::max(now_ns, t);
+    last_rss_bytes = rss;
+    last_tracer_bytes = tracer;
+    peak_rss_bytes = std::max(peak_rss_bytes, rss);
+    if (!open.empty()) {
+      StageInstance& s = stages[open.back()];
+      s.peak_rss_bytes = std::max(s.peak_rss_bytes, rss);
+    }
+    add_timeline_point();
+  }
+
+  void on_allocator_stats(const AllocatorStatsRecord& r) override {
+    now_ns = std::max(now_ns, r.t_ns);
+    AllocatorSample sample{r.t_ns, r, heap_now(), last_rss_bytes, last_tracer_bytes};
+    last_allocator = sample;
+    allocator_samples.push_back(sample);
+  }
+
+  void on_counters(const CountersRecord& c) override {
+    now_ns = std::max(now_ns, c.t_ns);
+    last_counters = c;
+    allocations = c.allocations;
+    frees = c.frees;
+    bytes_allocated = c.bytes_allocated;
+    reach(static_cast<uint64_t>(std::max<int64_t>(0, c.live_bytes)));
+  }
+
+  void on_end(uint64_t t) override {
+    now_ns = std::max(now_ns, t);
+    ended = true;
+  }
+  void on_signal(uint64_t t, int sig) override {
+    now_ns = std::max(now_ns, t);
+    signal = sig;
+  }
+  void on_lost(uint64_t n) override { lost_events += n; }
+
+  void add_timeline_point() {
+    const uint64_t heap_bytes = std::max(interval_heap_max, heap_now());
+    timeline.push_back(TimelinePoint{now_ns / kNsPerS, heap_bytes, last_rss_bytes, innermost()});
+    interval_heap_max = heap_now();
+  }
+
+  // The run is over: stages still open end with it.
+  void finish() {
+    add_timeline_point();
+    while (!open.empty()) {
+      const int index = open.back();
+      close_stage(index);
+      stages[index].closed = false;
+      open.pop_back();
+    }
+  }
+};
+
+// Pass two: replays the events up to each peak and records which stacks held memory.
+class PeakSnapshots : public trace::TraceVisitor {
+ public:
+  struct Target {
+    uint64_t event;
+    int stage;  // -1: the run's peak
+  };
+  explicit PeakSnapshots(std::vector<Target> targets) : targets_(std::move(targets)) {
+    std::sort(targets_.begin(), targets_.end(), [](const Target& a, const Target& b) { return a.event < b.event; });
+  }
+
+  // At the run's peak: live bytes and blocks per (stack, stage).
+  std::unordered_map<uint64_t, StackBytes> run_peak;
+  // At each stage's peak: live bytes per stack.
+  std::unordered_map<int, std::vector<StackBytes>> stage_peaks;
+  size_t top_stacks = 20;
+
+  void on_stage_begin(uint32_t, uint64_t) override { open_.push_back(next_stage_++); }
+  void on_stage_end(uint64_t) override {
+    if (!open_.empty()) open_.pop_back();
+  }
+  void on_alloc(uint64_t address, uint64_t size, uint32_t stack, bool) override {
+    ++events_;
+    const int stage = open_.empty() ? -1 : open_.back();
+    if (auto replaced = heap_.allocate(address, LiveBlock{size, stack, stage})) drop(*replaced);
+    StackBytes& s = by_key_[figure_key(stack, stage)];
+    s.stack = stack;
+    s.bytes += size;
+    ++s.blocks;
+    while (next_ < targets_.size() && targets_[next_].event == events_) snapshot(targets_[next_++]);
+  }
+  void on_free(uint64_t address) override {
+    ++events_;
+    if (auto block = heap_.free(address)) drop(*block);
+  }
+
+ private:
+  void drop(const LiveBlock& b) {
+    auto it = by_key_.find(figure_key(b.stack, b.stage));
+    if (it == by_key_.end()) return;
+    it->second.bytes -= b.size;
+    if (--it->second.blocks == 0) by_key_.erase(it);
+  }
+  void snapshot(const Target& t) {
+    if (t.stage < 0) {
+      run_peak = by_key_;
+      return;
+    }
+    std::unordered_map<uint32_t, StackBytes> by_stack;
+    for (const auto& [key, s] : by_key_) {
+      StackBytes& agg = by_stack[s.stack];
+      agg.stack = s.stack;
+      agg.bytes += s.bytes;
+      agg.blocks += s.blocks;
+    }
+    std::vector<StackBytes> top;
+    top.reserve(by_stack.size());
+    for (const auto& [stack, s] : by_stack) top.push_back(s);
+    const size_t keep = std::min(top_stacks, top.size());
+    std::partial_sort(top.begin(), top.begin() + keep, top.end(),
+                      [](const StackBytes& a, const StackBytes& b) { return a.bytes > b.bytes; });
+    top.resize(keep);
+    stage_peaks[t.stage] = std::move(top);
+  }
+
+  std::vector<Target> targets_;
+  size_t next_ = 0;
+  uint64_t events_ = 0;
+  LiveHeap heap_;
+  std::unordered_map<uint64_t, StackBytes> by_key_;
+  std::vector<int> open_;
+  int next_stage_ = 0;
+};
+
+// Maps the trace's stack ids to symbolized stacks in the report, on first use.
+class StackResolver {
+ public:
+  StackResolver(const FirstPass& pass, Report& report, bool symbolize)
+      : pass_(pass), report_(report), symbolize_(symbolize) {}
+
+  StackIndex index_of(uint32_t trace_stack) {
+    auto [it, inserted] = indices_.try_emplace(trace_stack, 0);
+    if (!inserted) return it->second;
+    it->second = static_cast<StackIndex>(report_.stacks.size());
+    report_.stacks.push_back(resolve(trace_stack));
+    return it->second;
+  }
+
+ private:
+  const Module* module_for(uint64_t address, int snapshot) const {
+    if (pass_.module_snapshots.empty()) return nullptr;
+    const auto& modules = pass_.module_snapshots[std::max(snapshot, 0)];
+    for (const Module& m : modules) {
+      for (const auto& seg : m.segments) {
+        if (address >= seg.start && address < seg.end) return &m;
+      }
+    }
+    return nullptr;
+  }
+
+  Stack resolve(uint32_t trace_stack) {
+    Stack stack;
+    if (trace_stack >= pass_.stacks.size()) return stack;
+    const int snapshot = pass_.stack_snapshot[trace_stack];
+    for (uint64_t address : pass_.stacks[trace_stack]) {
+      const Module* m = module_for(address, snapshot);
+      if (!m) {
+        Frame f;
+        f.address = address;
+        f.module_offset = address;
+        stack.frames.push_back(f);
+        continue;
+      }
+      if (!symbolize_) {
+        Frame f;
+        f.module = m->path;
+        f.address = address;
+        f.module_offset = address - m->load_bias;
+        stack.frames.push_back(f);
+        continue;
+      }
+      for (Frame& f : symbolizer_.symbolize(m->path, m->load_bias, address, true)) {
+        stack.frames.push_back(std::move(f));
+      }
+    }
+    return stack;
+  }
+
+  const FirstPass& pass_;
+  Report& report_;
+  bool symbolize_;
+  Symbolizer symbolizer_;
+  std::unordered_map<uint32_t, StackIndex> indices_;
+};
+
+std::string join_path(const FirstPass& pass, int index) {
+  std::vector<const std::string*> names;
+  for (int i = index; i >= 0; i = pass.stages[i].parent) names.push_back(&pass.stage_names[pass.stages[i].name_id]);
+  std::string path;
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    if (!path.empty()) path += '/';
+    path += **it;
+  }
+  return path;
+}
+
+Fragmentation fragmentation_of(const RssBreakdown& b) {
+  Fragmentation f;
+  f.estimated = b.estimated;
+  const uint64_t resident = b.allocator_resident_bytes;
+  f.ratio = resident == 0 ? 0.0 : 1.0 - static_cast<double>(b.live_bytes) / static_cast<double>(resident);
+  if (f.ratio < 0) f.ratio = 0;
+  return f;
+}
+
+// Without allocator figures: everything between live and RSS is unexplained.
+RssBreakdown estimated_breakdown(uint64_t live, uint64_t rss, uint64_t tracer) {
+  RssBreakdown b;
+  b.live_bytes = live;
+  b.allocator_in_use_bytes = live;
+  b.allocator_resident_bytes = std::max(live, rss > tracer ? rss - tracer : 0);
+  b.rss_bytes = rss;
+  b.tracer_bytes = tracer;
+  b.estimated = true;
+  return b;
+}
+
+struct TraceFile {
+  std::string path;
+  FirstPass pass;
+  trace::ReadSummary summary;
+};
+
+std::vector<TimelinePoint> downsample(std::vector<TimelinePoint> points, size_t max_points,
+                                      const TimelinePoint& peak) {
+  points.push_back(peak);
+  std::stable_sort(points.begin(), points.end(),
+                   [](const TimelinePoint& a, const TimelinePoint& b) { return a.t_s < b.t_s; });
+  if (points.size() <= max_points) return points;
+  // Keep each bucket's highest heap and RSS so that no peak disappears.
+  const double t0 = points.front().t_s, t1 = points.back().t_s;
+  const size_t buckets = max_points / 2;
+  std::vector<TimelinePoint> out;
+  size_t i = 0;
+  for (size_t b = 0; b < buckets && i < points.size(); ++b) {
+    const double end = t0 + (t1 - t0) * static_cast<double>(b + 1) / static_cast<double>(buckets);
+    size_t heap_max = i, rss_max = i;
+    const size_t first = i;
+    while (i < points.size() && (points[i].t_s <= end || b + 1 == buckets)) {
+      if (points[i].heap_bytes > points[heap_max].heap_bytes) heap_max = i;
+      if (points[i].rss_bytes > points[rss_max].rss_bytes) rss_max = i;
+      ++i;
+    }
+    if (i == first) continue;
+    out.push_back(points[std::min(heap_max, rss_max)]);
+    if (heap_max != rss_max) out.push_back(points[std::max(heap_max, rss_max)]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> find_traces(const std::string& dir) {
+  std::vector<std::pair<std::filesystem::file_time_type, std::string>> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.starts_with("trace.") && name.ends_with(".mst")) {
+      found.emplace_back(entry.last_write_time(), entry.path().string());
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::vector<std::string> paths;
+  for (auto& [time, path] : found) paths.push_back(path);
+  return paths;
+}
+
+Report analyze(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
+               const AnalysisOptions& options) {
+  if (trace_paths.empty()) throw std::runtime_error("no trace files to analyse");
+  uint64_t total_bytes = 0;
+  for (const auto& p : trace_paths) total_bytes += std::filesystem::file_size(p);
+  // Each trace is read twice at most: progress counts both reads of the main one.
+  uint64_t done_bytes = 0;
+  auto progress_for = [&](uint64_t base) {
+    return [&, base](uint64_t done, uint64_t) {
+      if (options.progress) options.progress(base + done, total_bytes + total_bytes);
+    };
+  };
+
+  std::vector<std::unique_ptr<TraceFile>> files;
+  for (const auto& path : trace_paths) {
+    auto f = std::make_unique<TraceFile>();
+    f->path = path;
+    f->summary = trace::read_trace(path, f->pass, progress_for(done_bytes));
+    f->pass.finish();
+    done_bytes += f->summary.file_bytes;
+    files.push_back(std::move(f));
+  }
+  // The traced command is the earliest process; if it exec'd, its last image is the
+  // program the user meant (`memstage run -- env X=1 prog`).
+  std::stable_sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
+    return a->pass.info.start_realtime_ns < b->pass.info.start_realtime_ns;
+  });
+  size_t main_index = 0;
+  for (size_t i = 1; i < files.size(); ++i) {
+    if (files[i]->pass.info.pid == files[0]->pass.info.pid) main_index = i;
+  }
+  TraceFile& main = *files[main_index];
+  FirstPass& pass = main.pass;
+  if (!pass.have_info) throw trace::NotATraceError(main.path + " is not a memstage trace (no process record)");
+
+  Report report;
+  report.mode = pass.info.mode == trace::Mode::kStats ? "stats" : "full";
+  report.allocator = pass.info.allocator.empty() ? "glibc" : pass.info.allocator;
+  report.command = run ? run->command : pass.info.argv;
+  report.exit_code = run ? run->exit_code : 0;
+  report.signal = run && run->signal ? run->signal : pass.signal;
+  report.duration_s = run && run->duration_s > 0 ? run->duration_s : pass.now_ns / kNsPerS;
+
+  for (const auto& f : files) {
+    if (f->summary.truncated) {
+      report.warnings.push_back(f->path + " is truncated (" + f->summary.truncation +
+                                "); reported up to there");
+    } else if (!f->pass.ended && !f->pass.signal) {
+      report.warnings.push_back(f->path + " has no end record: the process was killed; reported up to its last flush");
+    }
+  }
+  if (pass.lost_events) report.warnings.push_back(std::to_string(pass.lost_events) + " events lost");
+
+  // Pass two: stacks at the peaks.
+  PeakSnapshots snapshots([&] {
+    std::vector<PeakSnapshots::Target> targets;
+    if (pass.peak_event) targets.push_back({pass.peak_event, -1});
+    for (size_t i = 0; i < pass.stages.size(); ++i) {
+      if (pass.stages[i].peak_event) targets.push_back({pass.stages[i].peak_event, static_cast<int>(i)});
+    }
+    return targets;
+  }());
+  snapshots.top_stacks = options.top_stacks;
+  if (pass.info.mode == trace::Mode::kFull) trace::read_trace(main.path, snapshots, progress_for(total_bytes));
+
+  StackResolver stacks(pass, report, options.symbolize);
+
+  // Totals.
+  MemoryFigures& t = report.totals;
+  t.peak_heap_bytes = pass.peak_heap_bytes;
+  t.peak_heap_time_s = pass.peak_heap_ns / kNsPerS;
+  t.peak_rss_bytes = pass.peak_rss_bytes;
+  t.allocations = pass.allocations;
+  t.frees = pass.frees;
+  t.bytes_allocated = pass.bytes_allocated;
+  t.temporary_allocations = pass.temporary_allocations;
+  t.mmap_peak_bytes = pass.mmap_peak_bytes;
+  if (!pass.allocator_samples.empty()) {
+    // The allocator is asked at stage boundaries: take the answer closest to the peak.
+    const AllocatorSample* nearest = &pass.allocator_samples.front();
+    for (const auto& s : pass.allocator_samples) {
+      const auto distance = [&](const AllocatorSample& x) {
+        return x.t_ns > pass.peak_heap_ns ? x.t_ns - pass.peak_heap_ns : pass.peak_heap_ns - x.t_ns;
+      };
+      if (distance(s) < distance(*nearest)) nearest = &s;
+    }
+    t.rss_breakdown = FirstPass::breakdown_from(*nearest, nearest->live_bytes);
+  } else {
+    t.rss_breakdown = estimated_breakdown(pass.peak_heap_bytes, pass.peak_rss_bytes, pass.last_tracer_bytes);
+  }
+  t.fragmentation = fragmentation_of(t.rss_breakdown);
+
+  // Leaks, grouped by stack and stage, and per stage.
+  std::unordered_map<uint64_t, StackBytes> leaks_by_key;
+  for (const auto& [address, block] : pass.heap.blocks()) {
+    t.leaked_bytes += block.size;
+    ++t.leaked_blocks;
+    StackBytes& l = leaks_by_key[figure_key(block.stack, block.stage)];
+    l.stack = block.stack;
+    l.bytes += block.size;
+    ++l.blocks;
+    pass.figures[figure_key(block.stack, block.stage)].leaked_bytes += block.size;
+    if (block.stage >= 0) {
+      pass.stages[block.stage].leaked_bytes += block.size;
+      ++pass.stages[block.stage].leaked_blocks;
+    }
+  }
+  std::vector<std::pair<uint64_t, StackBytes>> leak_list(leaks_by_key.begin(), leaks_by_key.end());
+  std::sort(leak_list.begin(), leak_list.end(), [](const auto& a, const auto& b) {
+    return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first < b.first;
+  });
+  for (const auto& [key, l] : leak_list) {
+    report.leaks.push_back(Leak{l.bytes, l.blocks, static_cast<int>(static_cast<uint32_t>(key)) - 1,
+                                stacks.index_of(l.stack)});
+  }
+
+  // Stages.
+  for (size_t i = 0; i < pass.stages.size(); ++i) {
+    const StageInstance& s = pass.stages[i];
+    StageReport r;
+    r.name = pass.stage_names[s.name_id];
+    r.path = join_path(pass, static_cast<int>(i));
+    r.parent = s.parent;
+    r.depth = s.depth;
+    r.start_s = s.start_ns / kNsPerS;
+    r.end_s = s.end_ns / kNsPerS;
+    r.closed = s.closed;
+    MemoryFigures& f = r.figures;
+    f.peak_heap_bytes = s.peak_heap_bytes;
+    f.peak_heap_time_s = s.peak_heap_ns / kNsPerS;
+    f.peak_rss_bytes = s.peak_rss_bytes;
+    f.mmap_peak_bytes = s.mmap_peak_bytes;
+    if (pass.info.mode == trace::Mode::kStats) {
+      // Counters are process-wide: a stage's own share is its span minus its children's.
+      CountersRecord own = s.counters_inclusive;
+      for (size_t j = i + 1; j < pass.stages.size(); ++j) {
+        if (pass.stages[j].parent != static_cast<int>(i)) continue;
+        own.allocations -= pass.stages[j].counters_inclusive.allocations;
+        own.frees -= pass.stages[j].counters_inclusive.frees;
+        own.bytes_allocated -= pass.stages[j].counters_inclusive.bytes_allocated;
+      }
+      f.allocations = own.allocations;
+      f.frees = own.frees;
+      f.bytes_allocated = own.bytes_allocated;
+    } else {
+      f.allocations = s.allocations;
+      f.frees = s.frees;
+      f.bytes_allocated = s.bytes_allocated;
+      f.temporary_allocations = s.temporary_allocations;
+      f.leaked_bytes = s.leaked_bytes;
+      f.leaked_blocks = s.leaked_blocks;
+      r.retained_bytes = s.retained_bytes;
+    }
+    f.rss_breakdown = s.has_breakdown ? s.breakdown
+                                      : estimated_breakdown(s.peak_heap_bytes, s.peak_rss_bytes, pass.last_tracer_bytes);
+    f.fragmentation = fragmentation_of(f.rss_breakdown);
+    if (auto it = snapshots.stage_peaks.find(static_cast<int>(i)); it != snapshots.stage_peaks.end()) {
+      for (const StackBytes& sb : it->second) {
+        r.top_stacks_at_peak.push_back(StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks});
+      }
+    }
+    report.stages.push_back(std::move(r));
+  }
+
+  // Per stack and stage figures, with the bytes live at the run's peak.
+  for (const auto& [key, live] : snapshots.run_peak) {
+    StackStageFigures& f = pass.figures[key];
+    f.stack = live.stack;
+    f.stage = static_cast<int>(static_cast<uint32_t>(key)) - 1;
+    f.live_at_peak_bytes = live.bytes;
+  }
+  std::vector<std::pair<uint64_t, StackStageFigures>> figure_list(pass.figures.begin(), pass.figures.end());
+  std::sort(figure_list.begin(), figure_list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::unordered_map<uint32_t, StackBytes> run_peak_by_stack;
+  for (auto& [key, f] : figure_list) {
+    if (f.live_at_peak_bytes) {
+      StackBytes& sb = run_peak_by_stack[f.stack];
+      sb.stack = f.stack;
+      sb.bytes += f.live_at_peak_bytes;
+    }
+    f.stack = stacks.index_of(f.stack);
+    report.stack_figures.push_back(f);
+  }
+  for (const auto& [key, live] : snapshots.run_peak) run_peak_by_stack[live.stack].blocks += live.blocks;
+  std::vector<StackBytes> run_top;
+  for (const auto& [stack, sb] : run_peak_by_stack) run_top.push_back(sb);
+  std::sort(run_top.begin(), run_top.end(), [](const StackBytes& a, const StackBytes& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
+  });
+  if (run_top.size() > options.top_stacks) run_top.resize(options.top_stacks);
+  for (StackBytes& sb : run_top) sb.stack = stacks.index_of(sb.stack);
+  report.top_stacks_at_peak = std::move(run_top);
+
+  TimelinePoint peak_point{t.peak_heap_time_s, t.peak_heap_bytes, 0, -1};
+  for (const auto& p : pass.timeline) {
+    if (p.t_s <= t.peak_heap_time_s) {
+      peak_point.rss_bytes = p.rss_bytes;
+      peak_point.stage = p.stage;
+    }
+  }
+  report.timeline = downsample(pass.timeline, options.max_timeline_points, peak_point);
+
+  report.processes.push_back(ProcessReport{pass.info.pid, pass.info.parent_pid, pass.info.argv, pass.peak_heap_bytes,
+                                           pass.peak_rss_bytes, pass.ended});
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (i == main_index) continue;
+    const FirstPass& p = files[i]->pass;
+    report.processes.push_back(
+        ProcessReport{p.info.pid, p.info.parent_pid, p.info.argv, p.peak_heap_bytes, p.peak_rss_bytes, p.ended});
+  }
+  return report;
+}
+
+}  // namespace memstage::reports
