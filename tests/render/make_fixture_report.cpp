@@ -1,6 +1,7 @@
 // Writes the fixture report through every renderer of reports/render, for the browser test,
 // the `go tool pprof` test and for looking at by hand:
-//   make_fixture_report OUTDIR [--stacks N]
+//   make_fixture_report OUTDIR [--stacks N] [--stats]
+// --stats drops what stats mode does not record (stacks, their figures, stages' stacks).
 //   -> OUTDIR/report.html, OUTDIR/report.trace.json, OUTDIR/report.pb.gz
 #include <cstdlib>
 #include <filesystem>
@@ -26,16 +27,27 @@ bool write_file(const std::filesystem::path& path, const std::string& content) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: make_fixture_report OUTDIR [--stacks N]\n";
+    std::cerr << "usage: make_fixture_report OUTDIR [--stacks N] [--stats]\n";
     return 2;
   }
   const std::filesystem::path dir = argv[1];
   memstage::tests::FixtureOptions options;
-  for (int i = 2; i + 1 < argc; i += 2) {
-    if (std::string(argv[i]) == "--stacks") options.stack_count = std::strtoull(argv[i + 1], nullptr, 10);
+  bool stats_mode = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--stacks" && i + 1 < argc) options.stack_count = std::strtoull(argv[++i], nullptr, 10);
+    if (arg == "--stats") stats_mode = true;
   }
   std::filesystem::create_directories(dir);
-  const auto report = memstage::tests::make_fixture_report(options);
+  auto report = memstage::tests::make_fixture_report(options);
+  if (stats_mode) {
+    report.mode = "stats";
+    report.stacks.clear();
+    report.stack_figures.clear();
+    report.top_stacks_at_peak.clear();
+    report.leaks.clear();
+    for (auto& stage : report.stages) stage.top_stacks_at_peak.clear();
+  }
   const bool ok = write_file(dir / "report.html", memstage::reports::render_html(report)) &&
                   write_file(dir / "report.trace.json", memstage::reports::render_chrome_trace(report)) &&
                   write_file(dir / "report.pb.gz", memstage::reports::render_pprof(report));
