@@ -81,8 +81,7 @@ void resolve_one(F& slot, const char* name) {
   slot = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
 }
 
-bool resolve() {
-  if (__builtin_expect(g_resolve_state.load(std::memory_order_acquire) == 2, 1)) return true;
+bool resolve_slow() {
   int expected = 0;
   if (!g_resolve_state.compare_exchange_strong(expected, 1)) return false;
   resolve_one(real.malloc, "malloc");
@@ -108,6 +107,10 @@ bool resolve() {
   resolve_one(real.exit_now_c99, "_Exit");
   g_resolve_state.store(2, std::memory_order_release);
   return true;
+}
+
+inline bool resolve() {
+  return __builtin_expect(g_resolve_state.load(std::memory_order_acquire) == 2, 1) || resolve_slow();
 }
 
 // True when this call should be recorded: the tracer is on, and the call comes from

@@ -32,7 +32,6 @@ using trace::put_svarint;
 using trace::put_varint;
 using trace::Tag;
 
-__thread ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 pthread_key_t g_thread_key;
 
 // The tracer's own code: leading frames inside it are dropped from every stack.
@@ -45,7 +44,7 @@ constexpr uint64_t kSampleBeforeFreeBytes = 1u << 20;
 
 void retire_thread_state(void* state) {
   auto* ts = static_cast<ThreadState*>(state);
-  if (t_state == ts) t_state = nullptr;
+  if (t_thread_state == ts) t_thread_state = nullptr;
   ts->retired.store(true, std::memory_order_release);
 }
 
@@ -115,6 +114,8 @@ void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_
   e.stack_or_length = stack;
   e.kind = kind;
   ts->ring.publish(1);
+  // Half full: let the writer drain it now, while this thread goes on.
+  if (ts->ring.free_slots() == EventRing::kSlots / 2) writer_wake();
 }
 
 uint32_t capture_stack(ThreadState* ts) {
@@ -232,7 +233,7 @@ void after_fork_child() {
   for (uint32_t i = 0; i < n; ++i) {
     ThreadState* ts = g_tracer.threads[i];
     ts->ring.reset();
-    if (ts != t_state) ts->retired.store(true);
+    if (ts != t_thread_state) ts->retired.store(true);
   }
   open_rss_source();
   g_tracer.approx_live_bytes.store(0);
@@ -252,14 +253,15 @@ uint64_t monotonic_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-ThreadState* current_thread_state() {
-  if (t_state) return t_state;
+__thread ThreadState* t_thread_state __attribute__((tls_model("initial-exec"))) = nullptr;
+
+ThreadState* create_thread_state() {
   ThreadState* ts = claim_thread_state();
   if (!ts) {
     g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  t_state = ts;
+  t_thread_state = ts;
   pthread_setspecific(g_thread_key, ts);
   return ts;
 }

@@ -69,8 +69,14 @@ extern Tracer g_tracer;
 uint64_t monotonic_ns();
 inline uint64_t trace_time_ns() { return monotonic_ns() - g_tracer.start_monotonic_ns; }
 
+extern __thread ThreadState* t_thread_state __attribute__((tls_model("initial-exec")));
+ThreadState* create_thread_state();
+
 // The calling thread's state, created on first use; nullptr when none can be had.
-ThreadState* current_thread_state();
+inline ThreadState* current_thread_state() {
+  ThreadState* ts = t_thread_state;
+  return __builtin_expect(ts != nullptr, 1) ? ts : create_thread_state();
+}
 
 // Pushes `bytes` of ready trace records as one event. Thread-safe per ThreadState owner.
 void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length);
