@@ -15,6 +15,7 @@ void register_report(CLI::App& app, CommandAction& action) {
     std::string input;
     std::string format = "text";
     std::string output;
+    bool no_symbolize = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("report", "Analyse a run's traces again and write a report");
@@ -22,10 +23,11 @@ void register_report(CLI::App& app, CommandAction& action) {
   cmd->add_option("-f,--format", flags->format, "json, text, html, chrome (Perfetto) or pprof")
       ->capture_default_str();
   cmd->add_option("-o,--output", flags->output, "Write here instead of to stdout");
+  cmd->add_flag("--no-symbolize", flags->no_symbolize, "Leave frames as module+offset (fast; for golden files)");
   cmd->callback([flags, &action] {
     action = [flags] {
       const ReportFormat format = parse_format(flags->format);
-      const auto report = analyze_path(flags->input);
+      const auto report = analyze_path(flags->input, !flags->no_symbolize);
       for (const auto& warning : report.warnings) fprintf(stderr, "memstage: warning: %s\n", warning.c_str());
       const std::string content = render(report, format);
       if (!flags->output.empty()) {

@@ -105,14 +105,9 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_flag("--no-follow-fork", flags->no_follow_fork, "Do not trace forked children");
   cmd->add_flag("-q,--quiet", flags->quiet, "Print no summary");
+  // After "--" everything is the command's, its own flags included.
   cmd->add_option("command", flags->command, "The command to run, after --")->expected(-1);
-  // Everything after the command's name belongs to the command, flags included.
-  cmd->prefix_command();
-  cmd->callback([flags, cmd, &action] {
-    for (const auto& extra : cmd->remaining()) flags->command.push_back(extra);
-    if (!flags->command.empty() && flags->command.front() == "--") flags->command.erase(flags->command.begin());
-    action = [flags] { return run(*flags); };
-  });
+  cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
 }
 
 }  // namespace memstage::harness

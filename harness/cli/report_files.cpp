@@ -42,7 +42,7 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir) {
   }
 }
 
-reports::Report analyze_path(const std::string& path) {
+reports::Report analyze_path(const std::string& path, bool symbolize) {
   std::error_code ec;
   std::vector<std::string> traces;
   std::string dir;
@@ -59,6 +59,7 @@ reports::Report analyze_path(const std::string& path) {
   }
   ProgressBar progress("analysing");
   reports::AnalysisOptions options;
+  options.symbolize = symbolize;
   options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
   try {
     return reports::analyze(traces, read_run_info(dir), options);

@@ -15,7 +15,7 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir);
 
 // Analyses a folder of traces or a single trace file, with a progress bar on a terminal.
 // Throws CliError (exit 2) for input that is not a trace or a folder without traces.
-reports::Report analyze_path(const std::string& path);
+reports::Report analyze_path(const std::string& path, bool symbolize = true);
 
 enum class ReportFormat { kJson, kText, kHtml, kChrome, kPprof };
 ReportFormat parse_format(const std::string& name);

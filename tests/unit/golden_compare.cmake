@@ -1,0 +1,10 @@
+execute_process(COMMAND ${MEMSTAGE} report ${TRACE} --format json --no-symbolize -o ${ACTUAL}
+                RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "memstage report failed (${rc})")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files ${EXPECTED} ${ACTUAL} RESULT_VARIABLE differs)
+if(differs)
+  execute_process(COMMAND diff -u ${EXPECTED} ${ACTUAL})
+  message(FATAL_ERROR "report differs from the golden file ${EXPECTED}; if the change is intended, copy ${ACTUAL} over it")
+endif()

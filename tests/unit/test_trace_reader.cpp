@@ -1,0 +1,122 @@
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "profiler/trace/trace_reader.h"
+#include "tests/unit/trace_builder.h"
+
+using memstage::testing::TraceBuilder;
+namespace trace = memstage::trace;
+
+namespace {
+
+struct Counting : trace::TraceVisitor {
+  int allocs = 0, frees = 0, stacks = 0, ends = 0;
+  uint64_t last_address = 0;
+  void on_alloc(uint64_t a, uint64_t, uint32_t, bool) override {
+    ++allocs;
+    last_address = a;
+  }
+  void on_free(uint64_t a) override {
+    ++frees;
+    last_address = a;
+  }
+  void on_stack(uint32_t, std::span<const uint64_t>) override { ++stacks; }
+  void on_end(uint64_t) override { ++ends; }
+};
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("memstage_unit_" + name)).string();
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  FILE* f = fopen(path.c_str(), "wb");
+  fwrite(bytes.data(), 1, bytes.size(), f);
+  fclose(f);
+}
+
+// Three chunks: 2 allocations, 1 allocation + 1 free, end.
+std::string three_chunk_trace() {
+  TraceBuilder b;
+  b.process().stack({0x1000, 0x2000}).alloc(0x7f0000001000, 100).alloc(0x7f0000002000, 200).chunk();
+  b.alloc(0x7f0000003000, 300).free(0x7f0000001000).chunk();
+  b.end(5).chunk();
+  return b.bytes();
+}
+
+}  // namespace
+
+TEST_CASE("reads every record of a whole trace in order") {
+  const std::string path = temp_path("whole.mst");
+  write_bytes(path, three_chunk_trace());
+  Counting v;
+  const auto summary = trace::read_trace(path, v);
+  CHECK(summary.chunks == 3);
+  CHECK_FALSE(summary.truncated);
+  CHECK(summary.ended_cleanly);
+  CHECK(v.allocs == 3);
+  CHECK(v.frees == 1);
+  CHECK(v.last_address == 0x7f0000001000);  // address deltas decode back
+  CHECK(v.stacks == 1);
+}
+
+TEST_CASE("a trace cut anywhere is read up to its last complete chunk") {
+  const std::string whole = three_chunk_trace();
+  const std::string path = temp_path("cut.mst");
+  Counting full;
+  write_bytes(path, whole);
+  std::vector<uint64_t> chunk_ends{sizeof(trace::FileHeader)};
+  trace::read_trace(path, full, [&](uint64_t done, uint64_t) { chunk_ends.push_back(done); });
+  // Every cut point: never a crash or exception, never more than the whole, and a
+  // cut inside the file is reported as truncated.
+  for (size_t cut = sizeof(trace::FileHeader); cut < whole.size(); ++cut) {
+    write_bytes(path, whole.substr(0, cut));
+    Counting v;
+    const auto summary = trace::read_trace(path, v);
+    INFO("cut at " << cut);
+    CHECK(v.allocs <= full.allocs);
+    CHECK(summary.ended_cleanly == false);
+    const bool at_chunk_end = std::find(chunk_ends.begin(), chunk_ends.end(), cut) != chunk_ends.end();
+    CHECK(summary.truncated == !at_chunk_end);
+  }
+}
+
+TEST_CASE("a corrupt byte stops the reader at that chunk, with a reason") {
+  const std::string whole = three_chunk_trace();
+  const std::string path = temp_path("corrupt.mst");
+  for (size_t i = sizeof(trace::FileHeader); i < whole.size(); i += 3) {
+    std::string bad = whole;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    write_bytes(path, bad);
+    Counting v;
+    INFO("flipped byte " << i);
+    const auto summary = trace::read_trace(path, v);
+    CHECK(v.allocs <= 3);
+    if (summary.truncated) CHECK_FALSE(summary.truncation.empty());
+  }
+}
+
+TEST_CASE("a file that is not a trace is refused by name") {
+  const std::string path = temp_path("not_a_trace.txt");
+  write_bytes(path, "hello, this is not a trace at all\n");
+  Counting v;
+  CHECK_THROWS_AS(trace::read_trace(path, v), trace::NotATraceError);
+  CHECK_FALSE(trace::looks_like_trace(path));
+  try {
+    trace::read_trace(path, v);
+  } catch (const trace::NotATraceError& e) {
+    CHECK(std::string(e.what()).find("is not a memstage trace") != std::string::npos);
+  }
+}
+
+TEST_CASE("an event naming an undefined stack is corruption, not a crash") {
+  TraceBuilder b;
+  b.process().alloc(0x1000, 10, 7).end(1);
+  const std::string path = temp_path("bad_stack.mst");
+  write_bytes(path, b.bytes());
+  Counting v;
+  const auto summary = trace::read_trace(path, v);
+  CHECK(summary.truncated);
+  CHECK(v.allocs == 0);
+}
