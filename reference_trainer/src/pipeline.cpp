@@ -60,11 +60,16 @@ void validate(const Config& config) {
   if (config.hash_bits != 0 && config.pipeline == Pipeline::naive) {
     throw Error("--hash-bits is an optimized-pipeline option (the naive one fits a vocabulary)");
   }
-  if (!(config.learning_rate > 0.0f)) throw Error("--lr must be positive");
+  if (config.learning_rate < 0.0f) throw Error("--lr must be positive");
   if (config.quantize && config.pipeline == Pipeline::naive) {
     throw Error("--quantize is an optimized-pipeline option (the naive one evaluates dense float rows)");
   }
   if (config.threads == 0) throw Error("--threads must be at least 1");
+}
+
+float default_learning_rate(Optimizer optimizer, std::size_t hidden) {
+  if (optimizer == Optimizer::adam) return 0.005f;
+  return hidden == 0 ? 20.0f : 2.0f;
 }
 
 Result run(const Config& config) {

@@ -21,7 +21,8 @@ inline Format format_of(const Config& config, const std::string& path) {
 inline TrainOptions train_options(const Config& config) {
   TrainOptions options;
   options.optimizer = config.optimizer;
-  options.learning_rate = config.learning_rate;
+  options.learning_rate = config.learning_rate > 0.0f ? config.learning_rate
+                                                     : default_learning_rate(config.optimizer, config.hidden);
   options.max_batch_rows = config.batch_rows;
   return options;
 }

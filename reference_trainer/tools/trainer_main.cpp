@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   app.add_option("--epochs", config.epochs, "passes over the training data")->capture_default_str();
   app.add_option("--batch", config.batch_rows, "rows per gradient step")->capture_default_str();
   app.add_option("--hidden", config.hidden, "hidden layer width; 0 = none")->capture_default_str();
-  app.add_option("--lr", config.learning_rate, "learning rate")->capture_default_str();
+  app.add_option("--lr", config.learning_rate, "learning rate (default: sgd 20, or 2 with --hidden; adam 0.005)");
   app.add_option("--optimizer", optimizer, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))
       ->capture_default_str();
   app.add_option("--max-features", config.max_features,
