@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libunwind-dev libdw-dev libelf-dev libzstd-dev zstd
   libjemalloc-dev libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools-dev libmimalloc-dev
-  nlohmann-json3-dev libcli11-dev libfmt-dev catch2 libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev catch2 libbenchmark-dev libabsl-dev
   libprotobuf-dev protobuf-compiler golang-go golang-github-google-pprof-dev zlib1g-dev
   heaptrack python3 python3-jsonschema
   chromium
