@@ -120,6 +120,10 @@ inline bool should_record() {
 }
 
 void* traced_alloc_result(void* p, size_t size) {
+  if (stats_mode()) {
+    if (p) count_allocation(size);
+    return p;
+  }
   if (p) {
     const int saved_errno = errno;
     record_alloc(p, size, false);
@@ -162,6 +166,7 @@ using namespace memstage::preload;
 MEMSTAGE_EXPORT void* malloc(size_t size) {
   if (!resolve()) return bootstrap_alloc(size, 16);
   if (!should_record()) return real.malloc(size);
+  if (stats_mode()) return traced_alloc_result(real.malloc(size), size);
   RecordingGuard guard;
   return traced_alloc_result(real.malloc(size), size);
 }
@@ -170,6 +175,10 @@ MEMSTAGE_EXPORT void free(void* p) {
   if (!p || is_bootstrap(p)) return;
   if (!resolve()) return;
   if (!should_record()) return real.free(p);
+  if (stats_mode()) {
+    count_free();
+    return real.free(p);
+  }
   RecordingGuard guard;
   const int saved_errno = errno;
   // Before the real free: once it returns, another thread may get the same address.
@@ -203,6 +212,11 @@ MEMSTAGE_EXPORT void* realloc(void* p, size_t size) {
     return q;
   }
   if (!should_record()) return real.realloc(p, size);
+  if (stats_mode()) {
+    void* q = real.realloc(p, size);
+    if (p && (q || size == 0)) count_free();
+    return traced_alloc_result(q, size);
+  }
   RecordingGuard guard;
   if (!p) return traced_alloc_result(real.realloc(nullptr, size), size);
   int saved_errno = errno;

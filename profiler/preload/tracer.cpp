@@ -256,6 +256,7 @@ uint64_t monotonic_ns() {
 __thread ThreadState* t_thread_state __attribute__((tls_model("initial-exec"))) = nullptr;
 
 ThreadState* create_thread_state() {
+  RecordingGuard guard;  // pthread_setspecific may allocate
   ThreadState* ts = claim_thread_state();
   if (!ts) {
     g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
@@ -306,23 +307,20 @@ void push_samples(ThreadState* ts, bool with_allocator_stats) {
   }
   if (g_tracer.options.mode == trace::Mode::kStats) {
     uint64_t allocations = 0, frees = 0, bytes = 0;
-    int64_t live = 0;
     const uint32_t n = g_tracer.thread_count.load(std::memory_order_acquire);
     for (uint32_t i = 0; i < n; ++i) {
       const ThreadState* t = g_tracer.threads[i];
       allocations += t->allocations.load(std::memory_order_relaxed);
       frees += t->frees.load(std::memory_order_relaxed);
       bytes += t->bytes_allocated.load(std::memory_order_relaxed);
-      live += t->live_usable_bytes.load(std::memory_order_relaxed);
     }
-    uint8_t buf[1 + 5 * trace::kMaxVarintBytes];
+    uint8_t buf[1 + 4 * trace::kMaxVarintBytes];
     uint8_t* out = buf;
     *out++ = static_cast<uint8_t>(Tag::kCounters);
     out = put_varint(out, trace_time_ns());
     out = put_varint(out, allocations);
     out = put_varint(out, frees);
     out = put_varint(out, bytes);
-    out = put_svarint(out, live);
     push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
   }
 }
@@ -393,14 +391,6 @@ void record_alloc(void* p, size_t size, bool from_realloc) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
   const size_t usable = real_usable_size(p);
-  if (g_tracer.options.mode == trace::Mode::kStats) {
-    ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + size,
-                              std::memory_order_relaxed);
-    ts->live_usable_bytes.store(ts->live_usable_bytes.load(std::memory_order_relaxed) + usable,
-                                std::memory_order_relaxed);
-    return;
-  }
   const uint32_t stack = capture_stack(ts);
   track_live_bytes(ts, static_cast<int64_t>(usable));
   push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc,
@@ -411,12 +401,6 @@ void record_free(void* p) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
   const size_t usable = real_usable_size(p);
-  if (g_tracer.options.mode == trace::Mode::kStats) {
-    ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    ts->live_usable_bytes.store(ts->live_usable_bytes.load(std::memory_order_relaxed) - usable,
-                                std::memory_order_relaxed);
-    return;
-  }
   // A large block goes back to the OS at once: sample RSS while it still counts.
   if (usable >= kSampleBeforeFreeBytes) push_rss(ts);
   track_live_bytes(ts, -static_cast<int64_t>(usable));

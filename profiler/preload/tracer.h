@@ -27,7 +27,6 @@ struct ThreadState {
   std::atomic<uint64_t> allocations{0};
   std::atomic<uint64_t> frees{0};
   std::atomic<uint64_t> bytes_allocated{0};
-  std::atomic<int64_t> live_usable_bytes{0};
   // Change of live bytes (usable sizes) not yet folded into Tracer::approx_live_bytes.
   int64_t unfolded_live_bytes = 0;
   std::atomic<bool> retired{false};
@@ -85,5 +84,19 @@ void push_samples(ThreadState* ts, bool with_allocator_stats);
 // Encodes the module list (dl_iterate_phdr) as a kModules record into `out` (capacity
 // bytes); returns the length, 0 if it did not fit.
 uint32_t encode_modules(uint8_t* out, uint32_t capacity);
+
+// Stats mode: the whole cost of a traced call is these few increments.
+inline void count_allocation(uint64_t bytes) {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+}
+inline void count_free() {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+inline bool stats_mode() { return g_tracer.options.mode == trace::Mode::kStats; }
 
 }  // namespace memstage::preload

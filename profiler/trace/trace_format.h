@@ -94,7 +94,8 @@ enum class Tag : uint8_t {
   // arena + hblkhd, arena + hblkhd); jemalloc: stats.allocated/active/resident/mapped.
   kAllocatorStats = 15,
   // Counters kept in process (stats mode, every tick and at stage boundaries): u t_ns,
-  // u allocations, u frees, u bytes_allocated, u live_bytes (usable sizes).
+  // u allocations, u frees, u bytes_allocated. Stats mode's live heap is the allocator's
+  // in-use figure (kAllocatorStats, every few ticks).
   kCounters = 16,
   // The process ended normally (exit or return from main): u t_ns.
   kEnd = 17,

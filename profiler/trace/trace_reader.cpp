@@ -177,7 +177,6 @@ class ChunkDecoder {
           r.allocations = p.u();
           r.frees = p.u();
           r.bytes_allocated = p.u();
-          r.live_bytes = p.s();
           v_.on_counters(r);
           break;
         }

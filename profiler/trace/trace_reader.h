@@ -56,7 +56,6 @@ struct CountersRecord {
   uint64_t allocations = 0;
   uint64_t frees = 0;
   uint64_t bytes_allocated = 0;
-  int64_t live_bytes = 0;
 };
 
 // Receives the records in trace order. Every method has an empty default.

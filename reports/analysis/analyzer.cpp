@@ -235,13 +235,10 @@ class FirstPass : public trace::TraceVisitor {
     s.parent = innermost();
     s.depth = static_cast<int>(open.size());
     s.start_ns = now_ns;
-    s.peak_heap_bytes = heap.live_bytes();
+    s.peak_heap_bytes = heap_now();
     s.peak_heap_ns = now_ns;
     s.peak_rss_bytes = last_rss_bytes;
-    if (last_counters) {
-      s.counters_at_begin = *last_counters;
-      s.peak_heap_bytes = static_cast<uint64_t>(std::max<int64_t>(0, last_counters->live_bytes));
-    }
+    if (last_counters) s.counters_at_begin = *last_counters;
     stages.push_back(s);
     open.push_back(static_cast<int>(stages.size()) - 1);
   }
@@ -284,8 +281,11 @@ class FirstPass : public trace::TraceVisitor {
     }
   }
 
+  bool stats_mode() const { return info.mode == trace::Mode::kStats; }
+
+  // Stats mode sees no allocation events: its heap is what the allocator counts in use.
   uint64_t heap_now() const {
-    if (last_counters) return static_cast<uint64_t>(std::max<int64_t>(0, last_counters->live_bytes));
+    if (stats_mode()) return last_allocator ? last_allocator->stats.in_use_bytes : 0;
     return heap.live_bytes();
   }
 
@@ -314,6 +314,10 @@ class FirstPass : public trace::TraceVisitor {
 
   void on_allocator_stats(const AllocatorStatsRecord& r) override {
     now_ns = std::max(now_ns, r.t_ns);
+    if (stats_mode()) {
+      last_allocator = AllocatorSample{r.t_ns, r, r.in_use_bytes, last_rss_bytes, last_tracer_bytes};
+      reach(r.in_use_bytes);
+    }
     AllocatorSample sample{r.t_ns, r, heap_now(), last_rss_bytes, last_tracer_bytes};
     last_allocator = sample;
     allocator_samples.push_back(sample);
@@ -325,7 +329,6 @@ class FirstPass : public trace::TraceVisitor {
     allocations = c.allocations;
     frees = c.frees;
     bytes_allocated = c.bytes_allocated;
-    reach(static_cast<uint64_t>(std::max<int64_t>(0, c.live_bytes)));
   }
 
   void on_end(uint64_t t) override {
