@@ -1,0 +1,41 @@
+// Offline symbolization: turns the return addresses the tracer recorded into functions,
+// source files and lines, with inlined frames, using libdw on the module files as they
+// are on disk now (separate debug files found the standard way, e.g. /usr/lib/debug).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "reports/model/report_model.h"
+
+namespace memstage::reports {
+
+class Symbolizer {
+ public:
+  Symbolizer();
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // Frames for one address of the traced process, innermost first: the inlined frames
+  // (inlined = true), then the function that contains them. Always at least one frame;
+  // where nothing is known it has only module, address and module_offset.
+  //   module_path: the ELF file as it was loaded (executable or shared object).
+  //   load_bias: dl_iterate_phdr's dlpi_addr (address in process = load_bias + ELF vaddr).
+  //   is_return_address: look up address - 1 (inside the call instruction) for line and
+  //     inline information; the frames still report `address` unchanged.
+  // Never throws and never prints; a missing or non-ELF module yields the bare frame.
+  std::vector<Frame> symbolize(const std::string& module_path, uint64_t load_bias,
+                               uint64_t address, bool is_return_address);
+
+ private:
+  class Module;  // one ELF file and its debug information; keeps libdw out of this header
+  Module& module(const std::string& module_path);
+
+  std::unordered_map<std::string, std::unique_ptr<Module>> modules_;
+};
+
+}  // namespace memstage::reports

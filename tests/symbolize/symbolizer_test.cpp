@@ -1,0 +1,384 @@
+// The symbolizer against real code: addresses captured at run time in libraries built for
+// the purpose (tests/symbolize/fixture_*.cpp) and in this PIE executable, located the way
+// the tracer locates them (dl_iterate_phdr), checked against lines known from __LINE__.
+#include "reports/symbolize/symbolizer.h"
+
+#include <elf.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "tests/symbolize/fixture.h"
+
+using memstage::reports::Frame;
+using memstage::reports::Symbolizer;
+
+namespace {
+
+struct LoadedModule {
+  std::string path;
+  uint64_t load_bias = 0;
+  uint64_t executable_begin = 0;  // the first executable PT_LOAD, in process addresses
+  uint64_t executable_end = 0;
+  std::string build_id;  // lowercase hex, empty when the module has none
+};
+
+std::string hex(const unsigned char* bytes, size_t size) {
+  std::string text;
+  char digits[3];
+  for (size_t i = 0; i < size; ++i) {
+    std::snprintf(digits, sizeof digits, "%02x", bytes[i]);
+    text += digits;
+  }
+  return text;
+}
+
+std::string build_id_of(const dl_phdr_info& info) {
+  for (int i = 0; i < info.dlpi_phnum; ++i) {
+    const ElfW(Phdr)& segment = info.dlpi_phdr[i];
+    if (segment.p_type != PT_NOTE) continue;
+    const char* note = reinterpret_cast<const char*>(info.dlpi_addr + segment.p_vaddr);
+    const char* end = note + segment.p_memsz;
+    while (note + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* header = reinterpret_cast<const ElfW(Nhdr)*>(note);
+      const char* name = note + sizeof(ElfW(Nhdr));
+      const char* descriptor = name + ((header->n_namesz + 3) & ~3u);
+      if (header->n_type == NT_GNU_BUILD_ID && header->n_namesz == 4 &&
+          std::string_view(name, 3) == "GNU")
+        return hex(reinterpret_cast<const unsigned char*>(descriptor), header->n_descsz);
+      note = descriptor + ((header->n_descsz + 3) & ~3u);
+    }
+  }
+  return {};
+}
+
+// What the tracer's module map records for the module holding `address`.
+LoadedModule module_containing(const void* address) {
+  struct Search {
+    uint64_t address;
+    LoadedModule found;
+    bool done = false;
+  } search{reinterpret_cast<uint64_t>(address), {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto& search = *static_cast<Search*>(data);
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& segment = info->dlpi_phdr[i];
+          if (segment.p_type != PT_LOAD) continue;
+          const uint64_t begin = info->dlpi_addr + segment.p_vaddr;
+          if (search.address < begin || search.address >= begin + segment.p_memsz) continue;
+          search.found.load_bias = info->dlpi_addr;
+          // The main program has an empty name; the recorder writes its real path.
+          search.found.path = info->dlpi_name[0] != '\0'
+                                  ? info->dlpi_name
+                                  : std::filesystem::read_symlink("/proc/self/exe").string();
+          search.found.build_id = build_id_of(*info);
+          for (int j = 0; j < info->dlpi_phnum; ++j) {
+            const ElfW(Phdr)& code = info->dlpi_phdr[j];
+            if (code.p_type == PT_LOAD && (code.p_flags & PF_X)) {
+              search.found.executable_begin = info->dlpi_addr + code.p_vaddr;
+              search.found.executable_end = search.found.executable_begin + code.p_memsz;
+              break;
+            }
+          }
+          search.done = true;
+          return 1;
+        }
+        return 0;
+      },
+      &search);
+  REQUIRE(search.done);
+  return search.found;
+}
+
+std::string basename_of(const std::string& path) {
+  return std::filesystem::path(path).filename().string();
+}
+
+std::vector<Frame> symbolize_return_address(Symbolizer& symbolizer, void* return_address) {
+  const LoadedModule module = module_containing(return_address);
+  return symbolizer.symbolize(module.path, module.load_bias,
+                              reinterpret_cast<uint64_t>(return_address), true);
+}
+
+void check_module_fields(const Frame& frame, const LoadedModule& module, uint64_t address) {
+  CHECK(frame.module == module.path);
+  CHECK(frame.address == address);
+  CHECK(frame.module_offset == address - module.load_bias);
+  CHECK(frame.kind == "native");
+}
+
+__attribute__((noipa)) void* return_address_of_call() { return __builtin_return_address(0); }
+
+__attribute__((noinline)) void* function_in_test_executable(int* call_line) {
+  *call_line = __LINE__; void* address = return_address_of_call();
+  asm volatile("" : "+r"(address));  // no tail call: the return address stays in here
+  return address;
+}
+
+}  // namespace
+
+TEST_CASE("a plain function: demangled name, file and exact line of the call") {
+  int call_line = 0;
+  void* address = memstage_fixture::plain_function(&call_line);
+  Symbolizer symbolizer;
+  const std::vector<Frame> frames = symbolize_return_address(symbolizer, address);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].function == "memstage_fixture::plain_function(int*)");
+  CHECK(basename_of(frames[0].file) == "fixture_debug.cpp");
+  CHECK(frames[0].line == call_line);
+  CHECK_FALSE(frames[0].inlined);
+  const LoadedModule module = module_containing(address);
+  CHECK(basename_of(module.path) == "libmemstage_symbolize_fixture_debug.so");
+  check_module_fields(frames[0], module, reinterpret_cast<uint64_t>(address));
+}
+
+TEST_CASE("inlined frames: callee first with its own line, callers with their call sites") {
+  int innermost_line = 0, middle_call_line = 0, caller_call_line = 0;
+  void* address =
+      memstage_fixture::inlining_caller(&innermost_line, &middle_call_line, &caller_call_line);
+  Symbolizer symbolizer;
+  const std::vector<Frame> frames = symbolize_return_address(symbolizer, address);
+  REQUIRE(frames.size() == 3);
+
+  // Internal linkage: GCC emits no linkage name, so the name is qualified from the DWARF
+  // scopes and has no parameter list.
+  CHECK(frames[0].function == "memstage_fixture::(anonymous namespace)::innermost_inline");
+  CHECK(frames[0].line == innermost_line);
+  CHECK(frames[0].inlined);
+
+  CHECK(frames[1].function == "memstage_fixture::(anonymous namespace)::middle_inline");
+  CHECK(frames[1].line == middle_call_line);
+  CHECK(frames[1].inlined);
+
+  CHECK(frames[2].function == "memstage_fixture::inlining_caller(int*, int*, int*)");
+  CHECK(frames[2].line == caller_call_line);
+  CHECK_FALSE(frames[2].inlined);
+
+  const LoadedModule module = module_containing(address);
+  for (const Frame& frame : frames) {
+    CHECK(basename_of(frame.file) == "fixture_debug.cpp");
+    check_module_fields(frame, module, reinterpret_cast<uint64_t>(address));
+  }
+}
+
+TEST_CASE("a namespaced template instance is demangled with its arguments") {
+  int call_line = 0;
+  void* address = memstage_fixture::templated_function<long>(42, &call_line);
+  Symbolizer symbolizer;
+  const std::vector<Frame> frames = symbolize_return_address(symbolizer, address);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].function == "void* memstage_fixture::templated_function<long>(long, int*)");
+  CHECK(basename_of(frames[0].file) == "fixture_debug.cpp");
+  CHECK(frames[0].line == call_line);
+}
+
+TEST_CASE("a member of a class in an anonymous namespace, qualified from DWARF scopes") {
+  int call_line = 0;
+  void* address = memstage_fixture::member_of_class_in_anonymous_namespace(&call_line);
+  Symbolizer symbolizer;
+  const std::vector<Frame> frames = symbolize_return_address(symbolizer, address);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].function == "memstage_fixture::(anonymous namespace)::Widget::method");
+  CHECK(basename_of(frames[0].file) == "fixture_debug.cpp");
+  CHECK(frames[0].line == call_line);
+}
+
+TEST_CASE("a lambda is named inside the function that defines it") {
+  int call_line = 0;
+  void* address = memstage_fixture::function_with_lambda(&call_line);
+  Symbolizer symbolizer;
+  const std::vector<Frame> frames = symbolize_return_address(symbolizer, address);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].function == "memstage_fixture::function_with_lambda(int*)::{lambda}::operator()");
+  CHECK(basename_of(frames[0].file) == "fixture_debug.cpp");
+  CHECK(frames[0].line == call_line);
+}
+
+TEST_CASE("the PIE main executable, at the load bias dl_iterate_phdr reports") {
+  int call_line = 0;
+  void* address = function_in_test_executable(&call_line);
+  const LoadedModule module = module_containing(address);
+  CHECK(module.load_bias != 0);  // PIE: loaded at a random base, vaddrs start near 0
+  Symbolizer symbolizer;
+  const std::vector<Frame> frames = symbolize_return_address(symbolizer, address);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].function == "(anonymous namespace)::function_in_test_executable");
+  CHECK(basename_of(frames[0].file) == "symbolizer_test.cpp");
+  CHECK(frames[0].line == call_line);
+  check_module_fields(frames[0], module, reinterpret_cast<uint64_t>(address));
+}
+
+TEST_CASE("a non-PIE executable, symbolized after its process has exited") {
+  FILE* output = popen(MEMSTAGE_NON_PIE_FIXTURE, "r");
+  REQUIRE(output != nullptr);
+  unsigned long load_bias = 1, address = 0;
+  int call_line = 0;
+  const int fields = std::fscanf(output, "%lx %lx %d", &load_bias, &address, &call_line);
+  REQUIRE(pclose(output) == 0);
+  REQUIRE(fields == 3);
+  CHECK(load_bias == 0);  // ET_EXEC runs at the addresses it was linked at
+  Symbolizer symbolizer;
+  const std::vector<Frame> frames =
+      symbolizer.symbolize(MEMSTAGE_NON_PIE_FIXTURE, load_bias, address, true);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].function == "(anonymous namespace)::function_in_non_pie");
+  CHECK(basename_of(frames[0].file) == "fixture_non_pie_main.cpp");
+  CHECK(frames[0].line == call_line);
+  CHECK(frames[0].module_offset == address);
+}
+
+TEST_CASE("an exact address (not a return address) is looked up as it is") {
+  // The function's first instruction: looking up address - 1 would land before it.
+  void* entry = reinterpret_cast<void*>(&memstage_fixture::plain_function);
+  const LoadedModule module = module_containing(entry);
+  Symbolizer symbolizer;
+  const std::vector<Frame> frames = symbolizer.symbolize(
+      module.path, module.load_bias, reinterpret_cast<uint64_t>(entry), false);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].function == "memstage_fixture::plain_function(int*)");
+  CHECK(basename_of(frames[0].file) == "fixture_debug.cpp");
+  CHECK(frames[0].line > 0);
+}
+
+TEST_CASE("without DWARF the ELF symbol table names the function") {
+  void* address = memstage_fixture_nodebug::function_without_debug_info();
+  Symbolizer symbolizer;
+  const std::vector<Frame> frames = symbolize_return_address(symbolizer, address);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].function == "memstage_fixture_nodebug::function_without_debug_info()");
+  CHECK(frames[0].file.empty());
+  CHECK(frames[0].line == 0);
+  check_module_fields(frames[0], module_containing(address), reinterpret_cast<uint64_t>(address));
+}
+
+TEST_CASE("DWARF in a separate file named by .gnu_debuglink is found") {
+  int call_line = 0;
+  void* address = memstage_fixture_separate_debug(&call_line);
+  const LoadedModule module = module_containing(address);
+  REQUIRE(std::filesystem::exists(module.path + ".debug"));
+  Symbolizer symbolizer;
+  const std::vector<Frame> frames = symbolize_return_address(symbolizer, address);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].function == "memstage_fixture_separate_debug");
+  CHECK(basename_of(frames[0].file) == "fixture_separate_debug.cpp");
+  CHECK(frames[0].line == call_line);
+}
+
+TEST_CASE("libc's DWARF is found by build id under /usr/lib/debug when installed") {
+  void* malloc_entry = reinterpret_cast<void*>(&std::malloc);
+  const LoadedModule libc = module_containing(malloc_entry);
+  REQUIRE(libc.build_id.size() > 2);
+  const std::string debug_file = "/usr/lib/debug/.build-id/" + libc.build_id.substr(0, 2) + "/" +
+                                 libc.build_id.substr(2) + ".debug";
+  if (!std::filesystem::exists(debug_file)) {
+    WARN("no " << debug_file << " (libc6-dbg not installed): nothing to check");
+    return;
+  }
+  Symbolizer symbolizer;
+  const std::vector<Frame> frames = symbolizer.symbolize(
+      libc.path, libc.load_bias, reinterpret_cast<uint64_t>(malloc_entry), false);
+  REQUIRE(!frames.empty());
+  CAPTURE(frames.back().function, frames.size());
+  // glibc's DWARF names it __libc_malloc, with the asm label __GI___libc_malloc as its
+  // linkage name; the source name is the one to show.
+  CHECK(frames.back().function == "__libc_malloc");
+  CHECK(basename_of(frames[0].file) == "malloc.c");
+  CHECK(frames[0].line > 0);
+}
+
+TEST_CASE("a missing or non-ELF module gives one frame with only module and offset") {
+  const std::string not_elf = std::filesystem::temp_directory_path() /
+                              ("memstage_symbolize_not_elf_" + std::to_string(getpid()));
+  if (FILE* file = std::fopen(not_elf.c_str(), "w")) {
+    std::fputs("not an ELF file\n", file);
+    std::fclose(file);
+  }
+  Symbolizer symbolizer;
+  for (const std::string& path : {std::string("/nonexistent/libnothing.so"), not_elf,
+                                  std::string(), std::string("/")}) {
+    for (bool is_return_address : {true, false}) {
+      const std::vector<Frame> frames =
+          symbolizer.symbolize(path, 0x7f0000000000, 0x7f0000001234, is_return_address);
+      REQUIRE(frames.size() == 1);
+      CHECK(frames[0].function.empty());
+      CHECK(frames[0].file.empty());
+      CHECK(frames[0].line == 0);
+      CHECK_FALSE(frames[0].inlined);
+      CHECK(frames[0].module == path);
+      CHECK(frames[0].address == 0x7f0000001234);
+      CHECK(frames[0].module_offset == 0x1234);
+    }
+  }
+  std::filesystem::remove(not_elf);
+}
+
+TEST_CASE("an address outside any code of a real module gives the bare frame") {
+  int call_line = 0;
+  const LoadedModule module = module_containing(memstage_fixture::plain_function(&call_line));
+  Symbolizer symbolizer;
+  const uint64_t far_away = module.load_bias + (uint64_t{1} << 40);
+  const std::vector<Frame> frames =
+      symbolizer.symbolize(module.path, module.load_bias, far_away, true);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].function.empty());
+  CHECK(frames[0].file.empty());
+  CHECK(frames[0].module_offset == uint64_t{1} << 40);
+}
+
+TEST_CASE("the same module at another load bias resolves the same, and repeats are cached") {
+  int call_line = 0;
+  void* address = memstage_fixture::plain_function(&call_line);
+  const LoadedModule module = module_containing(address);
+  const uint64_t offset = reinterpret_cast<uint64_t>(address) - module.load_bias;
+  Symbolizer symbolizer;
+  const std::vector<Frame> first = symbolize_return_address(symbolizer, address);
+  const std::vector<Frame> again = symbolize_return_address(symbolizer, address);
+  // Another process of the same trace with the library loaded elsewhere.
+  const uint64_t other_bias = 0x7f1200000000;
+  const std::vector<Frame> elsewhere =
+      symbolizer.symbolize(module.path, other_bias, other_bias + offset, true);
+  REQUIRE(first.size() == 1);
+  REQUIRE(again.size() == 1);
+  REQUIRE(elsewhere.size() == 1);
+  for (const Frame& frame : {again[0], elsewhere[0]}) {
+    CHECK(frame.function == first[0].function);
+    CHECK(frame.file == first[0].file);
+    CHECK(frame.line == call_line);
+    CHECK(frame.module_offset == offset);
+  }
+  CHECK(elsewhere[0].address == other_bias + offset);
+}
+
+TEST_CASE("100k distinct addresses in a large C++ executable symbolize quickly") {
+  int call_line = 0;
+  const LoadedModule module = module_containing(function_in_test_executable(&call_line));
+  const uint64_t size = module.executable_end - module.executable_begin;
+  constexpr uint64_t address_count = 100'000;
+  const uint64_t stride = std::max<uint64_t>(1, size / address_count);
+  Symbolizer symbolizer;
+  size_t named = 0, with_line = 0, looked_up = 0;
+  // Processor time, not wall time: a busy build machine must not fail the test.
+  const std::clock_t start = std::clock();
+  for (uint64_t address = module.executable_begin + 1; address < module.executable_end;
+       address += stride) {
+    for (const Frame& frame : symbolizer.symbolize(module.path, module.load_bias, address, true)) {
+      named += !frame.function.empty();
+      with_line += frame.line > 0;
+    }
+    ++looked_up;
+  }
+  const double seconds = static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
+  INFO(looked_up << " addresses in " << seconds << " s of CPU; " << named << " frames named, "
+                 << with_line << " with a line");
+  CHECK(looked_up >= address_count / 2);
+  CHECK(named >= looked_up * 9 / 10);  // the executable's own code is almost all named
+  CHECK(seconds < 10.0);  // about 1.5 s when written; libdw's linear lookups took minutes
+}
