@@ -14,8 +14,8 @@ namespace {
 
 // While counting, hold at most this many distinct terms per kept feature: enough that the
 // kept terms' counts are nearly exact, few enough that the counting pass stays bounded.
-constexpr std::size_t kCandidatesPerFeature = 8;
-constexpr std::size_t kMinCandidates = 200000;
+constexpr std::size_t kCandidatesPerFeature = 4;
+constexpr std::size_t kMinCandidates = 50000;
 
 Result evaluate_saved(const Config& config) {
   const auto start = std::chrono::steady_clock::now();

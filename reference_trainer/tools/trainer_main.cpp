@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
                  "hashing trick with 2^bits features instead of a vocabulary (optimized); 0 = off")
       ->capture_default_str();
   app.add_flag("--bigrams", config.bigrams, "add word bigrams");
-  app.add_option("--threads", config.threads, "threads (accepted; training is single-threaded, see README)")
+  app.add_option("--threads", config.threads, "threads; this version trains on one (see README)")
       ->capture_default_str();
   app.add_option("--max-rows", config.max_rows, "read at most this many rows of --data; 0 = all")
       ->capture_default_str();
@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
     config.optimizer = optimizer == "adam" ? trainer::Optimizer::adam : trainer::Optimizer::sgd;
     if (!format.empty()) config.format = trainer::parse_format(format);
     config.progress = !quiet && ::isatty(STDERR_FILENO) == 1;
+    if (config.threads > 1) {
+      std::fprintf(stderr, "memstage-trainer: note: --threads %u: this version trains on one thread\n",
+                   config.threads);
+    }
     const trainer::Result r = trainer::run(config);
     // "key: value" lines, for people and for the benchmark script alike.
     fmt::print("pipeline: {}\n", pipeline);
