@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "profiler/preload/address_index.h"
+#include "profiler/preload/allocation_infos.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/samplers.h"
 #include "profiler/preload/tracer.h"
@@ -48,7 +50,15 @@ struct WriterState {
   uint8_t* compressed = nullptr;
   size_t compressed_capacity = 0;
 
-  uint64_t last_address = 0;
+  AddressIndex live_blocks;  // address -> allocation info id
+  AllocationInfos infos;
+  // The latest allocation, for kFreeLast.
+  uint64_t last_alloc_address = 0;
+  bool last_event_was_alloc = false;
+  // Stage instances as the reader will number them: by the order they begin.
+  uint32_t stage_instances = 0;
+  uint32_t open_stage_instances[Tracer::kMaxStageDepth] = {};
+  uint32_t open_stage_depth = 0;
   uint32_t stacks_written = 0;
   uint64_t next_seq = 0;
   uint64_t gap_since_ns = 0;
@@ -155,25 +165,57 @@ void write_new_stacks() {
   }
 }
 
+// Follows stage begins and ends (which arrive as ready records) to know the stage
+// instance of each allocation.
+void track_stages(const uint8_t* record, uint32_t length) {
+  if (length == 0) return;
+  if (record[0] == static_cast<uint8_t>(Tag::kStageBegin)) {
+    if (w.open_stage_depth < Tracer::kMaxStageDepth) w.open_stage_instances[w.open_stage_depth++] = w.stage_instances;
+    ++w.stage_instances;
+  } else if (record[0] == static_cast<uint8_t>(Tag::kStageEnd) && w.open_stage_depth > 0) {
+    --w.open_stage_depth;
+  }
+}
+
 void write_event(const EventRing& ring, uint64_t index) {
   const RawEvent& e = ring.at(index);
   switch (e.kind) {
     case EventKind::kAlloc:
     case EventKind::kRealloc: {
-      uint8_t* out = reserve(1 + 3 * trace::kMaxVarintBytes);
+      const uint32_t stage_plus_one =
+          w.open_stage_depth ? w.open_stage_instances[w.open_stage_depth - 1] + 1 : 0;
+      bool added = false;
+      const uint32_t info = w.infos.id_of(e.b, e.stack_or_length, stage_plus_one, added);
+      if (info == UINT32_MAX) {
+        g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
+      uint8_t* out = reserve(2 + 5 * trace::kMaxVarintBytes);
+      if (added) {
+        *out++ = static_cast<uint8_t>(Tag::kAllocInfo);
+        out = put_varint(out, e.b);
+        out = put_varint(out, e.stack_or_length);
+        out = put_varint(out, stage_plus_one);
+      }
       *out++ = static_cast<uint8_t>(e.kind == EventKind::kAlloc ? Tag::kAlloc : Tag::kRealloc);
-      out = put_varint(out, e.b);
-      out = put_svarint(out, static_cast<int64_t>(e.a - w.last_address));
-      out = put_varint(out, e.stack_or_length);
-      w.last_address = e.a;
+      out = put_varint(out, info);
       commit(out);
+      w.live_blocks.put(e.a, info);
+      w.last_alloc_address = e.a;
+      w.last_event_was_alloc = true;
       break;
     }
     case EventKind::kFree: {
+      uint64_t info;
+      if (!w.live_blocks.take(e.a, info)) break;
       uint8_t* out = reserve(1 + trace::kMaxVarintBytes);
-      *out++ = static_cast<uint8_t>(Tag::kFree);
-      out = put_svarint(out, static_cast<int64_t>(e.a - w.last_address));
-      w.last_address = e.a;
+      if (w.last_event_was_alloc && e.a == w.last_alloc_address) {
+        *out++ = static_cast<uint8_t>(Tag::kFreeLast);
+      } else {
+        *out++ = static_cast<uint8_t>(Tag::kFree);
+        out = put_varint(out, info);
+      }
+      w.last_event_was_alloc = false;
       commit(out);
       break;
     }
@@ -188,6 +230,7 @@ void write_event(const EventRing& ring, uint64_t index) {
       break;
     }
     case EventKind::kEncoded: {
+      track_stages(static_cast<const uint8_t*>(static_cast<const void*>(&ring.at(index + 1))), e.stack_or_length);
       // The payload may wrap around the ring's end: copy it slot by slot.
       uint32_t left = e.stack_or_length;
       uint8_t* out = reserve(left);
@@ -397,9 +440,11 @@ void write_open_stages() {
   }
   for (uint32_t i = 0; i < g_tracer.open_stage_count; ++i) {
     uint8_t* out = reserve(1 + 2 * trace::kMaxVarintBytes);
+    uint8_t* record = out;
     *out++ = static_cast<uint8_t>(Tag::kStageBegin);
     out = put_varint(out, g_tracer.open_stages[i]);
     out = put_varint(out, 0);
+    track_stages(record, static_cast<uint32_t>(out - record));
     commit(out);
   }
 }
@@ -413,7 +458,7 @@ bool allocate_buffers() {
   if (!w.zstd) {
     w.zstd = ZSTD_createCCtx_advanced(ZSTD_customMem{zstd_alloc, zstd_free, nullptr});
     if (w.zstd) {
-      ZSTD_CCtx_setParameter(w.zstd, ZSTD_c_compressionLevel, 1);
+      ZSTD_CCtx_setParameter(w.zstd, ZSTD_c_compressionLevel, 3);
       ZSTD_CCtx_setParameter(w.zstd, ZSTD_c_checksumFlag, 1);
     }
   }
@@ -429,7 +474,10 @@ bool writer_open(uint64_t parent_pid) {
   header.version = trace::kFormatVersion;
   if (!write_all(reinterpret_cast<const uint8_t*>(&header), sizeof(header))) return false;
   w.raw_used = 0;
-  w.last_address = 0;
+  w.live_blocks.clear();
+  w.infos.clear();
+  w.last_event_was_alloc = false;
+  w.stage_instances = w.open_stage_depth = 0;
   w.stacks_written = 0;
   w.write_failed = false;
   w.lost_written = g_tracer.lost_events.load(std::memory_order_relaxed);

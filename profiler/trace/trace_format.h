@@ -66,13 +66,19 @@ enum class Tag : uint8_t {
   // Defines the next stack id (0, 1, 2, ...): u depth, then depth return addresses,
   // innermost first; the first absolute (u), the rest as differences (s) from the previous.
   kStack = 4,
-  // malloc, calloc, memalign, new, ...: u size, s address - previous address, u stack id.
-  // "previous address" is the last address of any Alloc/Realloc/Free record.
+  // Blocks are not named by address. Allocations are grouped by "allocation info":
+  // (size, stack, stage instance). A block's free names its info, which is all the
+  // analysis needs for exact live bytes, peaks, leaks and per-stage figures, and which
+  // compresses to almost nothing (heaptrack's idea, with the stage added).
+  //
+  // malloc, calloc, memalign, new, ...: u allocation info id.
   kAlloc = 5,
-  // free/delete: s address - previous address.
+  // free/delete of a block of this info: u allocation info id. Frees of blocks this
+  // trace never saw allocated (inherited over fork, from before the tracer started) are
+  // left out.
   kFree = 6,
   // The allocation half of a successful realloc (its free half is a kFree before it):
-  // same fields as kAlloc.
+  // u allocation info id.
   kRealloc = 7,
   // Anonymous mmap: u address, u length, u stack id.
   kMmap = 8,
@@ -103,6 +109,13 @@ enum class Tag : uint8_t {
   kSignal = 18,
   // Events the tracer could not order and dropped: u count.
   kLost = 19,
+  // Defines the next allocation info id (0, 1, 2, ...): u size, u stack id,
+  // u stage instance + 1 (0: outside any stage). Stage instances are numbered by the
+  // order of their kStageBegin records from 0.
+  kAllocInfo = 20,
+  // Frees the block of the latest kAlloc/kRealloc, with nothing allocated in between:
+  // a temporary allocation (no fields).
+  kFreeLast = 21,
 };
 
 }  // namespace memstage::trace

@@ -112,18 +112,35 @@ class ChunkDecoder {
           v_.on_stack(next_stack_id_++, ips_);
           break;
         }
-        case Tag::kAlloc:
-        case Tag::kRealloc: {
+        case Tag::kAllocInfo: {
           const uint64_t size = p.u();
-          last_address_ += static_cast<uint64_t>(p.s());
           const uint64_t stack = p.u();
+          const uint64_t stage_plus_one = p.u();
           check_stack(stack);
-          v_.on_alloc(last_address_, size, static_cast<uint32_t>(stack), tag == Tag::kRealloc);
+          if (stage_plus_one > stage_instances_) throw CorruptRecord("allocation info of a stage not begun");
+          v_.on_alloc_info(next_info_id_++, size, static_cast<uint32_t>(stack),
+                           static_cast<int32_t>(stage_plus_one) - 1);
           break;
         }
-        case Tag::kFree:
-          last_address_ += static_cast<uint64_t>(p.s());
-          v_.on_free(last_address_);
+        case Tag::kAlloc:
+        case Tag::kRealloc: {
+          const uint64_t info = p.u();
+          check_info(info);
+          v_.on_alloc(static_cast<uint32_t>(info), tag == Tag::kRealloc);
+          last_alloc_info_ = static_cast<int64_t>(info);
+          break;
+        }
+        case Tag::kFree: {
+          const uint64_t info = p.u();
+          check_info(info);
+          v_.on_free(static_cast<uint32_t>(info), false);
+          last_alloc_info_ = -1;
+          break;
+        }
+        case Tag::kFreeLast:
+          if (last_alloc_info_ < 0) throw CorruptRecord("free of the latest allocation with none before it");
+          v_.on_free(static_cast<uint32_t>(last_alloc_info_), true);
+          last_alloc_info_ = -1;
           break;
         case Tag::kMmap: {
           const uint64_t address = p.u();
@@ -152,6 +169,7 @@ class ChunkDecoder {
         case Tag::kStageBegin: {
           const uint64_t id = p.u();
           if (id >= next_stage_name_id_) throw CorruptRecord("stage begins before its name");
+          ++stage_instances_;
           v_.on_stage_begin(static_cast<uint32_t>(id), p.u());
           break;
         }
@@ -200,9 +218,14 @@ class ChunkDecoder {
   void check_stack(uint64_t id) const {
     if (id >= next_stack_id_) throw CorruptRecord("event refers to an undefined stack");
   }
+  void check_info(uint64_t id) const {
+    if (id >= next_info_id_) throw CorruptRecord("event refers to an undefined allocation info");
+  }
 
   TraceVisitor& v_;
-  uint64_t last_address_ = 0;
+  uint32_t next_info_id_ = 0;
+  int64_t last_alloc_info_ = -1;
+  uint64_t stage_instances_ = 0;
   uint32_t next_stack_id_ = 0;
   uint32_t next_stage_name_id_ = 0;
   std::vector<uint64_t> ips_;

@@ -66,8 +66,12 @@ class TraceVisitor {
   virtual void on_time(uint64_t /*t_ns*/) {}
   virtual void on_modules(const std::vector<Module>&) {}
   virtual void on_stack(uint32_t /*id*/, std::span<const uint64_t> /*return_addresses*/) {}
-  virtual void on_alloc(uint64_t /*address*/, uint64_t /*size*/, uint32_t /*stack*/, bool /*realloc*/) {}
-  virtual void on_free(uint64_t /*address*/) {}
+  // Allocation infos are numbered from 0 in definition order; `stage` is the stage
+  // instance (numbered by the order stages begin, from 0) or -1 outside any stage.
+  virtual void on_alloc_info(uint32_t /*id*/, uint64_t /*size*/, uint32_t /*stack*/, int32_t /*stage*/) {}
+  virtual void on_alloc(uint32_t /*info*/, bool /*realloc*/) {}
+  // `temporary`: the block freed is the latest allocation, nothing allocated since.
+  virtual void on_free(uint32_t /*info*/, bool /*temporary*/) {}
   virtual void on_mmap(uint64_t /*address*/, uint64_t /*length*/, uint32_t /*stack*/) {}
   virtual void on_munmap(uint64_t /*address*/, uint64_t /*length*/) {}
   virtual void on_mremap(uint64_t /*old_address*/, uint64_t /*old_length*/, uint64_t /*new_address*/,

@@ -120,8 +120,6 @@ class FirstPass : public trace::TraceVisitor {
   std::optional<int> signal;
   bool ended = false;
 
-  uint64_t last_alloc_address = 0;
-  bool last_event_was_alloc = false;
   uint64_t last_rss_bytes = 0, last_tracer_bytes = 0;
   std::optional<AllocatorSample> last_allocator;
   std::vector<AllocatorSample> allocator_samples;
@@ -165,12 +163,17 @@ class FirstPass : public trace::TraceVisitor {
     }
   }
 
-  void on_alloc(uint64_t address, uint64_t size, uint32_t stack, bool) override {
+  void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
+    heap.define(id, AllocationInfo{size, stack, stage});
+  }
+
+  void on_alloc(uint32_t info, bool) override {
     ++events;
-    const int stage = innermost();
-    if (auto replaced = heap.allocate(address, LiveBlock{size, stack, stage})) {
-      if (replaced->stage >= 0) stages[replaced->stage].live_self_bytes -= replaced->size;
-    }
+    heap.allocate(info);
+    const AllocationInfo& a = heap.info(info);
+    const uint64_t size = a.size;
+    const uint32_t stack = a.stack;
+    const int stage = a.stage;
     ++allocations;
     bytes_allocated += size;
     StackStageFigures& f = figures[figure_key(stack, stage)];
@@ -184,20 +187,16 @@ class FirstPass : public trace::TraceVisitor {
       s.bytes_allocated += size;
       s.live_self_bytes += static_cast<int64_t>(size);
     }
-    last_alloc_address = address;
-    last_event_was_alloc = true;
     reach(heap.live_bytes());
   }
 
-  void on_free(uint64_t address) override {
+  void on_free(uint32_t info, bool temporary) override {
     ++events;
-    const auto block = heap.free(address);
-    const bool temporary = last_event_was_alloc && address == last_alloc_address;
-    last_event_was_alloc = false;
-    if (!block) {
+    if (!heap.free(info)) {
       ++unknown_frees;
       return;
     }
+    const AllocationInfo* block = &heap.info(info);
     ++frees;
     if (!open.empty()) ++stages[open.back()].frees;
     if (block->stage >= 0) stages[block->stage].live_self_bytes -= block->size;
@@ -376,43 +375,40 @@ class PeakSnapshots : public trace::TraceVisitor {
   std::unordered_map<int, std::vector<StackBytes>> stage_peaks;
   size_t top_stacks = 20;
 
-  void on_stage_begin(uint32_t, uint64_t) override { open_.push_back(next_stage_++); }
-  void on_stage_end(uint64_t) override {
-    if (!open_.empty()) open_.pop_back();
+  void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
+    heap_.define(id, AllocationInfo{size, stack, stage});
   }
-  void on_alloc(uint64_t address, uint64_t size, uint32_t stack, bool) override {
+  void on_alloc(uint32_t info, bool) override {
     ++events_;
-    const int stage = open_.empty() ? -1 : open_.back();
-    if (auto replaced = heap_.allocate(address, LiveBlock{size, stack, stage})) drop(*replaced);
-    StackBytes& s = by_key_[figure_key(stack, stage)];
-    s.stack = stack;
-    s.bytes += size;
-    ++s.blocks;
+    heap_.allocate(info);
     while (next_ < targets_.size() && targets_[next_].event == events_) snapshot(targets_[next_++]);
   }
-  void on_free(uint64_t address) override {
+  void on_free(uint32_t info, bool) override {
     ++events_;
-    if (auto block = heap_.free(address)) drop(*block);
+    heap_.free(info);
   }
 
  private:
-  void drop(const LiveBlock& b) {
-    auto it = by_key_.find(figure_key(b.stack, b.stage));
-    if (it == by_key_.end()) return;
-    it->second.bytes -= b.size;
-    if (--it->second.blocks == 0) by_key_.erase(it);
-  }
   void snapshot(const Target& t) {
+    const auto& infos = heap_.infos();
+    const auto& live = heap_.live_blocks();
     if (t.stage < 0) {
-      run_peak = by_key_;
+      for (size_t i = 0; i < infos.size(); ++i) {
+        if (!live[i]) continue;
+        StackBytes& s = run_peak[figure_key(infos[i].stack, infos[i].stage)];
+        s.stack = infos[i].stack;
+        s.bytes += live[i] * infos[i].size;
+        s.blocks += live[i];
+      }
       return;
     }
     std::unordered_map<uint32_t, StackBytes> by_stack;
-    for (const auto& [key, s] : by_key_) {
-      StackBytes& agg = by_stack[s.stack];
-      agg.stack = s.stack;
-      agg.bytes += s.bytes;
-      agg.blocks += s.blocks;
+    for (size_t i = 0; i < infos.size(); ++i) {
+      if (!live[i]) continue;
+      StackBytes& agg = by_stack[infos[i].stack];
+      agg.stack = infos[i].stack;
+      agg.bytes += live[i] * infos[i].size;
+      agg.blocks += live[i];
     }
     std::vector<StackBytes> top;
     top.reserve(by_stack.size());
@@ -428,9 +424,6 @@ class PeakSnapshots : public trace::TraceVisitor {
   size_t next_ = 0;
   uint64_t events_ = 0;
   LiveHeap heap_;
-  std::unordered_map<uint64_t, StackBytes> by_key_;
-  std::vector<int> open_;
-  int next_stage_ = 0;
 };
 
 // Maps the trace's stack ids to symbolized stacks in the report, on first use.
@@ -669,17 +662,21 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   // Leaks, grouped by stack and stage, and per stage.
   std::unordered_map<uint64_t, StackBytes> leaks_by_key;
-  for (const auto& [address, block] : pass.heap.blocks()) {
-    t.leaked_bytes += block.size;
-    ++t.leaked_blocks;
+  for (size_t i = 0; i < pass.heap.infos().size(); ++i) {
+    const uint64_t blocks = pass.heap.live_blocks()[i];
+    if (!blocks) continue;
+    const AllocationInfo& block = pass.heap.infos()[i];
+    const uint64_t bytes = blocks * block.size;
+    t.leaked_bytes += bytes;
+    t.leaked_blocks += blocks;
     StackBytes& l = leaks_by_key[figure_key(block.stack, block.stage)];
     l.stack = block.stack;
-    l.bytes += block.size;
-    ++l.blocks;
-    pass.figures[figure_key(block.stack, block.stage)].leaked_bytes += block.size;
+    l.bytes += bytes;
+    l.blocks += blocks;
+    pass.figures[figure_key(block.stack, block.stage)].leaked_bytes += bytes;
     if (block.stage >= 0) {
-      pass.stages[block.stage].leaked_bytes += block.size;
-      ++pass.stages[block.stage].leaked_blocks;
+      pass.stages[block.stage].leaked_bytes += bytes;
+      pass.stages[block.stage].leaked_blocks += blocks;
     }
   }
   std::vector<std::pair<uint64_t, StackBytes>> leak_list(leaks_by_key.begin(), leaks_by_key.end());

@@ -1,48 +1,47 @@
-// The blocks a program holds at one moment of its trace, replayed event by event.
+// The memory a program holds at one moment of its trace, replayed event by event.
+// The trace names blocks by allocation info, (size, stack, stage instance), so the live
+// heap is a count of live blocks per info: exact, and as small as the distinct infos.
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <unordered_map>
+#include <vector>
 
 namespace memstage::reports {
 
-struct LiveBlock {
+struct AllocationInfo {
   uint64_t size = 0;
   uint32_t stack = 0;
-  int32_t stage = -1;  // stage instance that was innermost when it was allocated
+  int32_t stage = -1;  // stage instance innermost at allocation, -1 outside any
 };
 
 class LiveHeap {
  public:
-  // An address already live lost its free somewhere (a block freed by a path the tracer
-  // can't see): the old block is dropped and returned.
-  std::optional<LiveBlock> allocate(uint64_t address, const LiveBlock& block) {
-    std::optional<LiveBlock> replaced;
-    auto [it, inserted] = blocks_.try_emplace(address, block);
-    if (!inserted) {
-      replaced = it->second;
-      live_bytes_ -= it->second.size;
-      it->second = block;
+  void define(uint32_t id, const AllocationInfo& info) {
+    if (id >= infos_.size()) {
+      infos_.resize(id + 1);
+      live_blocks_.resize(id + 1);
     }
-    live_bytes_ += block.size;
-    return replaced;
+    infos_[id] = info;
   }
-  // The freed block, or nothing for an address this trace never saw allocated (freed
-  // memory inherited over fork, or allocated before the tracer started).
-  std::optional<LiveBlock> free(uint64_t address) {
-    auto it = blocks_.find(address);
-    if (it == blocks_.end()) return std::nullopt;
-    LiveBlock b = it->second;
-    live_bytes_ -= b.size;
-    blocks_.erase(it);
-    return b;
+  void allocate(uint32_t info) {
+    ++live_blocks_[info];
+    live_bytes_ += infos_[info].size;
+  }
+  // False when no block of this info is live (a corrupt trace): nothing changes.
+  bool free(uint32_t info) {
+    if (live_blocks_[info] == 0) return false;
+    --live_blocks_[info];
+    live_bytes_ -= infos_[info].size;
+    return true;
   }
   uint64_t live_bytes() const { return live_bytes_; }
-  const std::unordered_map<uint64_t, LiveBlock>& blocks() const { return blocks_; }
+  const AllocationInfo& info(uint32_t id) const { return infos_[id]; }
+  const std::vector<AllocationInfo>& infos() const { return infos_; }
+  const std::vector<uint64_t>& live_blocks() const { return live_blocks_; }
 
  private:
-  std::unordered_map<uint64_t, LiveBlock> blocks_;
+  std::vector<AllocationInfo> infos_;
+  std::vector<uint64_t> live_blocks_;  // per info
   uint64_t live_bytes_ = 0;
 };
 

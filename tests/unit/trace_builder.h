@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -40,19 +42,36 @@ class TraceBuilder {
     }
     return *this;
   }
+  // Blocks are named by address here, as the tracer sees them; the trace names them by
+  // allocation info, as the tracer's writer does.
   TraceBuilder& alloc(uint64_t address, uint64_t size, uint32_t stack_id = 0, bool realloc = false) {
-    tag(realloc ? trace::Tag::kRealloc : trace::Tag::kAlloc).u(size).s(static_cast<int64_t>(address - last_));
-    last_ = address;
-    return u(stack_id);
+    const uint64_t stage_plus_one = open_stages_.empty() ? 0 : open_stages_.back() + 1;
+    const auto key = std::make_tuple(size, stack_id, stage_plus_one);
+    auto [it, added] = infos_.try_emplace(key, infos_.size());
+    if (added) tag(trace::Tag::kAllocInfo).u(size).u(stack_id).u(stage_plus_one);
+    live_[address] = it->second;
+    last_alloc_ = address;
+    last_was_alloc_ = true;
+    return tag(realloc ? trace::Tag::kRealloc : trace::Tag::kAlloc).u(it->second);
   }
   TraceBuilder& free(uint64_t address) {
-    tag(trace::Tag::kFree).s(static_cast<int64_t>(address - last_));
-    last_ = address;
-    return *this;
+    auto it = live_.find(address);
+    if (it == live_.end()) return *this;  // the writer leaves unknown frees out
+    const uint64_t info = it->second;
+    live_.erase(it);
+    const bool temporary = last_was_alloc_ && address == last_alloc_;
+    last_was_alloc_ = false;
+    return temporary ? tag(trace::Tag::kFreeLast) : tag(trace::Tag::kFree).u(info);
   }
   TraceBuilder& stage_name(const std::string& name) { return tag(trace::Tag::kStageName).str(name); }
-  TraceBuilder& stage_begin(uint32_t id, uint64_t t_ns) { return tag(trace::Tag::kStageBegin).u(id).u(t_ns); }
-  TraceBuilder& stage_end(uint64_t t_ns) { return tag(trace::Tag::kStageEnd).u(t_ns); }
+  TraceBuilder& stage_begin(uint32_t id, uint64_t t_ns) {
+    open_stages_.push_back(stage_instances_++);
+    return tag(trace::Tag::kStageBegin).u(id).u(t_ns);
+  }
+  TraceBuilder& stage_end(uint64_t t_ns) {
+    if (!open_stages_.empty()) open_stages_.pop_back();
+    return tag(trace::Tag::kStageEnd).u(t_ns);
+  }
   TraceBuilder& rss(uint64_t t_ns, uint64_t bytes) { return tag(trace::Tag::kRss).u(t_ns).u(bytes).u(0); }
   TraceBuilder& end(uint64_t t_ns) { return tag(trace::Tag::kEnd).u(t_ns); }
 
@@ -106,7 +125,12 @@ class TraceBuilder {
 
   std::vector<uint8_t> raw_;
   std::string file_;
-  uint64_t last_ = 0;
+  std::map<std::tuple<uint64_t, uint32_t, uint64_t>, uint64_t> infos_;  // (size, stack, stage+1) -> id
+  std::map<uint64_t, uint64_t> live_;  // address -> info id
+  uint64_t last_alloc_ = 0;
+  bool last_was_alloc_ = false;
+  std::vector<uint64_t> open_stages_;
+  uint64_t stage_instances_ = 0;
 };
 
 }  // namespace memstage::testing

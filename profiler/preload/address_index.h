@@ -1,0 +1,85 @@
+// The writer's map from a live block's address to its allocation info id, so that a free
+// is written as the info of the block it frees (trace_format.h). Writer thread only.
+#pragma once
+
+#include <cstdint>
+
+#include "profiler/preload/tracer_memory.h"
+
+namespace memstage::preload {
+
+class AddressIndex {
+ public:
+  // Records that `address` holds a block of info `index`, replacing what it held before.
+  void put(uint64_t address, uint64_t index) {
+    if ((count_ + 1) * 4 > capacity_ * 3 && !grow()) return;
+    uint64_t i = slot_of(address);
+    while (slots_[i].address != 0 && slots_[i].address != address) i = (i + 1) & (capacity_ - 1);
+    if (slots_[i].address == 0) ++count_;
+    slots_[i] = Slot{address, index};
+  }
+
+  // The info of the block at `address`, removed from the map; false if unknown.
+  bool take(uint64_t address, uint64_t& index) {
+    if (capacity_ == 0) return false;
+    uint64_t i = slot_of(address);
+    while (slots_[i].address != address) {
+      if (slots_[i].address == 0) return false;
+      i = (i + 1) & (capacity_ - 1);
+    }
+    index = slots_[i].index;
+    // Backward-shift deletion keeps every probe chain unbroken without tombstones.
+    uint64_t hole = i;
+    for (uint64_t j = (i + 1) & (capacity_ - 1); slots_[j].address != 0; j = (j + 1) & (capacity_ - 1)) {
+      const uint64_t home = slot_of(slots_[j].address);
+      const bool movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
+      if (movable) {
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole] = Slot{0, 0};
+    --count_;
+    return true;
+  }
+
+  void clear() {
+    if (slots_) tracer_unmap(slots_, capacity_ * sizeof(Slot));
+    slots_ = nullptr;
+    capacity_ = count_ = 0;
+  }
+
+ private:
+  struct Slot {
+    uint64_t address;  // 0: empty (malloc never returns 0 for a live block)
+    uint64_t index;
+  };
+
+  uint64_t slot_of(uint64_t address) const {
+    return ((address >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (capacity_ - 1);
+  }
+
+  bool grow() {
+    const uint64_t new_capacity = capacity_ ? capacity_ * 2 : 1u << 16;
+    auto* bigger = static_cast<Slot*>(tracer_map(new_capacity * sizeof(Slot)));
+    if (!bigger) return false;
+    Slot* old = slots_;
+    const uint64_t old_capacity = capacity_;
+    slots_ = bigger;
+    capacity_ = new_capacity;
+    for (uint64_t i = 0; i < old_capacity; ++i) {
+      if (old[i].address == 0) continue;
+      uint64_t j = slot_of(old[i].address);
+      while (slots_[j].address != 0) j = (j + 1) & (capacity_ - 1);
+      slots_[j] = old[i];
+    }
+    if (old) tracer_unmap(old, old_capacity * sizeof(Slot));
+    return true;
+  }
+
+  Slot* slots_ = nullptr;
+  uint64_t capacity_ = 0;
+  uint64_t count_ = 0;
+};
+
+}  // namespace memstage::preload
