@@ -1,11 +1,15 @@
 // memstage: where a program's memory goes, stage by stage.
 #include <cstdio>
+#include <cstdlib>
 
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
 
 int main(int argc, char** argv) {
   using namespace memstage::harness;
+  // Symbolization reads the files on this machine; with DEBUGINFOD_URLS set, libdw would
+  // download debug info for every module. Nothing is downloaded unless asked for.
+  if (!getenv("MEMSTAGE_DEBUGINFOD")) unsetenv("DEBUGINFOD_URLS");
   CLI::App app{"memstage: where a program's memory goes, stage by stage", "memstage"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "memstage " MEMSTAGE_VERSION);
