@@ -149,7 +149,7 @@ Trainer::Trainer(Model& model, TrainOptions options)
   hidden_.assign(rows * shape_.hidden, 0.0f);
   logits_.assign(rows * shape_.classes, 0.0f);
   delta1_.assign(rows * width, 0.0f);
-  grad_w1_.assign(shape_.inputs * width, 0.0f);
+  slot_.assign(shape_.inputs, 0);
   grad_b1_.assign(width, 0.0f);
   grad_w2_.assign(model.w2.size(), 0.0f);
   grad_b2_.assign(model.b2.size(), 0.0f);
@@ -233,17 +233,16 @@ void Trainer::update_small_layers() {
   adam.apply(model_.b2.data(), grad_b2_.data(), m_b2_.data(), v_b2_.data(), grad_b2_.size());
 }
 
-void Trainer::update_first_layer_row(std::size_t input) {
+void Trainer::update_first_layer_row(std::size_t input, float* gradient) {
   const std::size_t width = shape_.width();
   const std::size_t at = input * width;
   if (options_.optimizer == Optimizer::sgd) {
-    sgd(model_.w1.data() + at, grad_w1_.data() + at, width, options_.learning_rate);
+    sgd(model_.w1.data() + at, gradient, width, options_.learning_rate);
     return;
   }
   const AdamStep adam{options_.learning_rate, options_.adam_beta1, options_.adam_beta2,
                       options_.adam_epsilon, adam_correction1_, adam_correction2_};
-  adam.apply(model_.w1.data() + at, grad_w1_.data() + at, m_w1_.data() + at, v_w1_.data() + at,
-             width);
+  adam.apply(model_.w1.data() + at, gradient, m_w1_.data() + at, v_w1_.data() + at, width);
 }
 
 double Trainer::step_sparse(const SparseBatch& batch) {
@@ -269,14 +268,20 @@ double Trainer::step_sparse(const SparseBatch& batch) {
       const std::uint32_t j = ids[k];
       if (touched_step_[j] != steps_) {
         touched_step_[j] = steps_;
-        touched_.push_back(j);  // its gradient row is zero: updates reset it
+        slot_[j] = static_cast<std::uint32_t>(touched_.size());
+        touched_.push_back(j);
+        const std::size_t needed = touched_.size() * width;
+        if (grad_rows_.size() < needed) grad_rows_.resize(std::max(needed, 2 * grad_rows_.size()));
+        std::fill_n(grad_rows_.data() + needed - width, width, 0.0f);
       }
-      float* g = grad_w1_.data() + static_cast<std::size_t>(j) * width;
+      float* g = grad_rows_.data() + static_cast<std::size_t>(slot_[j]) * width;
       for (std::size_t i = 0; i < width; ++i) g[i] += values[k] * delta[i];
     }
   }
   update_small_layers();
-  for (std::uint32_t j : touched_) update_first_layer_row(j);
+  for (std::size_t k = 0; k < touched_.size(); ++k) {
+    update_first_layer_row(touched_[k], grad_rows_.data() + k * width);
+  }
   return loss;
 }
 
@@ -289,6 +294,7 @@ double Trainer::step_dense(const float* x, const std::uint32_t* labels, std::siz
   const float scale = 1.0f / static_cast<float>(rows);
   const std::size_t width = shape_.width();
   const std::size_t inputs = shape_.inputs;
+  if (grad_w1_.empty()) grad_w1_.assign(inputs * width, 0.0f);
   double loss = 0.0;
   for (std::size_t r = 0; r < rows; ++r) {
     const float* row = x + r * inputs;
@@ -303,7 +309,7 @@ double Trainer::step_dense(const float* x, const std::uint32_t* labels, std::siz
     }
   }
   update_small_layers();
-  for (std::size_t j = 0; j < inputs; ++j) update_first_layer_row(j);
+  for (std::size_t j = 0; j < inputs; ++j) update_first_layer_row(j, grad_w1_.data() + j * width);
   return loss;
 }
 

@@ -113,7 +113,7 @@ class Trainer {
   // fills delta1_ row r and accumulates the small layers' gradients.
   double row_backward(std::size_t r, std::uint32_t label, float scale);
   void update_small_layers();
-  void update_first_layer_row(std::size_t input);
+  void update_first_layer_row(std::size_t input, float* gradient);
 
   Model& model_;
   TrainOptions options_;
@@ -123,7 +123,12 @@ class Trainer {
   std::vector<float> hidden_;   // max_batch_rows × hidden
   std::vector<float> logits_;   // max_batch_rows × classes
   std::vector<float> delta1_;   // max_batch_rows × width: loss gradient at layer 1's output
-  std::vector<float> grad_w1_;  // inputs × width; only touched rows are meaningful
+  // Sparse step: one gradient row per input the batch touched, in touched_ order. Grows to
+  // the largest batch's distinct features, then stays: not inputs × width, which with the
+  // hashing trick would double the model's memory.
+  std::vector<float> grad_rows_;
+  std::vector<std::uint32_t> slot_;  // inputs: the grad_rows_ row of an input touched now
+  std::vector<float> grad_w1_;  // dense step only: inputs × width, made by the first one
   std::vector<float> grad_b1_, grad_w2_, grad_b2_;
   std::vector<std::uint64_t> touched_step_;  // inputs: last step that touched the row
   std::vector<std::uint32_t> touched_;       // rows touched in this step (capacity: inputs)
