@@ -141,7 +141,7 @@ void push_rss(ThreadState* ts) {
   *out++ = static_cast<uint8_t>(Tag::kRss);
   out = put_varint(out, trace_time_ns());
   out = put_varint(out, read_rss_bytes());
-  out = put_varint(out, tracer_mapped_bytes());
+  out = put_varint(out, tracer_resident_bytes());
   push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
 }
 

@@ -6,25 +6,87 @@
 
 namespace memstage::preload {
 namespace {
-std::atomic<uint64_t> g_mapped_bytes{0};
+
+std::atomic<uint64_t> g_small_bytes{0};
+
+// Large mappings, whose resident part is asked from the kernel when RSS is sampled.
+constexpr size_t kLargeBytes = 64 * 1024;
+constexpr int kMaxLarge = 4096;
+struct Mapping {
+  void* address;
+  size_t bytes;
+};
+Mapping g_large[kMaxLarge];
+int g_large_count = 0;
+std::atomic_flag g_large_lock = ATOMIC_FLAG_INIT;
+
+struct LargeLock {
+  LargeLock() {
+    while (g_large_lock.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  ~LargeLock() { g_large_lock.clear(std::memory_order_release); }
+};
+
+void note_mapped(void* p, size_t bytes) {
+  if (bytes < kLargeBytes) {
+    g_small_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    return;
+  }
+  LargeLock lock;
+  if (g_large_count < kMaxLarge) {
+    g_large[g_large_count++] = Mapping{p, bytes};
+  } else {
+    g_small_bytes.fetch_add(bytes, std::memory_order_relaxed);  // counted whole
+  }
 }
+
+void note_unmapped(void* p, size_t bytes) {
+  if (bytes >= kLargeBytes) {
+    LargeLock lock;
+    for (int i = 0; i < g_large_count; ++i) {
+      if (g_large[i].address == p) {
+        g_large[i] = g_large[--g_large_count];
+        return;
+      }
+    }
+  }
+  g_small_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+}  // namespace
 
 // Raw syscalls: the tracer's own mappings must not pass through its mmap interposer.
 void* tracer_map(size_t bytes) {
   long r = syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (r < 0 && r > -4096) return nullptr;
-  g_mapped_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  note_mapped(reinterpret_cast<void*>(r), bytes);
   return reinterpret_cast<void*>(r);
 }
 
 void tracer_unmap(void* p, size_t bytes) {
   if (!p) return;
   syscall(SYS_munmap, p, bytes);
-  g_mapped_bytes.fetch_sub(bytes, std::memory_order_relaxed);
+  note_unmapped(p, bytes);
 }
 
-uint64_t tracer_mapped_bytes() { return g_mapped_bytes.load(std::memory_order_relaxed); }
+uint64_t tracer_resident_bytes() {
+  const uint64_t page = 4096;
+  unsigned char residency[4096];  // one byte per page, 16 MiB of mapping at a time
+  uint64_t resident = g_small_bytes.load(std::memory_order_relaxed);
+  LargeLock lock;
+  for (int i = 0; i < g_large_count; ++i) {
+    auto* start = static_cast<uint8_t*>(g_large[i].address);
+    const uint64_t pages = (g_large[i].bytes + page - 1) / page;
+    for (uint64_t done = 0; done < pages; done += sizeof(residency)) {
+      const uint64_t n = pages - done < sizeof(residency) ? pages - done : sizeof(residency);
+      if (syscall(SYS_mincore, start + done * page, n * page, residency) != 0) break;
+      for (uint64_t j = 0; j < n; ++j) resident += (residency[j] & 1) * page;
+    }
+  }
+  return resident;
+}
 
 void* BumpArena::allocate(size_t bytes, size_t align) {
   uintptr_t p = (reinterpret_cast<uintptr_t>(cursor_) + align - 1) & ~(uintptr_t)(align - 1);

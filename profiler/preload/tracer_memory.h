@@ -12,8 +12,9 @@ namespace memstage::preload {
 // Zeroed pages; nullptr on failure. Never calls malloc.
 void* tracer_map(size_t bytes);
 void tracer_unmap(void* p, size_t bytes);
-// Bytes currently mapped by tracer_map.
-uint64_t tracer_mapped_bytes();
+// Bytes of the tracer's memory that are resident: small mappings whole, large ones
+// (rings, tables, buffers: mostly untouched address space) page by page (mincore).
+uint64_t tracer_resident_bytes();
 
 // A bump allocator over tracer_map'd blocks for data that lives as long as the process
 // (stack return addresses, stage names). Not thread-safe: callers hold their own lock.

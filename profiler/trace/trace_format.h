@@ -93,7 +93,7 @@ enum class Tag : uint8_t {
   kStageBegin = 12,
   // u t_ns. Closes the innermost open stage.
   kStageEnd = 13,
-  // u t_ns, u rss_bytes, u tracer_bytes (memory the tracer itself has mapped).
+  // u t_ns, u rss_bytes, u tracer_bytes (the resident part of the tracer's own memory).
   kRss = 14,
   // The allocator's own accounting: u t_ns, u in_use_bytes, u resident_bytes,
   // u mapped_bytes (0 when unknown). glibc: mallinfo2 (uordblks + hblkhd,
