@@ -2,6 +2,10 @@
 #include <memstage/stage.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "pipeline_common.h"
 #include "trainer/error.h"
@@ -38,6 +42,160 @@ Result evaluate_saved(const Config& config) {
   result.total_s = seconds_since(start);
   result.peak_rss_bytes = peak_rss_bytes();
   return result;
+}
+
+// Reads the training rows of one epoch into CSR batches, every buffer reused.
+class BatchReader {
+ public:
+  BatchReader(ExampleReader& reader, const Config& config, const LabelSet& labels,
+              FeatureExtractor& extractor)
+      : reader_(reader), config_(config), labels_(labels), featurize_(extractor) {}
+
+  void start_epoch() {
+    reader_.rewind();
+    index_ = 0;
+  }
+
+  // Clears `batch` and fills it with up to config.batch_rows rows. Fewer means that the
+  // epoch is over (0: nothing was left).
+  std::size_t fill(SparseBatch& batch) {
+    batch.clear();
+    while (batch.rows() < config_.batch_rows && reader_.next(example_)) {
+      if (config_.max_rows != 0 && index_ >= config_.max_rows) break;
+      const std::uint64_t row = index_++;
+      if (config_.test_path.empty() && held_out(row, config_.split_ratio, config_.seed)) continue;
+      const std::int64_t label = labels_.find(example_.label);
+      if (label < 0) throw Error(config_.data_path + ": the file changed while training");
+      featurize_(example_.text);
+      batch.add_row(featurize_.ids, featurize_.values, static_cast<std::uint32_t>(label));
+    }
+    return batch.rows();
+  }
+
+ private:
+  ExampleReader& reader_;
+  const Config& config_;
+  const LabelSet& labels_;
+  Featurizer featurize_;
+  Example example_;
+  std::uint64_t index_ = 0;
+};
+
+// Returns the mean loss of the last epoch.
+double train_in_one_thread(const Config& config, BatchReader& batches, Trainer& trainer,
+                           Progress& progress) {
+  SparseBatch batch;
+  double mean_loss = 0.0;
+  for (unsigned epoch = 1; epoch <= config.epochs; ++epoch) {
+    batches.start_epoch();
+    std::uint64_t lines = 0;
+    double loss_sum = 0.0;
+    for (;;) {
+      const std::size_t rows = batches.fill(batch);
+      if (rows != 0) loss_sum += trainer.step_sparse(batch);
+      lines += rows;
+      if (lines != 0) progress.update(epoch, lines, loss_sum / static_cast<double>(lines));
+      if (rows < config.batch_rows) break;
+    }
+    mean_loss = lines == 0 ? 0.0 : loss_sum / static_cast<double>(lines);
+    progress.update(epoch, lines, mean_loss, true);
+  }
+  return mean_loss;
+}
+
+// The same batches in the same order, so the same weights, but a second thread reads and
+// vectorizes the next batch while this one trains on the current one. Two batch buffers
+// pass back and forth; nothing is allocated per batch here either.
+double train_with_reader_thread(const Config& config, BatchReader& batches, Trainer& trainer,
+                                Progress& progress) {
+  struct Slot {
+    SparseBatch batch;
+    bool full = false;  // filled by the reader, not yet trained on
+    bool last = false;  // the epoch's last batch (possibly empty)
+  };
+  Slot slots[2];
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool stop = false;
+  bool reader_failed = false;
+  std::exception_ptr reader_error;
+
+  std::thread reader([&] {
+    try {
+      std::size_t next = 0;
+      for (unsigned epoch = 1; epoch <= config.epochs; ++epoch) {
+        batches.start_epoch();
+        bool last = false;
+        while (!last) {
+          Slot& slot = slots[next];
+          {
+            std::unique_lock lock(mutex);
+            changed.wait(lock, [&] { return !slot.full || stop; });
+            if (stop) return;
+          }
+          last = batches.fill(slot.batch) < config.batch_rows;
+          {
+            std::lock_guard lock(mutex);
+            slot.full = true;
+            slot.last = last;
+          }
+          changed.notify_all();
+          next ^= 1;
+        }
+      }
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      reader_error = std::current_exception();
+      reader_failed = true;
+      changed.notify_all();
+    }
+  });
+
+  const auto stop_reader = [&] {
+    {
+      std::lock_guard lock(mutex);
+      stop = true;
+    }
+    changed.notify_all();
+    reader.join();
+  };
+  double mean_loss = 0.0;
+  try {
+    std::size_t next = 0;
+    for (unsigned epoch = 1; epoch <= config.epochs; ++epoch) {
+      std::uint64_t lines = 0;
+      double loss_sum = 0.0;
+      bool last = false;
+      while (!last) {
+        Slot& slot = slots[next];
+        {
+          std::unique_lock lock(mutex);
+          changed.wait(lock, [&] { return slot.full || reader_failed; });
+          if (!slot.full) break;
+        }
+        const std::size_t rows = slot.batch.rows();
+        if (rows != 0) loss_sum += trainer.step_sparse(slot.batch);
+        lines += rows;
+        if (lines != 0) progress.update(epoch, lines, loss_sum / static_cast<double>(lines));
+        {
+          std::lock_guard lock(mutex);
+          last = slot.last;
+          slot.full = false;
+        }
+        changed.notify_all();
+        next ^= 1;
+      }
+      if (!last) break;  // the reader failed
+      mean_loss = lines == 0 ? 0.0 : loss_sum / static_cast<double>(lines);
+      progress.update(epoch, lines, mean_loss, true);
+    }
+  } catch (...) {
+    stop_reader();
+    throw;
+  }
+  stop_reader();
+  if (reader_error) std::rethrow_exception(reader_error);
+  return mean_loss;
 }
 
 }  // namespace
@@ -136,35 +294,9 @@ Result run_optimized(const Config& config) {
     // Everything the loop needs exists before it; in steady state (once the longest line
     // and the fullest batch have been seen) an epoch allocates nothing.
     Trainer trainer(model, train_options(config));
-    Featurizer featurize(extractor);
-    SparseBatch batch;
-    for (unsigned epoch = 1; epoch <= config.epochs; ++epoch) {
-      reader.rewind();
-      std::uint64_t index = 0;
-      std::uint64_t lines = 0;
-      double loss_sum = 0.0;
-      while (reader.next(example)) {
-        if (config.max_rows != 0 && index >= config.max_rows) break;
-        const std::uint64_t row = index++;
-        if (holdout && held_out(row, config.split_ratio, config.seed)) continue;
-        const std::int64_t label = labels.find(example.label);
-        if (label < 0) throw Error(config.data_path + ": the file changed while training");
-        featurize(example.text);
-        batch.add_row(featurize.ids, featurize.values, static_cast<std::uint32_t>(label));
-        ++lines;
-        if (batch.rows() == config.batch_rows) {
-          loss_sum += trainer.step_sparse(batch);
-          batch.clear();
-          progress.update(epoch, lines, loss_sum / static_cast<double>(lines));
-        }
-      }
-      if (batch.rows() != 0) {
-        loss_sum += trainer.step_sparse(batch);
-        batch.clear();
-      }
-      result.final_loss = lines == 0 ? 0.0 : loss_sum / static_cast<double>(lines);
-      progress.update(epoch, lines, result.final_loss, true);
-    }
+    BatchReader batches(reader, config, labels, extractor);
+    result.final_loss = config.threads >= 2 ? train_with_reader_thread(config, batches, trainer, progress)
+                                            : train_in_one_thread(config, batches, trainer, progress);
     progress.finish();
     result.train_s = seconds_since(train_start);
   }

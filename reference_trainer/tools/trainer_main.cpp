@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
                  "hashing trick with 2^bits features instead of a vocabulary (optimized); 0 = off")
       ->capture_default_str();
   app.add_flag("--bigrams", config.bigrams, "add word bigrams");
-  app.add_option("--threads", config.threads, "threads; this version trains on one (see README)")
+  app.add_option("--threads", config.threads, "2: a reader thread vectorizes the next batch while training (optimized)")
       ->capture_default_str();
   app.add_option("--max-rows", config.max_rows, "read at most this many rows of --data; 0 = all")
       ->capture_default_str();
@@ -76,8 +76,8 @@ int main(int argc, char** argv) {
     config.optimizer = optimizer == "adam" ? trainer::Optimizer::adam : trainer::Optimizer::sgd;
     if (!format.empty()) config.format = trainer::parse_format(format);
     config.progress = !quiet && ::isatty(STDERR_FILENO) == 1;
-    if (config.threads > 1) {
-      std::fprintf(stderr, "memstage-trainer: note: --threads %u: this version trains on one thread\n",
+    if (config.threads > 2) {
+      std::fprintf(stderr, "memstage-trainer: note: --threads %u: this version uses 2 (reader, trainer)\n",
                    config.threads);
     }
     const trainer::Result r = trainer::run(config);

@@ -58,6 +58,12 @@ TEST_CASE("optimized: the number of epochs does not change the allocations", "[a
   INFO("1 epoch: " << one.allocations << " allocations; 4 epochs: " << four.allocations);
   CHECK(four.allocations == one.allocations);
   CHECK(four.bytes == one.bytes);
+  config.threads = 2;  // with the reader thread: the thread is made once per run
+  config.epochs = 1;
+  const Counts threaded_one = count_run(config);
+  config.epochs = 4;
+  CHECK(count_run(config).allocations == threaded_one.allocations);
+  config.threads = 1;
   config.hash_bits = 14;
   config.epochs = 1;
   const Counts hashed_one = count_run(config);

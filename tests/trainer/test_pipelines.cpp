@@ -124,6 +124,26 @@ TEST_CASE("optimized: hashing trick, pruning, bigrams, fastText input", "[pipeli
   CHECK(pruned.accuracy > 0.5);
 }
 
+TEST_CASE("a reader thread gives the same model as one thread", "[pipeline][threads]") {
+  trainer_test::TempDir dir;
+  const auto data = dir.file("toy.csv", toy_corpus(700, 8));
+  auto config = small_config(trainer::Pipeline::optimized);
+  config.data_path = data;
+  config.batch_rows = 7;  // 700 rows, ~10 % held out: a last partial batch per epoch
+  config.epochs = 3;
+  const auto one = trainer::run(config);
+  config.threads = 2;
+  const auto two = trainer::run(config);
+  CHECK(two.final_loss == one.final_loss);
+  CHECK(two.accuracy == one.accuracy);
+  CHECK(two.train_rows == one.train_rows);
+  config.batch_rows = 1;  // many hand-overs between the threads
+  config.threads = 1;
+  const auto single = trainer::run(config);
+  config.threads = 2;
+  CHECK(trainer::run(config).final_loss == single.final_loss);
+}
+
 TEST_CASE("a saved model, float or int8, gives the same accuracy when loaded", "[pipeline][io]") {
   trainer_test::TempDir dir;
   const auto train = dir.file("toy.train.csv", toy_corpus(400, 4));

@@ -36,7 +36,7 @@ struct Config {
   std::uint64_t min_count = 1;    // the optimized vocabulary only
   unsigned hash_bits = 0;         // > 0: hashing trick instead of a vocabulary (optimized)
   bool bigrams = false;
-  unsigned threads = 1;           // accepted for the command line; training uses one thread
+  unsigned threads = 1;           // optimized: 2 or more: a reader thread prepares the next batch
   std::uint64_t max_rows = 0;     // 0: all rows of the data file
   std::uint64_t max_test_rows = 0;
   bool skip_bad_rows = false;
