@@ -98,7 +98,8 @@ def part_debian(args, work):
     base = [trainer, "--data", train_ft_gz, "--test", test_ft, "--epochs", str(epochs), "--quiet"]
     for name, extra in (("optimized, vocabulary", []),
                         ("optimized, hashing 2^20", ["--hash-bits", "20"]),
-                        ("optimized, vocabulary, int8 eval", ["--quantize"])):
+                        ("optimized, vocabulary, int8 eval", ["--quantize"]),
+                        ("optimized, vocabulary, --threads 2 (reader thread)", ["--threads", "2"])):
         text, wall_s, rss = repeated(base + ["--pipeline", "optimized"] + extra, args.repeats)
         rows.append(trainer_row(name, text, wall_s, rss, epochs))
     text, wall_s, rss = repeated(base + ["--pipeline", "naive", "--max-rows", str(args.naive_rows)],
