@@ -1,0 +1,640 @@
+#!/usr/bin/env python3
+"""End-to-end tests of memstage: real programs under `memstage run`, their reports checked
+against what the programs know about themselves.
+
+usage: e2e.py SCENARIO --memstage PATH --programs DIR --work DIR [--validator PATH]
+
+One scenario per CTest test (tests/e2e/CMakeLists.txt). The programs live in
+tests/e2e/programs; each writes its own truth (sizes, counts, peaks, source lines, pids)
+to the JSON file named by its first argument. Every report.json a scenario produces is
+validated against reports/schema/report.schema.json with tests/render/validate_report.py.
+Python 3 standard library only. Exit status 0 when every check passed, 1 otherwise.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import sys
+import time
+
+MIB = 1048576
+
+# Frames that belong to the allocator rather than to the program. The tracer removes its
+# own frames; operator new (libstdc++) stays, and calls malloc.
+ALLOCATOR_FUNCTIONS = {
+    "malloc", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc",
+    "memalign", "valloc", "pvalloc", "__libc_malloc", "__libc_calloc", "__libc_realloc",
+}
+
+
+def base_name(function):
+    """'ns::f(int) const [clone .cold]' -> 'ns::f': the name without parameters or clone suffix."""
+    name = function or ""
+    while " [clone " in name:
+        name = name[: name.rindex(" [clone ")]
+    name = name.strip()
+    for qualifier in (" const", " volatile", " &&", " &", " noexcept"):
+        if name.endswith(qualifier):
+            name = name[: -len(qualifier)].rstrip()
+    if name.endswith(")"):
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            if name[i] == ")":
+                depth += 1
+            elif name[i] == "(":
+                depth -= 1
+                if depth == 0:
+                    # 'operator()()' keeps its own parentheses.
+                    name = name[:i]
+                    break
+    return name
+
+
+def is_allocator_frame(frame):
+    name = base_name(frame.get("function"))
+    module = os.path.basename(frame.get("module") or "")
+    return (name in ALLOCATOR_FUNCTIONS or name.startswith("operator new")
+            or module.startswith("libmemstage_preload"))
+
+
+def user_frames(stack):
+    """The stack from the first frame that is not malloc / operator new on."""
+    i = 0
+    while i < len(stack) and is_allocator_frame(stack[i]):
+        i += 1
+    return stack[i:]
+
+
+def chain(stack, n):
+    return [base_name(f.get("function")) for f in user_frames(stack)[:n]]
+
+
+def file_base(frame):
+    return os.path.basename(frame.get("file") or "")
+
+
+def real_module(frame):
+    return os.path.realpath(frame["module"]) if frame.get("module") else "(no module)"
+
+
+def has_function(stack, name):
+    return any(base_name(f.get("function")) == name for f in stack)
+
+
+def format_stack(stack, limit=12):
+    lines = []
+    for f in stack[:limit]:
+        lines.append("      %s (%s:%s) [%s]%s" % (f.get("function") or f.get("address"), file_base(f), f.get("line"),
+                                                 os.path.basename(f.get("module") or "?"),
+                                                 " inlined" if f.get("inlined") else ""))
+    if len(stack) > limit:
+        lines.append("      ... %d more" % (len(stack) - limit))
+    return "\n".join(lines)
+
+
+class Scenario:
+    def __init__(self, args):
+        self.memstage = os.path.abspath(args.memstage)
+        self.programs = os.path.abspath(args.programs)
+        self.work = os.path.abspath(args.work)
+        self.validator = args.validator
+        self.failures = []
+        self.checks = 0
+        self.reports = []  # report.json files to validate
+        if os.path.exists(self.work):
+            shutil.rmtree(self.work)
+        os.makedirs(self.work)
+
+    # ---- checks ----
+    def check(self, condition, message):
+        self.checks += 1
+        if not condition:
+            self.failures.append(message)
+            print("FAIL: " + message, flush=True)
+        return condition
+
+    def eq(self, got, expected, what):
+        return self.check(got == expected, "%s: expected %r, got %r" % (what, expected, got))
+
+    def fail(self, message):
+        return self.check(False, message)
+
+    # ---- running things ----
+    def program(self, name):
+        return os.path.join(self.programs, name)
+
+    def run(self, command, timeout=120, env=None):
+        start = time.monotonic()
+        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, env=env)
+        elapsed = time.monotonic() - start
+        print("$ %s  -> exit %d in %.2f s" % (" ".join(command), proc.returncode, elapsed), flush=True)
+        return proc
+
+    def traced(self, name, command, expect_exit=0, mode=None):
+        """memstage run -o WORK/name [--mode MODE] -- COMMAND: returns (folder, report)."""
+        out = os.path.join(self.work, name)
+        argv = [self.memstage, "run", "-o", out]
+        if mode:
+            argv += ["--mode", mode]
+        proc = self.run(argv + ["--"] + command)
+        with open(out + ".stderr", "wb") as f:
+            f.write(proc.stderr)
+        self.eq(proc.returncode, expect_exit, "%s: exit code of memstage run" % name)
+        path = os.path.join(out, "report.json")
+        if not os.path.exists(path):
+            self.fail("%s: no report.json in %s; memstage said:\n%s" % (name, out, proc.stderr.decode(errors="replace")))
+            raise SystemExit(self.finish())
+        self.reports.append(path)
+        with open(path) as f:
+            report = json.load(f)
+        self.eq(report.get("schema"), "memstage.report/1", "%s: schema" % name)
+        return out, report
+
+    def report_json(self, trace, name):
+        """memstage report TRACE --format json, kept as WORK/name.json for validation."""
+        proc = self.run([self.memstage, "report", trace, "--format", "json"])
+        if not self.eq(proc.returncode, 0, "memstage report %s: exit code" % trace):
+            print(proc.stderr.decode(errors="replace"))
+            raise SystemExit(self.finish())
+        path = os.path.join(self.work, name + ".json")
+        with open(path, "wb") as f:
+            f.write(proc.stdout)
+        self.reports.append(path)
+        return json.loads(proc.stdout)
+
+    def truth_file(self, name):
+        return os.path.join(self.work, name + ".truth.json")
+
+    def read_truth(self, name):
+        with open(self.truth_file(name)) as f:
+            return json.load(f)
+
+    # ---- report helpers ----
+    def one_leak(self, report, size, what):
+        """The single leak group of one block of `size` bytes."""
+        groups = [g for g in report["leaks"] if g["bytes"] == size and g["blocks"] == 1]
+        if not self.eq(len(groups), 1, "%s: leak groups of one block of %d bytes" % (what, size)):
+            return None
+        return groups[0]
+
+    def expect_chain(self, report, size, expected, what):
+        group = self.one_leak(report, size, what)
+        if group is None:
+            return None
+        got = chain(group["stack"], len(expected))
+        if not self.eq(got, expected, "%s: frames after the allocator for the %d-byte block" % (what, size)):
+            print(format_stack(group["stack"], 60))
+        return group
+
+    def counts_consistent(self, report, what):
+        t = report["totals"]
+        self.eq(t["allocations"] - t["frees"], t["leaked_blocks"], "%s: allocations - frees == leaked_blocks" % what)
+        self.eq(sum(g["bytes"] for g in report["leaks"]), t["leaked_bytes"], "%s: sum of leak groups == leaked_bytes"
+                % what)
+        self.eq(sum(g["blocks"] for g in report["leaks"]), t["leaked_blocks"],
+                "%s: sum of leak groups' blocks == leaked_blocks" % what)
+
+    def one_line_error(self, proc, what, contains=None):
+        text = proc.stderr.decode(errors="replace")
+        body = text[:-1] if text.endswith("\n") else text
+        self.check(body != "" and "\n" not in body, "%s: stderr must be exactly one line, got %r" % (what, text))
+        if contains is not None:
+            self.check(contains in text, "%s: stderr must mention %r, got %r" % (what, contains, text))
+
+    # ---- the end ----
+    def validate_reports(self):
+        if not self.reports:
+            return
+        if not self.validator or not os.path.exists(self.validator):
+            self.fail("schema validator %r not found: %d reports left unvalidated" % (self.validator, len(self.reports)))
+            return
+        proc = self.run([sys.executable, self.validator] + self.reports)
+        if not self.eq(proc.returncode, 0, "schema validation of %d reports" % len(self.reports)):
+            print(proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace"))
+
+    def finish(self):
+        self.validate_reports()
+        if self.failures:
+            print("\n%d of %d checks failed:" % (len(self.failures), self.checks))
+            for f in self.failures:
+                print("  - " + f.splitlines()[0])
+            return 1
+        print("\nall %d checks passed" % self.checks)
+        return 0
+
+
+# ======================================================================================
+# Scenarios
+# ======================================================================================
+
+def scenario_leaks(s):
+    """1000 x 1000 bytes from leak_a, 10 x 1 MiB from leak_b, among heavy traffic that frees all."""
+    _, report = s.traced("run", [s.program("leaks"), s.truth_file("leaks")])
+    t = s.read_truth("leaks")
+    totals = report["totals"]
+    s.check(totals["allocations"] > 400000, "heavy traffic: expected > 400000 allocations, got %d" % totals["allocations"])
+    s.counts_consistent(report, "leaks")
+    leaks = report["leaks"]
+
+    groups = {}
+    for function, line_key, blocks_key, size_key in (("leak_a", "leak_a_line", "blocks_a", "size_a"),
+                                                      ("leak_b", "leak_b_line", "blocks_b", "size_b")):
+        mine = [g for g in leaks if has_function(g["stack"], function)]
+        groups[function] = mine
+        s.eq(sum(g["blocks"] for g in mine), t[blocks_key], "blocks leaked from %s" % function)
+        s.eq(sum(g["bytes"] for g in mine), t[blocks_key] * t[size_key], "bytes leaked from %s" % function)
+        for g in mine:
+            top = user_frames(g["stack"])
+            if not s.check(top, "%s: a leak stack with only allocator frames" % function):
+                continue
+            top = top[0]
+            s.eq(base_name(top["function"]), function, "%s: top frame's function" % function)
+            s.eq(file_base(top), t["source"], "%s: top frame's file" % function)
+            s.eq(top["line"], t[line_key], "%s: top frame's line" % function)
+            s.eq(g["stage"], None, "%s: stage of the leak" % function)
+
+    # The program's own leaks are exactly those: no group whose stack passes through its
+    # source file comes from anywhere else (the program never touches stdout, so libc's
+    # blocks have no frame in it).
+    ours = [g for g in leaks if any(file_base(f) == t["source"] for f in g["stack"])]
+    expected_groups = groups["leak_a"] + groups["leak_b"]
+    stray = [g for g in ours if not any(g is e for e in expected_groups)]
+    if not s.check(not stray, "%d leak groups from %s other than leak_a/leak_b" % (len(stray), t["source"])):
+        for g in stray[:5]:
+            print("  %d bytes in %d blocks\n%s" % (g["bytes"], g["blocks"], format_stack(g["stack"])))
+    others = [g for g in leaks if not any(g is o for o in ours)]
+    expected_bytes = t["blocks_a"] * t["size_a"] + t["blocks_b"] * t["size_b"]
+    s.eq(totals["leaked_bytes"] - sum(g["bytes"] for g in others), expected_bytes,
+         "totals.leaked_bytes minus the leaks of libc/libstdc++")
+    s.eq(totals["leaked_blocks"] - sum(g["blocks"] for g in others), t["blocks_a"] + t["blocks_b"],
+         "totals.leaked_blocks minus the leaks of libc/libstdc++")
+    print("leaked by libc/libstdc++ themselves: %d bytes in %d groups" % (sum(g["bytes"] for g in others), len(others)))
+
+
+def top_is_program(stack_entry, source):
+    top = user_frames(stack_entry["stack"])
+    return bool(top) and file_base(top[0]) == source
+
+
+def stage_by_path(report, path):
+    found = [st for st in report["stages"] if st["path"] == path]
+    return found[0] if len(found) == 1 else None
+
+
+def scenario_peak(s):
+    """Exact peak heap against the program's own count (realloc chains, calloc, aligned, new[])."""
+    _, report = s.traced("full", [s.program("peak"), s.truth_file("full")])
+    t = s.read_truth("full")
+    s.eq(t["held_peak_bytes"], t["peak_bytes"], "program: the held point is its peak")
+    s.eq(t["live_at_end_bytes"], 0, "program: frees all it allocates")
+    totals = report["totals"]
+    s.counts_consistent(report, "peak")
+    baseline, measure, after = (stage_by_path(report, p) for p in ("baseline", "measure", "after"))
+    if not s.check(baseline and measure and after, "stages baseline, measure and after in the report"):
+        return
+    # libc's own blocks, live while the program measures (see programs/peak.cpp).
+    base = baseline["peak_heap_bytes"]
+    print("baseline (libc/libstdc++ blocks): %d bytes; program peak %d bytes" % (base, t["peak_bytes"]))
+    s.eq(after["peak_heap_bytes"], base, "live heap after the measured part == before it")
+    s.eq(baseline["allocations"] + after["allocations"], 0, "nothing allocated in the empty stages")
+    s.eq(totals["peak_heap_bytes"], base + t["peak_bytes"], "totals.peak_heap_bytes == baseline + program's peak")
+    s.eq(measure["peak_heap_bytes"], base + t["peak_bytes"], "stage measure: peak_heap_bytes")
+    s.eq(measure["allocations"], t["allocations"], "stage measure: allocations (realloc counts as one)")
+    s.check(totals["allocations"] >= t["allocations"],
+            "totals.allocations %d >= the program's %d" % (totals["allocations"], t["allocations"]))
+    s.check(totals["frees"] >= t["frees"], "totals.frees %d >= the program's %d" % (totals["frees"], t["frees"]))
+    # Who held the peak: the program's own sites add up to its peak exactly.
+    top = totals["top_stacks_at_peak"]
+    ours = sum(e["bytes"] for e in top if top_is_program(e, t["source"]))
+    s.eq(ours, t["peak_bytes"], "top_stacks_at_peak from peak.cpp: bytes")
+    if len(top) < 20:  # the list is complete: everything live at the peak is in it
+        s.eq(sum(e["bytes"] for e in top), totals["peak_heap_bytes"], "sum of top_stacks_at_peak == peak")
+
+    # Stats mode: sampled counters (usable sizes, every 10 ms): close, not exact.
+    _, stats = s.traced("stats", [s.program("peak"), s.truth_file("stats")], mode="stats")
+    ts = s.read_truth("stats")
+    s.eq(stats["mode"], "stats", "stats run: mode")
+    expected = base + ts["peak_bytes"]
+    got = stats["totals"]["peak_heap_bytes"]
+    s.check(abs(got - expected) <= 0.05 * expected,
+            "stats mode: peak_heap_bytes %d within 5%% of %d" % (got, expected))
+    s.check(stats["totals"]["allocations"] >= ts["allocations"],
+            "stats mode: allocations %d >= the program's %d" % (stats["totals"]["allocations"], ts["allocations"]))
+    s.check(stats["totals"]["frees"] >= ts["frees"],
+            "stats mode: frees %d >= the program's %d" % (stats["totals"]["frees"], ts["frees"]))
+    s.check(stage_by_path(stats, "measure") is not None, "stats mode: stage measure in the report")
+
+
+def scenario_stages(s):
+    """Nested stages: paths, order, per-stage peak, retained, leaked, allocations."""
+    _, report = s.traced("run", [s.program("stages"), s.truth_file("stages")])
+    t = s.read_truth("stages")
+    s.counts_consistent(report, "stages")
+    got = report["stages"]
+    expected = t["stages"]
+    s.eq([st["path"] for st in got], [st["path"] for st in expected], "stage paths in order of start")
+    if len(got) != len(expected):
+        return
+    starts = [st["start_s"] for st in got]
+    s.check(starts == sorted(starts), "stages sorted by start_s: %r" % starts)
+    base = got[0]["peak_heap_bytes"]  # the empty stage "baseline": libc's blocks
+    print("baseline (libc/libstdc++ blocks): %d bytes" % base)
+    by_path = {}
+    for g, e in zip(got, expected):
+        where = "stage %s" % e["path"]
+        s.eq(g["name"], e["name"], where + ": name")
+        s.eq(g["depth"], e["depth"], where + ": depth")
+        s.eq(g["closed"], True, where + ": closed")
+        s.check(g["end_s"] >= g["start_s"], where + ": end_s >= start_s")
+        parent = e["path"].rpartition("/")[0] or None
+        s.eq(g["parent"], parent, where + ": parent")
+        s.eq(g["peak_heap_bytes"], base + e["peak_heap_bytes"], where + ": peak_heap_bytes (baseline + program)")
+        for key in ("retained_bytes", "leaked_bytes", "leaked_blocks", "allocations", "bytes_allocated"):
+            s.eq(g[key], e[key], "%s: %s" % (where, key))
+        by_path.setdefault(e["path"], [0, 0])
+        by_path[e["path"]][0] += e["leaked_bytes"]
+        by_path[e["path"]][1] += e["leaked_blocks"]
+    # Leak groups carry the stage path.
+    for path, (leaked_bytes, leaked_blocks) in by_path.items():
+        groups = [g for g in report["leaks"] if g["stage"] == path]
+        s.eq(sum(g["bytes"] for g in groups), leaked_bytes, "leak groups of stage %s: bytes" % path)
+        s.eq(sum(g["blocks"] for g in groups), leaked_blocks, "leak groups of stage %s: blocks" % path)
+    s.eq(report["totals"]["peak_heap_bytes"], base + max(e["peak_heap_bytes"] for e in expected),
+         "totals.peak_heap_bytes")
+
+
+def scenario_threads(s):
+    """4 threads x 1M allocations, cross-thread frees: counts add up, leaks exact."""
+    start = time.monotonic()
+    _, report = s.traced("run", [s.program("threads"), s.truth_file("threads"), "4", "1000000"])
+    print("traced run and report: %.1f s" % (time.monotonic() - start))
+    t = s.read_truth("threads")
+    totals = report["totals"]
+    s.counts_consistent(report, "threads")
+    s.check(t["allocations"] <= totals["allocations"] <= t["allocations"] + 10000,
+            "allocations: the program made %d, the report counts %d (libc adds a few, not more)"
+            % (t["allocations"], totals["allocations"]))
+    s.check(t["frees"] <= totals["frees"] <= t["frees"] + 10000,
+            "frees: the program made %d, the report counts %d" % (t["frees"], totals["frees"]))
+    s.check(t["cross_thread_frees"] > 1000, "program: %d cross-thread frees" % t["cross_thread_frees"])
+    mine = [g for g in report["leaks"] if has_function(g["stack"], t["leak_function"])]
+    s.eq(sum(g["blocks"] for g in mine), t["leaked_blocks"], "blocks leaked from leak_from_worker")
+    s.eq(sum(g["bytes"] for g in mine), t["leaked_bytes"], "bytes leaked from leak_from_worker")
+    for g in mine:
+        s.eq(chain(g["stack"], 2), ["leak_from_worker", "worker"], "leak_from_worker's stack")
+    s.check(not any("lost" in w for w in report["warnings"]), "no events lost: %r" % report["warnings"])
+
+
+def scenario_fork(s):
+    """Parent and forked child: two traces, two processes, the child's own report."""
+    out, report = s.traced("run", [s.program("forker"), s.truth_file("forker")])
+    t = s.read_truth("forker")
+    parent, child = t["parent_pid"], t["child_pid"]
+    traces = sorted(n for n in os.listdir(out) if n.startswith("trace."))
+    s.eq(traces, sorted(["trace.%d.mst" % parent, "trace.%d.mst" % child]), "trace files")
+    procs = report["processes"]
+    s.eq(len(procs), 2, "processes")
+    if procs:
+        s.eq(procs[0]["pid"], parent, "processes[0] is the traced program")
+    kids = [p for p in procs if p["pid"] == child]
+    if s.eq(len(kids), 1, "the child in processes"):
+        s.eq(kids[0]["parent_pid"], parent, "the child's parent_pid")
+        s.check(kids[0]["peak_heap_bytes"] >= 123458, "the child's peak_heap_bytes %d >= 123458"
+                % kids[0]["peak_heap_bytes"])
+        s.eq(kids[0]["complete"], True, "the child's trace is complete")
+    s.expect_chain(report, 123460, ["parent_alloc", "main"], "parent")
+    s.counts_consistent(report, "parent")
+    child_report = s.report_json(os.path.join(out, "trace.%d.mst" % child), "child_report")
+    s.expect_chain(child_report, 123458, ["child_alloc", "fork_and_alloc", "main"], "child")
+    if child_report["processes"]:
+        s.eq(child_report["processes"][0]["pid"], child, "child report: pid")
+        s.eq(child_report["processes"][0]["parent_pid"], parent, "child report: parent_pid")
+
+
+def scenario_dlopen(s):
+    """A leak inside a dlopen'ed (and later dlclose'd) module: function, file, line, module."""
+    plugin = os.path.join(s.programs, "e2e_plugin.so")
+    _, report = s.traced("run", [s.program("dlopener"), s.truth_file("dlopener"), plugin])
+    t = s.read_truth("dlopener")
+    s.eq(t["dlclosed"], 1, "program: dlclose succeeded")
+    group = s.expect_chain(report, 123457, ["plugin_alloc", "call_plugin", "main"], "dlopen")
+    if group:
+        top = user_frames(group["stack"])[0]
+        s.eq(file_base(top), t["plugin_source"], "plugin frame: file")
+        s.eq(top["line"], t["plugin_line"], "plugin frame: line")
+        s.eq(real_module(top), os.path.realpath(plugin), "plugin frame: module")
+        caller = user_frames(group["stack"])[1]
+        s.eq(real_module(caller), os.path.realpath(s.program("dlopener")), "call_plugin frame: module")
+
+
+def scenario_stacks(s):
+    """Exact chains through catch, unwinding destructors, longjmp, recursion, threads, dlopen, fork."""
+    plugin = os.path.join(s.programs, "e2e_plugin.so")
+    out, report = s.traced("run", [s.program("stacks"), s.truth_file("stacks"), plugin])
+    t = s.read_truth("stacks")
+    s.expect_chain(report, 123456, ["alloc_in_catch", "thrower_caller", "main"], "catch handler")
+    s.expect_chain(report, 123461, ["alloc_in_cleanup", "Guard::~Guard", "throw_with_cleanup", "cleanup_caller",
+                                    "main"], "destructor during unwinding")
+    s.expect_chain(report, 123459, ["alloc_after_longjmp", "longjmp_target", "main"], "after longjmp")
+    s.expect_chain(report, 123462, ["alloc_deep"] + ["recurse"] * (t["recursion_depth"] + 1) + ["main"],
+                   "deep recursion")
+    s.expect_chain(report, 123463, ["alloc_in_thread", "thread_main"], "std::thread")
+    s.expect_chain(report, 123457, ["plugin_alloc", "call_plugin", "main"], "dlopen'ed module")
+    child_report = s.report_json(os.path.join(out, "trace.%d.mst" % t["child_pid"]), "child_report")
+    s.expect_chain(child_report, 123458, ["child_alloc", "fork_and_alloc", "main"], "forked child")
+
+
+def scenario_abort(s):
+    """abort() half-way: exit 134, signal 6, what was allocated before is in the report."""
+    _, report = s.traced("run", [s.program("abort_mid"), s.truth_file("abort")], expect_exit=134)
+    t = s.read_truth("abort")
+    s.eq(report["exit_code"], 134, "report exit_code")
+    s.eq(report["signal"], 6, "report signal")
+    groups = [g for g in report["leaks"] if has_function(g["stack"], "leak_before_abort")]
+    s.eq(sum(g["blocks"] for g in groups), t["blocks"], "blocks from leak_before_abort")
+    s.eq(sum(g["bytes"] for g in groups), t["blocks"] * t["size"], "bytes from leak_before_abort")
+    for g in groups:
+        s.eq(chain(g["stack"], 2), ["leak_before_abort", "main"], "leak_before_abort's stack")
+    s.check(not any(has_function(g["stack"], "leak_after_abort") for g in report["leaks"]),
+            "nothing from after abort()")
+    s.counts_consistent(report, "abort")
+
+
+def scenario_exit(s):
+    """_exit(3): exit 3, the blocks allocated before it are in the report, the trace is complete."""
+    _, report = s.traced("run", [s.program("exit_early"), s.truth_file("exit")], expect_exit=3)
+    t = s.read_truth("exit")
+    s.eq(report["exit_code"], 3, "report exit_code")
+    s.eq(report["signal"], None, "report signal")
+    groups = [g for g in report["leaks"] if has_function(g["stack"], "leak_before_exit")]
+    s.eq(sum(g["blocks"] for g in groups), t["blocks"], "blocks from leak_before_exit")
+    s.eq(sum(g["bytes"] for g in groups), t["blocks"] * t["size"], "bytes from leak_before_exit")
+    for g in groups:
+        s.eq(chain(g["stack"], 2), ["leak_before_exit", "main"], "leak_before_exit's stack")
+    if report["processes"]:
+        s.eq(report["processes"][0]["complete"], True, "the trace is complete (the tracer sees _exit)")
+    s.check(not any("no end record" in w or "truncated" in w for w in report["warnings"]),
+            "no warning about an incomplete trace: %r" % report["warnings"])
+    s.counts_consistent(report, "_exit")
+
+
+def scenario_sigkill(s):
+    """SIGKILL after 1 s: exit 137, the 50 MiB flushed before are in the report, a warning says so."""
+    _, report = s.traced("run", [s.program("sigkill"), s.truth_file("sigkill")], expect_exit=137)
+    t = s.read_truth("sigkill")
+    s.eq(report["exit_code"], 137, "report exit_code")
+    s.eq(report["signal"], 9, "report signal")
+    held = t["blocks"] * t["size"]
+    s.check(held >= 50 * MIB, "program: holds %d bytes" % held)
+    s.check(report["totals"]["peak_heap_bytes"] >= held,
+            "peak_heap_bytes %d >= the %d bytes held" % (report["totals"]["peak_heap_bytes"], held))
+    groups = [g for g in report["leaks"] if has_function(g["stack"], "hold_block")]
+    s.eq(sum(g["blocks"] for g in groups), t["blocks"], "blocks from hold_block")
+    s.eq(sum(g["bytes"] for g in groups), held, "bytes from hold_block")
+    s.check(any("no end record" in w for w in report["warnings"]),
+            "a warning that the trace has no end record: %r" % report["warnings"])
+    if report["processes"]:
+        s.eq(report["processes"][0]["complete"], False, "processes[0].complete")
+
+
+def scenario_output(s):
+    """The traced program's stdout and exit code are those of the untraced program."""
+    program = s.program("output")
+    plain = s.run([program])
+    s.eq(plain.returncode, 7, "untraced exit code")
+    s.check(len(plain.stdout) > 200000, "untraced output is large: %d bytes" % len(plain.stdout))
+    for mode in ("full", "stats"):
+        out = os.path.join(s.work, mode)
+        traced = s.run([s.memstage, "run", "-o", out, "--mode", mode, "--", program])
+        s.eq(traced.returncode, plain.returncode, "%s mode: exit code traced vs untraced" % mode)
+        if not s.check(traced.stdout == plain.stdout, "%s mode: stdout traced (%d bytes) == untraced (%d bytes)"
+                       % (mode, len(traced.stdout), len(plain.stdout))):
+            a, b = plain.stdout.splitlines(), traced.stdout.splitlines()
+            for i, (x, y) in enumerate(zip(a, b)):
+                if x != y:
+                    print("first difference at line %d:\n  untraced: %r\n  traced:   %r" % (i + 1, x, y))
+                    break
+        path = os.path.join(out, "report.json")
+        if s.check(os.path.exists(path), "%s mode: report.json written" % mode):
+            s.reports.append(path)
+            with open(path) as f:
+                s.eq(json.load(f)["exit_code"], 7, "%s mode: report exit_code" % mode)
+
+
+def chunk_offsets(data):
+    """(offset, compressed_bytes) of each chunk of a trace (profiler/trace/trace_format.h)."""
+    chunks = []
+    offset = 16
+    while offset + 12 <= len(data):
+        magic, compressed, _raw = struct.unpack_from("<III", data, offset)
+        if magic != 0x4B43534D:
+            break
+        chunks.append((offset, compressed))
+        offset += 12 + compressed
+    return chunks
+
+
+def scenario_bad_input(s):
+    """Errors: one line, the right exit code; a truncated trace still gives a report."""
+    # Not a trace at all.
+    rng = random.Random(20261202)
+    junk = os.path.join(s.work, "random.mst")
+    with open(junk, "wb") as f:
+        f.write(bytes(rng.getrandbits(8) for _ in range(65536)))
+    proc = s.run([s.memstage, "report", junk, "--format", "json"])
+    s.eq(proc.returncode, 2, "report on a random file: exit code")
+    s.one_line_error(proc, "report on a random file", "is not a memstage trace")
+    s.eq(proc.stdout, b"", "report on a random file: nothing on stdout")
+    empty = os.path.join(s.work, "empty.mst")
+    open(empty, "wb").close()
+    proc = s.run([s.memstage, "report", empty])
+    s.eq(proc.returncode, 2, "report on an empty file: exit code")
+    s.one_line_error(proc, "report on an empty file", "is not a memstage trace")
+
+    # A real trace cut in the middle of a chunk.
+    out, full = s.traced("source", [s.program("threads"), s.truth_file("source"), "2", "300000"])
+    trace = [n for n in os.listdir(out) if n.startswith("trace.")][0]
+    with open(os.path.join(out, trace), "rb") as f:
+        data = f.read()
+    chunks = chunk_offsets(data)
+    if s.check(len(chunks) >= 3, "the source trace has %d chunks (need 3 or more)" % len(chunks)):
+        offset, compressed = chunks[len(chunks) // 2]
+        cut = offset + 12 + compressed // 2
+        os.makedirs(os.path.join(s.work, "truncated"))
+        truncated = os.path.join(s.work, "truncated", trace)
+        with open(truncated, "wb") as f:
+            f.write(data[:cut])
+        print("cut %s at byte %d of %d, inside chunk %d of %d" % (trace, cut, len(data), len(chunks) // 2,
+                                                                  len(chunks)))
+        proc = s.run([s.memstage, "report", truncated, "--format", "json"])
+        s.eq(proc.returncode, 0, "report on a truncated trace: exit code")
+        s.check(b"truncated" in proc.stderr, "report on a truncated trace: stderr mentions it: %r" % proc.stderr)
+        try:
+            cut_report = json.loads(proc.stdout)
+        except ValueError:
+            s.fail("report on a truncated trace: stdout is not JSON")
+        else:
+            path = os.path.join(s.work, "truncated.json")
+            with open(path, "wb") as f:
+                f.write(proc.stdout)
+            s.reports.append(path)
+            s.check(any("truncated" in w for w in cut_report["warnings"]),
+                    "truncated report: a warning mentions 'truncated': %r" % cut_report["warnings"])
+            a, b = cut_report["totals"]["allocations"], full["totals"]["allocations"]
+            s.check(0 < a < b, "truncated report: some allocations, fewer than the whole run's (%d, %d)" % (a, b))
+
+    # Command-line errors: one line on stderr, non-zero exit.
+    for what, argv in (("run without a command", ["run"]),
+                       ("run with nothing after --", ["run", "-o", os.path.join(s.work, "none"), "--"]),
+                       ("run into an unwritable folder", ["run", "-o", "/proc/forbidden", "--", "true"]),
+                       ("run with an unknown flag", ["run", "--no-such-flag", "--", "true"]),
+                       ("report with an unknown flag", ["report", "--no-such-flag", junk]),
+                       ("unknown flag", ["--no-such-flag"]),
+                       ("report on a missing file", ["report", os.path.join(s.work, "missing.mst")])):
+        proc = s.run([s.memstage] + argv)
+        s.check(proc.returncode != 0, "%s: exit code must be non-zero, got 0" % what)
+        s.one_line_error(proc, what)
+    # A command that does not exist: the shell's 127.
+    proc = s.run([s.memstage, "run", "-o", os.path.join(s.work, "nonexistent"), "--", "/nonexistent/e2e-program"])
+    s.eq(proc.returncode, 127, "run of a missing program: exit code")
+    s.one_line_error(proc, "run of a missing program", "/nonexistent/e2e-program")
+
+
+SCENARIOS = {
+    "leaks": scenario_leaks,
+    "peak": scenario_peak,
+    "stages": scenario_stages,
+    "threads": scenario_threads,
+    "fork": scenario_fork,
+    "dlopen": scenario_dlopen,
+    "stacks": scenario_stacks,
+    "abort": scenario_abort,
+    "_exit": scenario_exit,
+    "sigkill": scenario_sigkill,
+    "output": scenario_output,
+    "bad_input": scenario_bad_input,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenario", choices=sorted(SCENARIOS))
+    parser.add_argument("--memstage", required=True, help="the memstage binary")
+    parser.add_argument("--programs", required=True, help="folder of the built test programs")
+    parser.add_argument("--work", required=True, help="scratch folder (emptied first)")
+    parser.add_argument("--validator", help="tests/render/validate_report.py")
+    args = parser.parse_args()
+    s = Scenario(args)
+    print("e2e.%s: %s" % (args.scenario, SCENARIOS[args.scenario].__doc__), flush=True)
+    try:
+        SCENARIOS[args.scenario](s)
+    except SystemExit as e:
+        return e.code
+    return s.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
