@@ -441,12 +441,15 @@ class StackResolver {
   }
 
  private:
+  // The module list current when the stack was defined, else a later one: the writer
+  // puts a stack's definition before the events of its batch, so a library dlopen'ed in
+  // the same batch is only in the module list that follows.
   const Module* module_for(uint64_t address, int snapshot) const {
-    if (pass_.module_snapshots.empty()) return nullptr;
-    const auto& modules = pass_.module_snapshots[std::max(snapshot, 0)];
-    for (const Module& m : modules) {
-      for (const auto& seg : m.segments) {
-        if (address >= seg.start && address < seg.end) return &m;
+    for (size_t s = std::max(snapshot, 0); s < pass_.module_snapshots.size(); ++s) {
+      for (const Module& m : pass_.module_snapshots[s]) {
+        for (const auto& seg : m.segments) {
+          if (address >= seg.start && address < seg.end) return &m;
+        }
       }
     }
     return nullptr;
