@@ -9,12 +9,12 @@ trainer=build/reference_trainer/memstage-trainer
 data=../shared/data
 mkdir -p out
 rows=${MEMSTAGE_DEMO_ROWS:-2000}
-if [ -x "$trainer" ] && [ -f "$data/spam_assassin.train.csv" ]; then
+if [ -x "$trainer" ] && [ -f "$data/debian_descriptions.train.csv.gz" ]; then
   for pipeline in naive optimized; do
-    echo "== $pipeline pipeline, $rows rows of spam_assassin"
+    echo "== $pipeline pipeline, $rows rows of the Debian package descriptions"
     "$memstage" run -o "out/$pipeline" -- "$trainer" --pipeline "$pipeline" \
-      --data "$data/spam_assassin.train.csv" --test "$data/spam_assassin.test.csv" \
-      --max-rows "$rows" --epochs 2
+      --data "$data/debian_descriptions.train.csv.gz" --test "$data/debian_descriptions.test.csv" \
+      --max-rows "$rows" --max-test-rows 1000 --epochs 2
   done
   echo
   echo "peak heap, naive vs optimized:"

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "profiler/trace/trace_reader.h"
+#include "reports/analysis/allocator_frames.h"
 #include "reports/analysis/live_heap.h"
 #include "reports/symbolize/symbolizer.h"
 
@@ -477,6 +478,7 @@ class StackResolver {
         continue;
       }
       for (Frame& f : symbolizer_.symbolize(m->path, m->load_bias, address, true)) {
+        f.allocator = is_allocator_function(f.function);
         stack.frames.push_back(std::move(f));
       }
     }

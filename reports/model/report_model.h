@@ -18,6 +18,9 @@ struct Frame {
   uint64_t address = 0;      // address in the traced process
   uint64_t module_offset = 0;  // address - load bias, for "module+0x1234" display
   bool inlined = false;      // inlined into the frame that follows it
+  // Inside the allocator or the C++ library's allocation plumbing (malloc, operator new,
+  // std::allocator, vector's _M_allocate): not where the program asked for memory.
+  bool allocator = false;
   std::string kind = "native";  // "native" or "python"
 };
 

@@ -23,6 +23,7 @@ Json frame_json(const Frame& f) {
   j["address"] = hex(f.address);
   j["module_offset"] = hex(f.module_offset);
   j["inlined"] = f.inlined;
+  j["allocator"] = f.allocator;
   j["kind"] = f.kind;
   return j;
 }

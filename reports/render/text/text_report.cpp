@@ -15,9 +15,12 @@ void append_stack(std::string& out, const Report& r, StackIndex index, size_t ma
     return;
   }
   const auto& frames = r.stacks[index].frames;
-  const size_t n = std::min(max_frames, frames.size());
-  for (size_t i = 0; i < n; ++i) out += fmt::format("      {}\n", format_frame(frames[i]));
-  if (frames.size() > n) out += fmt::format("      ... {} more frames\n", frames.size() - n);
+  // Start where the program asked for memory, not inside malloc or std::allocator.
+  size_t first = 0;
+  while (first + 1 < frames.size() && frames[first].allocator) ++first;
+  const size_t n = std::min(max_frames, frames.size() - first);
+  for (size_t i = first; i < first + n; ++i) out += fmt::format("      {}\n", format_frame(frames[i]));
+  if (frames.size() > first + n) out += fmt::format("      ... {} more frames\n", frames.size() - first - n);
 }
 
 }  // namespace
