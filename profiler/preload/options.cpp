@@ -28,6 +28,14 @@ Options read_options() {
   }
   read_uint("MEMSTAGE_MAX_DEPTH", 1, 256, o.max_depth);
   read_uint("MEMSTAGE_SAMPLE_INTERVAL_MS", 1, 10000, o.sample_interval_ms);
+  if (const char* limit = getenv("MEMSTAGE_RAM_LIMIT_BYTES"); limit && *limit) {
+    char* end = nullptr;
+    const unsigned long long bytes = strtoull(limit, &end, 10);
+    if (*end == '\0') o.ram_limit_bytes = bytes;
+  }
+  if (const char* action = getenv("MEMSTAGE_RAM_LIMIT_ACTION"); action && strcmp(action, "record") == 0) {
+    o.ram_limit_stops = false;
+  }
   uint32_t follow = 1;
   if (read_uint("MEMSTAGE_FOLLOW_FORK", 0, 1, follow)) o.follow_fork = follow == 1;
   return o;

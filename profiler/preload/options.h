@@ -18,6 +18,11 @@ struct Options {
   uint32_t sample_interval_ms = 10;
   // MEMSTAGE_FOLLOW_FORK: 1 (a forked child writes its own trace) or 0 (children untraced).
   bool follow_fork = true;
+  // MEMSTAGE_RAM_LIMIT_BYTES: plays a machine with this much RAM (0: no limit). When RSS
+  // passes it the tracer records the moment; with MEMSTAGE_RAM_LIMIT_ACTION=stop (the
+  // default) it then writes what it has and stops the program, as the OOM killer would.
+  uint64_t ram_limit_bytes = 0;
+  bool ram_limit_stops = true;
 };
 
 // Reads the options; getenv only, no allocation. Unknown values keep the default.

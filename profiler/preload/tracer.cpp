@@ -136,13 +136,25 @@ uint32_t capture_stack(ThreadState* ts) {
 }
 
 void push_rss(ThreadState* ts) {
+  const uint64_t t_ns = trace_time_ns();
+  const uint64_t rss = read_rss_bytes();
   uint8_t buf[1 + 3 * trace::kMaxVarintBytes];
   uint8_t* out = buf;
   *out++ = static_cast<uint8_t>(Tag::kRss);
-  out = put_varint(out, trace_time_ns());
-  out = put_varint(out, read_rss_bytes());
+  out = put_varint(out, t_ns);
+  out = put_varint(out, rss);
   out = put_varint(out, tracer_resident_bytes());
   push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+  const uint64_t limit = g_tracer.options.ram_limit_bytes;
+  if (limit && rss > limit && !g_tracer.ram_limit_passed.exchange(true)) {
+    out = buf;
+    *out++ = static_cast<uint8_t>(Tag::kRamLimit);
+    out = put_varint(out, t_ns);
+    out = put_varint(out, rss);
+    out = put_varint(out, limit);
+    push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+    writer_wake();  // the writer stops the program once this is written
+  }
 }
 
 // Keeps an approximate live heap (usable sizes) so that RSS is sampled when the heap

@@ -60,6 +60,7 @@ struct Tracer {
   std::atomic<int64_t> rss_sampled_at_live_bytes{0};
 
   std::atomic<uint64_t> lost_events{0};
+  std::atomic<bool> ram_limit_passed{false};
   uint64_t start_monotonic_ns = 0;
 };
 

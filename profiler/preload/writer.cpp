@@ -5,6 +5,7 @@
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -344,6 +345,12 @@ void* writer_main(void*) {
     if (w.raw_used >= kFlushAtRawBytes ||
         (w.raw_used > 0 && monotonic_ns() - w.last_write_ns >= kFlushEveryNs)) {
       write_chunk();
+    }
+    if (g_tracer.options.ram_limit_stops && g_tracer.ram_limit_passed.load(std::memory_order_relaxed)) {
+      // The machine being played has run out of RAM: what was recorded up to here is
+      // written, then the program ends as under the OOM killer.
+      write_chunk();
+      syscall(SYS_kill, getpid(), SIGKILL);
     }
     unlock_writer();
   }

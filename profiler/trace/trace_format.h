@@ -116,6 +116,9 @@ enum class Tag : uint8_t {
   // Frees the block of the latest kAlloc/kRealloc, with nothing allocated in between:
   // a temporary allocation (no fields).
   kFreeLast = 21,
+  // RSS passed the limit `memstage run --ram-limit` set (recorded once): u t_ns,
+  // u rss_bytes, u limit_bytes.
+  kRamLimit = 22,
 };
 
 }  // namespace memstage::trace

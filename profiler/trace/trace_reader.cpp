@@ -208,6 +208,12 @@ class ChunkDecoder {
           break;
         }
         case Tag::kLost: v_.on_lost(p.u()); break;
+        case Tag::kRamLimit: {
+          const uint64_t t = p.u();
+          const uint64_t rss = p.u();
+          v_.on_ram_limit(t, rss, p.u());
+          break;
+        }
         default: throw CorruptRecord("unknown record tag " + std::to_string(static_cast<int>(tag)));
       }
     }

@@ -85,6 +85,7 @@ class TraceVisitor {
   virtual void on_end(uint64_t /*t_ns*/) {}
   virtual void on_signal(uint64_t /*t_ns*/, int /*signal*/) {}
   virtual void on_lost(uint64_t /*count*/) {}
+  virtual void on_ram_limit(uint64_t /*t_ns*/, uint64_t /*rss_bytes*/, uint64_t /*limit_bytes*/) {}
 };
 
 struct ReadSummary {

@@ -120,6 +120,8 @@ class FirstPass : public trace::TraceVisitor {
   uint64_t unknown_frees = 0, lost_events = 0;
   std::optional<int> signal;
   bool ended = false;
+  std::optional<RamLimitReport> ram_limit;
+  uint64_t ram_limit_event = 0;
 
   uint64_t last_rss_bytes = 0, last_tracer_bytes = 0;
   std::optional<AllocatorSample> last_allocator;
@@ -340,6 +342,11 @@ class FirstPass : public trace::TraceVisitor {
     signal = sig;
   }
   void on_lost(uint64_t n) override { lost_events += n; }
+  void on_ram_limit(uint64_t t, uint64_t rss, uint64_t limit) override {
+    now_ns = std::max(now_ns, t);
+    ram_limit = RamLimitReport{limit, rss, t / kNsPerS, innermost(), {}};
+    ram_limit_event = events;
+  }
 
   void add_timeline_point() {
     const uint64_t heap_bytes = std::max(interval_heap_max, heap_now());
@@ -364,8 +371,9 @@ class PeakSnapshots : public trace::TraceVisitor {
  public:
   struct Target {
     uint64_t event;
-    int stage;  // -1: the run's peak
+    int stage;  // -1: the run's peak; kRamLimit: when RSS passed --ram-limit
   };
+  static constexpr int kRamLimit = -2;
   explicit PeakSnapshots(std::vector<Target> targets) : targets_(std::move(targets)) {
     std::sort(targets_.begin(), targets_.end(), [](const Target& a, const Target& b) { return a.event < b.event; });
   }
@@ -382,18 +390,23 @@ class PeakSnapshots : public trace::TraceVisitor {
   void on_alloc(uint32_t info, bool) override {
     ++events_;
     heap_.allocate(info);
-    while (next_ < targets_.size() && targets_[next_].event == events_) snapshot(targets_[next_++]);
+    take_due_snapshots();
   }
   void on_free(uint32_t info, bool) override {
     ++events_;
     heap_.free(info);
+    take_due_snapshots();
   }
 
  private:
+  void take_due_snapshots() {
+    while (next_ < targets_.size() && targets_[next_].event == events_) snapshot(targets_[next_++]);
+  }
+
   void snapshot(const Target& t) {
     const auto& infos = heap_.infos();
     const auto& live = heap_.live_blocks();
-    if (t.stage < 0) {
+    if (t.stage == -1) {
       for (size_t i = 0; i < infos.size(); ++i) {
         if (!live[i]) continue;
         StackBytes& s = run_peak[figure_key(infos[i].stack, infos[i].stage)];
@@ -633,6 +646,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     for (size_t i = 0; i < pass.stages.size(); ++i) {
       if (pass.stages[i].peak_event) targets.push_back({pass.stages[i].peak_event, static_cast<int>(i)});
     }
+    if (pass.ram_limit && pass.ram_limit_event) targets.push_back({pass.ram_limit_event, PeakSnapshots::kRamLimit});
     return targets;
   }());
   snapshots.top_stacks = options.top_stacks;
@@ -769,6 +783,15 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   if (run_top.size() > options.top_stacks) run_top.resize(options.top_stacks);
   for (StackBytes& sb : run_top) sb.stack = stacks.index_of(sb.stack);
   report.top_stacks_at_peak = std::move(run_top);
+
+  if (pass.ram_limit) {
+    report.ram_limit = pass.ram_limit;
+    if (auto it = snapshots.stage_peaks.find(PeakSnapshots::kRamLimit); it != snapshots.stage_peaks.end()) {
+      for (const StackBytes& sb : it->second) {
+        report.ram_limit->top_stacks.push_back(StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks});
+      }
+    }
+  }
 
   TimelinePoint peak_point{t.peak_heap_time_s, t.peak_heap_bytes, 0, -1};
   for (const auto& p : pass.timeline) {

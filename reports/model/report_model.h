@@ -116,6 +116,15 @@ struct StackStageFigures {
   uint64_t leaked_bytes = 0;
 };
 
+// `memstage run --ram-limit`: when RSS passed the RAM of the machine being played.
+struct RamLimitReport {
+  uint64_t limit_bytes = 0;
+  uint64_t rss_bytes = 0;  // the sample that passed it
+  double t_s = 0;
+  int stage = -1;          // innermost open stage then
+  std::vector<StackBytes> top_stacks;  // holding memory then (full mode)
+};
+
 struct Report {
   std::vector<std::string> command;
   int exit_code = 0;
@@ -131,6 +140,7 @@ struct Report {
   std::vector<ProcessReport> processes;  // the traced process first
   std::vector<Stack> stacks;
   std::vector<StackStageFigures> stack_figures;
+  std::optional<RamLimitReport> ram_limit;  // only when it was passed
   std::vector<std::string> warnings;  // a truncated trace, lost events, ...
 };
 

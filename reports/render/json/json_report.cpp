@@ -141,6 +141,15 @@ Json report_to_json(const Report& r) {
                              {"complete", p.complete}});
   }
   j["processes"] = std::move(processes);
+  if (r.ram_limit) {
+    const RamLimitReport& l = *r.ram_limit;
+    Json tops = Json::array();
+    for (const auto& sb : l.top_stacks) tops.push_back(stack_bytes_json(r, sb));
+    j["ram_limit"] = Json{{"limit_bytes", l.limit_bytes}, {"passed", true},    {"t_s", l.t_s},
+                          {"rss_bytes", l.rss_bytes},     {"stage", stage_ref(r, l.stage)}, {"top_stacks", std::move(tops)}};
+  } else {
+    j["ram_limit"] = nullptr;
+  }
   j["warnings"] = r.warnings;
   return j;
 }

@@ -15,9 +15,13 @@ void append_stack(std::string& out, const Report& r, StackIndex index, size_t ma
     return;
   }
   const auto& frames = r.stacks[index].frames;
-  // Start where the program asked for memory, not inside malloc or std::allocator.
+  // Start where the program asked for memory: not inside malloc, std::allocator or the
+  // standard library's containers.
+  const auto plumbing = [](const Frame& f) {
+    return f.allocator || f.function.starts_with("std::") || f.function.starts_with("__gnu_cxx::");
+  };
   size_t first = 0;
-  while (first + 1 < frames.size() && frames[first].allocator) ++first;
+  while (first + 1 < frames.size() && plumbing(frames[first])) ++first;
   const size_t n = std::min(max_frames, frames.size() - first);
   for (size_t i = first; i < first + n; ++i) out += fmt::format("      {}\n", format_frame(frames[i]));
   if (frames.size() > first + n) out += fmt::format("      ... {} more frames\n", frames.size() - first - n);
@@ -39,6 +43,16 @@ std::string render_text(const Report& r, const TextOptions& options) {
                      format_count(t.temporary_allocations), format_bytes(t.bytes_allocated));
   out += fmt::format("  fragmentation {:.1f}%{}\n", 100 * t.fragmentation.ratio,
                      t.fragmentation.estimated ? " (estimated)" : "");
+  if (r.ram_limit) {
+    const RamLimitReport& l = *r.ram_limit;
+    out += fmt::format("  would not fit in {}: passed {}after {:.1f} s (RSS {})\n", format_bytes(l.limit_bytes),
+                       l.stage >= 0 ? "at stage " + r.stages[l.stage].path + " " : "", l.t_s, format_bytes(l.rss_bytes));
+    for (size_t i = 0; i < std::min(options.stacks, l.top_stacks.size()); ++i) {
+      out += fmt::format("    {} in {} blocks held then:\n", format_bytes(l.top_stacks[i].bytes),
+                         format_count(l.top_stacks[i].blocks));
+      append_stack(out, r, l.top_stacks[i].stack, 4);
+    }
+  }
   for (const auto& w : r.warnings) out += fmt::format("  warning: {}\n", w);
 
   if (!r.stages.empty()) {

@@ -1,0 +1,34 @@
+"""memstage run --ram-limit: stop (default) and record."""
+import json
+import subprocess
+import sys
+import tempfile
+
+memstage, program = sys.argv[1], sys.argv[2]
+
+with tempfile.TemporaryDirectory() as out:
+    run = subprocess.run([memstage, "run", "-o", out, "--ram-limit", "64MiB", "--", program],
+                         capture_output=True, text=True)
+    assert run.returncode == 137, (run.returncode, run.stderr)  # stopped as by the OOM killer
+    assert "finished" not in run.stdout
+    assert "would not fit in 64.0 MiB: passed at stage grow" in run.stderr, run.stderr
+    report = json.load(open(f"{out}/report.json"))
+    limit = report["ram_limit"]
+    assert limit["limit_bytes"] == 64 << 20 and limit["rss_bytes"] > 64 << 20, limit
+    assert limit["stage"] == "grow", limit
+    functions = [f["function"] for s in limit["top_stacks"] for f in s["stack"]]
+    assert "grow_block(unsigned long)" in functions or "grow_block" in functions, functions
+    held = sum(s["bytes"] for s in limit["top_stacks"])
+    assert held >= 48 << 20, held  # most of what passed the limit was grow_block's
+
+with tempfile.TemporaryDirectory() as out:
+    run = subprocess.run([memstage, "run", "-q", "-o", out, "--ram-limit", "64MiB", "--ram-limit-action", "record",
+                          "--", program], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "finished\n", (run.returncode, run.stdout, run.stderr)
+    report = json.load(open(f"{out}/report.json"))
+    assert report["ram_limit"]["stage"] == "grow"
+    assert report["totals"]["peak_heap_bytes"] >= 256 << 20
+
+bad = subprocess.run([memstage, "run", "--ram-limit", "lots", "--", program], capture_output=True, text=True)
+assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--ram-limit" in bad.stderr, bad.stderr
+print("ram limit: ok")
