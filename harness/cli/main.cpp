@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   CommandAction action;
   register_run(app, action);
   register_report(app, action);
+  register_compare(app, action);
+  register_diff(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

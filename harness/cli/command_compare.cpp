@@ -1,0 +1,194 @@
+// memstage compare [--allocators A,B,…] [--variant NAME='CMD ARGS']… [--repeat N] [-o DIR] [-- CMD ARGS…]
+// Runs the same work several ways (allocators, pipelines, or both), each through
+// `memstage run` (this very binary), and writes DIR/compare.json, DIR/compare.html and a
+// table on stdout. The logic lives in harness/compare/; this file only runs things.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "harness/cli/child_process.h"
+#include "harness/cli/cli_error.h"
+#include "harness/cli/commands.h"
+#include "harness/cli/report_files.h"
+#include "harness/compare/compare_model.h"
+#include "harness/compare/compare_render.h"
+#include "harness/compare/format.h"
+#include "harness/compare/run_plan.h"
+
+namespace memstage::harness {
+
+namespace fs = std::filesystem;
+using namespace memstage::compare;
+
+namespace {
+
+struct CompareFlags {
+  std::vector<std::string> allocators;
+  std::vector<std::string> variants;
+  unsigned repeat = 3;
+  std::string output_dir;
+  unsigned max_depth = 64;
+  std::vector<std::string> command;
+};
+
+std::string self_exe() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) throw CliError("compare: cannot find the memstage binary (/proc/self/exe)");
+  return std::string(buf, n);
+}
+
+// The traced command's output goes to the run's output.log, not to our stdout, so the
+// table printed at the end stays readable (and a chatty program does not slow the runs
+// down through a terminal).
+class RedirectOutput {
+ public:
+  explicit RedirectOutput(const std::string& log_path) {
+    fflush(stdout);
+    fflush(stderr);
+    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw CliError("compare: cannot write " + log_path);
+    saved_out_ = dup(1);
+    saved_err_ = dup(2);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+  }
+  ~RedirectOutput() {
+    dup2(saved_out_, 1);
+    dup2(saved_err_, 2);
+    close(saved_out_);
+    close(saved_err_);
+  }
+
+ private:
+  int saved_out_ = -1, saved_err_ = -1;
+};
+
+RunRecord execute(const PlannedRun& planned, const Subject& subject, const std::string& out_dir,
+                  const std::string& memstage, unsigned max_depth) {
+  RunRecord record;
+  record.planned = planned;
+  const std::string dir = out_dir + "/" + planned.dir_name;
+  std::error_code ec;
+  fs::remove_all(dir, ec);  // a report left from an earlier compare must not be read as this run's
+  fs::create_directories(dir, ec);
+  if (ec) throw CliError("compare: cannot create " + dir + ": " + ec.message());
+  std::vector<std::string> argv = {memstage, "run", "-q", "-o", dir, "--mode", mode_name(planned.mode),
+                                   "--max-depth", std::to_string(max_depth), "--"};
+  argv.insert(argv.end(), subject.command.begin(), subject.command.end());
+  // `memstage run` puts the tracer first and appends this LD_PRELOAD after it, so the
+  // tracer sees every call and forwards it to the allocator. Empty: glibc, and whatever
+  // the caller had preloaded is dropped so that "glibc" means glibc.
+  std::vector<std::pair<std::string, std::string>> env;
+  if (subject.allocator) env.emplace_back("LD_PRELOAD", subject.allocator->library);
+  ChildResult child;
+  try {
+    RedirectOutput redirect(dir + "/output.log");
+    child = run_child(argv, env);
+  } catch (const CliError& e) {
+    record.error = e.what();
+    return record;
+  }
+  record.exit_code = child.exit_code;
+  std::ifstream in(dir + "/report.json");
+  if (!in) {
+    record.error = "no report.json (exit code " + std::to_string(child.exit_code) + "; see " + planned.dir_name +
+                   "/output.log)";
+    return record;
+  }
+  try {
+    record.report = nlohmann::json::parse(in);
+    record.duration_s = record.report->value("duration_s", child.duration_s);
+  } catch (const nlohmann::json::exception& e) {
+    record.error = std::string("unreadable report.json: ") + e.what();
+  }
+  return record;
+}
+
+int compare(const CompareFlags& flags) {
+  if (flags.variants.empty() && flags.command.empty()) {
+    throw CliError("compare: give a command after -- or --variant NAME='CMD ARGS' (twice or more)");
+  }
+  if (!flags.variants.empty() && !flags.command.empty()) {
+    throw CliError("compare: give either --variant options or a command after --, not both");
+  }
+  std::vector<Subject> subjects;
+  try {
+    std::vector<Variant> variants;
+    for (const auto& spec : flags.variants) {
+      auto [name, command] = parse_variant(spec);
+      variants.push_back({name, command});
+    }
+    std::vector<AllocatorChoice> allocators;
+    for (const auto& a : flags.allocators) allocators.push_back(resolve_allocator(a));
+    subjects = make_subjects(variants, flags.command, allocators);
+  } catch (const std::invalid_argument& e) {
+    throw CliError(std::string("compare: ") + e.what());
+  }
+  if (subjects.size() < 2 && flags.repeat < 2) {
+    fprintf(stderr, "memstage: compare: one subject, one repeat: nothing to set side by side\n");
+  }
+  const std::string out_dir =
+      fs::absolute(flags.output_dir.empty() ? "memstage.compare." + std::to_string(getpid()) : flags.output_dir)
+          .lexically_normal()
+          .string();
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (!fs::is_directory(out_dir)) throw CliError("compare: cannot create " + out_dir);
+
+  const std::string memstage = self_exe();
+  const std::vector<PlannedRun> plan = plan_runs(subjects, flags.repeat);
+  std::vector<RunRecord> records;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const Subject& subject = subjects[plan[i].subject];
+    fprintf(stderr, "memstage: compare [%zu/%zu] %s, %s run %u ... ", i + 1, plan.size(), subject.name.c_str(),
+            mode_name(plan[i].mode), plan[i].repeat + 1);
+    RunRecord record = execute(plan[i], subject, out_dir, memstage, flags.max_depth);
+    if (record.report) {
+      fprintf(stderr, "%s%s\n", format_seconds(record.duration_s).c_str(),
+              record.exit_code ? (" (exit code " + std::to_string(record.exit_code) + ")").c_str() : "");
+    } else {
+      fprintf(stderr, "failed: %s\n", record.error.c_str());
+    }
+    records.push_back(std::move(record));
+  }
+  const CompareResult result = build_compare(subjects, records, flags.repeat);
+  write_file(out_dir + "/compare.json", compare_to_json(result).dump(2) + "\n");
+  write_file(out_dir + "/compare.html", render_compare_html(result));
+  printf("%s", render_compare_text(result).c_str());
+  fprintf(stderr, "memstage: wrote %s/compare.json and compare.html\n", out_dir.c_str());
+  bool all_ok = true;
+  for (const RunRecord& r : records) all_ok = all_ok && r.report && r.exit_code == 0;
+  if (!all_ok) fprintf(stderr, "memstage: compare: some runs failed or exited non-zero (see the table)\n");
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+void register_compare(CLI::App& app, CommandAction& action) {
+  auto flags = std::make_shared<CompareFlags>();
+  CLI::App* cmd = app.add_subcommand("compare", "Run the same work under several allocators or pipelines, side by side");
+  cmd->add_option("--allocators", flags->allocators,
+                  "Comma-separated: glibc, jemalloc, tcmalloc, mimalloc, or paths to allocator .so files")
+      ->delimiter(',');
+  cmd->add_option("--variant", flags->variants,
+                  "NAME='CMD ARGS' (repeatable); the command is split like a shell would, quotes and "
+                  "backslashes, without expanding anything");
+  cmd->add_option("--repeat", flags->repeat, "Stats-mode runs per subject, for time")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("-o,--output", flags->output_dir, "Folder for the runs and compare.json/html (default memstage.compare.PID)");
+  cmd->add_option("--max-depth", flags->max_depth, "Frames kept per stack in the full-mode runs")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("command", flags->command, "The command to run, after --")->expected(-1);
+  cmd->callback([flags, &action] { action = [flags] { return compare(*flags); }; });
+}
+
+}  // namespace memstage::harness
