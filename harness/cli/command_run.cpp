@@ -13,6 +13,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/preload_path.h"
 #include "harness/cli/report_files.h"
+#include "harness/gate/gate.h"
 #include "reports/render/text/text_report.h"
 
 namespace memstage::harness {
@@ -29,6 +30,7 @@ struct RunFlags {
   bool no_follow_fork = false;
   bool quiet = false;
   std::vector<std::string> command;
+  std::string budget_path;  // --budget: gate the report afterwards (harness/gate)
 };
 
 // A fresh folder for this run: traces from an earlier run in it would mix into this one.
@@ -52,6 +54,7 @@ int run(const RunFlags& flags) {
   if (flags.mode != "full" && flags.mode != "stats") {
     throw CliError("run: --mode must be full or stats, not '" + flags.mode + "'");
   }
+  if (!flags.budget_path.empty()) gate::load_budget(flags.budget_path);  // --budget: a typo fails before the run, exit 2
   const std::string preload = find_preload_library();
   const std::string dir = fs::absolute(flags.output_dir.empty() ? default_output_dir(flags.command[0])
                                                                 : flags.output_dir)
@@ -77,6 +80,7 @@ int run(const RunFlags& flags) {
     fprintf(stderr,
             "memstage: %s wrote no trace: is it statically linked or setuid? (LD_PRELOAD does not reach it)\n",
             flags.command[0].c_str());
+    if (!flags.budget_path.empty() && child.exit_code == 0) return 2;  // --budget: nothing to gate is no pass
     return child.exit_code;
   }
   const reports::Report report = analyze_path(dir);
@@ -85,6 +89,15 @@ int run(const RunFlags& flags) {
   if (!flags.quiet) {
     const std::string summary = reports::render_text(report);
     fprintf(stderr, "%s\nmemstage: wrote %s/report.json and report.html\n", summary.c_str(), dir.c_str());
+  }
+  // --budget (harness/gate): CMD's own failure wins; otherwise the gate's 0 or 1.
+  if (!flags.budget_path.empty()) {
+    gate::GateOptions gate_options;
+    gate_options.budget_path = flags.budget_path;
+    gate_options.github = getenv("GITHUB_ACTIONS") != nullptr;  // annotations where Actions reads them
+    gate_options.table_out = stderr;                             // beside the summary; stdout is CMD's
+    const int gate_exit = gate::run_gate(dir + "/report.json", gate_options);
+    if (child.exit_code == 0) return gate_exit;
   }
   return child.exit_code;
 }
@@ -105,6 +118,7 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_flag("--no-follow-fork", flags->no_follow_fork, "Do not trace forked children");
   cmd->add_flag("-q,--quiet", flags->quiet, "Print no summary");
+  cmd->add_option("--budget", flags->budget_path, "Gate the report against this budget (docs/budget.md): exit 1 when over");
   // After "--" everything is the command's, its own flags included.
   cmd->add_option("command", flags->command, "The command to run, after --")->expected(-1);
   cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""gate.e2e: `memstage run --budget` and `memstage gate` on a real traced program.
+
+staged_program LOAD_MIB EXIT_CODE holds LOAD_MIB in stage "load", runs two "train/epoch"
+stages of 1 MiB each and leaks 8 x 512 bytes. Checks exit codes (0 under budget, 1 over,
+CMD's own failure first, 2 for a malformed budget), the JUnit file (parsed back with
+xml.etree), GitHub annotations, stages missing from the report, and baseline mode.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print(f"FAIL: {what}", file=sys.stderr)
+
+
+def run(args, env=None):
+    full_env = dict(os.environ)
+    full_env.pop("GITHUB_ACTIONS", None)  # annotations only where the test asks for them
+    full_env.update(env or {})
+    p = subprocess.run(args, capture_output=True, text=True, env=full_env, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def write_json(path, value):
+    with open(path, "w") as f:
+        json.dump(value, f)
+    return path
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--memstage", required=True)
+    ap.add_argument("--program", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    w = lambda name: os.path.join(a.work, name)
+    ms, prog = a.memstage, a.program
+
+    under = write_json(w("under.json"), {
+        "totals": {"peak_heap": "64MiB", "peak_rss": "1GiB", "leaked": "1MiB", "fragmentation": "100%"},
+        "stages": {"load": {"peak_heap": "64MiB"}, "train/epoch": {"peak_heap": "64MiB", "leaked": 0},
+                   "epoch": {"fragmentation": 1}}})
+    # Over in one stage only (load holds 8 MiB) and on the total leak.
+    over = write_json(w("over.json"), {
+        "totals": {"peak_heap": "64MiB", "leaked": 0},
+        "stages": {"load": {"peak_heap": "4MiB"}, "train/epoch": {"peak_heap": "64MiB"}}})
+    with open(w("typo.json"), "w") as f:
+        f.write('{"totals": {"peak_rs": "2GiB"}}')
+    with open(w("broken.json"), "w") as f:
+        f.write('{"totals": {"peak_rss": "2GiB",\n  }\n')
+    missing = write_json(w("missing.json"), {"stages": {"tokenize": {"peak_heap": "1GiB"}}})
+
+    # run --budget: under budget -> 0, with the table on stderr.
+    rc, out, err = run([ms, "run", "-q", "-o", w("small"), "--budget", under, "--", prog, "8", "0"])
+    check(rc == 0, f"run --budget under budget exits 0 (got {rc}): {err}")
+    check("stages.load.peak_heap" in err and "failed: pass" in err, f"run --budget prints the table: {err}")
+    check(os.path.exists(w("small/report.json")), "run --budget writes report.json")
+
+    # Over budget -> 1.
+    rc, out, err = run([ms, "run", "-q", "-o", w("over_run"), "--budget", over, "--", prog, "8", "0"])
+    check(rc == 1, f"run --budget over budget exits 1 (got {rc}): {err}")
+    check("OVER" in err, f"the table marks the check OVER: {err}")
+
+    # CMD's failure wins over the gate's verdict, under budget or over.
+    rc, _, err = run([ms, "run", "-q", "-o", w("cmd_fails"), "--budget", under, "--", prog, "8", "3"])
+    check(rc == 3, f"run --budget: CMD's exit code 3 wins when under budget (got {rc}): {err}")
+    rc, _, err = run([ms, "run", "-q", "-o", w("cmd_fails_over"), "--budget", over, "--", prog, "8", "5"])
+    check(rc == 5, f"run --budget: CMD's exit code 5 wins when over budget (got {rc}): {err}")
+
+    # A typo in the budget: exit 2 naming the field, before the command runs.
+    rc, _, err = run([ms, "run", "-q", "-o", w("typo_run"), "--budget", w("typo.json"), "--", prog, "8", "0"])
+    expected = f'memstage: {w("typo.json")}: unknown field "totals.peak_rs" (expected peak_heap, peak_rss, leaked, fragmentation)'
+    check(rc == 2, f"run --budget with a typo exits 2 (got {rc})")
+    check(err.strip() == expected, f"run --budget typo message: {err!r}")
+    check(not os.path.exists(w("typo_run/report.json")), "run --budget with a typo does not run the command")
+
+    # memstage gate: the same typo, and invalid JSON with the parser's position.
+    rc, _, err = run([ms, "gate", w("small"), "--budget", w("typo.json")])
+    check(rc == 2 and err.strip() == expected, f"gate with a typo: exit 2 and the field ({rc}, {err!r})")
+    rc, _, err = run([ms, "gate", w("small"), "--budget", w("broken.json")])
+    check(rc == 2 and "invalid JSON" in err and "line 2" in err, f"gate with invalid JSON: ({rc}, {err!r})")
+
+    # gate on a folder and on the file, with JUnit and GitHub annotations.
+    rc, out, err = run([ms, "gate", w("small"), "--budget", under, "--junit", w("under.xml")])
+    check(rc == 0, f"gate under budget exits 0 (got {rc}): {out}{err}")
+    rc, out, err = run([ms, "gate", w("small/report.json"), "--budget", over, "--junit", w("over.xml"), "--github"])
+    check(rc == 1, f"gate over budget exits 1 (got {rc}): {out}{err}")
+    errors = [line for line in out.splitlines() if line.startswith("::error ")]
+    check(len(errors) == 2, f"two ::error annotations (stage load, total leak): {out}")
+    check(any(line.startswith("::error title=memstage gate stages.load.peak_heap::peak_heap of stage load is ")
+              for line in errors), f"annotation for load: {errors}")
+    for name, tests, failed in (("under.xml", 8, 0), ("over.xml", 4, 2)):
+        root = ET.parse(w(name)).getroot()
+        cases = root.findall(".//testcase")
+        check(len(cases) == tests, f"{name}: {tests} testcases (got {len(cases)})")
+        check(len(root.findall(".//testcase/failure")) == failed, f"{name}: {failed} failures")
+        check(root.find("testsuite").get("failures") == str(failed), f"{name}: failures attribute")
+    over_failed = {c.get("name") for c in ET.parse(w("over.xml")).getroot().iter("testcase") if c.find("failure") is not None}
+    check(over_failed == {"stages.load.peak_heap", "totals.leaked"}, f"over.xml failing cases: {over_failed}")
+
+    # A stage the report lacks is a failing check (exit 1), not an input error.
+    rc, out, _ = run([ms, "gate", w("small"), "--budget", missing])
+    check(rc == 1 and "MISSING" in out, f"gate with a missing stage: exit 1, MISSING ({rc}): {out}")
+
+    # Baseline: the same program holding 8 then 24 MiB in load.
+    rc, _, err = run([ms, "run", "-q", "-o", w("big"), "--", prog, "24", "0"])
+    check(rc == 0, f"plain run (got {rc}): {err}")
+    rc, out, err = run([ms, "gate", w("big"), "--baseline", w("small"), "--max-growth", "5%"])
+    check(rc == 1 and "baseline.stages.load.peak_heap" in out, f"baseline: growth fails ({rc}): {out}{err}")
+    rc, out, err = run([ms, "gate", w("small"), "--baseline", w("big"), "--max-growth", "5%"])
+    check(rc == 0, f"baseline: shrinking passes ({rc}): {out}{err}")
+    rc, out, err = run([ms, "gate", w("small"), "--baseline", w("small"), "--max-growth", "0"])
+    check(rc == 0, f"baseline: itself with 0% passes ({rc}): {out}{err}")
+    rc, _, err = run([ms, "gate", w("small"), "--baseline", w("big")])
+    check(rc == 2 and "--max-growth" in err, f"baseline without --max-growth: exit 2 ({rc}, {err!r})")
+    rc, _, err = run([ms, "gate", w("small")])
+    check(rc == 2, f"gate without a budget or baseline: exit 2 ({rc}, {err!r})")
+    rc, _, err = run([ms, "gate", w("nowhere"), "--budget", under])
+    check(rc == 2, f"gate on a missing report: exit 2 ({rc}, {err!r})")
+
+    if failures:
+        print(f"{len(failures)} check(s) failed", file=sys.stderr)
+        return 1
+    print("gate.e2e: all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
