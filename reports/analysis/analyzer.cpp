@@ -5,6 +5,8 @@
 #include <map>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 #include "profiler/trace/trace_reader.h"
 #include "reports/analysis/allocator_frames.h"
 #include "reports/analysis/live_heap.h"
@@ -786,6 +788,13 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   if (pass.ram_limit) {
     report.ram_limit = pass.ram_limit;
+    const int stage = pass.ram_limit->stage;
+    const double limit = static_cast<double>(pass.ram_limit->limit_bytes);
+    report.warnings.push_back(fmt::format("would not fit in {}: RSS passed it {}after {:.1f} s",
+                                          limit >= (1ull << 30) ? fmt::format("{:.1f} GiB", limit / (1ull << 30))
+                                                                : fmt::format("{:.0f} MiB", limit / (1ull << 20)),
+                                          stage >= 0 ? "at stage " + report.stages[stage].path + " " : "",
+                                          pass.ram_limit->t_s));
     if (auto it = snapshots.stage_peaks.find(PeakSnapshots::kRamLimit); it != snapshots.stage_peaks.end()) {
       for (const StackBytes& sb : it->second) {
         report.ram_limit->top_stacks.push_back(StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks});
