@@ -67,21 +67,26 @@ def scenario_allocators(a):
             # breakdown is estimated. The other three report both from their own counters.
             check(b["estimated"] == (name == "mimalloc"),
                   "%s: rss_breakdown.estimated is %s" % (where, b["estimated"]))
-            check(st["fragmentation"]["estimated"] == (name == "mimalloc") or name == "mimalloc",
+            # Fragmentation is 1 - live / allocator resident: estimated exactly when resident is.
+            check(st["fragmentation"]["estimated"] == (name == "mimalloc"),
                   "%s: fragmentation.estimated is %s" % (where, st["fragmentation"]["estimated"]))
-            # What the allocator holds covers what the program asked for and is still live ...
+            # What the allocator holds covers what the program asked for and is still live.
             check(b["allocator_resident_bytes"] >= b["live_bytes"],
                   "%s: allocator resident %d >= live %d" % (where, b["allocator_resident_bytes"], b["live_bytes"]))
-            if name != "mimalloc":
-                check(b["allocator_in_use_bytes"] >= b["live_bytes"],
-                      "%s: allocator in use %d >= live %d" % (where, b["allocator_in_use_bytes"], b["live_bytes"]))
-                check(b["allocator_resident_bytes"] >= b["allocator_in_use_bytes"],
-                      "%s: resident >= in use" % where)
-            # ... and is resident: every byte the program got was written. Allowance: the
-            # counters are page- or span-granular and include free memory the allocator keeps
-            # (purged lazily, e.g. jemalloc's dirty pages decay in the background after free, and
-            # RSS drops at once when the kernel takes a page back); 4 MiB + 10 % covers that
-            # without hiding a resident figure that is off by a factor.
+            if name == "mimalloc":
+                # mimalloc's figure is what it committed, in whole segments: committed pages need
+                # not be touched, so it can exceed RSS (64 MiB committed, 46 MiB RSS here). It
+                # must still be within the same order of magnitude as RSS.
+                check(b["allocator_resident_bytes"] <= 4 * b["rss_bytes"], "%s: committed within 4x RSS" % where)
+                continue
+            check(b["allocator_in_use_bytes"] >= b["live_bytes"],
+                  "%s: allocator in use %d >= live %d" % (where, b["allocator_in_use_bytes"], b["live_bytes"]))
+            check(b["allocator_resident_bytes"] >= b["allocator_in_use_bytes"], "%s: resident >= in use" % where)
+            # ... and, for these three, it is resident: every byte the program got was written.
+            # Allowance: the counters are page- or span-granular and count free memory the
+            # allocator keeps mapped while the kernel may already have dropped some of it;
+            # 4 MiB + 10 % of RSS covers that without hiding a figure that is off by a factor.
+            # (Measured: glibc 25 MiB held vs 34 MiB RSS, jemalloc 36 vs 43, tcmalloc 42 vs 55.)
             tolerance = 4 * MiB + b["rss_bytes"] // 10
             check(b["allocator_resident_bytes"] <= b["rss_bytes"] + tolerance,
                   "%s: allocator resident %d <= RSS %d + %d" % (where, b["allocator_resident_bytes"], b["rss_bytes"], tolerance))
