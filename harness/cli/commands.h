@@ -11,6 +11,7 @@ using CommandAction = std::function<int()>;
 
 void register_run(CLI::App& app, CommandAction& action);
 void register_report(CLI::App& app, CommandAction& action);
+void register_scale(CLI::App& app, CommandAction& action);
 void register_gate(CLI::App& app, CommandAction& action);
 void register_compare(CLI::App& app, CommandAction& action);
 void register_diff(CLI::App& app, CommandAction& action);

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   CommandAction action;
   register_run(app, action);
   register_report(app, action);
+  register_scale(app, action);
   register_gate(app, action);
   register_compare(app, action);
   register_diff(app, action);

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""scale.cli.*: `memstage scale` on tests/scale/programs/grow.cpp, whose peak heap is a
+known function of n. The fitted family must be the one the program uses, and the n at
+which the fitted peak heap reaches --ram within 2% of the n the formula gives."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+MiB = 1024 * 1024
+
+# family -> (sizes, formula, n at which we want the crossing: a few times the largest size)
+CASES = {
+    "linear": ([1000, 2000, 4000, 8000], lambda n: 4096 * n + MiB, 32000),
+    "quadratic": ([250, 500, 1000, 1500, 2000], lambda n: 16 * n * n, 6000),
+    "power": ([1000, 2000, 4000, 8000, 12000], lambda n: 64 * n ** 1.5, 40000),
+}
+
+
+def scale(args, extra, family, expect_rc=0):
+    out = os.path.join(args.work, "out")
+    cmd = [args.memstage, "scale", "-o", out] + extra + ["--", args.grow, family, "{n}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=50)
+    print(" ".join(cmd))
+    print(proc.stdout)
+    print(proc.stderr, file=sys.stderr)
+    assert proc.returncode == expect_rc, f"exit code {proc.returncode}"
+    with open(os.path.join(out, "scale.json")) as f:
+        report = json.load(f)
+    with open(os.path.join(out, "scale.html")) as f:
+        html = f.read()
+    assert html.count("<svg") >= 1 and "<script" not in html
+    return report, proc.stdout, out
+
+
+def family_case(args, family):
+    sizes, formula, truth_n = CASES[family]
+    ram = int(formula(truth_n))
+    report, text, _ = scale(
+        args,
+        ["--sizes", ",".join(map(str, sizes)), "--ram", str(ram), "--metric", "heap", "--flat", "setup,build"],
+        family,
+    )
+    assert [r["status"] for r in report["runs"]] == ["ok"] * len(sizes), report["runs"]
+    model = report["totals"]["fits"]["heap"]["chosen"]["model"]
+    assert model == family, f"chose {model} for {family}"
+    crossing = report["crossing"]["n"]
+    error = abs(crossing - truth_n) / truth_n
+    print(f"{family}: crossing n {crossing:.1f}, truth {truth_n}, error {error:.4%}")
+    assert error < 0.02
+    assert report["crossing"]["first_stage"] == "build", report["crossing"]
+    flagged = {f["stage"] for f in report["flags"]}
+    assert flagged == {"build"}, flagged
+    assert "passes" in text and "FLAG build" in text
+
+
+def skip_case(args):
+    # The fit of the first three sizes predicts ~260 MB at 64000: over 128 MiB, not run.
+    report, text, out = scale(args, ["--sizes", "1000,2000,4000,64000", "--ram", "128MiB"], "linear")
+    statuses = [r["status"] for r in report["runs"]]
+    assert statuses == ["ok", "ok", "ok", "skipped"], statuses
+    assert report["runs"][3]["predicted_peak_rss_bytes"] > 128 * MiB
+    assert not os.path.exists(os.path.join(out, "n64000"))
+    assert "skipped: predicted" in text
+
+
+def stop_case(args):
+    # Any traced process holds more than 2 MiB of RSS: the first run passes, the rest stop.
+    report, text, out = scale(args, ["--sizes", "1000,2000,4000", "--ram", "2MiB"], "linear")
+    statuses = [r["status"] for r in report["runs"]]
+    assert statuses == ["ok", "not run", "not run"], statuses
+    assert "stopped" in report["runs"][1]["reason"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("scenario")
+    parser.add_argument("--memstage", required=True)
+    parser.add_argument("--grow", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    if args.scenario in CASES:
+        family_case(args, args.scenario)
+    elif args.scenario == "skip":
+        skip_case(args)
+    elif args.scenario == "stop":
+        stop_case(args)
+    else:
+        sys.exit(f"unknown scenario {args.scenario}")
+
+
+if __name__ == "__main__":
+    main()
