@@ -37,6 +37,16 @@ class EventRing {
   uint64_t free_slots() const {
     return kSlots - (tail_.load(std::memory_order_relaxed) - head_.load(std::memory_order_acquire));
   }
+  // Producer side: room for `slots` more? Looks at the consumer's position only when the
+  // last one it saw leaves too little room, so the producer rarely touches its cache line.
+  bool has_room(uint64_t slots) {
+    const uint64_t tail = tail_.load(std::memory_order_relaxed);
+    if (kSlots - (tail - seen_head_) >= slots) return true;
+    seen_head_ = head_.load(std::memory_order_acquire);
+    return kSlots - (tail - seen_head_) >= slots;
+  }
+  // Producer side: slots in use as of the consumer position last seen (an overestimate).
+  uint64_t used_slots_seen() const { return tail_.load(std::memory_order_relaxed) - seen_head_; }
   // Producer side. Caller checked free_slots() >= count of slots it writes.
   RawEvent& slot_at(uint64_t offset) {
     return slots_[(tail_.load(std::memory_order_relaxed) + offset) & (kSlots - 1)];
@@ -51,10 +61,14 @@ class EventRing {
   const RawEvent& at(uint64_t index) const { return slots_[index & (kSlots - 1)]; }
   void consume_to(uint64_t index) { head_.store(index, std::memory_order_release); }
   // After fork: the child drops what other (now gone) threads left unwritten.
-  void reset() { head_.store(tail_.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+  void reset() {
+    head_.store(tail_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    seen_head_ = head_.load(std::memory_order_relaxed);
+  }
 
  private:
   alignas(64) std::atomic<uint64_t> tail_{0};
+  uint64_t seen_head_ = 0;  // the producer's copy of head_
   alignas(64) std::atomic<uint64_t> head_{0};
   alignas(64) RawEvent slots_[kSlots];
 };

@@ -92,7 +92,7 @@ int find_own_text(dl_phdr_info* info, size_t, void*) {
 // Waits for `slots` free slots in the caller's ring. The writer frees them; if it
 // isn't running (before start, while a child restarts it) the event is dropped.
 bool wait_for_slots(ThreadState* ts, uint64_t slots) {
-  while (ts->ring.free_slots() < slots) {
+  while (!ts->ring.has_room(slots)) {
     if (!writer_running() || slots > EventRing::kSlots) {
       g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
       return false;
@@ -115,7 +115,7 @@ void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_
   e.kind = kind;
   ts->ring.publish(1);
   // Half full: let the writer drain it now, while this thread goes on.
-  if (ts->ring.free_slots() == EventRing::kSlots / 2) writer_wake();
+  if (ts->ring.used_slots_seen() == EventRing::kSlots / 2) writer_wake();
 }
 
 uint32_t capture_stack(ThreadState* ts) {
