@@ -1,0 +1,193 @@
+// C++ operator new and delete. jemalloc, tcmalloc and mimalloc define their own, which
+// take memory without calling malloc, so the tracer must stand in front of these too.
+// Each forwards to the next definition (the allocator's or libstdc++'s) and records
+// the result. Names are the mangled ones: this file declares no C++ operators.
+#include <dlfcn.h>
+#include <errno.h>
+#include <stddef.h>
+
+#include <atomic>
+
+#include "profiler/preload/recording.h"
+#include "profiler/preload/tracer.h"
+
+#define MEMSTAGE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace memstage::preload {
+namespace {
+
+using NewFn = void* (*)(size_t);
+using NewAlignedFn = void* (*)(size_t, size_t);
+using NewNothrowFn = void* (*)(size_t, const void*);
+using NewAlignedNothrowFn = void* (*)(size_t, size_t, const void*);
+using DeleteFn = void (*)(void*);
+
+// The next definition of `name`, looked up on first use (by then dlsym works: operator
+// new is never the first call) and kept in `slot`. No function-local statics: their
+// guards would pull libstdc++'s exception support, and its allocations, into the tracer.
+template <typename F>
+F next(std::atomic<void*>& slot, const char* name) {
+  void* f = slot.load(std::memory_order_relaxed);
+  if (!f) {
+    f = dlsym(RTLD_NEXT, name);
+    slot.store(f, std::memory_order_relaxed);
+  }
+  return reinterpret_cast<F>(f);
+}
+
+// The std::nothrow object, for calling the nothrow forms.
+std::atomic<void*> g_nothrow_tag{nullptr};
+const void* nothrow_tag() {
+  void* tag = g_nothrow_tag.load(std::memory_order_relaxed);
+  if (!tag) {
+    tag = dlsym(RTLD_DEFAULT, "_ZSt7nothrow");
+    g_nothrow_tag.store(tag, std::memory_order_relaxed);
+  }
+  return tag;
+}
+
+inline bool recording_now() { return !t_in_tracer && g_tracer.recording.load(std::memory_order_relaxed); }
+
+void record_new(void* p, size_t size) {
+  if (!p) return;
+  const int saved_errno = errno;
+  if (stats_mode()) {
+    count_allocation(size);
+  } else {
+    record_alloc(p, size, false);
+  }
+  errno = saved_errno;
+}
+
+// The throwing forms: tried as nothrow under the guard (no exception can pass through the
+// tracer's frames); on failure the real throwing form runs unguarded and does what it
+// does (new_handler, std::bad_alloc), its memory then seen through malloc if at all.
+void* traced_new(NewFn throwing, NewNothrowFn nothrow, size_t size) {
+  if (!recording_now() || !nothrow || !nothrow_tag()) return throwing(size);
+  void* p;
+  {
+    RecordingGuard guard;
+    p = nothrow(size, nothrow_tag());
+    record_new(p, size);
+  }
+  return p ? p : throwing(size);
+}
+
+void* traced_new_aligned(NewAlignedFn throwing, NewAlignedNothrowFn nothrow, size_t size, size_t alignment) {
+  if (!recording_now() || !nothrow || !nothrow_tag()) return throwing(size, alignment);
+  void* p;
+  {
+    RecordingGuard guard;
+    p = nothrow(size, alignment, nothrow_tag());
+    record_new(p, size);
+  }
+  return p ? p : throwing(size, alignment);
+}
+
+void* traced_new_nothrow(NewNothrowFn nothrow, size_t size, const void* tag) {
+  if (!recording_now()) return nothrow(size, tag);
+  RecordingGuard guard;
+  void* p = nothrow(size, tag);
+  record_new(p, size);
+  return p;
+}
+
+void* traced_new_aligned_nothrow(NewAlignedNothrowFn nothrow, size_t size, size_t alignment, const void* tag) {
+  if (!recording_now()) return nothrow(size, alignment, tag);
+  RecordingGuard guard;
+  void* p = nothrow(size, alignment, tag);
+  record_new(p, size);
+  return p;
+}
+
+// Every delete form ends here: recorded before the memory goes back (the address may be
+// reused at once by another thread), then handed to the real form.
+template <typename Forward>
+void traced_delete(void* p, Forward forward) {
+  if (!p || !recording_now()) return forward();
+  RecordingGuard guard;
+  const int saved_errno = errno;
+  if (stats_mode()) {
+    count_free();
+  } else {
+    record_free(p);
+  }
+  errno = saved_errno;
+  forward();
+}
+
+}  // namespace
+}  // namespace memstage::preload
+
+using namespace memstage::preload;
+
+MEMSTAGE_EXPORT void* _Znwm(size_t size) {
+  static std::atomic<void*> real_slot{nullptr};
+  const auto real = next<NewFn>(real_slot, "_Znwm");
+  static std::atomic<void*> real_nothrow_slot{nullptr};
+  const auto real_nothrow = next<NewNothrowFn>(real_nothrow_slot, "_ZnwmRKSt9nothrow_t");
+  return traced_new(real, real_nothrow, size);
+}
+MEMSTAGE_EXPORT void* _Znam(size_t size) {
+  static std::atomic<void*> real_slot{nullptr};
+  const auto real = next<NewFn>(real_slot, "_Znam");
+  static std::atomic<void*> real_nothrow_slot{nullptr};
+  const auto real_nothrow = next<NewNothrowFn>(real_nothrow_slot, "_ZnamRKSt9nothrow_t");
+  return traced_new(real, real_nothrow, size);
+}
+MEMSTAGE_EXPORT void* _ZnwmRKSt9nothrow_t(size_t size, const void* tag) {
+  static std::atomic<void*> real_slot{nullptr};
+  const auto real = next<NewNothrowFn>(real_slot, "_ZnwmRKSt9nothrow_t");
+  return traced_new_nothrow(real, size, tag);
+}
+MEMSTAGE_EXPORT void* _ZnamRKSt9nothrow_t(size_t size, const void* tag) {
+  static std::atomic<void*> real_slot{nullptr};
+  const auto real = next<NewNothrowFn>(real_slot, "_ZnamRKSt9nothrow_t");
+  return traced_new_nothrow(real, size, tag);
+}
+MEMSTAGE_EXPORT void* _ZnwmSt11align_val_t(size_t size, size_t alignment) {
+  static std::atomic<void*> real_slot{nullptr};
+  const auto real = next<NewAlignedFn>(real_slot, "_ZnwmSt11align_val_t");
+  static std::atomic<void*> real_nothrow_slot{nullptr};
+  const auto real_nothrow = next<NewAlignedNothrowFn>(real_nothrow_slot, "_ZnwmSt11align_val_tRKSt9nothrow_t");
+  return traced_new_aligned(real, real_nothrow, size, alignment);
+}
+MEMSTAGE_EXPORT void* _ZnamSt11align_val_t(size_t size, size_t alignment) {
+  static std::atomic<void*> real_slot{nullptr};
+  const auto real = next<NewAlignedFn>(real_slot, "_ZnamSt11align_val_t");
+  static std::atomic<void*> real_nothrow_slot{nullptr};
+  const auto real_nothrow = next<NewAlignedNothrowFn>(real_nothrow_slot, "_ZnamSt11align_val_tRKSt9nothrow_t");
+  return traced_new_aligned(real, real_nothrow, size, alignment);
+}
+MEMSTAGE_EXPORT void* _ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t alignment, const void* tag) {
+  static std::atomic<void*> real_slot{nullptr};
+  const auto real = next<NewAlignedNothrowFn>(real_slot, "_ZnwmSt11align_val_tRKSt9nothrow_t");
+  return traced_new_aligned_nothrow(real, size, alignment, tag);
+}
+MEMSTAGE_EXPORT void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t alignment, const void* tag) {
+  static std::atomic<void*> real_slot{nullptr};
+  const auto real = next<NewAlignedNothrowFn>(real_slot, "_ZnamSt11align_val_tRKSt9nothrow_t");
+  return traced_new_aligned_nothrow(real, size, alignment, tag);
+}
+
+// delete, delete[]: plain, sized, aligned, sized and aligned, nothrow.
+#define DELETE_FORM(symbol, params, args)                                  \
+  MEMSTAGE_EXPORT void symbol params {                                     \
+    using Fn = void(*) params;                                             \
+    static std::atomic<void*> slot{nullptr};                               \
+    const Fn real = next<Fn>(slot, #symbol);                               \
+    traced_delete(p, [&] { real args; });                                  \
+  }
+
+DELETE_FORM(_ZdlPv, (void* p), (p))
+DELETE_FORM(_ZdaPv, (void* p), (p))
+DELETE_FORM(_ZdlPvm, (void* p, size_t size), (p, size))
+DELETE_FORM(_ZdaPvm, (void* p, size_t size), (p, size))
+DELETE_FORM(_ZdlPvSt11align_val_t, (void* p, size_t alignment), (p, alignment))
+DELETE_FORM(_ZdaPvSt11align_val_t, (void* p, size_t alignment), (p, alignment))
+DELETE_FORM(_ZdlPvmSt11align_val_t, (void* p, size_t size, size_t alignment), (p, size, alignment))
+DELETE_FORM(_ZdaPvmSt11align_val_t, (void* p, size_t size, size_t alignment), (p, size, alignment))
+DELETE_FORM(_ZdlPvRKSt9nothrow_t, (void* p, const void* tag), (p, tag))
+DELETE_FORM(_ZdaPvRKSt9nothrow_t, (void* p, const void* tag), (p, tag))
+DELETE_FORM(_ZdlPvSt11align_val_tRKSt9nothrow_t, (void* p, size_t alignment, const void* tag), (p, alignment, tag))
+DELETE_FORM(_ZdaPvSt11align_val_tRKSt9nothrow_t, (void* p, size_t alignment, const void* tag), (p, alignment, tag))

@@ -1,0 +1,31 @@
+"""The same C++ program under glibc, jemalloc, tcmalloc and mimalloc: equal figures."""
+import json
+import subprocess
+import sys
+import tempfile
+
+memstage, program = sys.argv[1], sys.argv[2]
+libs = {"glibc": None,
+        "jemalloc": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+        "tcmalloc": "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4",
+        "mimalloc": "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2"}
+figures = {}
+for name, lib in libs.items():
+    env = {"PATH": "/usr/bin:/bin"}
+    if lib:
+        env["LD_PRELOAD"] = lib
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([memstage, "run", "-q", "-o", out, "--", program], env=env, check=True, capture_output=True)
+        r = json.load(open(f"{out}/report.json"))
+    assert r["allocator"] == name, (name, r["allocator"])
+    work = next(s for s in r["stages"] if s["name"] == "work")
+    figures[name] = (work["peak_heap_bytes"], work["allocations"], work["leaked_bytes"], work["leaked_blocks"])
+    print(name, figures[name])
+# The program's own allocations are identical under every allocator; only what the
+# allocator library itself allocates through malloc at start-up may differ, and it does
+# so outside the stage.
+assert len(set(figures.values())) == 1, figures
+peak, allocations, leaked, blocks = figures["glibc"]
+assert peak >= 8 * 2**20 and allocations >= 1000 + 100 + 100 + 100 + 1 + 1
+assert leaked == 100 * 1000 + 8192 and blocks == 101, (leaked, blocks)
+print("allocators agree: ok")
