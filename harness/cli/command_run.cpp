@@ -14,6 +14,7 @@
 #include "harness/cli/preload_path.h"
 #include "harness/cli/report_files.h"
 #include "harness/gate/gate.h"
+#include "harness/cli/sizes.h"
 #include "reports/render/text/text_report.h"
 
 namespace memstage::harness {
@@ -29,6 +30,8 @@ struct RunFlags {
   unsigned sample_interval_ms = 10;
   bool no_follow_fork = false;
   bool quiet = false;
+  std::string ram_limit;
+  std::string ram_limit_action = "stop";
   std::vector<std::string> command;
   std::string budget_path;  // --budget: gate the report afterwards (harness/gate)
 };
@@ -54,6 +57,15 @@ int run(const RunFlags& flags) {
   if (flags.mode != "full" && flags.mode != "stats") {
     throw CliError("run: --mode must be full or stats, not '" + flags.mode + "'");
   }
+  uint64_t ram_limit_bytes = 0;
+  if (!flags.ram_limit.empty()) {
+    const auto bytes = parse_size(flags.ram_limit);
+    if (!bytes || *bytes == 0) throw CliError("run: --ram-limit takes a size like 16GiB, not '" + flags.ram_limit + "'");
+    ram_limit_bytes = *bytes;
+  }
+  if (flags.ram_limit_action != "stop" && flags.ram_limit_action != "record") {
+    throw CliError("run: --ram-limit-action must be stop or record, not '" + flags.ram_limit_action + "'");
+  }
   if (!flags.budget_path.empty()) gate::load_budget(flags.budget_path);  // --budget: a typo fails before the run, exit 2
   const std::string preload = find_preload_library();
   const std::string dir = fs::absolute(flags.output_dir.empty() ? default_output_dir(flags.command[0])
@@ -71,6 +83,8 @@ int run(const RunFlags& flags) {
       {"MEMSTAGE_MAX_DEPTH", std::to_string(flags.max_depth)},
       {"MEMSTAGE_SAMPLE_INTERVAL_MS", std::to_string(flags.sample_interval_ms)},
       {"MEMSTAGE_FOLLOW_FORK", flags.no_follow_fork ? "0" : "1"},
+      {"MEMSTAGE_RAM_LIMIT_BYTES", std::to_string(ram_limit_bytes)},
+      {"MEMSTAGE_RAM_LIMIT_ACTION", flags.ram_limit_action},
   };
   const ChildResult child = run_child(flags.command, env);
 
@@ -119,6 +133,11 @@ void register_run(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--no-follow-fork", flags->no_follow_fork, "Do not trace forked children");
   cmd->add_flag("-q,--quiet", flags->quiet, "Print no summary");
   cmd->add_option("--budget", flags->budget_path, "Gate the report against this budget (docs/budget.md): exit 1 when over");
+  cmd->add_option("--ram-limit", flags->ram_limit,
+                   "Play a machine with this much RAM (16GiB): record when RSS passes it");
+  cmd->add_option("--ram-limit-action", flags->ram_limit_action,
+                  "stop: end the program there, as the OOM killer would; record: let it run on")
+      ->capture_default_str();
   // After "--" everything is the command's, its own flags included.
   cmd->add_option("command", flags->command, "The command to run, after --")->expected(-1);
   cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
