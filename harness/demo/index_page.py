@@ -1,0 +1,113 @@
+"""Writes OUT/index.html linking every report of the demo, and prints a one-screen summary.
+
+Reads what the demo's commands wrote: compare.json of the pipelines and allocators
+comparisons, scale.json, and each run's report.json.
+"""
+import html
+import json
+import os
+import sys
+
+
+def mib(n):
+    return f"{n / 2**20:,.1f} MiB"
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def reports_under(folder):
+    for root, _, files in os.walk(folder):
+        if "report.json" in files:
+            yield os.path.join(root, "report.json")
+
+
+def main(out):
+    lines = []  # the one-screen summary
+    links = []  # (section, title, relative href)
+
+    pipelines = {}
+    for path in sorted(reports_under(os.path.join(out, "pipelines"))):
+        if f"{os.sep}full{os.sep}" not in path + os.sep and not path.endswith(f"full{os.sep}report.json"):
+            continue
+        variant = os.path.relpath(path, os.path.join(out, "pipelines")).split(os.sep)[0]
+        pipelines[variant] = load(path)
+        links.append(("pipelines", f"{variant} pipeline: report", os.path.relpath(path[:-4] + "html", out)))
+    links.append(("pipelines", "naive vs optimized, side by side", "pipelines/compare.html"))
+    lines.append("naive vs optimized (traced, full mode):")
+    for variant, r in pipelines.items():
+        t = r["totals"]
+        worst = max(r["stages"], key=lambda s: s["peak_heap_bytes"], default=None)
+        lines.append(f"  {variant:<10} peak heap {mib(t['peak_heap_bytes']):>12}  peak RSS {mib(t['peak_rss_bytes']):>12}"
+                     f"  worst stage {worst['path'] if worst else '-'}")
+    if "naive" in pipelines and "optimized" in pipelines:
+        ratio = pipelines["naive"]["totals"]["peak_heap_bytes"] / max(1, pipelines["optimized"]["totals"]["peak_heap_bytes"])
+        lines.append(f"  the naive pipeline holds {ratio:,.0f} x the optimized one's heap at its peak")
+
+    scale_path = os.path.join(out, "scale", "scale.json")
+    if os.path.exists(scale_path):
+        s = load(scale_path)
+        links.append(("scale", "naive pipeline: growth and the 16 GiB prediction", "scale/scale.html"))
+        lines.append("")
+        lines.append("scale (naive pipeline):")
+        for line in summarize_scale(s):
+            lines.append("  " + line)
+        for path in sorted(reports_under(os.path.join(out, "scale"))):
+            links.append(("scale", f"run {os.path.basename(os.path.dirname(path))}", os.path.relpath(path[:-4] + "html", out)))
+
+    allocators = {}
+    for path in sorted(reports_under(os.path.join(out, "allocators"))):
+        if not path.endswith(os.path.join("full", "report.json")):
+            continue
+        name = os.path.relpath(path, os.path.join(out, "allocators")).split(os.sep)[0]
+        allocators[name] = load(path)
+        links.append(("allocators", f"{name}: report", os.path.relpath(path[:-4] + "html", out)))
+    links.append(("allocators", "allocators side by side", "allocators/compare.html"))
+    if allocators:
+        lines.append("")
+        lines.append("allocators (optimized pipeline):")
+        for name, r in allocators.items():
+            t = r["totals"]
+            frag = t["fragmentation"]
+            lines.append(f"  {name:<10} peak RSS {mib(t['peak_rss_bytes']):>12}  fragmentation "
+                         f"{100 * frag['ratio']:5.1f}%{' (estimated)' if frag['estimated'] else ''}")
+
+    write_index(out, links, lines)
+    print("\n".join(lines))
+    print(f"\nopen {os.path.join(out, 'index.html')}")
+
+
+def summarize_scale(s):
+    """The scale.json prediction, read defensively: the figures people ask for first."""
+    out = []
+    prediction = s.get("prediction") or s.get("ram_crossing") or {}
+    n = prediction.get("n") or prediction.get("crossing_n")
+    stage = prediction.get("stage") or prediction.get("first_stage")
+    if n:
+        out.append(f"passes {s.get('ram', '16GiB')} of RAM at about {n:,.0f} rows" + (f", first in stage {stage}" if stage else ""))
+    for flag in s.get("flags", []):
+        out.append(f"flag: {flag if isinstance(flag, str) else json.dumps(flag)}")
+    return out or ["(see scale/scale.html)"]
+
+
+def write_index(out, links, lines):
+    sections = {"pipelines": "Naive vs optimized", "scale": "Scaling: where it stops fitting",
+                "allocators": "Allocators compared"}
+    body = [f"<h1>memstage demo</h1><pre>{html.escape(chr(10).join(lines))}</pre>"]
+    for key, title in sections.items():
+        items = [f'<li><a href="{html.escape(href)}">{html.escape(text)}</a></li>'
+                 for section, text, href in links if section == key and os.path.exists(os.path.join(out, href))]
+        if items:
+            body.append(f"<h2>{html.escape(title)}</h2><ul>{''.join(items)}</ul>")
+    page = ("<!doctype html><html><head><meta charset='utf-8'><title>memstage demo</title>"
+            "<style>body{font:15px system-ui,sans-serif;max-width:60em;margin:2em auto;color:#222}"
+            "pre{background:#f4f4f6;padding:1em;overflow:auto}a{color:#2458b3}</style></head><body>"
+            + "".join(body) + "</body></html>\n")
+    with open(os.path.join(out, "index.html"), "w") as f:
+        f.write(page)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
