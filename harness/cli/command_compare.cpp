@@ -14,6 +14,7 @@
 #include "harness/cli/child_process.h"
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/option_lists.h"
 #include "harness/cli/report_files.h"
 #include "harness/compare/compare_model.h"
 #include "harness/compare/compare_render.h"
@@ -28,7 +29,7 @@ using namespace memstage::compare;
 namespace {
 
 struct CompareFlags {
-  std::vector<std::string> allocators;
+  std::string allocators;  // comma-separated
   std::vector<std::string> variants;
   unsigned repeat = 3;
   std::string output_dir;
@@ -126,7 +127,7 @@ int compare(const CompareFlags& flags) {
       variants.push_back({name, command});
     }
     std::vector<AllocatorChoice> allocators;
-    for (const auto& a : flags.allocators) allocators.push_back(resolve_allocator(a));
+    for (const auto& a : split_commas(flags.allocators)) allocators.push_back(resolve_allocator(a));
     subjects = make_subjects(variants, flags.command, allocators);
   } catch (const std::invalid_argument& e) {
     throw CliError(std::string("compare: ") + e.what());
@@ -175,11 +176,11 @@ void register_compare(CLI::App& app, CommandAction& action) {
   auto flags = std::make_shared<CompareFlags>();
   CLI::App* cmd = app.add_subcommand("compare", "Run the same work under several allocators or pipelines, side by side");
   cmd->add_option("--allocators", flags->allocators,
-                  "Comma-separated: glibc, jemalloc, tcmalloc, mimalloc, or paths to allocator .so files")
-      ->delimiter(',');
+                  "Comma-separated: glibc, jemalloc, tcmalloc, mimalloc, or paths to allocator .so files");
   cmd->add_option("--variant", flags->variants,
                   "NAME='CMD ARGS' (repeatable); the command is split like a shell would, quotes and "
-                  "backslashes, without expanding anything");
+                  "backslashes, without expanding anything")
+      ->allow_extra_args(false);  // one word per --variant: never the words after "--"
   cmd->add_option("--repeat", flags->repeat, "Stats-mode runs per subject, for time")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();

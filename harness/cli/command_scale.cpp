@@ -18,6 +18,7 @@
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/report_files.h"
+#include "harness/cli/option_lists.h"
 #include "harness/cli/sizes.h"
 #include "harness/scale/scale_report.h"
 
@@ -29,10 +30,10 @@ using scale::format_bytes;
 namespace {
 
 struct ScaleFlags {
-  std::vector<std::string> sizes;
+  std::string sizes;
   std::string ram;
   std::string output_dir;
-  std::vector<std::string> flat;
+  std::string flat;
   std::string mode = "full";
   std::string metric = "rss";
   std::vector<std::string> command;
@@ -98,7 +99,7 @@ int scale_command(const ScaleFlags& flags) {
   const auto ram = parse_size(flags.ram);
   if (!ram || *ram == 0) throw CliError("scale: --ram: '" + flags.ram + "' is not a size (e.g. 16GiB)");
   std::vector<uint64_t> sizes;
-  for (const auto& text : flags.sizes) {
+  for (const auto& text : split_commas(flags.sizes)) {
     size_t used = 0;
     unsigned long long value = 0;
     try {
@@ -131,7 +132,7 @@ int scale_command(const ScaleFlags& flags) {
   input.ram_bytes = double(*ram);
   input.metric = flags.metric == "heap" ? scale::Metric::kHeap : scale::Metric::kRss;
   input.mode = flags.mode;
-  input.flat = flags.flat;
+  input.flat = split_commas(flags.flat);
   input.totals.name = "total";
   for (uint64_t n : sizes) input.sizes.push_back(double(n));
 
@@ -186,7 +187,11 @@ int scale_command(const ScaleFlags& flags) {
                                    : "exit code " + std::to_string(child.exit_code);
       fprintf(stderr, " failed: %s\n%s", record.reason.c_str(), last_lines(run_dir + "/output.log", 5).c_str());
       any_failed = true;
-      stopped = "stopped after n=" + std::to_string(size) + " failed";
+      // A failure at one size may be about that input (a label missing from a small
+      // sample); the next size is still worth running. A kill by signal is most likely
+      // the OOM killer, and larger sizes would only die the same way.
+      if (child.signal) stopped = "stopped after n=" + std::to_string(size) + " was killed by signal " +
+                                  std::to_string(*child.signal);
       input.runs.push_back(record);
       continue;
     }
@@ -233,12 +238,10 @@ void register_scale(CLI::App& app, CommandAction& action) {
   auto flags = std::make_shared<ScaleFlags>();
   CLI::App* cmd = app.add_subcommand("scale", "Run a command at several input sizes and fit how its memory grows");
   cmd->add_option("--sizes", flags->sizes, "Input sizes, comma-separated; {n} in the command is replaced by each")
-      ->required()
-      ->delimiter(',');
+      ->required();
   cmd->add_option("--ram", flags->ram, "The RAM limit to predict against (e.g. 16GiB)")->required();
   cmd->add_option("-o,--output", flags->output_dir, "Folder for the runs and scale.json/html");
-  cmd->add_option("--flat", flags->flat, "Stages (names or paths) that should not grow with n; flagged if they do")
-      ->delimiter(',');
+  cmd->add_option("--flat", flags->flat, "Stages (names or paths) that should not grow with n; flagged if they do");
   cmd->add_option("--metric", flags->metric, "What the models and the RAM crossing use: rss or heap")
       ->capture_default_str();
   cmd->add_option("--mode", flags->mode, "Tracer mode of each run: full or stats")->capture_default_str();

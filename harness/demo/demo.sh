@@ -9,13 +9,13 @@
 # Data: the Debian descriptions of ../shared/data when present (long descriptions),
 # else the corpus built in step 2.
 # Settings (environment): MEMSTAGE_DEMO_OUT (out), MEMSTAGE_DEMO_ROWS (2000, side by
-# side), MEMSTAGE_DEMO_SCALE_SIZES (500,1000,2000), MEMSTAGE_DEMO_ALLOCATOR_ROWS (10000),
+# side), MEMSTAGE_DEMO_SCALE_SIZES (500,1000,2000,4000), MEMSTAGE_DEMO_ALLOCATOR_ROWS (10000),
 # MEMSTAGE_DEMO_BUILD (build folder, build), MEMSTAGE_DEMO_SKIP_BUILD=1 (use it as is).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${MEMSTAGE_DEMO_OUT:-out}
 rows=${MEMSTAGE_DEMO_ROWS:-2000}
-scale_sizes=${MEMSTAGE_DEMO_SCALE_SIZES:-500,1000,2000}
+scale_sizes=${MEMSTAGE_DEMO_SCALE_SIZES:-500,1000,2000,4000}
 allocator_rows=${MEMSTAGE_DEMO_ALLOCATOR_ROWS:-10000}
 build=${MEMSTAGE_DEMO_BUILD:-build}
 

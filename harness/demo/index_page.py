@@ -80,16 +80,22 @@ def main(out):
 
 
 def summarize_scale(s):
-    """The scale.json prediction, read defensively: the figures people ask for first."""
+    """scale.json's prediction and flags: the figures people ask for first."""
     out = []
-    prediction = s.get("prediction") or s.get("ram_crossing") or {}
-    n = prediction.get("n") or prediction.get("crossing_n")
-    stage = prediction.get("stage") or prediction.get("first_stage")
-    if n:
-        out.append(f"passes {s.get('ram', '16GiB')} of RAM at about {n:,.0f} rows" + (f", first in stage {stage}" if stage else ""))
+    crossing = s.get("crossing") or {}
+    ram_gib = s.get("ram_bytes", 0) / 2**30
+    if crossing.get("n"):
+        low, high = crossing.get("n_range", [None, None])
+        spread = f" (leave-one-out refits: {low:,.0f} to {high:,.0f})" if low and high else ""
+        out.append(f"total peak {crossing.get('metric', 'rss').upper()} passes {ram_gib:.0f} GiB at about "
+                   f"{crossing['n']:,.0f} rows{spread}")
+        if crossing.get("first_stage"):
+            out.append(f"first stage to pass it: {crossing['first_stage']}")
+    else:
+        out.append(f"never passes {ram_gib:.0f} GiB by the fitted models")
     for flag in s.get("flags", []):
-        out.append(f"flag: {flag if isinstance(flag, str) else json.dumps(flag)}")
-    return out or ["(see scale/scale.html)"]
+        out.append(f"flag {flag.get('stage')}: {flag.get('reason')}")
+    return out
 
 
 def write_index(out, links, lines):

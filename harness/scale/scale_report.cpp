@@ -31,7 +31,9 @@ SeriesAnalysis analyze_series(const Series& series, const ScaleInput& input, boo
   a.heap = select_model(metric_points(series, Metric::kHeap));
   a.rss = select_model(metric_points(series, Metric::kRss));
   const Selection& chosen = a.of(input.metric);
-  if (const ModelScore* best = chosen.best()) {
+  // One size says nothing about growth: no crossing rather than a constant's "never".
+  const ModelScore* best_for_crossing = series.points.size() >= 2 ? chosen.best() : nullptr;
+  if (const ModelScore* best = best_for_crossing) {
     a.crossing_n = crossing_n(best->fit, input.ram_bytes);
     // The spread of the answer: the same model refitted without each point.
     for (const Fit& refit : best->loo_fits) {
@@ -128,6 +130,7 @@ std::string pad(std::string text, size_t width) {
 }
 
 std::string crossing_text(const SeriesAnalysis& a) {
+  if (a.series.points.size() < 2) return "- (needs 2 sizes)";
   if (!a.crossing_n) return "never";
   std::string out = format_n(*a.crossing_n);
   if (a.crossing_n_range) {
@@ -375,6 +378,8 @@ std::string render_scale_text(const ScaleAnalysis& a) {
              format_n(a.totals.crossing_n_range->second) + ")";
     }
     out += "\n";
+  } else if (a.totals.series.points.size() < 2) {
+    out += "Fewer than two sizes measured: no prediction\n";
   } else if (a.totals.of(in.metric).best()) {
     out += "Total " + metric + " never passes " + format_bytes(in.ram_bytes) + " by the chosen model\n";
   }
