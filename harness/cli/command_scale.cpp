@@ -39,17 +39,6 @@ struct ScaleFlags {
   std::vector<std::string> command;
 };
 
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    if (comma > start) out.push_back(text.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
 std::string substitute(const std::string& arg, const std::string& n) {
   std::string out;
   for (size_t i = 0; i < arg.size();) {
