@@ -34,7 +34,22 @@ struct RunFlags {
   std::string ram_limit_action = "stop";
   std::vector<std::string> command;
   std::string budget_path;  // --budget: gate the report afterwards (harness/gate)
+  std::string python_allocator = "pymalloc";
+  bool no_python_frames = false;
 };
+
+// What a Python program run under the tracer gets: the bootstrap (a sitecustomize.py
+// that attaches the tracer's Python frames, and the memstage stage module) first on
+// PYTHONPATH, and PYTHONMALLOC=malloc when asked for. Harmless to anything else.
+void add_python_environment(const RunFlags& flags, const std::string& preload,
+                            std::vector<std::pair<std::string, std::string>>& env) {
+  if (!flags.no_python_frames) {
+    const std::string bootstrap = find_python_bootstrap(preload);
+    const char* existing = getenv("PYTHONPATH");
+    env.emplace_back("PYTHONPATH", existing && *existing ? bootstrap + ":" + existing : bootstrap);
+  }
+  if (flags.python_allocator == "malloc") env.emplace_back("PYTHONMALLOC", "malloc");
+}
 
 // A fresh folder for this run: traces from an earlier run in it would mix into this one.
 void prepare_output_dir(const std::string& dir) {
@@ -66,6 +81,9 @@ int run(const RunFlags& flags) {
   if (flags.ram_limit_action != "stop" && flags.ram_limit_action != "record") {
     throw CliError("run: --ram-limit-action must be stop or record, not '" + flags.ram_limit_action + "'");
   }
+  if (flags.python_allocator != "pymalloc" && flags.python_allocator != "malloc") {
+    throw CliError("run: --python-allocator must be pymalloc or malloc, not '" + flags.python_allocator + "'");
+  }
   if (!flags.budget_path.empty()) gate::load_budget(flags.budget_path);  // --budget: a typo fails before the run, exit 2
   const std::string preload = find_preload_library();
   const std::string dir = fs::absolute(flags.output_dir.empty() ? default_output_dir(flags.command[0])
@@ -76,7 +94,7 @@ int run(const RunFlags& flags) {
 
   std::string ld_preload = preload;
   if (const char* existing = getenv("LD_PRELOAD"); existing && *existing) ld_preload += std::string(":") + existing;
-  const std::vector<std::pair<std::string, std::string>> env = {
+  std::vector<std::pair<std::string, std::string>> env = {
       {"LD_PRELOAD", ld_preload},
       {"MEMSTAGE_OUTPUT", dir},
       {"MEMSTAGE_MODE", flags.mode},
@@ -86,6 +104,7 @@ int run(const RunFlags& flags) {
       {"MEMSTAGE_RAM_LIMIT_BYTES", std::to_string(ram_limit_bytes)},
       {"MEMSTAGE_RAM_LIMIT_ACTION", flags.ram_limit_action},
   };
+  add_python_environment(flags, preload, env);
   const ChildResult child = run_child(flags.command, env);
 
   reports::RunInfo info{flags.command, child.exit_code, child.signal, child.duration_s};
@@ -138,6 +157,12 @@ void register_run(CLI::App& app, CommandAction& action) {
   cmd->add_option("--ram-limit-action", flags->ram_limit_action,
                   "stop: end the program there, as the OOM killer would; record: let it run on")
       ->capture_default_str();
+  cmd->add_option("--python-allocator", flags->python_allocator,
+                  "Python programs: pymalloc (as they run normally; small objects are seen by their arenas, "
+                  "as mmap) or malloc (PYTHONMALLOC=malloc: every object in the heap figures)")
+      ->capture_default_str();
+  cmd->add_flag("--no-python-frames", flags->no_python_frames,
+                "Python programs: native frames only (no bootstrap on PYTHONPATH)");
   // After "--" everything is the command's, its own flags included.
   cmd->add_option("command", flags->command, "The command to run, after --")->expected(-1);
   cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });

@@ -25,4 +25,14 @@ std::string find_preload_library() {
                  " (set MEMSTAGE_PRELOAD to its path)");
 }
 
+std::string find_python_bootstrap(const std::string& preload_library) {
+  const fs::path dir = fs::path(preload_library).parent_path() / "python";
+  std::error_code ec;
+  if (!fs::exists(dir / "sitecustomize.py", ec)) {
+    throw CliError("cannot find the Python bootstrap " + (dir / "sitecustomize.py").string() +
+                   " beside the preload library (or run with --no-python-frames)");
+  }
+  return dir.string();
+}
+
 }  // namespace memstage::harness

@@ -9,4 +9,8 @@ namespace memstage::harness {
 // Throws CliError when it is not there.
 std::string find_preload_library();
 
+// The folder of the Python bootstrap (sitecustomize.py, memstage.py) installed beside
+// the preload library: <dir of preload>/python. Throws CliError when it is not there.
+std::string find_python_bootstrap(const std::string& preload_library);
+
 }  // namespace memstage::harness

@@ -14,6 +14,7 @@
 
 #include <atomic>
 
+#include "profiler/preload/python_frames.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/tracer.h"
 
@@ -479,4 +480,14 @@ MEMSTAGE_EXPORT void memstage_tracer_stage_end(void) {
   const int saved_errno = errno;
   record_stage_end();
   errno = saved_errno;
+}
+
+// Called by the sitecustomize.py that `memstage run` puts on PYTHONPATH, with the GIL
+// held, at startup and first thing in each new thread (python_frames.h).
+MEMSTAGE_EXPORT int memstage_python_attach(int skip_frames) {
+  if (!should_record()) return 0;
+  const int saved_errno = errno;
+  const int attached = python_attach(skip_frames);
+  errno = saved_errno;
+  return attached;
 }

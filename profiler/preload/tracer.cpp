@@ -16,6 +16,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include "profiler/preload/python_frames.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/samplers.h"
 #include "profiler/preload/writer.h"
@@ -39,6 +40,8 @@ uint64_t g_own_text_start = 0;
 uint64_t g_own_text_end = 0;
 
 constexpr uint32_t kMaxUnwindFrames = 256 + 16;
+// Native frames plus the Python frames merged into them.
+constexpr uint32_t kMaxMergedFrames = 512;
 constexpr int64_t kFoldLiveBytes = 256 * 1024;
 constexpr uint64_t kSampleBeforeFreeBytes = 1u << 20;
 
@@ -127,6 +130,11 @@ uint32_t capture_stack(ThreadState* ts) {
   uint32_t depth = static_cast<uint32_t>(n - first);
   if (depth > max_depth) depth = max_depth;
   const auto* ips = reinterpret_cast<const uint64_t*>(frames + first);
+  uint64_t merged[kMaxMergedFrames];
+  if (python_frames_active()) {
+    depth = merge_python_frames(ips, depth, merged, kMaxMergedFrames);
+    ips = merged;
+  }
   const uint64_t hash = hash_stack(ips, depth);
   StackCacheEntry& cached = ts->stack_cache[hash & (ThreadState::kStackCacheEntries - 1)];
   if (cached.hash == hash) return cached.id;

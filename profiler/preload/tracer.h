@@ -13,6 +13,8 @@
 
 namespace memstage::preload {
 
+struct PythonStack;  // python_frames.cpp
+
 struct StackCacheEntry {
   uint64_t hash;
   uint32_t id;
@@ -30,6 +32,8 @@ struct ThreadState {
   // Change of live bytes (usable sizes) not yet folded into Tracer::approx_live_bytes.
   int64_t unfolded_live_bytes = 0;
   std::atomic<bool> retired{false};
+  // The Python frames this thread runs, once Python attached it (python_frames.h).
+  PythonStack* python = nullptr;
 };
 
 struct Tracer {

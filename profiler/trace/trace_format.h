@@ -119,6 +119,25 @@ enum class Tag : uint8_t {
   // RSS passed the limit `memstage run --ram-limit` set (recorded once): u t_ns,
   // u rss_bytes, u limit_bytes.
   kRamLimit = 22,
+  // Names a Python code object (a function, a module's body): u code id (0, 1, 2, ...),
+  // u first line, str file, str qualified name. Comes before the first stack that uses it.
+  // In a stack, a Python frame is the "address" 1<<63 | code_id<<24 | line.
+  kPythonCode = 23,
+  // The process runs Python with Python frames recorded (once): str version (sys.version),
+  // str allocator ("pymalloc": objects up to 512 bytes come from pymalloc's arenas, seen
+  // as anonymous mmaps; "malloc": PYTHONMALLOC=malloc, every object through malloc).
+  kPythonInfo = 24,
 };
+
+// A Python frame inside a stack: bit 63 set (native addresses never have it), the code
+// object's id (kPythonCode) in bits 24..62, the line in bits 0..23.
+inline constexpr uint64_t python_frame_address(uint64_t code_id, uint32_t line) {
+  return (1ull << 63) | (code_id << 24) | (line & 0xffffffu);
+}
+inline constexpr bool is_python_frame(uint64_t address) { return (address >> 63) != 0; }
+inline constexpr uint64_t python_frame_code_id(uint64_t address) { return (address << 1) >> 25; }
+inline constexpr uint32_t python_frame_line(uint64_t address) { return static_cast<uint32_t>(address & 0xffffffu); }
+static_assert(python_frame_code_id(python_frame_address(12345, 678)) == 12345);
+static_assert(python_frame_line(python_frame_address(12345, 678)) == 678);
 
 }  // namespace memstage::trace

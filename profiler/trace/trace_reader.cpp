@@ -214,6 +214,22 @@ class ChunkDecoder {
           v_.on_ram_limit(t, rss, p.u());
           break;
         }
+        case Tag::kPythonCode: {
+          PythonCode code;
+          code.id = p.u();
+          code.first_line = p.u();
+          code.file = p.str();
+          code.function = p.str();
+          v_.on_python_code(code);
+          break;
+        }
+        case Tag::kPythonInfo: {
+          PythonInfo info;
+          info.version = p.str();
+          info.allocator = p.str();
+          v_.on_python_info(info);
+          break;
+        }
         default: throw CorruptRecord("unknown record tag " + std::to_string(static_cast<int>(tag)));
       }
     }

@@ -58,6 +58,20 @@ struct CountersRecord {
   uint64_t bytes_allocated = 0;
 };
 
+// A Python code object named by the tracer (a function or a module's body). Stacks refer
+// to it by id (trace_format.h, python_frame_address).
+struct PythonCode {
+  uint64_t id = 0;
+  uint64_t first_line = 0;
+  std::string file;
+  std::string function;  // qualified name (Class.method), "<module>" for a module's body
+};
+
+struct PythonInfo {
+  std::string version;    // sys.version
+  std::string allocator;  // "pymalloc" or "malloc" (PYTHONMALLOC=malloc)
+};
+
 // Receives the records in trace order. Every method has an empty default.
 class TraceVisitor {
  public:
@@ -86,6 +100,8 @@ class TraceVisitor {
   virtual void on_signal(uint64_t /*t_ns*/, int /*signal*/) {}
   virtual void on_lost(uint64_t /*count*/) {}
   virtual void on_ram_limit(uint64_t /*t_ns*/, uint64_t /*rss_bytes*/, uint64_t /*limit_bytes*/) {}
+  virtual void on_python_code(const PythonCode&) {}
+  virtual void on_python_info(const PythonInfo&) {}
 };
 
 struct ReadSummary {

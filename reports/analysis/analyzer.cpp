@@ -131,6 +131,8 @@ class FirstPass : public trace::TraceVisitor {
   std::optional<CountersRecord> last_counters;
 
   std::vector<std::vector<Module>> module_snapshots;
+  std::unordered_map<uint64_t, trace::PythonCode> python_codes;
+  std::optional<trace::PythonInfo> python;
   std::vector<std::vector<uint64_t>> stacks;
   std::vector<int> stack_snapshot;  // module snapshot current at the stack's definition
   std::unordered_map<uint64_t, StackStageFigures> figures;
@@ -349,6 +351,8 @@ class FirstPass : public trace::TraceVisitor {
     ram_limit = RamLimitReport{limit, rss, t / kNsPerS, innermost(), {}};
     ram_limit_event = events;
   }
+  void on_python_code(const trace::PythonCode& code) override { python_codes[code.id] = code; }
+  void on_python_info(const trace::PythonInfo& i) override { python = i; }
 
   void add_timeline_point() {
     const uint64_t heap_bytes = std::max(interval_heap_max, heap_now());
@@ -476,6 +480,10 @@ class StackResolver {
     if (trace_stack >= pass_.stacks.size()) return stack;
     const int snapshot = pass_.stack_snapshot[trace_stack];
     for (uint64_t address : pass_.stacks[trace_stack]) {
+      if (trace::is_python_frame(address)) {
+        stack.frames.push_back(python_frame(address));
+        continue;
+      }
       const Module* m = module_for(address, snapshot);
       if (!m) {
         Frame f;
@@ -498,6 +506,18 @@ class StackResolver {
       }
     }
     return stack;
+  }
+
+  Frame python_frame(uint64_t address) const {
+    Frame f;
+    f.kind = "python";
+    f.line = static_cast<int>(trace::python_frame_line(address));
+    const auto code = pass_.python_codes.find(trace::python_frame_code_id(address));
+    if (code != pass_.python_codes.end()) {
+      f.function = code->second.function;
+      f.file = code->second.file;
+    }
+    return f;
   }
 
   const FirstPass& pass_;
@@ -626,6 +646,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   Report report;
   report.mode = pass.info.mode == trace::Mode::kStats ? "stats" : "full";
   report.allocator = pass.info.allocator.empty() ? "glibc" : pass.info.allocator;
+  if (pass.python) report.python = PythonRun{pass.python->version, pass.python->allocator};
   report.command = run ? run->command : pass.info.argv;
   report.exit_code = run ? run->exit_code : 0;
   report.signal = run && run->signal ? run->signal : pass.signal;

@@ -15,7 +15,7 @@ struct Frame {
   std::string file;          // source file; empty without line information
   int line = 0;              // 0 when unknown
   std::string module;        // path of the executable or shared object
-  uint64_t address = 0;      // address in the traced process
+  uint64_t address = 0;      // address in the traced process (0 for Python frames)
   uint64_t module_offset = 0;  // address - load bias, for "module+0x1234" display
   bool inlined = false;      // inlined into the frame that follows it
   // Inside the allocator or the C++ library's allocation plumbing (malloc, operator new,
@@ -125,6 +125,15 @@ struct RamLimitReport {
   std::vector<StackBytes> top_stacks;  // holding memory then (full mode)
 };
 
+// The traced program ran Python with Python frames recorded (memstage run's bootstrap).
+struct PythonRun {
+  std::string version;
+  // "pymalloc": objects up to 512 bytes came from pymalloc's arenas, counted as anonymous
+  // mmaps (mmap_peak_bytes), not in the heap figures; "malloc": PYTHONMALLOC=malloc, every
+  // object is in the heap figures.
+  std::string allocator;
+};
+
 struct Report {
   std::vector<std::string> command;
   int exit_code = 0;
@@ -132,6 +141,7 @@ struct Report {
   double duration_s = 0;
   std::string allocator = "glibc";
   std::string mode = "full";
+  std::optional<PythonRun> python;
   MemoryFigures totals;
   std::vector<StageReport> stages;  // sorted by start_s
   std::vector<StackBytes> top_stacks_at_peak;  // at the run's peak

@@ -66,6 +66,7 @@ Json report_to_json(const Report& r) {
   j["duration_s"] = r.duration_s;
   j["allocator"] = r.allocator;
   j["mode"] = r.mode;
+  j["python"] = r.python ? Json{{"version", r.python->version}, {"allocator", r.python->allocator}} : Json(nullptr);
 
   const MemoryFigures& t = r.totals;
   Json totals;

@@ -22,9 +22,30 @@ void append_stack(std::string& out, const Report& r, StackIndex index, size_t ma
   };
   size_t first = 0;
   while (first + 1 < frames.size() && plumbing(frames[first])) ++first;
-  const size_t n = std::min(max_frames, frames.size() - first);
-  for (size_t i = first; i < first + n; ++i) out += fmt::format("      {}\n", format_frame(frames[i]));
-  if (frames.size() > first + n) out += fmt::format("      ... {} more frames\n", frames.size() - first - n);
+  const bool python = std::any_of(frames.begin() + first, frames.end(), [](const Frame& f) { return f.kind == "python"; });
+  if (!python) {
+    const size_t n = std::min(max_frames, frames.size() - first);
+    for (size_t i = first; i < first + n; ++i) out += fmt::format("      {}\n", format_frame(frames[i]));
+    if (frames.size() > first + n) out += fmt::format("      ... {} more frames\n", frames.size() - first - n);
+    return;
+  }
+  // A Python program: the native frame that asked for memory, then the script's lines.
+  out += fmt::format("      {}\n", format_frame(frames[first]));
+  size_t shown = 1, skipped_native = 0;
+  for (size_t i = first + 1; i < frames.size(); ++i) {
+    if (frames[i].kind != "python") {
+      ++skipped_native;
+      continue;
+    }
+    if (shown == max_frames) {
+      out += "      ... more Python frames\n";
+      return;
+    }
+    if (skipped_native) out += fmt::format("      ... {} native frame{}\n", skipped_native, skipped_native == 1 ? "" : "s");
+    skipped_native = 0;
+    out += fmt::format("      {}\n", format_frame(frames[i]));
+    ++shown;
+  }
 }
 
 }  // namespace
@@ -36,6 +57,12 @@ std::string render_text(const Report& r, const TextOptions& options) {
   for (const auto& a : r.command) command += (command.empty() ? "" : " ") + a;
   out += fmt::format("memstage: {} ({} mode, {}), {:.2f} s, exit {}{}\n", command, r.mode, r.allocator,
                      r.duration_s, r.exit_code, r.signal ? fmt::format(" (signal {})", *r.signal) : "");
+  if (r.python) {
+    out += fmt::format("  Python {} with Python frames; {}\n", r.python->version.substr(0, r.python->version.find(' ')),
+                       r.python->allocator == "malloc"
+                           ? "PYTHONMALLOC=malloc: every object is in the heap figures"
+                           : "pymalloc: objects up to 512 B are counted by their arenas, as mmap");
+  }
   out += fmt::format("  peak heap    {} at {:.3f} s\n", format_bytes(t.peak_heap_bytes), t.peak_heap_time_s);
   out += fmt::format("  peak RSS     {}\n", format_bytes(t.peak_rss_bytes));
   out += fmt::format("  leaked       {} in {} blocks\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks));

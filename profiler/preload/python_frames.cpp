@@ -1,0 +1,352 @@
+// The Python side of the tracer: the CPython API found at run time, the profile function
+// that keeps each thread's shadow stack of Python frames, code object names, and the
+// merge of Python frames into native stacks. See python_frames.h.
+#include "profiler/preload/python_frames.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <atomic>
+
+#include "profiler/preload/recording.h"
+#include "profiler/preload/tracer.h"
+#include "profiler/preload/tracer_memory.h"
+#include "profiler/trace/varint.h"
+
+namespace memstage::preload {
+
+namespace {
+
+// Opaque CPython objects: only pointers to them are handled, through the API.
+struct PyObject;
+struct PyFrameObject;
+using ProfileFunction = int (*)(PyObject*, PyFrameObject*, int, PyObject*);
+
+// The profile events (Include/cpython/pystate.h), stable since Python 2.
+constexpr int kPyTraceCall = 0;
+constexpr int kPyTraceReturn = 3;
+
+// The C API used, all in the stable ABI or public since 3.9.
+struct PythonApi {
+  void (*PyEval_SetProfile)(ProfileFunction, PyObject*);
+  PyFrameObject* (*PyEval_GetFrame)();           // borrowed
+  PyFrameObject* (*PyFrame_GetBack)(PyFrameObject*);  // new reference
+  PyObject* (*PyFrame_GetCode)(PyFrameObject*);       // new reference
+  int (*PyFrame_GetLineNumber)(PyFrameObject*);
+  PyObject* (*PyObject_GetAttrString)(PyObject*, const char*);
+  const char* (*PyUnicode_AsUTF8AndSize)(PyObject*, long*);
+  long (*PyLong_AsLong)(PyObject*);
+  void (*PyErr_Clear)();
+  void (*Py_IncRef)(PyObject*);
+  void (*Py_DecRef)(PyObject*);
+  const char* (*Py_GetVersion)();
+  // The evaluation loop's code: native frames in it are where Python frames belong.
+  uint64_t eval_start = 0;
+  uint64_t eval_end = 0;
+};
+
+PythonApi g_api;
+std::atomic<int> g_api_state{0};  // 0: not tried, 1: resolved, -1: not a usable Python
+pthread_mutex_t g_attach_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+template <typename F>
+bool resolve(F& f, const char* name) {
+  f = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+  return f != nullptr;
+}
+
+bool resolve_api() {
+  PythonApi& a = g_api;
+  bool ok = resolve(a.PyEval_SetProfile, "PyEval_SetProfile") && resolve(a.PyEval_GetFrame, "PyEval_GetFrame") &&
+            resolve(a.PyFrame_GetBack, "PyFrame_GetBack") && resolve(a.PyFrame_GetCode, "PyFrame_GetCode") &&
+            resolve(a.PyFrame_GetLineNumber, "PyFrame_GetLineNumber") &&
+            resolve(a.PyObject_GetAttrString, "PyObject_GetAttrString") &&
+            resolve(a.PyUnicode_AsUTF8AndSize, "PyUnicode_AsUTF8AndSize") &&
+            resolve(a.PyLong_AsLong, "PyLong_AsLong") && resolve(a.PyErr_Clear, "PyErr_Clear") &&
+            resolve(a.Py_IncRef, "Py_IncRef") && resolve(a.Py_DecRef, "Py_DecRef") &&
+            resolve(a.Py_GetVersion, "Py_GetVersion");
+  if (!ok) return false;
+  void* eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+  Dl_info info;
+  ElfW(Sym)* sym = nullptr;
+  if (eval && dladdr1(eval, &info, reinterpret_cast<void**>(&sym), RTLD_DL_SYMENT) && sym && sym->st_size) {
+    a.eval_start = reinterpret_cast<uint64_t>(eval);
+    a.eval_end = a.eval_start + sym->st_size;
+  }
+  return true;
+}
+
+// ---- code objects: each gets an id and one kPythonCode record naming it ----
+
+// Open addressing over code object addresses. A code object seen once is kept alive
+// (one reference) so its address is never reused for another.
+constexpr uint32_t kCodeSlots = 1u << 20;
+constexpr uint32_t kNoCode = 0xffffffffu;
+struct CodeSlot {
+  std::atomic<uint64_t> code;  // 0: empty
+  uint32_t id;
+};
+CodeSlot* g_code_slots = nullptr;
+uint32_t g_code_count = 0;  // guarded by g_attach_mutex
+
+uint32_t code_slot_of(uint64_t code) {
+  return static_cast<uint32_t>((code >> 4) * 0x9E3779B97F4A7C15ull >> 44) & (kCodeSlots - 1);
+}
+
+uint32_t find_code(uint64_t code) {
+  for (uint32_t i = code_slot_of(code), probes = 0; probes < kCodeSlots; i = (i + 1) & (kCodeSlots - 1), ++probes) {
+    const uint64_t c = g_code_slots[i].code.load(std::memory_order_acquire);
+    if (c == code) return g_code_slots[i].id;
+    if (c == 0) return kNoCode;
+  }
+  return kNoCode;
+}
+
+// Copies a str attribute of `object` as UTF-8; empty when it has none.
+size_t copy_str_attribute(PyObject* object, const char* name, char* out, size_t capacity) {
+  PyObject* value = g_api.PyObject_GetAttrString(object, name);
+  if (!value) {
+    g_api.PyErr_Clear();
+    return 0;
+  }
+  long length = 0;
+  const char* utf8 = g_api.PyUnicode_AsUTF8AndSize(value, &length);
+  size_t n = 0;
+  if (utf8 && length > 0) {
+    n = static_cast<size_t>(length) < capacity ? static_cast<size_t>(length) : capacity;
+    memcpy(out, utf8, n);
+  } else if (!utf8) {
+    g_api.PyErr_Clear();
+  }
+  g_api.Py_DecRef(value);
+  return n;
+}
+
+long int_attribute(PyObject* object, const char* name) {
+  PyObject* value = g_api.PyObject_GetAttrString(object, name);
+  if (!value) {
+    g_api.PyErr_Clear();
+    return 0;
+  }
+  long v = g_api.PyLong_AsLong(value);
+  if (v == -1) g_api.PyErr_Clear();
+  g_api.Py_DecRef(value);
+  return v < 0 ? 0 : v;
+}
+
+// Takes the reference the caller holds on `code`.
+uint32_t intern_code(PyObject* code) {
+  const uint64_t key = reinterpret_cast<uint64_t>(code);
+  uint32_t id = find_code(key);
+  if (id != kNoCode) {
+    g_api.Py_DecRef(code);
+    return id;
+  }
+  RecordingGuard guard;  // the names' UTF-8 caches are CPython's, not the program's
+  pthread_mutex_lock(&g_attach_mutex);
+  id = find_code(key);
+  if (id == kNoCode && g_code_count < kCodeSlots / 2) {
+    constexpr size_t kMaxName = 4096;
+    uint8_t record[1 + 3 * trace::kMaxVarintBytes + 2 * (kMaxName + trace::kMaxVarintBytes)];
+    char file[kMaxName], function[kMaxName];
+    const size_t file_len = copy_str_attribute(code, "co_filename", file, kMaxName);
+    size_t function_len = copy_str_attribute(code, "co_qualname", function, kMaxName);  // 3.11+
+    if (function_len == 0) function_len = copy_str_attribute(code, "co_name", function, kMaxName);
+    const long first_line = int_attribute(code, "co_firstlineno");
+    id = g_code_count++;
+    uint8_t* out = record;
+    *out++ = static_cast<uint8_t>(trace::Tag::kPythonCode);
+    out = trace::put_varint(out, id);
+    out = trace::put_varint(out, static_cast<uint64_t>(first_line));
+    out = trace::put_bytes(out, file, file_len);
+    out = trace::put_bytes(out, function, function_len);
+    // The record is numbered before the id is published: every stack that uses the id
+    // comes after it in the trace.
+    if (ThreadState* ts = current_thread_state()) push_encoded(ts, record, static_cast<uint32_t>(out - record));
+    uint32_t slot = code_slot_of(key);
+    while (g_code_slots[slot].code.load(std::memory_order_relaxed) != 0) slot = (slot + 1) & (kCodeSlots - 1);
+    g_code_slots[slot].id = id;
+    g_code_slots[slot].code.store(key, std::memory_order_release);
+    code = nullptr;  // the table keeps this reference
+  }
+  pthread_mutex_unlock(&g_attach_mutex);
+  if (code) g_api.Py_DecRef(code);
+  return id;
+}
+
+}  // namespace
+
+// ---- the shadow stack ----
+
+struct PythonFrame {
+  PyFrameObject* frame;  // one reference held while on the stack
+  uint32_t code_id;
+  uint32_t line;         // the call site's, fixed when a callee is pushed
+  uint64_t c_frame;      // the profile function's frame address at the call event
+  bool entry;            // begins a new run of the evaluation loop (a new native frame)
+};
+
+struct PythonStack {
+  static constexpr uint32_t kMaxFrames = 2048;
+  uint32_t depth = 0;
+  uint32_t overflow = 0;  // calls deeper than kMaxFrames, counted only
+  PythonFrame frames[kMaxFrames];
+};
+
+__thread PythonStack* t_python_stack __attribute__((tls_model("initial-exec"))) = nullptr;
+
+bool python_frames_pending(const PythonStack* stack) { return stack->depth > 0; }
+
+namespace {
+
+void push_frame(PythonStack* s, PyFrameObject* frame, uint64_t c_frame) {
+  if (s->depth == PythonStack::kMaxFrames) {
+    ++s->overflow;
+    return;
+  }
+  PyObject* code = g_api.PyFrame_GetCode(frame);
+  const uint32_t code_id = code ? intern_code(code) : kNoCode;
+  PythonFrame* caller = s->depth ? &s->frames[s->depth - 1] : nullptr;
+  // The caller's line no longer changes until this frame returns.
+  if (caller) caller->line = static_cast<uint32_t>(g_api.PyFrame_GetLineNumber(caller->frame));
+  g_api.Py_IncRef(reinterpret_cast<PyObject*>(frame));
+  // Calls that stay in the same run of the evaluation loop (Python calling Python,
+  // inlined since 3.11) reach the profile function at the same C stack depth; a call
+  // through C code (map, sorted's key, __init__ via type(), generators) enters a new
+  // run deeper down.
+  s->frames[s->depth++] = PythonFrame{frame, code_id, 0, c_frame, !caller || caller->c_frame != c_frame};
+}
+
+void pop_frame(PythonStack* s, PyFrameObject* frame) {
+  if (s->overflow) {
+    --s->overflow;
+    return;
+  }
+  // Normally the top; after events were missed (a profiler swapped in and out), the
+  // innermost entry of this frame, dropping what is above it.
+  uint32_t i = s->depth;
+  while (i > 0 && s->frames[i - 1].frame != frame) --i;
+  if (i == 0) return;
+  while (s->depth >= i) {
+    g_api.Py_DecRef(reinterpret_cast<PyObject*>(s->frames[s->depth - 1].frame));
+    --s->depth;
+  }
+}
+
+int profile_function(PyObject*, PyFrameObject* frame, int what, PyObject*) {
+  PythonStack* s = t_python_stack;
+  if (!s || !frame) return 0;
+  if (what == kPyTraceCall) {
+    push_frame(s, frame, reinterpret_cast<uint64_t>(__builtin_frame_address(0)));
+  } else if (what == kPyTraceReturn) {
+    pop_frame(s, frame);
+  }
+  return 0;
+}
+
+void push_python_info() {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  const char* version = g_api.Py_GetVersion();
+  const char* env = getenv("PYTHONMALLOC");
+  // PYTHONMALLOC=malloc / malloc_debug hand every object to malloc; otherwise objects up
+  // to 512 bytes come from pymalloc's arenas, which the trace sees as anonymous mmaps.
+  const char* allocator = env && strncmp(env, "malloc", 6) == 0 ? "malloc" : "pymalloc";
+  const size_t version_len = version ? strnlen(version, 256) : 0;
+  uint8_t record[1 + 2 * trace::kMaxVarintBytes + 256 + 16];
+  uint8_t* out = record;
+  *out++ = static_cast<uint8_t>(trace::Tag::kPythonInfo);
+  out = trace::put_bytes(out, version ? version : "", version_len);
+  out = trace::put_bytes(out, allocator, strlen(allocator));
+  push_encoded(ts, record, static_cast<uint32_t>(out - record));
+}
+
+}  // namespace
+
+uint32_t merge_python_frames(const uint64_t* native, uint32_t depth, uint64_t* out, uint32_t capacity) {
+  const PythonStack* s = t_python_stack;
+  uint32_t n = 0;
+  // Python frames from the innermost out; `next` is the next one to place.
+  int64_t next = static_cast<int64_t>(s->depth) - 1;
+  const auto line_of = [s](int64_t i) -> uint32_t {
+    // Outer frames' lines were fixed when they called; only the innermost moves on.
+    return i == static_cast<int64_t>(s->depth) - 1
+               ? static_cast<uint32_t>(g_api.PyFrame_GetLineNumber(s->frames[i].frame))
+               : s->frames[i].line;
+  };
+  // Places one run of the evaluation loop: the frames down to and including an entry.
+  const auto place_run = [&]() {
+    while (next >= 0 && n < capacity) {
+      const PythonFrame& f = s->frames[next];
+      if (f.code_id != kNoCode) out[n++] = trace::python_frame_address(f.code_id, line_of(next));
+      --next;
+      if (f.entry) break;
+    }
+  };
+  for (uint32_t i = 0; i < depth && n < capacity; ++i) {
+    const uint64_t ip = native[i];
+    if (next >= 0 && ip >= g_api.eval_start && ip < g_api.eval_end) {
+      place_run();
+    } else {
+      out[n++] = ip;
+    }
+  }
+  while (next >= 0 && n < capacity) place_run();
+  return n;
+}
+
+int python_attach(int skip_frames) {
+  RecordingGuard guard;
+  if (!g_tracer.recording.load(std::memory_order_acquire) || stats_mode()) return 0;
+  pthread_mutex_lock(&g_attach_mutex);
+  if (g_api_state.load() == 0) {
+    g_code_slots = static_cast<CodeSlot*>(tracer_map(sizeof(CodeSlot) * kCodeSlots));
+    const bool ok = g_code_slots && resolve_api();
+    g_api_state.store(ok ? 1 : -1);
+    if (ok) push_python_info();
+  }
+  pthread_mutex_unlock(&g_attach_mutex);
+  if (g_api_state.load() != 1) return 0;
+  ThreadState* ts = current_thread_state();
+  if (!ts) return 0;
+  if (!ts->python) ts->python = static_cast<PythonStack*>(tracer_map(sizeof(PythonStack)));
+  PythonStack* s = ts->python;
+  if (!s) return 0;
+  // A thread state reused from an exited thread: its frames are gone with it.
+  s->depth = 0;
+  s->overflow = 0;
+  t_python_stack = nullptr;  // no merging while the stack is rebuilt
+
+  // The frames already running, outermost first; they get no entry marks of their own
+  // (their calls were not seen), so they count as one run of the loop.
+  PyFrameObject* chain[PythonStack::kMaxFrames];
+  uint32_t count = 0;
+  PyFrameObject* f = g_api.PyEval_GetFrame();
+  if (f) g_api.Py_IncRef(reinterpret_cast<PyObject*>(f));
+  while (f && count < PythonStack::kMaxFrames) {
+    chain[count++] = f;
+    f = g_api.PyFrame_GetBack(f);
+  }
+  if (f) g_api.Py_DecRef(reinterpret_cast<PyObject*>(f));
+  const uint32_t skip = skip_frames > 0 ? static_cast<uint32_t>(skip_frames) : 0;
+  for (uint32_t i = count; i-- > 0;) {
+    if (i >= skip) {
+      PyObject* code = g_api.PyFrame_GetCode(chain[i]);
+      const uint32_t code_id = code ? intern_code(code) : kNoCode;
+      const bool outermost = s->depth == 0;
+      const auto line = static_cast<uint32_t>(g_api.PyFrame_GetLineNumber(chain[i]));
+      // The reference taken above moves to the stack.
+      s->frames[s->depth++] = PythonFrame{chain[i], code_id, line, 0, outermost};
+    } else {
+      g_api.Py_DecRef(reinterpret_cast<PyObject*>(chain[i]));
+    }
+  }
+  t_python_stack = s;
+  g_api.PyEval_SetProfile(profile_function, nullptr);
+  return 1;
+}
+
+}  // namespace memstage::preload

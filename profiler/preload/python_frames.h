@@ -1,0 +1,41 @@
+// Python frames in the stacks of Python programs.
+//
+// A native stack of a Python program is mostly the interpreter's own loop; the user needs
+// the lines of their script. `memstage run` puts a sitecustomize.py on PYTHONPATH that
+// calls memstage_python_attach() (ctypes, GIL held) at startup and in every new thread.
+// Attaching finds the CPython C API in the process with dlsym (no build against one
+// Python version) and installs a C profile function that keeps, per thread, a shadow
+// stack of the Python frames being executed. Each allocation's stack then gets those
+// frames merged in where the interpreter's evaluation loop appears among the native
+// frames, as memray does.
+//
+// Programs that never attach pay one thread-local load per allocation.
+#pragma once
+
+#include <cstdint>
+
+namespace memstage::preload {
+
+struct PythonStack;
+extern __thread PythonStack* t_python_stack __attribute__((tls_model("initial-exec")));
+
+// True when this thread is inside Python code the profile function has seen.
+bool python_frames_pending(const PythonStack* stack);
+inline bool python_frames_active() {
+  const PythonStack* stack = t_python_stack;
+  return __builtin_expect(stack != nullptr, 0) && python_frames_pending(stack);
+}
+
+// Writes `native` (innermost first, `depth` frames) with this thread's Python frames
+// merged in to `out` (room for `capacity`): each run of the evaluation loop's native
+// frames is replaced by the Python frames it was executing; Python frames whose native
+// frames lie beyond the captured depth go at the outer end. Returns the merged depth.
+// Allocation-free; called on the allocating thread with the recording guard set.
+uint32_t merge_python_frames(const uint64_t* native, uint32_t depth, uint64_t* out, uint32_t capacity);
+
+// Attaches the calling thread (must hold the GIL). `skip_frames`: innermost Python
+// frames of the caller to leave out (the frame of a profile hook that calls this).
+// Returns 1 when Python frames are recorded for this thread, 0 when they cannot be.
+int python_attach(int skip_frames);
+
+}  // namespace memstage::preload
