@@ -383,6 +383,8 @@ json page_data(const Report& report) {
   data["duration_s"] = report.duration_s;
   data["allocator"] = report.allocator;
   data["mode"] = report.mode;
+  data["python"] = report.python ? json{{"version", report.python->version}, {"allocator", report.python->allocator}}
+                                 : json(nullptr);
   data["totals"] = figures_json(report.totals);
   data["warnings"] = report.warnings;
   data["worst_stage"] = worst_stage(report);

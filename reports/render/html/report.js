@@ -177,9 +177,13 @@
   function stackFrames(stackIndex) {
     return (data.stacks && data.stacks[String(stackIndex)]) || [];
   }
-  // The allocation site: the first frame of the stack outside the allocator.
+  // The allocation site: in a Python program the innermost Python frame (the script's
+  // line), else the first frame of the stack outside the allocator.
   function siteFrame(stackIndex) {
     const ids = stackFrames(stackIndex);
+    for (const id of ids) {
+      if (frames[id] && frames[id][F_KIND] === 'python') return frames[id];
+    }
     for (const id of ids) {
       const f = frames[id];
       if (f && !ALLOCATOR_FRAME.test(f[F_FUNCTION])) return f;
@@ -221,7 +225,9 @@
           totals.fragmentation && totals.fragmentation.estimated ? 'estimated' : 'of the allocator\'s resident memory'),
         figure('Duration', fmtSeconds(data.duration_s), exit),
         figure('Allocator · mode', `${data.allocator} · ${data.mode}`,
-          `${fmtExactCount(stages.length)} stages · ${fmtExactCount(data.stack_count || 0)} stacks`)));
+          `${fmtExactCount(stages.length)} stages · ${fmtExactCount(data.stack_count || 0)} stacks` +
+          (data.python ? ` · Python ${String(data.python.version).split(' ')[0]}, ${data.python.allocator === 'malloc'
+            ? 'PYTHONMALLOC=malloc' : 'pymalloc (small objects counted by arena, as mmap)'}` : ''))));
 
     const warnings = data.warnings || [];
     if (warnings.length) {
