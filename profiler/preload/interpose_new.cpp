@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include <atomic>
 
@@ -22,28 +23,53 @@ using NewNothrowFn = void* (*)(size_t, const void*);
 using NewAlignedNothrowFn = void* (*)(size_t, size_t, const void*);
 using DeleteFn = void (*)(void*);
 
+// The definition of `name` after ours. A C++ runtime that was loaded with RTLD_LOCAL (as
+// the dependency of a Python extension module: Python loads those RTLD_LOCAL, and python3
+// itself has no libstdc++) is outside the global scope RTLD_NEXT searches, but it is
+// loaded by the time its code calls operator new: ask it by name.
+void* find_definition(const char* name) {
+  if (void* f = dlsym(RTLD_NEXT, name)) return f;
+  for (const char* runtime : {"libstdc++.so.6", "libc++.so.1"}) {
+    if (void* handle = dlopen(runtime, RTLD_LAZY | RTLD_NOLOAD)) {
+      void* f = dlsym(handle, name);
+      dlclose(handle);
+      if (f) return f;
+    }
+  }
+  return nullptr;
+}
+
 // The next definition of `name`, looked up on first use (by then dlsym works: operator
-// new is never the first call) and kept in `slot`. No function-local statics: their
-// guards would pull libstdc++'s exception support, and its allocations, into the tracer.
+// new is never the first call) and kept in `slot`; nullptr while none can be found. No
+// function-local statics: their guards would pull libstdc++'s exception support, and
+// its allocations, into the tracer.
 template <typename F>
 F next(std::atomic<void*>& slot, const char* name) {
   void* f = slot.load(std::memory_order_relaxed);
   if (!f) {
-    f = dlsym(RTLD_NEXT, name);
+    f = find_definition(name);
     slot.store(f, std::memory_order_relaxed);
   }
   return reinterpret_cast<F>(f);
 }
 
-// The std::nothrow object, for calling the nothrow forms.
-std::atomic<void*> g_nothrow_tag{nullptr};
-const void* nothrow_tag() {
-  void* tag = g_nothrow_tag.load(std::memory_order_relaxed);
-  if (!tag) {
-    tag = dlsym(RTLD_DEFAULT, "_ZSt7nothrow");
-    g_nothrow_tag.store(tag, std::memory_order_relaxed);
+// Passed to the nothrow forms, which only look at its type: std::nothrow_t is empty.
+const char g_nothrow_tag = 0;
+const void* nothrow_tag() { return &g_nothrow_tag; }
+
+// Where no C++ runtime defines a form (none is loaded in a scope the tracer can see),
+// the memory comes from malloc, which is what libstdc++'s operator new does too; the
+// allocation is then recorded as the malloc it is. There is no new_handler to call
+// and no exception to throw from the tracer: out of memory there ends the program.
+void* fallback_new(size_t size, size_t alignment, bool nothrow) {
+  void* p = nullptr;
+  if (alignment <= alignof(max_align_t)) {
+    p = malloc(size ? size : 1);
+  } else if (posix_memalign(&p, alignment, size ? size : 1) != 0) {
+    p = nullptr;
   }
-  return tag;
+  if (!p && !nothrow) abort();
+  return p;
 }
 
 inline bool recording_now() { return !t_in_tracer && g_tracer.recording.load(std::memory_order_relaxed); }
@@ -63,7 +89,8 @@ void record_new(void* p, size_t size) {
 // tracer's frames); on failure the real throwing form runs unguarded and does what it
 // does (new_handler, std::bad_alloc), its memory then seen through malloc if at all.
 void* traced_new(NewFn throwing, NewNothrowFn nothrow, size_t size) {
-  if (!recording_now() || !nothrow || !nothrow_tag()) return throwing(size);
+  if (!throwing) return fallback_new(size, 0, false);
+  if (!recording_now() || !nothrow) return throwing(size);
   void* p;
   {
     RecordingGuard guard;
@@ -74,7 +101,8 @@ void* traced_new(NewFn throwing, NewNothrowFn nothrow, size_t size) {
 }
 
 void* traced_new_aligned(NewAlignedFn throwing, NewAlignedNothrowFn nothrow, size_t size, size_t alignment) {
-  if (!recording_now() || !nothrow || !nothrow_tag()) return throwing(size, alignment);
+  if (!throwing) return fallback_new(size, alignment, false);
+  if (!recording_now() || !nothrow) return throwing(size, alignment);
   void* p;
   {
     RecordingGuard guard;
@@ -85,6 +113,7 @@ void* traced_new_aligned(NewAlignedFn throwing, NewAlignedNothrowFn nothrow, siz
 }
 
 void* traced_new_nothrow(NewNothrowFn nothrow, size_t size, const void* tag) {
+  if (!nothrow) return fallback_new(size, 0, true);
   if (!recording_now()) return nothrow(size, tag);
   RecordingGuard guard;
   void* p = nothrow(size, tag);
@@ -93,6 +122,7 @@ void* traced_new_nothrow(NewNothrowFn nothrow, size_t size, const void* tag) {
 }
 
 void* traced_new_aligned_nothrow(NewAlignedNothrowFn nothrow, size_t size, size_t alignment, const void* tag) {
+  if (!nothrow) return fallback_new(size, alignment, true);
   if (!recording_now()) return nothrow(size, alignment, tag);
   RecordingGuard guard;
   void* p = nothrow(size, alignment, tag);
@@ -176,7 +206,7 @@ MEMSTAGE_EXPORT void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t ali
     using Fn = void(*) params;                                             \
     static std::atomic<void*> slot{nullptr};                               \
     const Fn real = next<Fn>(slot, #symbol);                               \
-    traced_delete(p, [&] { real args; });                                  \
+    traced_delete(p, [&] { real ? real args : free(p); });                  \
   }
 
 DELETE_FORM(_ZdlPv, (void* p), (p))

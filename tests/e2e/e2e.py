@@ -414,6 +414,15 @@ def scenario_fork(s):
         s.eq(child_report["processes"][0]["parent_pid"], parent, "child report: parent_pid")
 
 
+def scenario_cxx_local(s):
+    """operator new from a C++ module that a C program loaded RTLD_LOCAL (Python's way)."""
+    module = os.path.join(s.programs, "e2e_cxx_module.so")
+    _, report = s.traced("run", [s.program("c_dlopener"), module])
+    s.expect_chain(report, 234567, ["cxx_module_new", "call_module", "main"], "new[] in the module")
+    s.eq(report["totals"]["leaked_bytes"] >= 234567, True, "the kept array is leaked")
+    s.counts_consistent(report, "cxx_local")
+
+
 def scenario_dlopen(s):
     """A leak inside a dlopen'ed (and later dlclose'd) module: function, file, line, module."""
     plugin = os.path.join(s.programs, "e2e_plugin.so")
@@ -610,6 +619,7 @@ SCENARIOS = {
     "threads": scenario_threads,
     "fork": scenario_fork,
     "dlopen": scenario_dlopen,
+    "cxx_local": scenario_cxx_local,
     "stacks": scenario_stacks,
     "abort": scenario_abort,
     "_exit": scenario_exit,
