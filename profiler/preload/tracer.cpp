@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,8 @@
 namespace memstage::preload {
 
 constinit Tracer g_tracer;
+uint64_t g_loader_text_start = 0;
+uint64_t g_loader_text_end = 0;
 
 namespace {
 
@@ -73,6 +76,18 @@ ThreadState* claim_thread_state() {
   }
   pthread_mutex_unlock(&g_tracer.threads_mutex);
   return ts;
+}
+
+int find_loader_text(dl_phdr_info* info, size_t, void* base) {
+  if (info->dlpi_addr != *static_cast<uint64_t*>(base)) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    g_loader_text_start = info->dlpi_addr + ph.p_vaddr;
+    g_loader_text_end = g_loader_text_start + ph.p_memsz;
+    return 1;
+  }
+  return 0;
 }
 
 bool own_address(uint64_t ip) { return ip >= g_own_text_start && ip < g_own_text_end; }
@@ -545,6 +560,7 @@ void start_tracer() {
   if (g_tracer.options.output_dir[0] == '\0') return;
   g_tracer.start_monotonic_ns = monotonic_ns();
   dl_iterate_phdr(find_own_text, nullptr);
+  if (uint64_t loader_base = getauxval(AT_BASE)) dl_iterate_phdr(find_loader_text, &loader_base);
   if (!g_tracer.stacks.init()) return;
   pthread_key_create(&g_thread_key, retire_thread_state);
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);

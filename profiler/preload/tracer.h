@@ -70,6 +70,17 @@ struct Tracer {
 
 extern Tracer g_tracer;
 
+// The dynamic loader's code (ld.so), found at start. Its own allocations (TLS vectors,
+// link maps) are made while it holds its data half-updated: unwinding then touches
+// libunwind's thread-local data, re-enters the loader and crashes the program. They
+// are the loader's bookkeeping, left untraced.
+extern uint64_t g_loader_text_start;
+extern uint64_t g_loader_text_end;
+inline bool called_from_loader(const void* return_address) {
+  const auto a = reinterpret_cast<uint64_t>(return_address);
+  return a >= g_loader_text_start && a < g_loader_text_end;
+}
+
 uint64_t monotonic_ns();
 inline uint64_t trace_time_ns() { return monotonic_ns() - g_tracer.start_monotonic_ns; }
 
