@@ -446,6 +446,8 @@ class PeakSnapshots : public trace::TraceVisitor {
   LiveHeap heap_;
 };
 
+constexpr size_t kMaxLeakSites = 500;
+
 // Maps the trace's stack ids to symbolized stacks in the report, on first use.
 class StackResolver {
  public:
@@ -725,9 +727,22 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   std::sort(leak_list.begin(), leak_list.end(), [](const auto& a, const auto& b) {
     return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first < b.first;
   });
+  // The largest sites only: a Python program leaves tens of thousands of small ones at
+  // exit (the interpreter frees little), which would make the report mostly stacks.
+  // The totals and the per-stage figures still count every leaked block.
+  uint64_t unlisted_bytes = 0, unlisted_sites = 0;
   for (const auto& [key, l] : leak_list) {
+    if (report.leaks.size() == kMaxLeakSites) {
+      unlisted_bytes += l.bytes;
+      ++unlisted_sites;
+      continue;
+    }
     report.leaks.push_back(Leak{l.bytes, l.blocks, static_cast<int>(static_cast<uint32_t>(key)) - 1,
                                 stacks.index_of(l.stack)});
+  }
+  if (unlisted_sites) {
+    report.warnings.push_back(fmt::format("leaks: the {} largest sites are listed; {} smaller ones ({} bytes) are not",
+                                          kMaxLeakSites, unlisted_sites, unlisted_bytes));
   }
 
   // Stages.
