@@ -22,11 +22,16 @@ struct Frame {
   // std::allocator, vector's _M_allocate): not where the program asked for memory.
   bool allocator = false;
   std::string kind = "native";  // "native" or "python"
-};
 
-// Frames innermost first, the tracer's own frames removed.
+  bool operator==(const Frame&) const = default;
+};
+using FrameIndex = uint32_t;  // index into Report::frames
+
+// Frames innermost first, the tracer's own frames removed. A large trace has hundreds of
+// thousands of stacks of ~100 frames drawn from far fewer distinct frames: each is stored
+// once, in Report::frames, and stacks refer to it.
 struct Stack {
-  std::vector<Frame> frames;
+  std::vector<FrameIndex> frames;
 };
 using StackIndex = uint32_t;  // index into Report::stacks
 
@@ -148,10 +153,13 @@ struct Report {
   std::vector<Leak> leaks;          // largest first
   std::vector<TimelinePoint> timeline;
   std::vector<ProcessReport> processes;  // the traced process first
+  std::vector<Frame> frames;  // each distinct frame once (see FrameInterner)
   std::vector<Stack> stacks;
   std::vector<StackStageFigures> stack_figures;
   std::optional<RamLimitReport> ram_limit;  // only when it was passed
   std::vector<std::string> warnings;  // a truncated trace, lost events, ...
+
+  const Frame& frame(FrameIndex index) const { return frames[index]; }
 };
 
 }  // namespace memstage::reports

@@ -7,6 +7,8 @@
 #include <map>
 #include <random>
 
+#include "reports/model/frame_interner.h"
+
 namespace memstage::tests {
 namespace {
 
@@ -86,9 +88,14 @@ class Generator {
   bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
 
   // Innermost first: allocator, site, helpers, the stage's function, the pipeline, main.
-  Stack stack(int stage, size_t index, size_t helper_pool) {
+  // Frames go into the report's frame table through `frames`.
+  Stack stack(FrameInterner& frames, int stage, size_t index, size_t helper_pool) {
     Stack s;
-    auto& f = s.frames;
+    struct {
+      Stack& s;
+      FrameInterner& frames;
+      void push_back(Frame frame) { s.frames.push_back(frames.intern(std::move(frame))); }
+    } f{s, frames};
     if (chance(0.5)) {
       f.push_back(native("operator new(unsigned long)", "", 0, kLibstdcxx, kLibstdcxxBase, 0xae1c0));
     } else {
@@ -181,11 +188,12 @@ Report make_fixture_report(const FixtureOptions& options) {
   // Stacks and their figures.
   const size_t helper_pool = options.stack_count > 1000 ? 5000 : 40;
   r.stacks.reserve(options.stack_count);
+  FrameInterner frames(r.frames);
   for (size_t i = 0; i < options.stack_count; ++i) {
     // Stage: spread over all, weighted to the busy ones; the first few stacks are special.
     const int stage = i < 8 ? static_cast<int>(std::vector<int>{4, 0, 1, 7, 3, 6, 8, 9}[i])
                             : static_cast<int>(gen.uniform(0, kStageCount - 1));
-    r.stacks.push_back(gen.stack(stage, i, helper_pool));
+    r.stacks.push_back(gen.stack(frames, stage, i, helper_pool));
     StackStageFigures f;
     f.stack = static_cast<StackIndex>(i);
     f.stage = stage;
@@ -197,8 +205,12 @@ Report make_fixture_report(const FixtureOptions& options) {
     r.stack_figures.push_back(f);
   }
   auto& figures = r.stack_figures;
+  // Stacks share frames: changing one stack's frame is a new frame for that stack.
   auto rename_site = [&](size_t i, const std::string& function) {
-    if (i < r.stacks.size()) r.stacks[i].frames[1].function = function;
+    if (i >= r.stacks.size()) return;
+    Frame site = r.frame(r.stacks[i].frames[1]);
+    site.function = function;
+    r.stacks[i].frames[1] = frames.intern(std::move(site));
   };
   if (options.stack_count >= 8) {
     // The densified matrix: one huge block, live at the peak.
@@ -219,7 +231,7 @@ Report make_fixture_report(const FixtureOptions& options) {
     figures[4].live_at_peak_bytes = 300 * MiB;
     figures[5].leaked_bytes = 512 * 1024;
     // A leak whose innermost frames have no symbols.
-    r.stacks[6].frames[1].function.clear();
+    rename_site(6, "");
     figures[6].leaked_bytes = 2 * MiB;
     for (size_t i : {2, 3, 5, 6}) figures[i].bytes_allocated = std::max(figures[i].bytes_allocated, figures[i].leaked_bytes);
   }

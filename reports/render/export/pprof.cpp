@@ -55,34 +55,52 @@ class ProfileBuilder {
   // Location ids of a stack, leaf first. Inlined frames share their caller's address, so a
   // run of inlined frames and the frame they are inlined into make one location whose lines
   // go innermost first, as profile.proto asks.
-  std::vector<uint64_t> locations(const Stack& stack) {
+  std::vector<uint64_t> locations(const Report& report, const Stack& stack) {
     std::vector<uint64_t> ids;
-    std::vector<const Frame*> group;
-    for (const auto& frame : stack.frames) {
-      group.push_back(&frame);
-      if (frame.inlined) continue;
-      ids.push_back(location(group));
+    std::vector<FrameIndex> group;
+    for (FrameIndex id : stack.frames) {
+      group.push_back(id);
+      if (report.frame(id).inlined) continue;
+      ids.push_back(location(report, group));
       group.clear();
     }
-    if (!group.empty()) ids.push_back(location(group));
+    if (!group.empty()) ids.push_back(location(report, group));
     return ids;
   }
 
  private:
-  uint64_t location(const std::vector<const Frame*>& group) {
-    const Frame& outer = *group.back();
+  // By the report's frame indices first: each distinct run of frames builds its key once.
+  // Most runs are one frame (nothing inlined there).
+  uint64_t location(const Report& report, const std::vector<FrameIndex>& group) {
+    if (group.size() == 1) {
+      if (location_of_frame_.empty()) location_of_frame_.resize(report.frames.size(), 0);
+      uint64_t& id = location_of_frame_[group[0]];
+      if (id == 0) id = build_location(report, group);
+      return id;
+    }
+    std::string ids(reinterpret_cast<const char*>(group.data()), group.size() * sizeof(FrameIndex));
+    auto [known, added] = locations_by_frames_.try_emplace(std::move(ids), 0);
+    if (added) known->second = build_location(report, group);
+    return known->second;
+  }
+
+  uint64_t build_location(const Report& report, const std::vector<FrameIndex>& ids) {
+    const Frame& outer = report.frame(ids.back());
     std::string key = outer.module + '\x1f' + std::to_string(outer.address);
-    for (const Frame* f : group) key += '\x1f' + f->function + '\x1f' + f->file + '\x1f' + std::to_string(f->line);
+    for (FrameIndex id : ids) {
+      const Frame& f = report.frame(id);
+      key += '\x1f' + f.function + '\x1f' + f.file + '\x1f' + std::to_string(f.line);
+    }
     auto [it, added] = locations_.try_emplace(key, static_cast<uint64_t>(locations_.size() + 1));
     if (!added) return it->second;
     auto* loc = profile_.add_location();
     loc->set_id(it->second);
     loc->set_address(outer.address);
     if (outer.kind == "native" && !outer.module.empty()) loc->set_mapping_id(mapping(outer));
-    for (const Frame* f : group) {
+    for (FrameIndex id : ids) {
       auto* line = loc->add_line();
-      line->set_function_id(function(*f));
-      line->set_line(f->line);
+      line->set_function_id(function(report.frame(id)));
+      line->set_line(report.frame(id).line);
     }
     return it->second;
   }
@@ -133,6 +151,8 @@ class ProfileBuilder {
   pp::Profile& profile_;
   StringTable strings_;
   std::unordered_map<std::string, uint64_t> locations_, functions_, mappings_;
+  std::vector<uint64_t> location_of_frame_;  // by FrameIndex, 0 = not yet (location ids start at 1)
+  std::unordered_map<std::string, uint64_t> locations_by_frames_;  // key: the FrameIndex bytes
   std::unordered_map<uint64_t, Range> ranges_;
 };
 
@@ -181,14 +201,19 @@ std::string render_pprof(const Report& report) {
   profile.add_comment(strings.add("allocator: " + report.allocator + ", mode: " + report.mode));
 
   const int64_t stage_key = strings.add("stage");
-  std::unordered_map<StackIndex, std::vector<uint64_t>> location_ids;
+  // A stack in several stages is several samples: the later ones copy the first one's
+  // locations rather than keep a second list of them per stack.
+  std::unordered_map<StackIndex, int> first_sample;
   for (const auto& f : report.stack_figures) {
     if (f.stack >= report.stacks.size()) continue;
     if (f.live_at_peak_bytes == 0 && f.bytes_allocated == 0 && f.allocations == 0 && f.leaked_bytes == 0) continue;
-    auto [it, added] = location_ids.try_emplace(f.stack);
-    if (added) it->second = builder.locations(report.stacks[f.stack]);
+    const auto [first, added] = first_sample.try_emplace(f.stack, profile.sample_size());
     auto* sample = profile.add_sample();
-    for (uint64_t id : it->second) sample->add_location_id(id);
+    if (added) {
+      for (uint64_t id : builder.locations(report, report.stacks[f.stack])) sample->add_location_id(id);
+    } else {
+      *sample->mutable_location_id() = profile.sample(first->second).location_id();
+    }
     sample->add_value(static_cast<int64_t>(f.live_at_peak_bytes));
     sample->add_value(static_cast<int64_t>(f.bytes_allocated));
     sample->add_value(static_cast<int64_t>(f.allocations));

@@ -75,10 +75,23 @@ json figures_json(const MemoryFigures& f) {
 }
 
 // Frames shown on the page, each stored once: [label, function, file, line, module,
-// module_offset, kind, inlined]. Stacks and call-tree nodes refer to them by index.
+// module_offset, kind, inlined]. Stacks and call-tree nodes refer to them by index. Frames
+// of the report that differ only in what the page does not show (address, allocator) are
+// one row; each frame of the report is looked up once.
 class FrameTable {
  public:
-  uint32_t intern(const Frame& frame) {
+  explicit FrameTable(const Report& report) : report_(report), row_of_frame_(report.frames.size(), kNone) {}
+
+  uint32_t intern(FrameIndex id) {
+    uint32_t& row = row_of_frame_[id];
+    if (row == kNone) row = add(report_.frame(id));
+    return row;
+  }
+  json take() { return std::move(rows_); }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t add(const Frame& frame) {
     std::string key = frame.function + '\x1f' + frame.file + '\x1f' + std::to_string(frame.line) + '\x1f' +
                       frame.module + '\x1f' + std::to_string(frame.module_offset) + '\x1f' + frame.kind +
                       (frame.inlined ? "\x1fi" : "");
@@ -89,32 +102,126 @@ class FrameTable {
     }
     return it->second;
   }
-  json take() { return std::move(rows_); }
 
- private:
+  const Report& report_;
+  std::vector<uint32_t> row_of_frame_;  // by the report's frame index
   std::unordered_map<std::string, uint32_t> ids_;
   json rows_ = json::array();
 };
 
+// uint64 -> uint32 by open addressing: the call tree's child index, which for a large
+// trace holds over a million nodes (std::unordered_map spends most of its time there in
+// allocating and chasing nodes).
+class ChildIndex {
+ public:
+  // The value of `key`, after inserting `value` for it when it had none; and whether it did.
+  std::pair<uint32_t, bool> try_emplace(uint64_t key, uint32_t value) {
+    if ((used_ + 1) * 2 > slots_.size()) grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash(key) & mask;; i = (i + 1) & mask) {
+      Slot& slot = slots_[i];
+      if (slot.value == kEmpty) {
+        slot = Slot{key, value};
+        ++used_;
+        return {value, true};
+      }
+      if (slot.key == key) return {slot.value, false};
+    }
+  }
+
+ private:
+  static constexpr uint32_t kEmpty = UINT32_MAX;
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t value = kEmpty;
+  };
+  static size_t hash(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return static_cast<size_t>(k);
+  }
+  void grow() {
+    std::vector<Slot> old(std::max<size_t>(1024, slots_.size() * 2));
+    old.swap(slots_);
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& slot : old) {
+      if (slot.value == kEmpty) continue;
+      size_t i = hash(slot.key) & mask;
+      while (slots_[i].value != kEmpty) i = (i + 1) & mask;
+      slots_[i] = slot;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t used_ = 0;
+};
+
 // The flame graph's call tree, outermost frame first. Frames merge by what the page shows
 // (label and module), not by address, so calls from different lines of one function meet.
-struct CallTree {
-  std::vector<uint32_t> parent{0};     // node 0 is the root ("all"); parent < child always
-  std::vector<const Frame*> frame{nullptr};  // the first frame seen for the node
-  std::unordered_map<uint64_t, uint32_t> children;  // (parent << 32 | label id) -> node
-  std::unordered_map<std::string, uint32_t> label_ids;
+class CallTree {
+ public:
+  explicit CallTree(const Report& report) : report_(report), label_of_frame_(report.frames.size(), kNone) {}
 
-  uint32_t child(uint32_t node, const Frame& f) {
-    const std::string label = frame_label(f) + '\x1f' + f.module;
-    const auto label_id = label_ids.try_emplace(label, static_cast<uint32_t>(label_ids.size())).first->second;
-    const uint64_t key = (static_cast<uint64_t>(node) << 32) | label_id;
-    auto [it, added] = children.try_emplace(key, static_cast<uint32_t>(parent.size()));
+  std::vector<uint32_t> parent{0};         // node 0 is the root ("all"); parent < child always
+  std::vector<FrameIndex> frame{kNone};    // the first frame seen for the node
+
+  // The node of a stack's innermost frame, adding the nodes it lacks. Consecutive stacks
+  // mostly share their outer frames: the path of the previous one is reused as far as it
+  // agrees, which saves most lookups (a Python program's stacks are ~100 frames deep).
+  uint32_t leaf(const Stack& stack) {
+    uint32_t node = 0;
+    size_t depth = 0;
+    bool same_path = true;
+    for (auto it = stack.frames.rbegin(); it != stack.frames.rend(); ++it, ++depth) {
+      const uint32_t label = label_id(*it);
+      if (same_path && depth < path_labels_.size() && path_labels_[depth] == label) {
+        node = path_nodes_[depth];
+        continue;
+      }
+      if (same_path) {
+        same_path = false;
+        path_labels_.resize(depth);
+        path_nodes_.resize(depth);
+      }
+      node = child(node, label, *it);
+      path_labels_.push_back(label);
+      path_nodes_.push_back(node);
+    }
+    if (same_path) {
+      path_labels_.resize(depth);
+      path_nodes_.resize(depth);
+    }
+    return node;
+  }
+
+ private:
+  uint32_t child(uint32_t node, uint32_t label, FrameIndex f) {
+    const uint64_t key = (static_cast<uint64_t>(node) << 32) | label;
+    const auto [id, added] = children_.try_emplace(key, static_cast<uint32_t>(parent.size()));
     if (added) {
       parent.push_back(node);
-      frame.push_back(&f);
+      frame.push_back(f);
     }
-    return it->second;
+    return id;
   }
+
+  static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t label_id(FrameIndex f) {
+    uint32_t& id = label_of_frame_[f];
+    if (id == kNone) {
+      const Frame& frame = report_.frame(f);
+      const std::string label = frame_label(frame) + '\x1f' + frame.module;
+      id = label_ids_.try_emplace(label, static_cast<uint32_t>(label_ids_.size())).first->second;
+    }
+    return id;
+  }
+
+  const Report& report_;
+  std::vector<uint32_t> label_of_frame_;  // by the report's frame index
+  ChildIndex children_;  // (parent << 32 | label id) -> node
+  std::unordered_map<std::string, uint32_t> label_ids_;
+  std::vector<uint32_t> path_labels_, path_nodes_;  // the previous stack's, outermost first
 };
 
 constexpr size_t kMetrics = 4;  // live at peak, leaked, bytes allocated, allocations
@@ -136,15 +243,12 @@ std::vector<std::vector<int>> stage_subtrees(const Report& report) {
 }
 
 json flame_json(const Report& report, FrameTable& frames) {
-  CallTree tree;
+  CallTree tree(report);
   std::vector<uint32_t> leaf_of_stack(report.stacks.size(), UINT32_MAX);
   auto leaf = [&](StackIndex s) -> uint32_t {
     if (s >= report.stacks.size()) return 0;
     if (leaf_of_stack[s] != UINT32_MAX) return leaf_of_stack[s];
-    uint32_t node = 0;
-    const auto& fs = report.stacks[s].frames;
-    for (auto it = fs.rbegin(); it != fs.rend(); ++it) node = tree.child(node, *it);
-    return leaf_of_stack[s] = node;
+    return leaf_of_stack[s] = tree.leaf(report.stacks[s]);
   };
   std::vector<uint32_t> figure_leaf(report.stack_figures.size());
   for (size_t i = 0; i < report.stack_figures.size(); ++i) figure_leaf[i] = leaf(report.stack_figures[i].stack);
@@ -206,7 +310,7 @@ json flame_json(const Report& report, FrameTable& frames) {
     new_id[n] = next++;
     parents.push_back(n == 0 ? -1 : static_cast<int64_t>(new_id[tree.parent[n]]));
     // Only kept nodes enter the frame table, so pruned frames cost the page nothing.
-    node_frames.push_back(n == 0 ? -1 : static_cast<int64_t>(frames.intern(*tree.frame[n])));
+    node_frames.push_back(n == 0 ? -1 : static_cast<int64_t>(frames.intern(tree.frame[n])));
   }
   // The kept node each pruned one was merged into, and how many each absorbed, so the page
   // can draw the merged share as one "smaller frames" block instead of blank space.
@@ -373,7 +477,7 @@ int worst_stage(const Report& report) {
 }
 
 json page_data(const Report& report) {
-  FrameTable frames;
+  FrameTable frames(report);
   std::vector<StackIndex> used_stacks;
   json data;
   data["format"] = "memstage.html-data/1";
@@ -427,7 +531,7 @@ json page_data(const Report& report) {
   for (StackIndex s : used_stacks) {
     if (s >= report.stacks.size()) continue;
     json ids = json::array();
-    for (const auto& f : report.stacks[s].frames) ids.push_back(frames.intern(f));
+    for (FrameIndex f : report.stacks[s].frames) ids.push_back(frames.intern(f));
     stacks[std::to_string(s)] = std::move(ids);
   }
   data["stacks"] = std::move(stacks);

@@ -31,7 +31,7 @@ Json frame_json(const Frame& f) {
 Json stack_json(const Report& r, StackIndex index) {
   Json frames = Json::array();
   if (index < r.stacks.size()) {
-    for (const Frame& f : r.stacks[index].frames) frames.push_back(frame_json(f));
+    for (FrameIndex id : r.stacks[index].frames) frames.push_back(frame_json(r.frame(id)));
   }
   return frames;
 }

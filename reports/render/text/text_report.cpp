@@ -14,26 +14,28 @@ void append_stack(std::string& out, const Report& r, StackIndex index, size_t ma
     out += "      (no stack)\n";
     return;
   }
-  const auto& frames = r.stacks[index].frames;
+  const auto& ids = r.stacks[index].frames;
+  const auto frame = [&](size_t i) -> const Frame& { return r.frame(ids[i]); };
   // Start where the program asked for memory: not inside malloc, std::allocator or the
   // standard library's containers.
   const auto plumbing = [](const Frame& f) {
     return f.allocator || f.function.starts_with("std::") || f.function.starts_with("__gnu_cxx::");
   };
   size_t first = 0;
-  while (first + 1 < frames.size() && plumbing(frames[first])) ++first;
-  const bool python = std::any_of(frames.begin() + first, frames.end(), [](const Frame& f) { return f.kind == "python"; });
+  while (first + 1 < ids.size() && plumbing(frame(first))) ++first;
+  const bool python =
+      std::any_of(ids.begin() + first, ids.end(), [&](FrameIndex id) { return r.frame(id).kind == "python"; });
   if (!python) {
-    const size_t n = std::min(max_frames, frames.size() - first);
-    for (size_t i = first; i < first + n; ++i) out += fmt::format("      {}\n", format_frame(frames[i]));
-    if (frames.size() > first + n) out += fmt::format("      ... {} more frames\n", frames.size() - first - n);
+    const size_t n = std::min(max_frames, ids.size() - first);
+    for (size_t i = first; i < first + n; ++i) out += fmt::format("      {}\n", format_frame(frame(i)));
+    if (ids.size() > first + n) out += fmt::format("      ... {} more frames\n", ids.size() - first - n);
     return;
   }
   // A Python program: the native frame that asked for memory, then the script's lines.
-  out += fmt::format("      {}\n", format_frame(frames[first]));
+  out += fmt::format("      {}\n", format_frame(frame(first)));
   size_t shown = 1, skipped_native = 0;
-  for (size_t i = first + 1; i < frames.size(); ++i) {
-    if (frames[i].kind != "python") {
+  for (size_t i = first + 1; i < ids.size(); ++i) {
+    if (frame(i).kind != "python") {
       ++skipped_native;
       continue;
     }
@@ -43,7 +45,7 @@ void append_stack(std::string& out, const Report& r, StackIndex index, size_t ma
     }
     if (skipped_native) out += fmt::format("      ... {} native frame{}\n", skipped_native, skipped_native == 1 ? "" : "s");
     skipped_native = 0;
-    out += fmt::format("      {}\n", format_frame(frames[i]));
+    out += fmt::format("      {}\n", format_frame(frame(i)));
     ++shown;
   }
 }

@@ -1,0 +1,60 @@
+// Fills Report::frames without duplicates: a frame equal to one already there gets that
+// one's index. The frames of a Stack are indices into Report::frames.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "reports/model/report_model.h"
+
+namespace memstage::reports {
+
+class FrameInterner {
+ public:
+  // Indexes what `frames` holds already (assumed distinct) and adds to it from then on.
+  explicit FrameInterner(std::vector<Frame>& frames)
+      : frames_(frames), ids_(frames.size() + 16, Hash{&frames}, Equal{&frames}) {
+    for (FrameIndex i = 0; i < frames.size(); ++i) ids_.insert(i);
+  }
+  FrameInterner(const FrameInterner&) = delete;
+  FrameInterner& operator=(const FrameInterner&) = delete;
+
+  FrameIndex intern(Frame frame) {
+    // The set holds indices, so the candidate goes in first and comes out again if an
+    // equal frame was there.
+    const auto index = static_cast<FrameIndex>(frames_.size());
+    frames_.push_back(std::move(frame));
+    const auto [it, added] = ids_.insert(index);
+    if (!added) frames_.pop_back();
+    return *it;
+  }
+
+ private:
+  struct Hash {
+    const std::vector<Frame>* frames;
+    size_t operator()(FrameIndex i) const {
+      const Frame& f = (*frames)[i];
+      size_t h = std::hash<std::string>{}(f.function);
+      const auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+      mix(std::hash<std::string>{}(f.file));
+      mix(std::hash<int>{}(f.line));
+      mix(std::hash<std::string>{}(f.module));
+      mix(std::hash<uint64_t>{}(f.address));
+      mix(std::hash<uint64_t>{}(f.module_offset));
+      mix((f.inlined ? 1u : 0u) | (f.allocator ? 2u : 0u));
+      mix(std::hash<std::string>{}(f.kind));
+      return h;
+    }
+  };
+  struct Equal {
+    const std::vector<Frame>* frames;
+    bool operator()(FrameIndex a, FrameIndex b) const { return (*frames)[a] == (*frames)[b]; }
+  };
+
+  std::vector<Frame>& frames_;
+  std::unordered_set<FrameIndex, Hash, Equal> ids_;
+};
+
+}  // namespace memstage::reports
