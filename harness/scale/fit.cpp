@@ -96,6 +96,41 @@ std::optional<LeastSquares> power_at(const std::vector<Point>& points, double ex
   return solve({column(points, power_column, exponent), column(points, one)}, ys(points));
 }
 
+std::optional<LeastSquares> monomial_at(const std::vector<Point>& points, double exponent) {
+  return solve({column(points, power_column, exponent)}, ys(points));
+}
+
+// The exponent in [0.05, 5] with the least residual for `solve_at` (power_at,
+// monomial_at). The residual as a function of the exponent is smooth but not always
+// unimodal over the whole range: a grid finds the right valley, golden section its bottom.
+template <typename SolveAt>
+std::optional<double> best_exponent(SolveAt solve_at) {
+  auto rss_at = [&](double exponent) {
+    auto r = solve_at(exponent);
+    return r ? r->residual_sum_squares : std::numeric_limits<double>::infinity();
+  };
+  constexpr double kLowest = 0.05, kHighest = 5, kStep = 0.01;
+  double best = kLowest, best_rss = std::numeric_limits<double>::infinity();
+  for (double e = kLowest; e <= kHighest + 1e-9; e += kStep) {
+    const double r = rss_at(e);
+    if (r < best_rss) best_rss = r, best = e;
+  }
+  if (!std::isfinite(best_rss)) return std::nullopt;
+  double lo = std::max(kLowest, best - kStep), hi = std::min(kHighest, best + kStep);
+  const double ratio = (std::sqrt(5.0) - 1) / 2;
+  double x1 = hi - ratio * (hi - lo), x2 = lo + ratio * (hi - lo);
+  double f1 = rss_at(x1), f2 = rss_at(x2);
+  for (int i = 0; i < 100 && hi - lo > 1e-12; ++i) {
+    if (f1 <= f2) {
+      hi = x2, x2 = x1, f2 = f1, x1 = hi - ratio * (hi - lo), f1 = rss_at(x1);
+    } else {
+      lo = x1, x1 = x2, f1 = f2, x2 = lo + ratio * (hi - lo), f2 = rss_at(x2);
+    }
+  }
+  const double exponent = (lo + hi) / 2;
+  return rss_at(exponent) > best_rss ? best : exponent;
+}
+
 size_t distinct_sizes(const std::vector<Point>& points) {
   std::set<double> sizes;
   for (const auto& p : points) sizes.insert(p.n);
@@ -118,6 +153,7 @@ const char* model_name(Model model) {
     case Model::kConstant: return "constant";
     case Model::kLinear: return "linear";
     case Model::kNLogN: return "nlogn";
+    case Model::kMonomial: return "monomial";
     case Model::kQuadratic: return "quadratic";
     case Model::kPower: return "power";
   }
@@ -134,7 +170,8 @@ int parameter_count(Model model) {
   switch (model) {
     case Model::kConstant: return 1;
     case Model::kLinear:
-    case Model::kNLogN: return 2;
+    case Model::kNLogN:
+    case Model::kMonomial: return 2;
     case Model::kQuadratic:
     case Model::kPower: return 3;
   }
@@ -145,7 +182,8 @@ std::vector<std::string> parameter_names(Model model) {
   switch (model) {
     case Model::kConstant: return {"c"};
     case Model::kLinear:
-    case Model::kNLogN: return {"a", "b"};
+    case Model::kNLogN:
+    case Model::kMonomial: return {"a", "b"};
     case Model::kQuadratic:
     case Model::kPower: return {"a", "b", "c"};
   }
@@ -159,6 +197,7 @@ double Fit::evaluate(double n) const {
     case Model::kLinear: return k[0] * n + k[1];
     case Model::kNLogN: return k[0] * n_log_n(n) + k[1];
     case Model::kQuadratic: return (k[0] * n + k[1]) * n + k[2];
+    case Model::kMonomial: return k[0] * std::pow(n, k[1]);
     case Model::kPower: return k[0] * std::pow(n, k[1]) + k[2];
   }
   return 0;
@@ -171,6 +210,7 @@ double Fit::slope(double n) const {
     case Model::kLinear: return k[0];
     case Model::kNLogN: return n > 0 ? k[0] * (std::log(n) + 1) : 0;
     case Model::kQuadratic: return 2 * k[0] * n + k[1];
+    case Model::kMonomial:
     case Model::kPower: return n > 0 ? k[0] * k[1] * std::pow(n, k[1] - 1) : 0;
   }
   return 0;
@@ -183,6 +223,7 @@ std::string Fit::formula() const {
     case Model::kLinear: return number(k[0]) + "·n" + term(k[1]);
     case Model::kNLogN: return number(k[0]) + "·n·ln n" + term(k[1]);
     case Model::kQuadratic: return number(k[0]) + "·n²" + term(k[1]) + "·n" + term(k[2]);
+    case Model::kMonomial: return number(k[0]) + "·n^" + number(k[1]);
     case Model::kPower: return number(k[0]) + "·n^" + number(k[1]) + term(k[2]);
   }
   return "";
@@ -203,35 +244,18 @@ std::optional<Fit> fit_model(Model model, const std::vector<Point>& points) {
       ls = solve({column(points, square), column(points, identity), column(points, one)}, y);
       break;
     case Model::kPower: {
-      // The residual as a function of the exponent is smooth but not always unimodal over
-      // the whole range: a grid finds the right valley, golden section its bottom.
-      auto rss_at = [&](double exponent) {
-        auto r = power_at(points, exponent);
-        return r ? r->residual_sum_squares : std::numeric_limits<double>::infinity();
-      };
-      constexpr double kLowest = 0.05, kHighest = 5, kStep = 0.01;
-      double best_exponent = kLowest, best_rss = std::numeric_limits<double>::infinity();
-      for (double e = kLowest; e <= kHighest + 1e-9; e += kStep) {
-        const double r = rss_at(e);
-        if (r < best_rss) best_rss = r, best_exponent = e;
-      }
-      if (!std::isfinite(best_rss)) return std::nullopt;
-      double lo = std::max(kLowest, best_exponent - kStep), hi = std::min(kHighest, best_exponent + kStep);
-      const double ratio = (std::sqrt(5.0) - 1) / 2;
-      double x1 = hi - ratio * (hi - lo), x2 = lo + ratio * (hi - lo);
-      double f1 = rss_at(x1), f2 = rss_at(x2);
-      for (int i = 0; i < 100 && hi - lo > 1e-12; ++i) {
-        if (f1 <= f2) {
-          hi = x2, x2 = x1, f2 = f1, x1 = hi - ratio * (hi - lo), f1 = rss_at(x1);
-        } else {
-          lo = x1, x1 = x2, f1 = f2, x2 = lo + ratio * (hi - lo), f2 = rss_at(x2);
-        }
-      }
-      double exponent = (lo + hi) / 2;
-      if (rss_at(exponent) > best_rss) exponent = best_exponent;
-      auto r = power_at(points, exponent);
+      const auto exponent = best_exponent([&](double e) { return power_at(points, e); });
+      auto r = exponent ? power_at(points, *exponent) : std::nullopt;
       if (!r) return std::nullopt;
-      fit.parameters = {r->coefficients[0], exponent, r->coefficients[1]};
+      fit.parameters = {r->coefficients[0], *exponent, r->coefficients[1]};
+      fit.residual_sum_squares = r->residual_sum_squares;
+      return fit;
+    }
+    case Model::kMonomial: {
+      const auto exponent = best_exponent([&](double e) { return monomial_at(points, e); });
+      auto r = exponent ? monomial_at(points, *exponent) : std::nullopt;
+      if (!r) return std::nullopt;
+      fit.parameters = {r->coefficients[0], *exponent};
       fit.residual_sum_squares = r->residual_sum_squares;
       return fit;
     }

@@ -9,11 +9,12 @@
 namespace memstage::scale {
 
 // In order of preference when two models explain the points equally well.
-enum class Model { kConstant, kLinear, kNLogN, kQuadratic, kPower };
-inline constexpr Model kAllModels[] = {Model::kConstant, Model::kLinear, Model::kNLogN, Model::kQuadratic,
-                                       Model::kPower};
+enum class Model { kConstant, kLinear, kNLogN, kMonomial, kQuadratic, kPower };
+inline constexpr Model kAllModels[] = {Model::kConstant, Model::kLinear,    Model::kNLogN,
+                                       Model::kMonomial, Model::kQuadratic, Model::kPower};
 
-const char* model_name(Model model);            // "constant", "linear", "nlogn", "quadratic", "power"
+// "constant", "linear", "nlogn", "monomial", "quadratic", "power"
+const char* model_name(Model model);
 std::optional<Model> parse_model(const std::string& name);
 int parameter_count(Model model);                // free parameters, the exponent of `power` included
 std::vector<std::string> parameter_names(Model model);
@@ -25,7 +26,9 @@ struct Point {
 
 // One model fitted to some points. Parameters are in natural units (bytes, n):
 //   constant  c              linear  a·n + b         nlogn  a·n·ln(n) + b
-//   quadratic a·n² + b·n + c power   a·n^b + c
+//   monomial  a·n^b          quadratic a·n² + b·n + c  power  a·n^b + c
+// The monomial is the power law without a constant: two parameters, so three sizes can
+// cross-check it (a dense rows × vocabulary matrix grows like n^(1+β), Heaps' law).
 struct Fit {
   Model model = Model::kConstant;
   std::vector<double> parameters;
@@ -38,8 +41,9 @@ struct Fit {
 };
 
 // Least squares; nothing when the model has more parameters than there are distinct
-// sizes (or the system is degenerate). `power` optimises its exponent in [0.05, 5] with
-// a grid and a golden-section refinement, solving a and c exactly for each exponent.
+// sizes (or the system is degenerate). `power` and `monomial` optimise the exponent in
+// [0.05, 5] with a grid and a golden-section refinement, solving a (and c) exactly for
+// each exponent.
 std::optional<Fit> fit_model(Model model, const std::vector<Point>& points);
 
 struct ModelScore {

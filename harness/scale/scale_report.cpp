@@ -285,6 +285,18 @@ ScaleAnalysis analyze(const ScaleInput& input) {
     const auto& n = out.stages[i].crossing_n;
     if (n && (!out.first_stage || *n < *out.stages[*out.first_stage].crossing_n)) out.first_stage = i;
   }
+  // A stage's peak is the whole process's while it runs, so the run passes the limit no
+  // later than its first stage does, whatever the totals' own fit says (the totals mix
+  // stages that lead at different sizes, which no one model fits well).
+  if (out.first_stage) {
+    const SeriesAnalysis& first = out.stages[*out.first_stage];
+    if (!out.totals.crossing_n || *first.crossing_n < *out.totals.crossing_n) {
+      out.totals.crossing_n = first.crossing_n;
+      out.totals.crossing_n_range = first.crossing_n_range;
+      out.totals.crossing_refits_never = first.crossing_refits_never;
+      out.totals_crossing_by_stage = true;
+    }
+  }
   for (const auto& name : input.flat) {
     const bool known = std::any_of(input.stages.begin(), input.stages.end(),
                                    [&](const Series& s) { return s.name == name || s.path == name; });
@@ -318,7 +330,8 @@ std::string render_scale_json(const ScaleAnalysis& a) {
                                    ? json::array({a.totals.crossing_n_range->first, a.totals.crossing_n_range->second})
                                    : json(nullptr)},
                    {"first_stage", a.first_stage ? json(a.stages[*a.first_stage].series.path) : json(nullptr)},
-                   {"first_stage_n", a.first_stage ? json(*a.stages[*a.first_stage].crossing_n) : json(nullptr)}};
+                   {"first_stage_n", a.first_stage ? json(*a.stages[*a.first_stage].crossing_n) : json(nullptr)},
+                   {"n_from", a.totals_crossing_by_stage ? "first_stage" : "totals"}};
   json flags = json::array();
   for (const auto& s : a.stages)
     if (s.flag) flags.push_back({{"stage", s.series.path}, {"reason", *s.flag}});
@@ -373,6 +386,7 @@ std::string render_scale_text(const ScaleAnalysis& a) {
   out += "\n";
   if (a.totals.crossing_n) {
     out += "Total " + metric + " passes " + format_bytes(in.ram_bytes) + " at n ≈ " + format_n(*a.totals.crossing_n);
+    if (a.totals_crossing_by_stage) out += " (when its first stage does)";
     if (a.totals.crossing_n_range) {
       out += " (leave-one-out refits: " + format_n(a.totals.crossing_n_range->first) + "–" +
              format_n(a.totals.crossing_n_range->second) + ")";

@@ -68,6 +68,8 @@ struct ScaleAnalysis {
   SeriesAnalysis totals;
   std::vector<SeriesAnalysis> stages;
   std::optional<size_t> first_stage;  // index into stages: the one whose model reaches the RAM first
+  // The totals' crossing is the first stage's, earlier than the totals' own fit put it.
+  bool totals_crossing_by_stage = false;
   std::vector<std::string> unknown_flat;  // --flat names no run had
 };
 

@@ -75,8 +75,9 @@ TEST_CASE("selection picks the simplest family that explains exact points") {
   CHECK(chosen(points_of(kSizes, [](double n) { return 300 * n * std::log(n) + 7e5; })) == Model::kNLogN);
   CHECK(chosen(points_of(kSizes, [](double n) { return 16 * n * n + 80000; })) == Model::kQuadratic);
   CHECK(chosen(points_of(kSizes, [](double n) { return 64 * std::pow(n, 1.5) + 80000; })) == Model::kPower);
-  // Four sizes are enough to tell n^1.5 from n².
-  CHECK(chosen(points_of({1000, 2000, 4000, 8000}, [](double n) { return 64 * std::pow(n, 1.5); })) == Model::kPower);
+  // A power law through the origin is the monomial (two parameters, three sizes suffice).
+  CHECK(chosen(points_of({1000, 2000, 4000, 8000}, [](double n) { return 64 * std::pow(n, 1.5); })) == Model::kMonomial);
+  CHECK(chosen(points_of({1000, 2000, 3000}, [](double n) { return 12 * n * 2.6 * std::pow(n, 0.55); })) == Model::kMonomial);
 }
 
 TEST_CASE("selection with noise still finds the family") {
@@ -91,8 +92,10 @@ TEST_CASE("selection with noise still finds the family") {
   for (int trial = 0; trial < 5; ++trial) {
     CHECK(chosen(noisy([](double) { return 5e7; })) == Model::kConstant);
     CHECK(chosen(noisy([](double n) { return 4096 * n + 1e6; })) == Model::kLinear);
-    const Model fast = chosen(noisy([](double n) { return 16 * n * n + 1e6; }));
-    CHECK((fast == Model::kQuadratic || fast == Model::kPower));
+    const Selection fast = select_model(noisy([](double n) { return 16 * n * n + 1e6; }));
+    const Model model = fast.best()->fit.model;
+    CHECK((model == Model::kQuadratic || model == Model::kPower || model == Model::kMonomial));
+    if (model == Model::kMonomial) CHECK(fast.best()->fit.parameters[1] == Approx(2).margin(0.05));
   }
 }
 
