@@ -5,18 +5,22 @@
 #  3. traces the trainer's naive and optimized pipelines side by side;
 #  4. `memstage scale` on the naive pipeline at small sizes: where does it pass 16 GiB?
 #  5. compares glibc, jemalloc, tcmalloc and mimalloc on the optimized pipeline;
-#  6. writes out/index.html linking every report, and prints a one-screen summary.
+#  6. traces the Python pipeline (scikit-learn, torch; examples/python_pipeline), naive
+#     vs streaming, with Python frames (docs/python.md);
+#  7. writes out/index.html linking every report, and prints a one-screen summary.
 # Data: the Debian descriptions of ../shared/data when present (long descriptions),
 # else the corpus built in step 2.
 # Settings (environment): MEMSTAGE_DEMO_OUT (out), MEMSTAGE_DEMO_ROWS (2000, side by
 # side), MEMSTAGE_DEMO_SCALE_SIZES (500,1000,2000,4000), MEMSTAGE_DEMO_ALLOCATOR_ROWS (10000),
-# MEMSTAGE_DEMO_BUILD (build folder, build), MEMSTAGE_DEMO_SKIP_BUILD=1 (use it as is).
+# MEMSTAGE_DEMO_PYTHON_ROWS (3000), MEMSTAGE_DEMO_BUILD (build folder, build),
+# MEMSTAGE_DEMO_SKIP_BUILD=1 (use it as is).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${MEMSTAGE_DEMO_OUT:-out}
 rows=${MEMSTAGE_DEMO_ROWS:-2000}
 scale_sizes=${MEMSTAGE_DEMO_SCALE_SIZES:-500,1000,2000,4000}
 allocator_rows=${MEMSTAGE_DEMO_ALLOCATOR_ROWS:-10000}
+python_rows=${MEMSTAGE_DEMO_PYTHON_ROWS:-3000}
 build=${MEMSTAGE_DEMO_BUILD:-build}
 
 step() { printf '\n== %s\n' "$*"; }
@@ -54,6 +58,16 @@ step "scale: the naive pipeline at $scale_sizes rows; where does it pass 16 GiB?
 step "allocators on the optimized pipeline"
 "$memstage" compare -o "$out/allocators" --repeat 1 --allocators glibc,jemalloc,tcmalloc,mimalloc -- \
   "$trainer" --pipeline optimized --data "$train" --split 0.1 --epochs 1 --max-rows "$allocator_rows"
+
+step "the Python pipeline (scikit-learn, torch), naive vs streaming, $python_rows rows"
+if /usr/bin/python3 -c "import sklearn" 2>/dev/null; then
+  python_common="--data $train --rows $python_rows --epochs 1"
+  "$memstage" compare -o "$out/python" --repeat 1 \
+    --variant "naive=/usr/bin/python3 examples/python_pipeline/train_naive.py $python_common" \
+    --variant "streaming=/usr/bin/python3 examples/python_pipeline/train_streaming.py $python_common"
+else
+  echo "skipped: /usr/bin/python3 has no scikit-learn (scripts/setup.sh installs it)"
+fi
 
 step "summary"
 python3 harness/demo/index_page.py "$out"

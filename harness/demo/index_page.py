@@ -57,6 +57,20 @@ def main(out):
         for path in sorted(reports_under(os.path.join(out, "scale"))):
             links.append(("scale", f"run {os.path.basename(os.path.dirname(path))}", os.path.relpath(path[:-4] + "html", out)))
 
+    python_runs = {}
+    for path in sorted(reports_under(os.path.join(out, "python"))):
+        if f"{os.sep}full{os.sep}" not in path + os.sep and not path.endswith(f"full{os.sep}report.json"):
+            continue
+        variant = os.path.relpath(path, os.path.join(out, "python")).split(os.sep)[0]
+        python_runs[variant] = load(path)
+        links.append(("python", f"Python {variant} pipeline: report", os.path.relpath(path[:-4] + "html", out)))
+    if python_runs:
+        links.append(("python", "Python naive vs streaming, side by side", "python/compare.html"))
+        lines.append("Python pipeline (scikit-learn, torch; Python frames):")
+        for variant, r in python_runs.items():
+            lines.append(f"  {variant:<10} peak heap {mib(r['totals']['peak_heap_bytes'])}, "
+                         f"peak RSS {mib(r['totals']['peak_rss_bytes'])}")
+
     allocators = {}
     for path in sorted(reports_under(os.path.join(out, "allocators"))):
         if not path.endswith(os.path.join("full", "report.json")):
