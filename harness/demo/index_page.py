@@ -24,17 +24,27 @@ def reports_under(folder):
             yield os.path.join(root, "report.json")
 
 
+def compared_runs(out, section):
+    """(variant, report.json path, report) of each full-mode run `memstage compare` wrote
+    under out/section (section/VARIANT/full/report.json)."""
+    folder = os.path.join(out, section)
+    for path in sorted(reports_under(folder)):
+        if path.endswith(os.path.join("full", "report.json")):
+            yield os.path.relpath(path, folder).split(os.sep)[0], path, load(path)
+
+
+def report_page(path, out):
+    return os.path.relpath(path[:-4] + "html", out)
+
+
 def main(out):
     lines = []  # the one-screen summary
     links = []  # (section, title, relative href)
 
     pipelines = {}
-    for path in sorted(reports_under(os.path.join(out, "pipelines"))):
-        if f"{os.sep}full{os.sep}" not in path + os.sep and not path.endswith(f"full{os.sep}report.json"):
-            continue
-        variant = os.path.relpath(path, os.path.join(out, "pipelines")).split(os.sep)[0]
-        pipelines[variant] = load(path)
-        links.append(("pipelines", f"{variant} pipeline: report", os.path.relpath(path[:-4] + "html", out)))
+    for variant, path, report in compared_runs(out, "pipelines"):
+        pipelines[variant] = report
+        links.append(("pipelines", f"{variant} pipeline: report", report_page(path, out)))
     links.append(("pipelines", "naive vs optimized, side by side", "pipelines/compare.html"))
     lines.append("naive vs optimized (traced, full mode):")
     for variant, r in pipelines.items():
@@ -55,15 +65,12 @@ def main(out):
         for line in summarize_scale(s):
             lines.append("  " + line)
         for path in sorted(reports_under(os.path.join(out, "scale"))):
-            links.append(("scale", f"run {os.path.basename(os.path.dirname(path))}", os.path.relpath(path[:-4] + "html", out)))
+            links.append(("scale", f"run {os.path.basename(os.path.dirname(path))}", report_page(path, out)))
 
     python_runs = {}
-    for path in sorted(reports_under(os.path.join(out, "python"))):
-        if f"{os.sep}full{os.sep}" not in path + os.sep and not path.endswith(f"full{os.sep}report.json"):
-            continue
-        variant = os.path.relpath(path, os.path.join(out, "python")).split(os.sep)[0]
-        python_runs[variant] = load(path)
-        links.append(("python", f"Python {variant} pipeline: report", os.path.relpath(path[:-4] + "html", out)))
+    for variant, path, report in compared_runs(out, "python"):
+        python_runs[variant] = report
+        links.append(("python", f"Python {variant} pipeline: report", report_page(path, out)))
     if python_runs:
         links.append(("python", "Python naive vs streaming, side by side", "python/compare.html"))
         lines.append("Python pipeline (scikit-learn, torch; Python frames):")
@@ -72,12 +79,9 @@ def main(out):
                          f"peak RSS {mib(r['totals']['peak_rss_bytes'])}")
 
     allocators = {}
-    for path in sorted(reports_under(os.path.join(out, "allocators"))):
-        if not path.endswith(os.path.join("full", "report.json")):
-            continue
-        name = os.path.relpath(path, os.path.join(out, "allocators")).split(os.sep)[0]
-        allocators[name] = load(path)
-        links.append(("allocators", f"{name}: report", os.path.relpath(path[:-4] + "html", out)))
+    for name, path, report in compared_runs(out, "allocators"):
+        allocators[name] = report
+        links.append(("allocators", f"{name}: report", report_page(path, out)))
     links.append(("allocators", "allocators side by side", "allocators/compare.html"))
     if allocators:
         lines.append("")
