@@ -1,10 +1,8 @@
 #include "reports/analysis/analyzer.h"
 
 #include <algorithm>
-#include <climits>
 #include <filesystem>
 #include <map>
-#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -12,6 +10,7 @@
 #include "profiler/trace/trace_reader.h"
 #include "reports/analysis/allocator_frames.h"
 #include "reports/analysis/live_heap.h"
+#include "reports/analysis/module_index.h"
 #include "reports/model/frame_interner.h"
 #include "reports/symbolize/symbolizer.h"
 
@@ -463,9 +462,8 @@ class StackResolver {
         trace_stacks_(std::move(pass.stacks)),
         report_(report),
         symbolize_(symbolize),
-        interner_(report.frames) {
-    index_modules();
-  }
+        modules_(pass.module_snapshots),
+        interner_(report.frames) {}
 
   StackIndex index_of(uint32_t trace_stack) {
     auto [it, inserted] = indices_.try_emplace(trace_stack, 0);
@@ -476,25 +474,6 @@ class StackResolver {
   }
 
  private:
-  static constexpr uint32_t kNoModule = UINT32_MAX;
-  static constexpr uint32_t kNotLookedUp = UINT32_MAX - 1;
-  static constexpr int kNever = INT_MAX;
-
-  // One file loaded at one place, however many module snapshots list it.
-  struct LoadedModule {
-    const Module* module = nullptr;             // its first listing
-    std::vector<std::pair<int, int>> present;   // runs of snapshots that list it, ascending
-  };
-  struct LoadedSegment {
-    uint64_t start, end;
-    uint32_t module;
-  };
-  struct AddressInfo {
-    uint32_t candidates = 0, candidate_count = 0;  // into candidates_: loaded modules covering it
-    // The frames for the module last found for it (most addresses only ever have one).
-    uint32_t module = kNotLookedUp;
-    uint32_t first = 0, count = 0;    // into frame_ids_
-  };
   struct AddressModuleKey {
     uint64_t address;
     uint32_t module;
@@ -506,105 +485,16 @@ class StackResolver {
     }
   };
 
-  void index_modules() {
-    std::unordered_map<std::string_view, std::vector<uint32_t>> by_path;
-    const int snapshots = static_cast<int>(pass_.module_snapshots.size());
-    snapshot_modules_.resize(snapshots);
-    for (int s = 0; s < snapshots; ++s) {
-      for (const Module& m : pass_.module_snapshots[s]) {
-        auto& same_path = by_path[m.path];
-        uint32_t id = kNoModule;
-        for (uint32_t candidate : same_path) {
-          const Module& c = *loaded_[candidate].module;
-          if (c.load_bias == m.load_bias &&
-              std::equal(c.segments.begin(), c.segments.end(), m.segments.begin(), m.segments.end(),
-                         [](const auto& a, const auto& b) { return a.start == b.start && a.end == b.end; })) {
-            id = candidate;
-            break;
-          }
-        }
-        if (id == kNoModule) {
-          id = static_cast<uint32_t>(loaded_.size());
-          loaded_.push_back(LoadedModule{&m, {}});
-          same_path.push_back(id);
-          for (const auto& seg : m.segments) segments_.push_back(LoadedSegment{seg.start, seg.end, id});
-        }
-        snapshot_modules_[s].push_back(id);
-        auto& runs = loaded_[id].present;
-        if (!runs.empty() && runs.back().second >= s - 1) {
-          runs.back().second = s;
-        } else {
-          runs.emplace_back(s, s);
-        }
-      }
-    }
-    std::sort(segments_.begin(), segments_.end(),
-              [](const LoadedSegment& a, const LoadedSegment& b) { return a.start < b.start; });
-    segment_end_max_.resize(segments_.size());
-    uint64_t end_max = 0;
-    for (size_t i = 0; i < segments_.size(); ++i) segment_end_max_[i] = end_max = std::max(end_max, segments_[i].end);
-  }
-
-  // The loaded modules whose segments cover the address in some snapshot.
-  void find_candidates(uint64_t address, AddressInfo& info) {
-    info.candidates = static_cast<uint32_t>(candidates_.size());
-    auto it = std::upper_bound(segments_.begin(), segments_.end(), address,
-                               [](uint64_t a, const LoadedSegment& seg) { return a < seg.start; });
-    for (size_t i = static_cast<size_t>(it - segments_.begin()); i-- > 0 && segment_end_max_[i] > address;) {
-      if (segments_[i].end <= address) continue;
-      const auto begin = candidates_.begin() + info.candidates;
-      if (std::find(begin, candidates_.end(), segments_[i].module) == candidates_.end()) {
-        candidates_.push_back(segments_[i].module);
-      }
-    }
-    info.candidate_count = static_cast<uint32_t>(candidates_.size()) - info.candidates;
-  }
-
-  // The first snapshot from `snapshot` on that lists the loaded module.
-  int listed_from(uint32_t module, int snapshot) const {
-    for (const auto& [first, last] : loaded_[module].present) {
-      if (last >= snapshot) return std::max(first, snapshot);
-    }
-    return kNever;
-  }
-
-  // The module list current when the stack was defined, else a later one: the writer
-  // puts a stack's definition before the events of its batch, so a library dlopen'ed in
-  // the same batch is only in the module list that follows. In that list, the first
-  // module that covers the address.
-  uint32_t module_for(const AddressInfo& info, int snapshot) const {
-    uint32_t best = kNoModule;
-    int best_at = kNever;
-    for (uint32_t i = 0; i < info.candidate_count; ++i) {
-      const uint32_t c = candidates_[info.candidates + i];
-      const int at = listed_from(c, snapshot);
-      if (at < best_at) {
-        best = c;
-        best_at = at;
-      } else if (at == best_at && at != kNever) {
-        // Both listed there (overlapping segments): the list's order decides.
-        for (uint32_t listed : snapshot_modules_[at]) {
-          if (listed == best) break;
-          if (listed == c) {
-            best = c;
-            break;
-          }
-        }
-      }
-    }
-    return best;
-  }
-
-  // Appends to frame_ids_ the frames of an address inside `module` (kNoModule: none).
+  // Appends to frame_ids_ the frames of an address inside `module` (ModuleIndex::kNone: none).
   void add_frames(uint64_t address, uint32_t module) {
-    if (module == kNoModule) {
+    if (module == ModuleIndex::kNone) {
       Frame f;
       f.address = address;
       f.module_offset = address;
       frame_ids_.push_back(interner_.intern(std::move(f)));
       return;
     }
-    const Module& m = *loaded_[module].module;
+    const Module& m = modules_.module(module);
     if (!symbolize_) {
       Frame f;
       f.module = m.path;
@@ -620,22 +510,15 @@ class StackResolver {
   }
 
   void append_native(std::vector<FrameIndex>& out, uint64_t address, int snapshot) {
-    auto [it, added] = addresses_.try_emplace(address);
-    AddressInfo& info = it->second;
-    if (added) find_candidates(address, info);
-    const uint32_t module = module_for(info, snapshot);
-    if (module != info.module) {
-      auto [other, first_time] = frames_of_.try_emplace(AddressModuleKey{address, module});
-      if (first_time) {
-        other->second.first = static_cast<uint32_t>(frame_ids_.size());
-        add_frames(address, module);
-        other->second.second = static_cast<uint32_t>(frame_ids_.size()) - other->second.first;
-      }
-      info.module = module;
-      info.first = other->second.first;
-      info.count = other->second.second;
+    const uint32_t module = modules_.module_for(address, snapshot);
+    auto [it, first_time] = frames_of_.try_emplace(AddressModuleKey{address, module});
+    auto& [first, count] = it->second;
+    if (first_time) {
+      first = static_cast<uint32_t>(frame_ids_.size());
+      add_frames(address, module);
+      count = static_cast<uint32_t>(frame_ids_.size()) - first;
     }
-    out.insert(out.end(), frame_ids_.begin() + info.first, frame_ids_.begin() + info.first + info.count);
+    out.insert(out.end(), frame_ids_.begin() + first, frame_ids_.begin() + first + count);
   }
 
   // Each trace stack is resolved once, and then no longer needed: it is freed at once, so
@@ -700,6 +583,7 @@ class StackResolver {
   Report& report_;
   bool symbolize_;
   Symbolizer symbolizer_;
+  ModuleIndex modules_;
   FrameInterner interner_;
   // The stack resolved last: its addresses, frames and where each address's frames start.
   std::vector<uint64_t> previous_addresses_;
@@ -708,12 +592,6 @@ class StackResolver {
   int previous_snapshot_ = -1;
   std::unordered_map<uint32_t, StackIndex> indices_;
 
-  std::vector<LoadedModule> loaded_;
-  std::vector<std::vector<uint32_t>> snapshot_modules_;  // loaded module of each listing
-  std::vector<LoadedSegment> segments_;                  // by start
-  std::vector<uint64_t> segment_end_max_;                // largest end up to each segment
-  std::vector<uint32_t> candidates_;
-  std::unordered_map<uint64_t, AddressInfo> addresses_;
   // (address, module) -> (first, count) in frame_ids_.
   std::unordered_map<AddressModuleKey, std::pair<uint32_t, uint32_t>, AddressModuleHash> frames_of_;
   std::vector<FrameIndex> frame_ids_;
