@@ -120,6 +120,10 @@ inline bool should_record() {
   return !t_in_tracer && g_tracer.recording.load(std::memory_order_relaxed);
 }
 
+// For the malloc family, called from `caller` (its return address): also not the dynamic
+// loader's own bookkeeping (tracer.h, called_from_loader).
+inline bool should_record_call(const void* caller) { return should_record() && !called_from_loader(caller); }
+
 void* traced_alloc_result(void* p, size_t size) {
   if (stats_mode()) {
     if (p) count_allocation(size);
@@ -166,7 +170,7 @@ using namespace memstage::preload;
 
 MEMSTAGE_EXPORT void* malloc(size_t size) {
   if (!resolve()) return bootstrap_alloc(size, 16);
-  if (!should_record() || called_from_loader(__builtin_return_address(0))) return real.malloc(size);
+  if (!should_record_call(__builtin_return_address(0))) return real.malloc(size);
   if (stats_mode()) return traced_alloc_result(real.malloc(size), size);
   RecordingGuard guard;
   return traced_alloc_result(real.malloc(size), size);
@@ -175,7 +179,7 @@ MEMSTAGE_EXPORT void* malloc(size_t size) {
 MEMSTAGE_EXPORT void free(void* p) {
   if (!p || is_bootstrap(p)) return;
   if (!resolve()) return;
-  if (!should_record() || called_from_loader(__builtin_return_address(0))) return real.free(p);
+  if (!should_record_call(__builtin_return_address(0))) return real.free(p);
   if (stats_mode()) {
     count_free();
     return real.free(p);
@@ -196,7 +200,7 @@ MEMSTAGE_EXPORT void* calloc(size_t count, size_t size) {
     return nullptr;
   }
   if (!resolve()) return bootstrap_alloc(total, 16);  // static memory is zeroed
-  if (!should_record() || called_from_loader(__builtin_return_address(0))) return real.calloc(count, size);
+  if (!should_record_call(__builtin_return_address(0))) return real.calloc(count, size);
   RecordingGuard guard;
   return traced_alloc_result(real.calloc(count, size), total);
 }
@@ -212,7 +216,7 @@ MEMSTAGE_EXPORT void* realloc(void* p, size_t size) {
     if (q) memcpy(q, p, bootstrap_size(p) < size ? bootstrap_size(p) : size);
     return q;
   }
-  if (!should_record() || called_from_loader(__builtin_return_address(0))) return real.realloc(p, size);
+  if (!should_record_call(__builtin_return_address(0))) return real.realloc(p, size);
   if (stats_mode()) {
     void* q = real.realloc(p, size);
     if (p && (q || size == 0)) count_free();
@@ -250,9 +254,7 @@ MEMSTAGE_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
     *out = bootstrap_alloc(size, alignment);
     return *out ? 0 : ENOMEM;
   }
-  if (!should_record() || called_from_loader(__builtin_return_address(0))) {
-    return real.posix_memalign(out, alignment, size);
-  }
+  if (!should_record_call(__builtin_return_address(0))) return real.posix_memalign(out, alignment, size);
   RecordingGuard guard;
   const int result = real.posix_memalign(out, alignment, size);
   if (result == 0) traced_alloc_result(*out, size);
@@ -268,7 +270,7 @@ MEMSTAGE_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
 
 MEMSTAGE_EXPORT void* memalign(size_t alignment, size_t size) {
   if (!resolve()) return bootstrap_alloc(size, alignment);
-  if (!should_record() || called_from_loader(__builtin_return_address(0))) return real.memalign(alignment, size);
+  if (!should_record_call(__builtin_return_address(0))) return real.memalign(alignment, size);
   RecordingGuard guard;
   return traced_alloc_result(real.memalign(alignment, size), size);
 }
