@@ -14,10 +14,12 @@ DATA_NAME = "debian_descriptions.train.csv.gz"
 
 
 def default_data():
-    """<repo>/../shared/data/debian_descriptions.train.csv.gz (or <repo>/shared/data/... if that is where it is)."""
-    beside = os.path.join(os.path.dirname(REPO), "shared", "data", DATA_NAME)
-    inside = os.path.join(REPO, "shared", "data", DATA_NAME)
-    return beside if os.path.exists(beside) or not os.path.exists(inside) else inside
+    """The full Debian descriptions set where it sits (<repo>/../shared/data, or
+    <repo>/shared/data), else the 6,000-row sample the repository ships (tests/data)."""
+    candidates = [os.path.join(os.path.dirname(REPO), "shared", "data", DATA_NAME),
+                  os.path.join(REPO, "shared", "data", DATA_NAME),
+                  os.path.join(REPO, "tests", "data", DATA_NAME)]
+    return next((path for path in candidates if os.path.exists(path)), candidates[-1])
 
 
 def parse_args(description, argv=None, extra=None):

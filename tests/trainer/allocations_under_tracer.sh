@@ -21,7 +21,7 @@ trap 'rm -rf "$work"' EXIT
 train_allocations() {
   local epochs=$1 out="$work/epochs$1"
   if ! "$memstage" run -q -o "$out" -- "$trainer" --pipeline optimized \
-      --data "$data/spam_assassin.train.csv" --test "$data/spam_assassin.test.csv" \
+      --data "$data/spam_assassin.train.csv.gz" --test "$data/spam_assassin.test.csv.gz" \
       --max-rows 600 --max-test-rows 100 --batch 16 --hidden 8 --epochs "$epochs" --quiet \
       >"$out.log" 2>&1; then
     echo "FAIL: memstage run failed for $epochs epoch(s):" >&2

@@ -2,11 +2,10 @@
 # The command line on bad input: one line "memstage-trainer: ..." and a non-zero exit;
 # on good input with bad rows and --skip-bad-rows: success and the count.
 #
-# usage: cli_errors.sh TRAINER CORPUS_GEN DATA_DIR
+# usage: cli_errors.sh TRAINER CORPUS_GEN
 set -uo pipefail
 trainer=$1
 corpus_gen=$2
-data=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0

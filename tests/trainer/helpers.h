@@ -1,4 +1,4 @@
-// Test helpers: temporary files that remove themselves, and the real data folder.
+// Test helpers: temporary files that remove themselves, and the real data samples (tests/data).
 #pragma once
 
 #include <unistd.h>
@@ -18,7 +18,7 @@ inline std::string data_dir() { return TRAINER_DATA_DIR; }
 inline std::string data_file(const std::string& name) {
   const std::string path = data_dir() + "/" + name;
   if (!std::filesystem::exists(path)) {
-    throw std::runtime_error("missing data file " + path + " (the shared data sets must sit beside the project)");
+    throw std::runtime_error("missing data file " + path + " (tests/data/make_samples.sh remakes the samples)");
   }
   return path;
 }

@@ -44,8 +44,8 @@ Counts count_run(const trainer::Config& config) {
 TEST_CASE("optimized: the number of epochs does not change the allocations", "[allocations]") {
   trainer::Config config;
   config.pipeline = trainer::Pipeline::optimized;
-  config.data_path = trainer_test::data_file("spam_assassin.train.csv");
-  config.test_path = trainer_test::data_file("spam_assassin.test.csv");
+  config.data_path = trainer_test::data_file("spam_assassin.train.csv.gz");
+  config.test_path = trainer_test::data_file("spam_assassin.test.csv.gz");
   config.max_rows = 600;
   config.max_test_rows = 100;
   config.batch_rows = 16;
@@ -74,7 +74,7 @@ TEST_CASE("optimized: the number of epochs does not change the allocations", "[a
 TEST_CASE("naive: bytes allocated grow faster than the rows", "[allocations]") {
   trainer::Config config;
   config.pipeline = trainer::Pipeline::naive;
-  config.data_path = trainer_test::data_file("spam_assassin.train.csv");
+  config.data_path = trainer_test::data_file("spam_assassin.train.csv.gz");
   config.split_ratio = 0.2;
   config.epochs = 1;
   std::uint64_t bytes[3];

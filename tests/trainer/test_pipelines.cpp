@@ -86,8 +86,8 @@ TEST_CASE("held-out split: both pipelines hold out the same rows", "[pipeline]")
 
 TEST_CASE("naive and optimized agree within 1 point on a small real set", "[pipeline][data]") {
   auto config = small_config(trainer::Pipeline::naive);
-  config.data_path = trainer_test::data_file("spam_assassin.train.csv");
-  config.test_path = trainer_test::data_file("spam_assassin.test.csv");
+  config.data_path = trainer_test::data_file("spam_assassin.train.csv.gz");
+  config.test_path = trainer_test::data_file("spam_assassin.test.csv.gz");
   config.max_rows = 800;
   config.max_test_rows = 300;
   config.epochs = 4;
@@ -105,7 +105,7 @@ TEST_CASE("naive and optimized agree within 1 point on a small real set", "[pipe
 TEST_CASE("optimized: hashing trick, pruning, bigrams, fastText input", "[pipeline][data]") {
   auto config = small_config(trainer::Pipeline::optimized);
   config.data_path = trainer_test::data_file("debian_descriptions.train.ft.gz");
-  config.test_path = trainer_test::data_file("debian_descriptions.test.ft");
+  config.test_path = trainer_test::data_file("debian_descriptions.test.ft.gz");
   config.max_rows = 6000;
   config.max_test_rows = 1000;
   config.epochs = 3;

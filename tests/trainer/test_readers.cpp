@@ -178,8 +178,8 @@ TEST_CASE("line reader: lines longer than its buffer, rewind, last line without 
 
 TEST_CASE("the real data sets parse in both formats alike", "[readers][data]") {
   // The first rows of the Debian test set, CSV and fastText: same texts, same labels.
-  ExampleReader csv(trainer_test::data_file("debian_descriptions.test.csv"), Format::csv, false);
-  ExampleReader ft(trainer_test::data_file("debian_descriptions.test.ft"), Format::fasttext, false);
+  ExampleReader csv(trainer_test::data_file("debian_descriptions.test.csv.gz"), Format::csv, false);
+  ExampleReader ft(trainer_test::data_file("debian_descriptions.test.ft.gz"), Format::fasttext, false);
   Example a, b;
   for (int i = 0; i < 500; ++i) {
     REQUIRE(csv.next(a));
