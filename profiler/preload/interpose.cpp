@@ -486,6 +486,12 @@ MEMSTAGE_EXPORT void memstage_tracer_stage_end(void) {
   errno = saved_errno;
 }
 
+// The documented names, exported too: a program that declares them itself instead of
+// including <memstage/stage.h> (Rust, Go, Julia or R through their C FFI, ctypes, C without
+// the header) finds them here. The header's static inline wrappers never clash with these.
+MEMSTAGE_EXPORT void memstage_stage_begin(const char* name) __attribute__((alias("memstage_tracer_stage_begin")));
+MEMSTAGE_EXPORT void memstage_stage_end(void) __attribute__((alias("memstage_tracer_stage_end")));
+
 // Called by the sitecustomize.py that `memstage run` puts on PYTHONPATH, with the GIL
 // held, at startup and first thing in each new thread (python_frames.h).
 MEMSTAGE_EXPORT int memstage_python_attach(int skip_frames) {
