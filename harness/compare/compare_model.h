@@ -1,5 +1,5 @@
 // The side-by-side model of `memstage compare`: runs' report.json files (report contract,
-// DESIGN.md) → per subject and per stage, time as median and range over the stats-mode runs,
+// docs/architecture.md) → per subject and per stage, time as median and range over the stats-mode runs,
 // memory from the subject's full-mode run. compare.json is this model as written.
 #pragma once
 

@@ -2,7 +2,7 @@
 //
 // The library behind `memstage gate` and `memstage run --budget`: budget parsing, the
 // checks, and their table / JUnit / GitHub renderings. It reads report.json as the report
-// contract defines it (DESIGN.md), not the in-memory model, so that reports written by
+// contract defines it (docs/architecture.md), not the in-memory model, so that reports written by
 // another version or machine gate the same way. Format of budget files: docs/budget.md.
 #pragma once
 

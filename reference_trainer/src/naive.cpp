@@ -1,5 +1,5 @@
 // The naive pipeline, kept naive on purpose: each stage reproduces one cause of the
-// blowup that a small Python text classifier hit on 25,000 lines (see DESIGN.md).
+// blowup that a small Python text classifier hit on 25,000 lines (see docs/architecture.md).
 // Nothing here is freed early and every copy is a real copy, as with numpy and pandas.
 #include <memstage/stage.h>
 #include <zlib.h>

@@ -41,7 +41,7 @@ struct StackBytes {
   uint64_t blocks = 0;
 };
 
-// DESIGN.md "where RSS goes": live -> allocator in use -> allocator resident -> RSS.
+// docs/architecture.md "where RSS goes": live -> allocator in use -> allocator resident -> RSS.
 struct RssBreakdown {
   uint64_t live_bytes = 0;
   uint64_t allocator_in_use_bytes = 0;

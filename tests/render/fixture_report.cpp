@@ -1,5 +1,5 @@
 // Builds the renderers' fixture: a made-up run of a text classifier whose vectorize stage
-// densifies a matrix (the story of DESIGN.md), deterministic for a given seed.
+// densifies a matrix (the story of docs/architecture.md), deterministic for a given seed.
 #include "tests/render/fixture_report.h"
 
 #include <algorithm>

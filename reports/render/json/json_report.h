@@ -1,4 +1,4 @@
-// report.json: the contract of DESIGN.md ("memstage.report/1") that scripts and CI read.
+// report.json: the contract of docs/architecture.md ("memstage.report/1") that scripts and CI read.
 #pragma once
 
 #include <nlohmann/json.hpp>

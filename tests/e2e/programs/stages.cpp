@@ -7,7 +7,7 @@
 //     epoch                   2 MiB allocated and freed
 //     epoch                   2 MiB allocated and freed, 3 x 64 leaked
 //
-// The program mirrors the tracer's accounting (DESIGN.md): an allocation belongs to the
+// The program mirrors the tracer's accounting (docs/architecture.md): an allocation belongs to the
 // innermost open stage; a stage's peak is the highest live heap while it is open;
 // retained = bytes allocated in the stage or its nested stages still live when it ends;
 // leaked per stage = allocated in it (innermost) and never freed. Its live heap counts
