@@ -14,7 +14,7 @@
 #include "profiler/preload/recording.h"
 #include "profiler/preload/tracer.h"
 #include "profiler/preload/tracer_memory.h"
-#include "profiler/trace/varint.h"
+#include "profiler/trace/trace_records.h"
 
 namespace memstage::preload {
 
@@ -157,12 +157,9 @@ uint32_t intern_code(PyObject* code) {
     if (function_len == 0) function_len = copy_str_attribute(code, "co_name", function, kMaxName);
     const long first_line = int_attribute(code, "co_firstlineno");
     id = g_code_count++;
-    uint8_t* out = record;
-    *out++ = static_cast<uint8_t>(trace::Tag::kPythonCode);
-    out = trace::put_varint(out, id);
-    out = trace::put_varint(out, static_cast<uint64_t>(first_line));
-    out = trace::put_bytes(out, file, file_len);
-    out = trace::put_bytes(out, function, function_len);
+    uint8_t* out = trace::records::encode(
+        record, trace::records::PythonCode{id, static_cast<uint64_t>(first_line), std::string_view(file, file_len),
+                                           std::string_view(function, function_len)});
     // The record is numbered before the id is published: every stack that uses the id
     // comes after it in the trace.
     if (ThreadState* ts = current_thread_state()) push_encoded(ts, record, static_cast<uint32_t>(out - record));
@@ -257,10 +254,8 @@ void push_python_info() {
   const char* allocator = env && strncmp(env, "malloc", 6) == 0 ? "malloc" : "pymalloc";
   const size_t version_len = version ? strnlen(version, 256) : 0;
   uint8_t record[1 + 2 * trace::kMaxVarintBytes + 256 + 16];
-  uint8_t* out = record;
-  *out++ = static_cast<uint8_t>(trace::Tag::kPythonInfo);
-  out = trace::put_bytes(out, version ? version : "", version_len);
-  out = trace::put_bytes(out, allocator, strlen(allocator));
+  uint8_t* out = trace::records::encode(
+      record, trace::records::PythonInfo{std::string_view(version ? version : "", version_len), allocator});
   push_encoded(ts, record, static_cast<uint32_t>(out - record));
 }
 

@@ -21,7 +21,7 @@
 #include "profiler/preload/recording.h"
 #include "profiler/preload/samplers.h"
 #include "profiler/preload/writer.h"
-#include "profiler/trace/varint.h"
+#include "profiler/trace/trace_records.h"
 
 namespace memstage::preload {
 
@@ -31,10 +31,7 @@ uint64_t g_loader_text_end = 0;
 
 namespace {
 
-using trace::put_bytes;
-using trace::put_svarint;
-using trace::put_varint;
-using trace::Tag;
+namespace records = trace::records;
 
 pthread_key_t g_thread_key;
 
@@ -161,21 +158,10 @@ uint32_t capture_stack(ThreadState* ts) {
 void push_rss(ThreadState* ts) {
   const uint64_t t_ns = trace_time_ns();
   const uint64_t rss = read_rss_bytes();
-  uint8_t buf[1 + 3 * trace::kMaxVarintBytes];
-  uint8_t* out = buf;
-  *out++ = static_cast<uint8_t>(Tag::kRss);
-  out = put_varint(out, t_ns);
-  out = put_varint(out, rss);
-  out = put_varint(out, tracer_resident_bytes());
-  push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+  push_record(ts, records::Rss{t_ns, rss, tracer_resident_bytes()});
   const uint64_t limit = g_tracer.options.ram_limit_bytes;
   if (limit && rss > limit && !g_tracer.ram_limit_passed.exchange(true)) {
-    out = buf;
-    *out++ = static_cast<uint8_t>(Tag::kRamLimit);
-    out = put_varint(out, t_ns);
-    out = put_varint(out, rss);
-    out = put_varint(out, limit);
-    push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+    push_record(ts, records::RamLimit{t_ns, rss, limit});
     writer_wake();  // the writer stops the program once this is written
   }
 }
@@ -200,12 +186,7 @@ void track_live_bytes(ThreadState* ts, int64_t delta) {
 void write_signal_record(int signo) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
-  uint8_t buf[1 + 2 * trace::kMaxVarintBytes];
-  uint8_t* out = buf;
-  *out++ = static_cast<uint8_t>(Tag::kSignal);
-  out = put_varint(out, trace_time_ns());
-  out = put_varint(out, static_cast<uint64_t>(signo));
-  push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+  push_record(ts, records::Signal{trace_time_ns(), static_cast<uint64_t>(signo)});
 }
 
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
@@ -330,14 +311,8 @@ void push_samples(ThreadState* ts, bool with_allocator_stats) {
   if (with_allocator_stats) {
     const AllocatorStats stats = read_allocator_stats();
     if (stats.valid) {
-      uint8_t buf[1 + 4 * trace::kMaxVarintBytes];
-      uint8_t* out = buf;
-      *out++ = static_cast<uint8_t>(Tag::kAllocatorStats);
-      out = put_varint(out, trace_time_ns());
-      out = put_varint(out, stats.in_use_bytes);
-      out = put_varint(out, stats.resident_bytes);
-      out = put_varint(out, stats.mapped_bytes);
-      push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+      push_record(ts, records::AllocatorStats{trace_time_ns(), stats.in_use_bytes, stats.resident_bytes,
+                                              stats.mapped_bytes});
     }
   }
   if (g_tracer.options.mode == trace::Mode::kStats) {
@@ -349,14 +324,7 @@ void push_samples(ThreadState* ts, bool with_allocator_stats) {
       frees += t->frees.load(std::memory_order_relaxed);
       bytes += t->bytes_allocated.load(std::memory_order_relaxed);
     }
-    uint8_t buf[1 + 4 * trace::kMaxVarintBytes];
-    uint8_t* out = buf;
-    *out++ = static_cast<uint8_t>(Tag::kCounters);
-    out = put_varint(out, trace_time_ns());
-    out = put_varint(out, allocations);
-    out = put_varint(out, frees);
-    out = put_varint(out, bytes);
-    push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+    push_record(ts, records::Counters{trace_time_ns(), allocations, frees, bytes});
   }
 }
 
@@ -379,24 +347,22 @@ int encode_one_module(dl_phdr_info* info, size_t, void* data) {
     path = exe;
     path_len = n > 0 ? static_cast<size_t>(n) : 0;
   }
-  uint32_t segments = 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    segments += info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X);
+  records::Segment segments[64];
+  uint32_t segment_count = 0;
+  for (int i = 0; i < info->dlpi_phnum && segment_count < 64; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    segments[segment_count++] = {info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz};
   }
-  const size_t need = path_len + (4 + 2 * segments) * trace::kMaxVarintBytes;
-  if (enc->out + need > enc->end) {
+  records::ModuleEntry entry;
+  entry.path = std::string_view(path, path_len);
+  entry.load_bias = info->dlpi_addr;
+  entry.segments.items = {segments, segment_count};
+  if (enc->out + records::max_item_bytes(entry) > enc->end) {
     enc->overflow = true;
     return 1;
   }
-  enc->out = put_bytes(enc->out, path, path_len);
-  enc->out = put_varint(enc->out, info->dlpi_addr);
-  enc->out = put_varint(enc->out, segments);
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-    enc->out = put_varint(enc->out, info->dlpi_addr + ph.p_vaddr);
-    enc->out = put_varint(enc->out, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
-  }
+  enc->out = records::encode_item(enc->out, entry);
   ++enc->count;
   return 0;
 }
@@ -411,10 +377,8 @@ uint32_t encode_modules(uint8_t* out, uint32_t capacity) {
   if (enc.overflow) return 0;
   const size_t body = static_cast<size_t>(enc.out - (out + kHeader));
   uint8_t header[kHeader];
-  uint8_t* h = header;
-  *h++ = static_cast<uint8_t>(Tag::kModules);
-  h = put_varint(h, enc.count);
-  const size_t header_len = static_cast<size_t>(h - header);
+  const size_t header_len =
+      static_cast<size_t>(records::encode_list_header<records::Modules>(header, enc.count) - header);
   memmove(out + header_len, out + kHeader, body);
   memcpy(out, header, header_len);
   return static_cast<uint32_t>(header_len + body);
@@ -458,15 +422,8 @@ void record_munmap(void* p, size_t length) {
 void record_mremap(void* old_address, size_t old_length, void* new_address, size_t new_length) {
   ThreadState* ts = current_thread_state();
   if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
-  uint8_t buf[1 + 5 * trace::kMaxVarintBytes];
-  uint8_t* out = buf;
-  *out++ = static_cast<uint8_t>(Tag::kMremap);
-  out = put_varint(out, reinterpret_cast<uint64_t>(old_address));
-  out = put_varint(out, old_length);
-  out = put_varint(out, reinterpret_cast<uint64_t>(new_address));
-  out = put_varint(out, new_length);
-  out = put_varint(out, capture_stack(ts));
-  push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+  push_record(ts, records::Mremap{reinterpret_cast<uint64_t>(old_address), old_length,
+                                  reinterpret_cast<uint64_t>(new_address), new_length, capture_stack(ts)});
 }
 
 void record_modules_changed() {
@@ -498,22 +455,15 @@ void record_stage_begin(const char* name) {
       g_tracer.stage_name_lengths[id] = static_cast<uint32_t>(length);
       ++g_tracer.stage_name_count;
       uint8_t buf[1 + trace::kMaxVarintBytes + 4096];
-      uint8_t* out = buf;
-      *out++ = static_cast<uint8_t>(Tag::kStageName);
-      out = put_bytes(out, name, length);
       // Numbered under the stage lock: no other thread can begin this stage before
       // its name is in the trace.
-      push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+      push_encoded(ts, buf,
+                   static_cast<uint32_t>(records::encode(buf, records::StageName{std::string_view(name, length)}) - buf));
     }
   }
   if (id < g_tracer.stage_name_count && g_tracer.open_stage_count < Tracer::kMaxStageDepth) {
     g_tracer.open_stages[g_tracer.open_stage_count++] = id;
-    uint8_t buf[1 + 2 * trace::kMaxVarintBytes];
-    uint8_t* out = buf;
-    *out++ = static_cast<uint8_t>(Tag::kStageBegin);
-    out = put_varint(out, id);
-    out = put_varint(out, trace_time_ns());
-    push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+    push_record(ts, records::StageBegin{id, trace_time_ns()});
   }
   pthread_mutex_unlock(&g_tracer.stage_mutex);
   push_samples(ts, true);
@@ -527,11 +477,7 @@ void record_stage_end() {
   pthread_mutex_lock(&g_tracer.stage_mutex);
   if (g_tracer.open_stage_count > 0) {
     --g_tracer.open_stage_count;
-    uint8_t buf[1 + trace::kMaxVarintBytes];
-    uint8_t* out = buf;
-    *out++ = static_cast<uint8_t>(Tag::kStageEnd);
-    out = put_varint(out, trace_time_ns());
-    push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+    push_record(ts, records::StageEnd{trace_time_ns()});
   }
   pthread_mutex_unlock(&g_tracer.stage_mutex);
 }
@@ -545,11 +491,7 @@ void finish_trace() {
   if (!g_tracer.recording.load()) return;
   if (ThreadState* ts = current_thread_state()) {
     push_samples(ts, true);
-    uint8_t buf[1 + trace::kMaxVarintBytes];
-    uint8_t* out = buf;
-    *out++ = static_cast<uint8_t>(Tag::kEnd);
-    out = put_varint(out, trace_time_ns());
-    push_encoded(ts, buf, static_cast<uint32_t>(out - buf));
+    push_record(ts, records::End{trace_time_ns()});
   }
   writer_finish();
   g_tracer.recording.store(false);

@@ -10,6 +10,7 @@
 #include "profiler/preload/event_ring.h"
 #include "profiler/preload/options.h"
 #include "profiler/preload/stack_table.h"
+#include "profiler/trace/trace_records.h"
 
 namespace memstage::preload {
 
@@ -95,6 +96,12 @@ inline ThreadState* current_thread_state() {
 
 // Pushes `bytes` of ready trace records as one event. Thread-safe per ThreadState owner.
 void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length);
+// Encodes a record made of integers (trace_records.h) and pushes it.
+template <class Record>
+inline void push_record(ThreadState* ts, const Record& record) {
+  uint8_t buf[trace::records::max_encoded_bytes<Record>()];
+  push_encoded(ts, buf, static_cast<uint32_t>(trace::records::encode(buf, record) - buf));
+}
 // Pushes one RSS record and one allocator-statistics record (and counters in stats mode).
 void push_samples(ThreadState* ts, bool with_allocator_stats);
 // Encodes the module list (dl_iterate_phdr) as a kModules record into `out` (capacity

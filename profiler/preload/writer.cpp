@@ -21,14 +21,12 @@
 #include "profiler/preload/samplers.h"
 #include "profiler/preload/tracer.h"
 #include "profiler/trace/trace_format.h"
-#include "profiler/trace/varint.h"
+#include "profiler/trace/trace_records.h"
 
 namespace memstage::preload {
 namespace {
 
-using trace::put_bytes;
-using trace::put_svarint;
-using trace::put_varint;
+namespace records = trace::records;
 using trace::Tag;
 
 constexpr size_t kRawBytes = 4u << 20;          // one chunk's records, at most
@@ -154,15 +152,9 @@ void write_new_stacks() {
   const uint32_t published = g_tracer.stacks.published();
   for (; w.stacks_written < published; ++w.stacks_written) {
     const StackDef& d = g_tracer.stacks.def(w.stacks_written);
-    uint8_t* out = reserve(1 + trace::kMaxVarintBytes * (d.depth + 1));
-    *out++ = static_cast<uint8_t>(Tag::kStack);
-    out = put_varint(out, d.depth);
-    for (uint32_t i = 0; i < d.depth; ++i) {
-      out = i == 0 ? put_varint(out, d.return_addresses[0])
-                   : put_svarint(out, static_cast<int64_t>(d.return_addresses[i] -
-                                                           d.return_addresses[i - 1]));
-    }
-    commit(out);
+    records::Stack record;
+    record.return_addresses.items = {d.return_addresses, d.depth};
+    commit(records::encode(reserve(records::max_encoded_bytes(record)), record));
   }
 }
 
@@ -191,15 +183,11 @@ void write_event(const EventRing& ring, uint64_t index) {
         g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
         break;
       }
-      uint8_t* out = reserve(2 + 5 * trace::kMaxVarintBytes);
-      if (added) {
-        *out++ = static_cast<uint8_t>(Tag::kAllocInfo);
-        out = put_varint(out, e.b);
-        out = put_varint(out, e.stack_or_length);
-        out = put_varint(out, stage_plus_one);
-      }
-      *out++ = static_cast<uint8_t>(e.kind == EventKind::kAlloc ? Tag::kAlloc : Tag::kRealloc);
-      out = put_varint(out, info);
+      uint8_t* out = reserve(records::max_encoded_bytes<records::AllocInfo>() +
+                             records::max_encoded_bytes<records::Alloc>());
+      if (added) out = records::encode(out, records::AllocInfo{e.b, e.stack_or_length, stage_plus_one});
+      out = e.kind == EventKind::kAlloc ? records::encode(out, records::Alloc{info})
+                                        : records::encode(out, records::Realloc{info});
       commit(out);
       w.live_blocks.put(e.a, info);
       w.last_alloc_address = e.a;
@@ -209,24 +197,18 @@ void write_event(const EventRing& ring, uint64_t index) {
     case EventKind::kFree: {
       uint64_t info;
       if (!w.live_blocks.take(e.a, info)) break;
-      uint8_t* out = reserve(1 + trace::kMaxVarintBytes);
-      if (w.last_event_was_alloc && e.a == w.last_alloc_address) {
-        *out++ = static_cast<uint8_t>(Tag::kFreeLast);
-      } else {
-        *out++ = static_cast<uint8_t>(Tag::kFree);
-        out = put_varint(out, info);
-      }
+      uint8_t* out = reserve(records::max_encoded_bytes<records::Free>());
+      out = w.last_event_was_alloc && e.a == w.last_alloc_address ? records::encode(out, records::FreeLast{})
+                                                                  : records::encode(out, records::Free{info});
       w.last_event_was_alloc = false;
       commit(out);
       break;
     }
     case EventKind::kMmap:
     case EventKind::kMunmap: {
-      uint8_t* out = reserve(1 + 3 * trace::kMaxVarintBytes);
-      *out++ = static_cast<uint8_t>(e.kind == EventKind::kMmap ? Tag::kMmap : Tag::kMunmap);
-      out = put_varint(out, e.a);
-      out = put_varint(out, e.b);
-      if (e.kind == EventKind::kMmap) out = put_varint(out, e.stack_or_length);
+      uint8_t* out = reserve(records::max_encoded_bytes<records::Mmap>());
+      out = e.kind == EventKind::kMmap ? records::encode(out, records::Mmap{e.a, e.b, e.stack_or_length})
+                                       : records::encode(out, records::Munmap{e.a, e.b});
       commit(out);
       break;
     }
@@ -297,11 +279,8 @@ void drain(bool final) {
 
   const uint64_t lost = g_tracer.lost_events.load(std::memory_order_relaxed);
   if (lost != w.lost_written) {
-    uint8_t buf[1 + trace::kMaxVarintBytes];
-    uint8_t* out = buf;
-    *out++ = static_cast<uint8_t>(Tag::kLost);
-    out = put_varint(out, lost - w.lost_written);
-    append_record(buf, static_cast<size_t>(out - buf));
+    uint8_t buf[records::max_encoded_bytes<records::Lost>()];
+    append_record(buf, static_cast<size_t>(records::encode(buf, records::Lost{lost - w.lost_written}) - buf));
     w.lost_written = lost;
   }
 }
@@ -309,11 +288,8 @@ void drain(bool final) {
 void tick(ThreadState* self) {
   const uint64_t seq = g_tracer.next_seq.load(std::memory_order_relaxed);
   if (seq != w.last_tick_seq) {
-    uint8_t buf[1 + trace::kMaxVarintBytes];
-    uint8_t* out = buf;
-    *out++ = static_cast<uint8_t>(Tag::kTime);
-    out = put_varint(out, trace_time_ns());
-    push_encoded(self, buf, static_cast<uint32_t>(out - buf));
+    uint8_t buf[records::max_encoded_bytes<records::Time>()];
+    push_encoded(self, buf, static_cast<uint32_t>(records::encode(buf, records::Time{trace_time_ns()}) - buf));
     w.last_tick_seq = g_tracer.next_seq.load(std::memory_order_relaxed);
   }
   // Stats mode's heap figure is the allocator's; asking costs a walk of its free lists,
@@ -400,31 +376,32 @@ void write_process_info(uint64_t parent_pid) {
   read_proc_file("/proc/self/cmdline", cmdline, kProcBytes, cmdline_len);
   uint32_t argc = 0;
   for (size_t i = 0; i < cmdline_len; ++i) argc += cmdline[i] == '\0';
-
-  timespec realtime{};
-  clock_gettime(CLOCK_REALTIME, &realtime);
-  const char* allocator = allocator_name();
-  uint8_t* out = reserve(16 * trace::kMaxVarintBytes + exe_len + cmdline_len +
-                         argc * trace::kMaxVarintBytes + strlen(allocator));
-  *out++ = static_cast<uint8_t>(Tag::kProcessInfo);
-  out = put_varint(out, static_cast<uint64_t>(getpid()));
-  out = put_varint(out, parent_pid);
-  out = put_varint(out, static_cast<uint64_t>(g_tracer.options.mode));
-  out = put_varint(out, realtime.tv_sec * 1'000'000'000ull + realtime.tv_nsec);
-  out = put_varint(out, g_tracer.start_monotonic_ns);
-  out = put_varint(out, static_cast<uint64_t>(sysconf(_SC_PAGESIZE)));
-  out = put_varint(out, g_tracer.options.max_depth);
-  out = put_varint(out, g_tracer.options.sample_interval_ms * 1'000'000ull);
-  out = put_bytes(out, exe, static_cast<size_t>(exe_len));
-  out = put_varint(out, argc);
-  for (size_t start = 0, i = 0; i < cmdline_len; ++i) {
+  const size_t argv_bytes = (argc ? argc : 1) * sizeof(std::string_view);
+  auto* argv = static_cast<std::string_view*>(tracer_map(argv_bytes));
+  if (!argv) argc = 0;
+  for (size_t start = 0, i = 0, n = 0; i < cmdline_len && n < argc; ++i) {
     if (cmdline[i] == '\0') {
-      out = put_bytes(out, cmdline + start, i - start);
+      argv[n++] = std::string_view(cmdline + start, i - start);
       start = i + 1;
     }
   }
-  out = put_bytes(out, allocator, strlen(allocator));
-  commit(out);
+
+  timespec realtime{};
+  clock_gettime(CLOCK_REALTIME, &realtime);
+  records::ProcessInfo record;
+  record.pid = static_cast<uint64_t>(getpid());
+  record.parent_pid = parent_pid;
+  record.mode = static_cast<uint64_t>(g_tracer.options.mode);
+  record.start_realtime_ns = realtime.tv_sec * 1'000'000'000ull + realtime.tv_nsec;
+  record.start_monotonic_ns = g_tracer.start_monotonic_ns;
+  record.page_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  record.max_depth = g_tracer.options.max_depth;
+  record.sample_interval_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
+  record.exe = std::string_view(exe, static_cast<size_t>(exe_len));
+  record.argv.items = {argv, argc};
+  record.allocator = allocator_name();
+  commit(records::encode(reserve(records::max_encoded_bytes(record)), record));
+  if (argv) tracer_unmap(argv, argv_bytes);
   tracer_unmap(exe, kProcBytes);
   tracer_unmap(cmdline, kProcBytes);
 }
@@ -440,17 +417,12 @@ void write_modules() {
 // Records the stages a forked child inherits as open, so its trace starts inside them.
 void write_open_stages() {
   for (uint32_t i = 0; i < g_tracer.stage_name_count; ++i) {
-    uint8_t* out = reserve(1 + trace::kMaxVarintBytes + g_tracer.stage_name_lengths[i]);
-    *out++ = static_cast<uint8_t>(Tag::kStageName);
-    out = put_bytes(out, g_tracer.stage_names[i], g_tracer.stage_name_lengths[i]);
-    commit(out);
+    const records::StageName record{std::string_view(g_tracer.stage_names[i], g_tracer.stage_name_lengths[i])};
+    commit(records::encode(reserve(records::max_encoded_bytes(record)), record));
   }
   for (uint32_t i = 0; i < g_tracer.open_stage_count; ++i) {
-    uint8_t* out = reserve(1 + 2 * trace::kMaxVarintBytes);
-    uint8_t* record = out;
-    *out++ = static_cast<uint8_t>(Tag::kStageBegin);
-    out = put_varint(out, g_tracer.open_stages[i]);
-    out = put_varint(out, 0);
+    uint8_t* record = reserve(records::max_encoded_bytes<records::StageBegin>());
+    uint8_t* out = records::encode(record, records::StageBegin{g_tracer.open_stages[i], 0});
     track_stages(record, static_cast<uint32_t>(out - record));
     commit(out);
   }

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <memory>
 
-#include "profiler/trace/varint.h"
+#include "profiler/trace/trace_records.h"
 
 namespace memstage::trace {
 namespace {
@@ -21,222 +21,124 @@ class CorruptRecord : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Decodes the records of one chunk.
-class RecordParser {
- public:
-  RecordParser(const uint8_t* begin, const uint8_t* end) : pos_(begin), end_(end) {}
-  bool done() const { return pos_ == end_; }
-  uint8_t tag() {
-    if (pos_ == end_) throw CorruptRecord("record cut short");
-    return *pos_++;
-  }
-  uint64_t u() {
-    uint64_t v;
-    if (!get_varint(pos_, end_, v)) throw CorruptRecord("bad varint");
-    return v;
-  }
-  int64_t s() {
-    int64_t v;
-    if (!get_svarint(pos_, end_, v)) throw CorruptRecord("bad varint");
-    return v;
-  }
-  std::string str() {
-    const uint64_t n = u();
-    if (n > static_cast<uint64_t>(end_ - pos_)) throw CorruptRecord("string past the chunk");
-    std::string out(reinterpret_cast<const char*>(pos_), n);
-    pos_ += n;
-    return out;
-  }
-
- private:
-  const uint8_t* pos_;
-  const uint8_t* end_;
-};
-
+// Decodes the records of one chunk through the record table (trace_records.h) and hands
+// them to the visitor, checking that every id a record uses was defined before it.
 class ChunkDecoder {
  public:
   explicit ChunkDecoder(TraceVisitor& v) : v_(v) {}
 
   uint64_t decode(const uint8_t* begin, const uint8_t* end, bool& ended) {
-    RecordParser p(begin, end);
+    records::FieldSource source(begin, end);
     uint64_t records = 0;
-    while (!p.done()) {
-      const auto tag = static_cast<Tag>(p.tag());
+    while (!source.done()) {
+      uint8_t tag;
+      if (!source.get_tag(tag)) throw CorruptRecord(source.error);
       ++records;
-      switch (tag) {
-        case Tag::kProcessInfo: {
-          ProcessInfo info;
-          info.pid = p.u();
-          info.parent_pid = p.u();
-          info.mode = static_cast<Mode>(p.u());
-          info.start_realtime_ns = p.u();
-          info.start_monotonic_ns = p.u();
-          info.page_bytes = p.u();
-          info.max_depth = static_cast<uint32_t>(p.u());
-          info.sample_interval_ns = p.u();
-          info.exe = p.str();
-          const uint64_t argc = p.u();
-          if (argc > 1'000'000) throw CorruptRecord("implausible argc");
-          for (uint64_t i = 0; i < argc; ++i) info.argv.push_back(p.str());
-          info.allocator = p.str();
-          v_.on_process_info(info);
-          break;
-        }
-        case Tag::kTime: v_.on_time(p.u()); break;
-        case Tag::kModules: {
-          const uint64_t n = p.u();
-          if (n > 1'000'000) throw CorruptRecord("implausible module count");
-          std::vector<Module> modules(n);
-          for (auto& m : modules) {
-            m.path = p.str();
-            m.load_bias = p.u();
-            const uint64_t segments = p.u();
-            if (segments > 1024) throw CorruptRecord("implausible segment count");
-            for (uint64_t i = 0; i < segments; ++i) {
-              Segment seg;
-              seg.start = p.u();
-              seg.end = p.u();
-              m.segments.push_back(seg);
-            }
-          }
-          v_.on_modules(modules);
-          break;
-        }
-        case Tag::kStack: {
-          const uint64_t depth = p.u();
-          if (depth > 4096) throw CorruptRecord("implausible stack depth");
-          ips_.resize(depth);
-          for (uint64_t i = 0; i < depth; ++i) {
-            ips_[i] = i == 0 ? p.u() : ips_[i - 1] + static_cast<uint64_t>(p.s());
-          }
-          v_.on_stack(next_stack_id_++, ips_);
-          break;
-        }
-        case Tag::kAllocInfo: {
-          const uint64_t size = p.u();
-          const uint64_t stack = p.u();
-          const uint64_t stage_plus_one = p.u();
-          check_stack(stack);
-          if (stage_plus_one > stage_instances_) throw CorruptRecord("allocation info of a stage not begun");
-          v_.on_alloc_info(next_info_id_++, size, static_cast<uint32_t>(stack),
-                           static_cast<int32_t>(stage_plus_one) - 1);
-          break;
-        }
-        case Tag::kAlloc:
-        case Tag::kRealloc: {
-          const uint64_t info = p.u();
-          check_info(info);
-          v_.on_alloc(static_cast<uint32_t>(info), tag == Tag::kRealloc);
-          last_alloc_info_ = static_cast<int64_t>(info);
-          break;
-        }
-        case Tag::kFree: {
-          const uint64_t info = p.u();
-          check_info(info);
-          v_.on_free(static_cast<uint32_t>(info), false);
-          last_alloc_info_ = -1;
-          break;
-        }
-        case Tag::kFreeLast:
-          if (last_alloc_info_ < 0) throw CorruptRecord("free of the latest allocation with none before it");
-          v_.on_free(static_cast<uint32_t>(last_alloc_info_), true);
-          last_alloc_info_ = -1;
-          break;
-        case Tag::kMmap: {
-          const uint64_t address = p.u();
-          const uint64_t length = p.u();
-          const uint64_t stack = p.u();
-          check_stack(stack);
-          v_.on_mmap(address, length, static_cast<uint32_t>(stack));
-          break;
-        }
-        case Tag::kMunmap: {
-          const uint64_t address = p.u();
-          v_.on_munmap(address, p.u());
-          break;
-        }
-        case Tag::kMremap: {
-          const uint64_t old_address = p.u();
-          const uint64_t old_length = p.u();
-          const uint64_t new_address = p.u();
-          const uint64_t new_length = p.u();
-          const uint64_t stack = p.u();
-          check_stack(stack);
-          v_.on_mremap(old_address, old_length, new_address, new_length, static_cast<uint32_t>(stack));
-          break;
-        }
-        case Tag::kStageName: v_.on_stage_name(next_stage_name_id_++, p.str()); break;
-        case Tag::kStageBegin: {
-          const uint64_t id = p.u();
-          if (id >= next_stage_name_id_) throw CorruptRecord("stage begins before its name");
-          ++stage_instances_;
-          v_.on_stage_begin(static_cast<uint32_t>(id), p.u());
-          break;
-        }
-        case Tag::kStageEnd: v_.on_stage_end(p.u()); break;
-        case Tag::kRss: {
-          const uint64_t t = p.u();
-          const uint64_t rss = p.u();
-          v_.on_rss(t, rss, p.u());
-          break;
-        }
-        case Tag::kAllocatorStats: {
-          AllocatorStatsRecord r;
-          r.t_ns = p.u();
-          r.in_use_bytes = p.u();
-          r.resident_bytes = p.u();
-          r.mapped_bytes = p.u();
-          v_.on_allocator_stats(r);
-          break;
-        }
-        case Tag::kCounters: {
-          CountersRecord r;
-          r.t_ns = p.u();
-          r.allocations = p.u();
-          r.frees = p.u();
-          r.bytes_allocated = p.u();
-          v_.on_counters(r);
-          break;
-        }
-        case Tag::kEnd:
-          v_.on_end(p.u());
-          ended = true;
-          break;
-        case Tag::kSignal: {
-          const uint64_t t = p.u();
-          v_.on_signal(t, static_cast<int>(p.u()));
-          break;
-        }
-        case Tag::kLost: v_.on_lost(p.u()); break;
-        case Tag::kRamLimit: {
-          const uint64_t t = p.u();
-          const uint64_t rss = p.u();
-          v_.on_ram_limit(t, rss, p.u());
-          break;
-        }
-        case Tag::kPythonCode: {
-          PythonCode code;
-          code.id = p.u();
-          code.first_line = p.u();
-          code.file = p.str();
-          code.function = p.str();
-          v_.on_python_code(code);
-          break;
-        }
-        case Tag::kPythonInfo: {
-          PythonInfo info;
-          info.version = p.str();
-          info.allocator = p.str();
-          v_.on_python_info(info);
-          break;
-        }
-        default: throw CorruptRecord("unknown record tag " + std::to_string(static_cast<int>(tag)));
+      if (tag == 0 || tag > records::kRecordKinds) {
+        throw CorruptRecord("unknown record tag " + std::to_string(static_cast<int>(tag)));
       }
+      dispatch(tag, source, std::make_index_sequence<records::kRecordKinds>{});
+      if (tag == static_cast<uint8_t>(Tag::kEnd)) ended = true;
     }
     return records;
   }
 
  private:
+  template <size_t... I>
+  void dispatch(uint8_t tag, records::FieldSource& source, std::index_sequence<I...>) {
+    ((tag == I + 1 ? (read_one<std::tuple_element_t<I, records::AllRecords>>(source), true) : false) || ...);
+  }
+  template <class R>
+  void read_one(records::FieldSource& source) {
+    R& r = std::get<R>(scratch_);  // reused: its lists keep their capacity
+    if (!records::decode(source, r)) throw CorruptRecord(source.error ? source.error : "bad record");
+    handle(r);
+  }
+
+  void handle(const records::ProcessInfo& r) {
+    ProcessInfo info;
+    info.pid = r.pid;
+    info.parent_pid = r.parent_pid;
+    info.mode = static_cast<Mode>(r.mode);
+    info.start_realtime_ns = r.start_realtime_ns;
+    info.start_monotonic_ns = r.start_monotonic_ns;
+    info.page_bytes = r.page_bytes;
+    info.max_depth = static_cast<uint32_t>(r.max_depth);
+    info.sample_interval_ns = r.sample_interval_ns;
+    info.exe = std::string(r.exe);
+    for (std::string_view arg : r.argv.items) info.argv.emplace_back(arg);
+    info.allocator = std::string(r.allocator);
+    v_.on_process_info(info);
+  }
+  void handle(const records::Time& r) { v_.on_time(r.t_ns); }
+  void handle(const records::Modules& r) {
+    std::vector<Module> modules(r.modules.items.size());
+    for (size_t i = 0; i < modules.size(); ++i) {
+      const records::ModuleEntry& entry = r.modules.items[i];
+      modules[i].path = std::string(entry.path);
+      modules[i].load_bias = entry.load_bias;
+      for (const records::Segment& seg : entry.segments.items) modules[i].segments.push_back({seg.start, seg.end});
+    }
+    v_.on_modules(modules);
+  }
+  void handle(const records::Stack& r) { v_.on_stack(next_stack_id_++, r.return_addresses.items); }
+  void handle(const records::AllocInfo& r) {
+    check_stack(r.stack);
+    if (r.stage_plus_one > stage_instances_) throw CorruptRecord("allocation info of a stage not begun");
+    v_.on_alloc_info(next_info_id_++, r.size, static_cast<uint32_t>(r.stack),
+                     static_cast<int32_t>(r.stage_plus_one) - 1);
+  }
+  void handle(const records::Alloc& r) { on_alloc(r.info, false); }
+  void handle(const records::Realloc& r) { on_alloc(r.info, true); }
+  void on_alloc(uint64_t info, bool realloc) {
+    check_info(info);
+    v_.on_alloc(static_cast<uint32_t>(info), realloc);
+    last_alloc_info_ = static_cast<int64_t>(info);
+  }
+  void handle(const records::Free& r) {
+    check_info(r.info);
+    v_.on_free(static_cast<uint32_t>(r.info), false);
+    last_alloc_info_ = -1;
+  }
+  void handle(const records::FreeLast&) {
+    if (last_alloc_info_ < 0) throw CorruptRecord("free of the latest allocation with none before it");
+    v_.on_free(static_cast<uint32_t>(last_alloc_info_), true);
+    last_alloc_info_ = -1;
+  }
+  void handle(const records::Mmap& r) {
+    check_stack(r.stack);
+    v_.on_mmap(r.address, r.length, static_cast<uint32_t>(r.stack));
+  }
+  void handle(const records::Munmap& r) { v_.on_munmap(r.address, r.length); }
+  void handle(const records::Mremap& r) {
+    check_stack(r.stack);
+    v_.on_mremap(r.old_address, r.old_length, r.new_address, r.new_length, static_cast<uint32_t>(r.stack));
+  }
+  void handle(const records::StageName& r) { v_.on_stage_name(next_stage_name_id_++, std::string(r.name)); }
+  void handle(const records::StageBegin& r) {
+    if (r.name_id >= next_stage_name_id_) throw CorruptRecord("stage begins before its name");
+    ++stage_instances_;
+    v_.on_stage_begin(static_cast<uint32_t>(r.name_id), r.t_ns);
+  }
+  void handle(const records::StageEnd& r) { v_.on_stage_end(r.t_ns); }
+  void handle(const records::Rss& r) { v_.on_rss(r.t_ns, r.rss_bytes, r.tracer_bytes); }
+  void handle(const records::AllocatorStats& r) {
+    v_.on_allocator_stats(AllocatorStatsRecord{r.t_ns, r.in_use_bytes, r.resident_bytes, r.mapped_bytes});
+  }
+  void handle(const records::Counters& r) {
+    v_.on_counters(CountersRecord{r.t_ns, r.allocations, r.frees, r.bytes_allocated});
+  }
+  void handle(const records::End& r) { v_.on_end(r.t_ns); }
+  void handle(const records::Signal& r) { v_.on_signal(r.t_ns, static_cast<int>(r.signal)); }
+  void handle(const records::Lost& r) { v_.on_lost(r.count); }
+  void handle(const records::RamLimit& r) { v_.on_ram_limit(r.t_ns, r.rss_bytes, r.limit_bytes); }
+  void handle(const records::PythonCode& r) {
+    v_.on_python_code(PythonCode{r.code_id, r.first_line, std::string(r.file), std::string(r.function)});
+  }
+  void handle(const records::PythonInfo& r) {
+    v_.on_python_info(PythonInfo{std::string(r.version), std::string(r.allocator)});
+  }
+
   void check_stack(uint64_t id) const {
     if (id >= next_stack_id_) throw CorruptRecord("event refers to an undefined stack");
   }
@@ -245,12 +147,12 @@ class ChunkDecoder {
   }
 
   TraceVisitor& v_;
+  records::AllRecords scratch_;
   uint32_t next_info_id_ = 0;
   int64_t last_alloc_info_ = -1;
   uint64_t stage_instances_ = 0;
   uint32_t next_stack_id_ = 0;
   uint32_t next_stage_name_id_ = 0;
-  std::vector<uint64_t> ips_;
 };
 
 }  // namespace

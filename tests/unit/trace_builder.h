@@ -11,36 +11,33 @@
 #include <vector>
 
 #include "profiler/trace/trace_format.h"
-#include "profiler/trace/varint.h"
+#include "profiler/trace/trace_records.h"
 
 namespace memstage::testing {
 
 class TraceBuilder {
  public:
   TraceBuilder& process(uint64_t pid = 100, trace::Mode mode = trace::Mode::kFull) {
-    tag(trace::Tag::kProcessInfo);
-    for (uint64_t v : {pid, uint64_t{1}, static_cast<uint64_t>(mode), uint64_t{1'700'000'000'000'000'000},
-                       uint64_t{0}, uint64_t{4096}, uint64_t{64}, uint64_t{10'000'000}}) {
-      u(v);
-    }
-    str("/bin/test");
-    u(1);
-    str("test");
-    str("glibc");
-    return *this;
+    const std::string_view argv[] = {"test"};
+    trace::records::ProcessInfo r;
+    r.pid = pid;
+    r.parent_pid = 1;
+    r.mode = static_cast<uint64_t>(mode);
+    r.start_realtime_ns = 1'700'000'000'000'000'000;
+    r.page_bytes = 4096;
+    r.max_depth = 64;
+    r.sample_interval_ns = 10'000'000;
+    r.exe = "/bin/test";
+    r.argv.items = argv;
+    r.allocator = "glibc";
+    return record(r);
   }
-  TraceBuilder& time(uint64_t t_ns) { return tag(trace::Tag::kTime).u(t_ns); }
+  TraceBuilder& time(uint64_t t_ns) { return record(trace::records::Time{t_ns}); }
   // Stacks are numbered in definition order from 0.
   TraceBuilder& stack(std::vector<uint64_t> ips) {
-    tag(trace::Tag::kStack).u(ips.size());
-    for (size_t i = 0; i < ips.size(); ++i) {
-      if (i == 0) {
-        u(ips[0]);
-      } else {
-        s(static_cast<int64_t>(ips[i] - ips[i - 1]));
-      }
-    }
-    return *this;
+    trace::records::Stack r;
+    r.return_addresses.items = ips;
+    return record(r);
   }
   // Blocks are named by address here, as the tracer sees them; the trace names them by
   // allocation info, as the tracer's writer does.
@@ -48,11 +45,11 @@ class TraceBuilder {
     const uint64_t stage_plus_one = open_stages_.empty() ? 0 : open_stages_.back() + 1;
     const auto key = std::make_tuple(size, stack_id, stage_plus_one);
     auto [it, added] = infos_.try_emplace(key, infos_.size());
-    if (added) tag(trace::Tag::kAllocInfo).u(size).u(stack_id).u(stage_plus_one);
+    if (added) record(trace::records::AllocInfo{size, stack_id, stage_plus_one});
     live_[address] = it->second;
     last_alloc_ = address;
     last_was_alloc_ = true;
-    return tag(realloc ? trace::Tag::kRealloc : trace::Tag::kAlloc).u(it->second);
+    return realloc ? record(trace::records::Realloc{it->second}) : record(trace::records::Alloc{it->second});
   }
   TraceBuilder& free(uint64_t address) {
     auto it = live_.find(address);
@@ -61,19 +58,29 @@ class TraceBuilder {
     live_.erase(it);
     const bool temporary = last_was_alloc_ && address == last_alloc_;
     last_was_alloc_ = false;
-    return temporary ? tag(trace::Tag::kFreeLast) : tag(trace::Tag::kFree).u(info);
+    return temporary ? record(trace::records::FreeLast{}) : record(trace::records::Free{info});
   }
-  TraceBuilder& stage_name(const std::string& name) { return tag(trace::Tag::kStageName).str(name); }
+  TraceBuilder& stage_name(const std::string& name) { return record(trace::records::StageName{name}); }
   TraceBuilder& stage_begin(uint32_t id, uint64_t t_ns) {
     open_stages_.push_back(stage_instances_++);
-    return tag(trace::Tag::kStageBegin).u(id).u(t_ns);
+    return record(trace::records::StageBegin{id, t_ns});
   }
   TraceBuilder& stage_end(uint64_t t_ns) {
     if (!open_stages_.empty()) open_stages_.pop_back();
-    return tag(trace::Tag::kStageEnd).u(t_ns);
+    return record(trace::records::StageEnd{t_ns});
   }
-  TraceBuilder& rss(uint64_t t_ns, uint64_t bytes) { return tag(trace::Tag::kRss).u(t_ns).u(bytes).u(0); }
-  TraceBuilder& end(uint64_t t_ns) { return tag(trace::Tag::kEnd).u(t_ns); }
+  TraceBuilder& rss(uint64_t t_ns, uint64_t bytes, uint64_t tracer_bytes = 0) {
+    return record(trace::records::Rss{t_ns, bytes, tracer_bytes});
+  }
+  TraceBuilder& end(uint64_t t_ns) { return record(trace::records::End{t_ns}); }
+  // Any record of trace_records.h, encoded as the tracer does.
+  template <class R>
+  TraceBuilder& record(const R& r) {
+    const size_t at = raw_.size();
+    raw_.resize(at + trace::records::max_encoded_bytes(r));
+    raw_.resize(static_cast<size_t>(trace::records::encode(raw_.data() + at, r) - raw_.data()));
+    return *this;
+  }
 
   // Closes the current chunk: records after this go into the next one.
   TraceBuilder& chunk() {
@@ -106,21 +113,6 @@ class TraceBuilder {
   }
 
  private:
-  TraceBuilder& tag(trace::Tag t) {
-    raw_.push_back(static_cast<uint8_t>(t));
-    return *this;
-  }
-  TraceBuilder& u(uint64_t v) {
-    uint8_t buf[trace::kMaxVarintBytes];
-    raw_.insert(raw_.end(), buf, trace::put_varint(buf, v));
-    return *this;
-  }
-  TraceBuilder& s(int64_t v) { return u(trace::zigzag_encode(v)); }
-  TraceBuilder& str(const std::string& v) {
-    u(v.size());
-    raw_.insert(raw_.end(), v.begin(), v.end());
-    return *this;
-  }
   void append(const void* p, size_t n) { file_.append(static_cast<const char*>(p), n); }
 
   std::vector<uint8_t> raw_;
