@@ -14,7 +14,9 @@
 // uses every chunk up to the first incomplete or corrupt one and says where it stopped.
 //
 // Records: one tag byte, then fields. Integers are unsigned LEB128 varints ("u"), signed
-// ones zigzag-encoded varints ("s"); strings are a varint length and the bytes. Records
+// ones zigzag-encoded varints ("s"); strings are a varint length and the bytes. Each
+// kind's fields are defined once, in trace_records.h, which every encoder and the reader
+// use; the comments below say what each kind means. Records
 // appear in the process's global event order (the tracer orders events from all threads
 // by a process-wide sequence number before writing), so a reader replays them in order.
 // Every record a reader needs to understand a later one comes before it: a stack or
@@ -53,79 +55,71 @@ static_assert(sizeof(ChunkHeader) == 12);
 enum class Mode : uint8_t { kFull = 0, kStats = 1 };
 
 enum class Tag : uint8_t {
-  // First record of the file.
-  // u pid, u parent_pid, u mode, u start_realtime_ns, u start_monotonic_ns, u page_bytes,
-  // u max_depth, u sample_interval_ns, str exe, u argc, str argv[argc], str allocator
+  // First record of the file: the process, the tracer's settings, the allocator.
   kProcessInfo = 1,
-  // u t_ns. Every allocation event after it happened at or after t_ns.
+  // Every allocation event after it happened at or after its t_ns.
   kTime = 2,
-  // The loaded modules, replacing the previous list: u count, then per module
-  // str path, u load_bias, u segment_count, (u start, u end)[segment_count] for each
-  // executable PT_LOAD segment, absolute addresses, end exclusive.
+  // The loaded modules, replacing the previous list, with their executable PT_LOAD
+  // segments (absolute addresses, end exclusive).
   kModules = 3,
-  // Defines the next stack id (0, 1, 2, ...): u depth, then depth return addresses,
-  // innermost first; the first absolute (u), the rest as differences (s) from the previous.
+  // Defines the next stack id (0, 1, 2, ...): return addresses, innermost first.
   kStack = 4,
   // Blocks are not named by address. Allocations are grouped by "allocation info":
   // (size, stack, stage instance). A block's free names its info, which is all the
   // analysis needs for exact live bytes, peaks, leaks and per-stage figures, and which
   // compresses to almost nothing (heaptrack's idea, with the stage added).
   //
-  // malloc, calloc, memalign, new, ...: u allocation info id.
+  // malloc, calloc, memalign, new, ...: names the allocation info.
   kAlloc = 5,
-  // free/delete of a block of this info: u allocation info id. Frees of blocks this
+  // free/delete of a block of this allocation info. Frees of blocks this
   // trace never saw allocated (inherited over fork, from before the tracer started) are
   // left out.
   kFree = 6,
-  // The allocation half of a successful realloc (its free half is a kFree before it):
-  // u allocation info id.
+  // The allocation half of a successful realloc (its free half is a kFree before it).
   kRealloc = 7,
-  // Anonymous mmap: u address, u length, u stack id.
+  // Anonymous mmap, with the stack that made it.
   kMmap = 8,
-  // munmap of any range: u address, u length.
+  // munmap of any range.
   kMunmap = 9,
-  // A successful mremap: u old_address, u old_length, u new_address, u new_length,
-  // u stack id. The new range counts as anonymous only if the old one was.
+  // A successful mremap. The new range counts as anonymous only if the old one was.
   kMremap = 10,
-  // Defines the next stage name id (0, 1, ...): str name.
+  // Defines the next stage name id (0, 1, ...).
   kStageName = 11,
-  // u stage name id, u t_ns. Opens a stage inside the innermost open one.
+  // Opens a stage inside the innermost open one.
   kStageBegin = 12,
-  // u t_ns. Closes the innermost open stage.
+  // Closes the innermost open stage.
   kStageEnd = 13,
-  // u t_ns, u rss_bytes, u tracer_bytes (the resident part of the tracer's own memory).
+  // RSS, and tracer_bytes: the resident part of the tracer's own memory.
   kRss = 14,
-  // The allocator's own accounting: u t_ns, u in_use_bytes, u resident_bytes,
-  // u mapped_bytes (0 when unknown). glibc: mallinfo2 (uordblks + hblkhd,
-  // arena + hblkhd, arena + hblkhd); jemalloc: stats.allocated/active/resident/mapped.
+  // The allocator's own accounting (mapped_bytes 0 when unknown). glibc: mallinfo2
+  // (uordblks + hblkhd, arena + hblkhd, arena + hblkhd); jemalloc:
+  // stats.allocated/active/resident/mapped.
   kAllocatorStats = 15,
-  // Counters kept in process (stats mode, every tick and at stage boundaries): u t_ns,
-  // u allocations, u frees, u bytes_allocated. Stats mode's live heap is the allocator's
-  // in-use figure (kAllocatorStats, every few ticks).
+  // Counters kept in process (stats mode, every tick and at stage boundaries). Stats
+  // mode's live heap is the allocator's in-use figure (kAllocatorStats, every few ticks).
   kCounters = 16,
-  // The process ended normally (exit or return from main): u t_ns.
+  // The process ended normally (exit or return from main).
   kEnd = 17,
-  // A fatal signal arrived: u t_ns, u signal number. The process dies after it.
+  // A fatal signal arrived. The process dies after it.
   kSignal = 18,
-  // Events the tracer could not order and dropped: u count.
+  // Events the tracer could not order and dropped.
   kLost = 19,
-  // Defines the next allocation info id (0, 1, 2, ...): u size, u stack id,
-  // u stage instance + 1 (0: outside any stage). Stage instances are numbered by the
-  // order of their kStageBegin records from 0.
+  // Defines the next allocation info id (0, 1, 2, ...): size, stack id, stage instance
+  // + 1 (0: outside any stage). Stage instances are numbered by the order of their
+  // kStageBegin records from 0.
   kAllocInfo = 20,
   // Frees the block of the latest kAlloc/kRealloc, with nothing allocated in between:
   // a temporary allocation (no fields).
   kFreeLast = 21,
-  // RSS passed the limit `memstage run --ram-limit` set (recorded once): u t_ns,
-  // u rss_bytes, u limit_bytes.
+  // RSS passed the limit `memstage run --ram-limit` set (recorded once).
   kRamLimit = 22,
-  // Names a Python code object (a function, a module's body): u code id (0, 1, 2, ...),
-  // u first line, str file, str qualified name. Comes before the first stack that uses it.
-  // In a stack, a Python frame is the "address" 1<<63 | code_id<<24 | line.
+  // Names a Python code object (a function, a module's body) by id (0, 1, 2, ...). Comes
+  // before the first stack that uses it. In a stack, a Python frame is the "address"
+  // 1<<63 | code_id<<24 | line.
   kPythonCode = 23,
-  // The process runs Python with Python frames recorded (once): str version (sys.version),
-  // str allocator ("pymalloc": objects up to 512 bytes come from pymalloc's arenas, seen
-  // as anonymous mmaps; "malloc": PYTHONMALLOC=malloc, every object through malloc).
+  // The process runs Python with Python frames recorded (once): its sys.version, and its
+  // allocator ("pymalloc": objects up to 512 bytes come from pymalloc's arenas, seen as
+  // anonymous mmaps; "malloc": PYTHONMALLOC=malloc, every object through malloc).
   kPythonInfo = 24,
 };
 
