@@ -120,3 +120,62 @@ TEST_CASE("an event naming an undefined stack is corruption, not a crash") {
   CHECK(summary.truncated);
   CHECK(v.allocs == 0);
 }
+
+TEST_CASE("records with lists and strings read back as the record table encodes them") {
+  namespace records = trace::records;
+  struct Seen : trace::TraceVisitor {
+    trace::ProcessInfo info;
+    std::vector<trace::Module> modules;
+    std::vector<uint64_t> stack;
+    trace::PythonCode code;
+    void on_process_info(const trace::ProcessInfo& i) override { info = i; }
+    void on_modules(const std::vector<trace::Module>& m) override { modules = m; }
+    void on_stack(uint32_t, std::span<const uint64_t> ips) override { stack.assign(ips.begin(), ips.end()); }
+    void on_python_code(const trace::PythonCode& c) override { code = c; }
+  };
+  const records::Segment segments[] = {{0x1000, 0x2000}, {0x3000, 0x3800}};
+  records::ModuleEntry module;
+  module.path = "/lib/libx.so";
+  module.load_bias = 0x400;
+  module.segments.items = segments;
+  records::Modules modules;
+  modules.modules.items = {&module, 1};
+  TraceBuilder b;
+  b.process(4242).record(modules).stack({0x7fff0000, 0x1000, 0x7fff0010});
+  b.record(records::PythonCode{7, 12, "a.py", "f"}).end(1);
+  const std::string path = temp_path("records.mst");
+  write_bytes(path, b.bytes());
+  Seen v;
+  const auto summary = trace::read_trace(path, v);
+  CHECK_FALSE(summary.truncated);
+  CHECK(v.info.pid == 4242);
+  CHECK(v.info.argv == std::vector<std::string>{"test"});
+  CHECK(v.info.allocator == "glibc");
+  REQUIRE(v.modules.size() == 1);
+  CHECK(v.modules[0].path == "/lib/libx.so");
+  CHECK(v.modules[0].load_bias == 0x400);
+  REQUIRE(v.modules[0].segments.size() == 2);
+  CHECK(v.modules[0].segments[1].end == 0x3800);
+  CHECK(v.stack == std::vector<uint64_t>{0x7fff0000, 0x1000, 0x7fff0010});  // deltas both ways
+  CHECK(v.code.id == 7);
+  CHECK(v.code.function == "f");
+}
+
+TEST_CASE("an unknown record tag is corruption") {
+  TraceBuilder b;
+  b.process().chunk();
+  std::string bytes = b.bytes();
+  // A chunk of one byte: tag kRecordKinds + 1.
+  const uint8_t raw[] = {static_cast<uint8_t>(trace::records::kRecordKinds + 1)};
+  std::vector<uint8_t> out(ZSTD_compressBound(1));
+  const size_t n = ZSTD_compress(out.data(), out.size(), raw, 1, 1);
+  trace::ChunkHeader h{trace::kChunkMagic, static_cast<uint32_t>(n), 1};
+  bytes.append(reinterpret_cast<const char*>(&h), sizeof(h));
+  bytes.append(reinterpret_cast<const char*>(out.data()), n);
+  const std::string path = temp_path("unknown_tag.mst");
+  write_bytes(path, bytes);
+  Counting v;
+  const auto summary = trace::read_trace(path, v);
+  CHECK(summary.truncated);
+  CHECK(summary.truncation.find("unknown record tag") != std::string::npos);
+}
