@@ -117,7 +117,7 @@ inline bool resolve() {
 // True when this call should be recorded: the tracer is on, and the call comes from
 // the program rather than from the tracer or the allocator itself.
 inline bool should_record() {
-  return !t_in_tracer && g_tracer.recording.load(std::memory_order_relaxed);
+  return !t_in_tracer && recording();
 }
 
 // For the malloc family, called from `caller` (its return address): also not the dynamic

@@ -72,7 +72,7 @@ void* fallback_new(size_t size, size_t alignment, bool nothrow) {
   return p;
 }
 
-inline bool recording_now() { return !t_in_tracer && g_tracer.recording.load(std::memory_order_relaxed); }
+inline bool recording_now() { return !t_in_tracer && recording(); }
 
 void record_new(void* p, size_t size) {
   if (!p) return;

@@ -295,7 +295,7 @@ uint32_t merge_python_frames(const uint64_t* native, uint32_t depth, uint64_t* o
 
 int python_attach(int skip_frames) {
   RecordingGuard guard;
-  if (!g_tracer.recording.load(std::memory_order_acquire) || stats_mode()) return 0;
+  if (!recording() || stats_mode()) return 0;
   pthread_mutex_lock(&g_attach_mutex);
   if (g_api_state.load() == 0) {
     g_code_slots = static_cast<CodeSlot*>(tracer_map(sizeof(CodeSlot) * kCodeSlots));

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 
 namespace memstage::preload {
 
+constinit ProcessMark g_mark_before_start;
 constinit Tracer g_tracer;
 uint64_t g_loader_text_start = 0;
 uint64_t g_loader_text_end = 0;
@@ -195,7 +197,7 @@ void on_fatal_signal(int signo) {
   const int saved_errno = errno;
   {
     RecordingGuard guard;
-    if (g_tracer.recording.exchange(false)) {
+    if (!in_child_sharing_memory() && g_tracer.process->recording.exchange(false)) {
       write_signal_record(signo);
       writer_flush(true, true);
     }
@@ -220,8 +222,18 @@ void install_signal_handlers() {
   }
 }
 
+bool map_process_mark() {
+  auto* page = static_cast<ProcessMark*>(tracer_map(sizeof(ProcessMark)));
+  // Without MADV_WIPEONFORK (Linux < 4.14) a raw clone child would wait on a writer it has not.
+  if (!page || madvise(page, sizeof(ProcessMark), MADV_WIPEONFORK) != 0) return false;
+  page->pid = static_cast<int>(syscall(SYS_getpid));
+  g_tracer.process = page;
+  return true;
+}
+
 void before_fork() {
-  if (!g_tracer.recording.load()) return;
+  g_tracer.recording_at_fork = recording();
+  if (!g_tracer.recording_at_fork) return;
   t_in_tracer = true;
   writer_before_fork();
   pthread_mutex_lock(&g_tracer.threads_mutex);
@@ -230,7 +242,7 @@ void before_fork() {
 }
 
 void after_fork_parent() {
-  if (!g_tracer.recording.load()) return;
+  if (!g_tracer.recording_at_fork) return;
   pthread_mutex_unlock(&g_tracer.stage_mutex);
   g_tracer.stacks.unlock();
   pthread_mutex_unlock(&g_tracer.threads_mutex);
@@ -239,7 +251,9 @@ void after_fork_parent() {
 }
 
 void after_fork_child() {
-  if (!g_tracer.recording.load()) return;
+  if (!g_tracer.recording_at_fork) return;
+  // The mark page came zeroed (MADV_WIPEONFORK): this child is one the handlers saw.
+  g_tracer.process->pid = static_cast<int>(syscall(SYS_getpid));
   pthread_mutex_init(&g_tracer.stage_mutex, nullptr);
   g_tracer.stacks.reset_lock_after_fork();
   pthread_mutex_init(&g_tracer.threads_mutex, nullptr);
@@ -254,7 +268,7 @@ void after_fork_child() {
   open_rss_source();
   g_tracer.approx_live_bytes.store(0);
   g_tracer.rss_sampled_at_live_bytes.store(0);
-  if (!g_tracer.options.follow_fork) g_tracer.recording.store(false);
+  g_tracer.process->recording.store(g_tracer.options.follow_fork);
   writer_after_fork_child(g_tracer.options.follow_fork);
   t_in_tracer = false;
 }
@@ -482,19 +496,21 @@ void record_stage_end() {
   pthread_mutex_unlock(&g_tracer.stage_mutex);
 }
 
+bool in_child_sharing_memory() { return syscall(SYS_getpid) != g_tracer.process->pid; }
+
 void flush_before_exec() {
-  if (!g_tracer.recording.load()) return;
+  if (!recording() || in_child_sharing_memory()) return;
   writer_flush(false, false);
 }
 
 void finish_trace() {
-  if (!g_tracer.recording.load()) return;
+  if (!recording() || in_child_sharing_memory()) return;
   if (ThreadState* ts = current_thread_state()) {
     push_samples(ts, true);
     push_record(ts, records::End{trace_time_ns()});
   }
   writer_finish();
-  g_tracer.recording.store(false);
+  g_tracer.process->recording.store(false);
 }
 
 void start_tracer() {
@@ -503,7 +519,7 @@ void start_tracer() {
   g_tracer.start_monotonic_ns = monotonic_ns();
   dl_iterate_phdr(find_own_text, nullptr);
   if (uint64_t loader_base = getauxval(AT_BASE)) dl_iterate_phdr(find_loader_text, &loader_base);
-  if (!g_tracer.stacks.init()) return;
+  if (!g_tracer.stacks.init() || !map_process_mark()) return;
   pthread_key_create(&g_thread_key, retire_thread_state);
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   open_rss_source();
@@ -511,9 +527,9 @@ void start_tracer() {
   if (!writer_open(static_cast<uint64_t>(getppid()))) return;
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   install_signal_handlers();
-  g_tracer.recording.store(true);
+  g_tracer.process->recording.store(true);
   if (!writer_start_thread()) {
-    g_tracer.recording.store(false);
+    g_tracer.process->recording.store(false);
     return;
   }
   if (ThreadState* ts = current_thread_state()) push_samples(ts, true);

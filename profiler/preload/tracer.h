@@ -37,11 +37,22 @@ struct ThreadState {
   PythonStack* python = nullptr;
 };
 
+// Whether this process records, on a page of its own mapped MADV_WIPEONFORK: a child made
+// without the fork handlers (a raw clone(2), as Chromium's zygote forks) finds it zeroed,
+// so it records nothing and never waits for a writer thread that is not in it. A child
+// that shares the memory (vfork) still sees the parent's page, with the parent's pid.
+struct ProcessMark {
+  std::atomic<bool> recording{false};
+  int pid = 0;
+};
+extern ProcessMark g_mark_before_start;  // not recording: until start, or without MEMSTAGE_OUTPUT
+
 struct Tracer {
   static constexpr uint32_t kMaxThreads = 4096;
   Options options;
-  // True once the tracer records; false before init, without MEMSTAGE_OUTPUT, after exit.
-  std::atomic<bool> recording{false};
+  ProcessMark* process = &g_mark_before_start;
+  // Set by the fork handlers for the child's: the child's mark is wiped.
+  bool recording_at_fork = false;
   std::atomic<uint64_t> next_seq{0};
   StackTable stacks;
 
@@ -70,6 +81,16 @@ struct Tracer {
 };
 
 extern Tracer g_tracer;
+
+// True once the tracer records; false before start, without MEMSTAGE_OUTPUT, after exit,
+// and in a child the fork handlers did not see.
+inline bool recording() { return g_tracer.process->recording.load(std::memory_order_relaxed); }
+
+// True in a child that shares this process's memory but was made without the fork
+// handlers (vfork, clone with CLONE_VM): every byte of tracer state it sees is its
+// parent's, which is still running (its writer thread too). Such a child touches none of
+// it; it execs or exits soon. A system call: only for exec, exit and fatal signals.
+bool in_child_sharing_memory();
 
 // The dynamic loader's code (ld.so), found at start. Its own allocations (TLS vectors,
 // link maps) are made while it holds its data half-updated: unwinding then touches

@@ -126,9 +126,10 @@ class Scenario:
     def program(self, name):
         return os.path.join(self.programs, name)
 
-    def run(self, command, timeout=120, env=None):
+    def run(self, command, timeout=120, env=None, cwd=None):
         start = time.monotonic()
-        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, env=env)
+        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, env=env,
+                              cwd=cwd)
         elapsed = time.monotonic() - start
         print("$ %s  -> exit %d in %.2f s" % (" ".join(command), proc.returncode, elapsed), flush=True)
         return proc
@@ -152,6 +153,58 @@ class Scenario:
             report = json.load(f)
         self.eq(report.get("schema"), "memstage.report/1", "%s: schema" % name)
         return out, report
+
+    def traced_as_untraced(self, name, command, expect_exit=0, run_flags=(), timeout=120):
+        """COMMAND untraced, then under `memstage run -q`, each with a folder of its own as
+        working directory (WORK/name.untraced, WORK/name.traced). The tracer must not
+        disturb the program: exit status, stdout, stderr and every file it wrote there
+        (truth.json aside: it holds pids) byte-identical. Returns (trace folder, report,
+        the traced run's truth.json or None)."""
+        runs = {}
+        for kind in ("untraced", "traced"):
+            cwd = os.path.join(self.work, "%s.%s" % (name, kind))
+            os.makedirs(cwd)
+            argv = list(command)
+            if kind == "traced":
+                argv = [self.memstage, "run", "-q", "-o", os.path.join(self.work, name)] + list(run_flags) + ["--"] + argv
+            try:
+                runs[kind] = (self.run(argv, timeout=timeout, cwd=cwd), cwd)
+            except subprocess.TimeoutExpired:
+                self.fail("%s: %s run still running after %d s" % (name, kind, timeout))
+                raise SystemExit(self.finish())
+        (plain, plain_cwd), (traced, traced_cwd) = runs["untraced"], runs["traced"]
+        self.eq(plain.returncode, expect_exit, "%s: exit status untraced" % name)
+        self.eq(traced.returncode, plain.returncode, "%s: exit status traced == untraced" % name)
+        self.eq(traced.stdout, plain.stdout, "%s: stdout traced == untraced" % name)
+        self.eq(traced.stderr, plain.stderr, "%s: stderr traced == untraced" % name)
+
+        def files(root):
+            found = {}
+            for folder, _, names in os.walk(root):
+                for n in names:
+                    path = os.path.join(folder, n)
+                    rel = os.path.relpath(path, root)
+                    if rel != "truth.json":
+                        with open(path, "rb") as f:
+                            found[rel] = f.read()
+            return found
+        plain_files, traced_files = files(plain_cwd), files(traced_cwd)
+        self.eq(sorted(traced_files), sorted(plain_files), "%s: files written traced == untraced" % name)
+        for rel in sorted(set(plain_files) & set(traced_files)):
+            self.check(traced_files[rel] == plain_files[rel], "%s: %s traced (%d bytes) == untraced (%d bytes)"
+                       % (name, rel, len(traced_files[rel]), len(plain_files[rel])))
+        out = os.path.join(self.work, name)
+        path = os.path.join(out, "report.json")
+        if not self.check(os.path.exists(path), "%s: report.json written" % name):
+            raise SystemExit(self.finish())
+        self.reports.append(path)
+        with open(path) as f:
+            report = json.load(f)
+        truth = None
+        if os.path.exists(os.path.join(traced_cwd, "truth.json")):
+            with open(os.path.join(traced_cwd, "truth.json")) as f:
+                truth = json.load(f)
+        return out, report, truth
 
     def report_json(self, trace, name):
         """memstage report TRACE --format json, kept as WORK/name.json for validation."""
@@ -612,6 +665,61 @@ def scenario_bad_input(s):
     s.one_line_error(proc, "run of a missing program", "/nonexistent/e2e-program")
 
 
+SOURCE_PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
+# Debian's python (tests/CMakeLists.txt, MEMSTAGE_SYSTEM_PYTHON3): the tracer's Python frames.
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+def no_killed_warning(s, report, what):
+    s.check(not any("no end record" in w or "truncated" in w or "killed" in w for w in report["warnings"]),
+            "%s: no warning of a killed or cut trace: %r" % (what, report["warnings"]))
+    if report["processes"]:
+        s.eq(report["processes"][0]["complete"], True, "%s: processes[0].complete" % what)
+
+
+def scenario_vfork(s):
+    """vfork + closefrom + exec (subprocess's way) in C and Python: the parent's trace goes on."""
+    out, report, t = s.traced_as_untraced("c", [s.program("vfork_exec"), "truth.json"])
+    if t:
+        s.eq(t["missing_status"], 127, "the vfork child of a missing program _exits 127")
+        got = report["totals"]["peak_heap_bytes"]
+        s.check(t["peak_bytes"] <= got <= t["peak_bytes"] + MIB,
+                "C: peak_heap_bytes %d is the program's %d (+ libc's blocks, < 1 MiB)" % (got, t["peak_bytes"]))
+        no_killed_warning(s, report, "C")
+        traces = sorted(n for n in os.listdir(out) if n.startswith("trace."))
+        s.check("trace.%d.mst" % t["true_pid"] in traces, "C: /bin/true, exec'd in the vfork child, has its trace: %r"
+                % traces)
+        s.counts_consistent(report, "C")
+    script = os.path.join(SOURCE_PROGRAMS, "vfork_subprocess.py")
+    for flags in ((), ("--no-python-frames",)):
+        name = "python" + "".join(f.replace("--", "_") for f in flags)
+        _, report, t = s.traced_as_untraced(name, [SYSTEM_PYTHON, script, "truth.json"], run_flags=flags)
+        if t:
+            got = report["totals"]["peak_heap_bytes"]
+            s.check(got >= t["peak_bytes"], "%s: peak_heap_bytes %d >= the %d bytes the script held"
+                    % (name, got, t["peak_bytes"]))
+            no_killed_warning(s, report, name)
+
+
+def scenario_raw_clone(s):
+    """Children made with the raw clone system call (Chromium's zygote): none blocks, the parent's trace goes on."""
+    start = time.monotonic()
+    _, report, t = s.traced_as_untraced("run", [s.program("raw_clone"), "truth.json"], timeout=60)
+    print("untraced and traced runs: %.1f s" % (time.monotonic() - start))
+    if t:
+        # The parent's 1 MiB, allocated after the children ended, is its peak.
+        top = report["totals"]["top_stacks_at_peak"]
+        s.check(any(e["bytes"] == MIB and has_function(e["stack"], "parent_alloc") for e in top),
+                "parent_alloc's 1 MiB among the stacks at the peak: %r" % [(e["bytes"], chain(e["stack"], 2)) for e in top])
+        mine = [g for g in report["leaks"] if has_function(g["stack"], "child_work")]
+        s.eq(mine, [], "no block of the children is the parent's")
+        no_killed_warning(s, report, "raw_clone")
+        procs = report["processes"]
+        if procs:
+            s.eq(procs[0]["pid"], t["parent_pid"], "processes[0] is the parent")
+        s.counts_consistent(report, "raw_clone")
+
+
 SCENARIOS = {
     "leaks": scenario_leaks,
     "peak": scenario_peak,
@@ -626,6 +734,8 @@ SCENARIOS = {
     "sigkill": scenario_sigkill,
     "output": scenario_output,
     "bad_input": scenario_bad_input,
+    "vfork": scenario_vfork,
+    "raw_clone": scenario_raw_clone,
 }
 
 
