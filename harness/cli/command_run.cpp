@@ -14,6 +14,7 @@
 #include "harness/cli/preload_path.h"
 #include "harness/cli/report_files.h"
 #include "harness/gate/gate.h"
+#include "profiler/preload/options.h"
 #include "harness/cli/sizes.h"
 #include "reports/render/text/text_report.h"
 
@@ -90,6 +91,11 @@ int run(const RunFlags& flags) {
                                                                 : flags.output_dir)
                               .lexically_normal()
                               .string();
+  // The tracer names its files inside the folder with paths that must fit PATH_MAX.
+  if (dir.size() > preload::kMaxOutputDirBytes) {
+    throw CliError("run: the output folder's path is " + std::to_string(dir.size()) + " bytes; at most " +
+                   std::to_string(preload::kMaxOutputDirBytes) + " are supported");
+  }
   prepare_output_dir(dir);
 
   std::string ld_preload = preload;

@@ -14,6 +14,7 @@
 
 #include <atomic>
 
+#include "profiler/preload/descriptors.h"
 #include "profiler/preload/python_frames.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/tracer.h"
@@ -45,8 +46,13 @@ struct RealFunctions {
   int (*fexecve)(int, char* const[], char* const[]);
   void (*exit_now)(int);
   void (*exit_now_c99)(int);
+  ssize_t (*read)(int, void*, size_t);
+  int (*close)(int);
+  int (*pipe2)(int[2], int);
 };
 RealFunctions real;
+// True when the allocator is glibc's (its malloc_usable_size is libc's).
+bool g_glibc_allocator = false;
 
 // 0: not resolved, 1: dlsym running (it may allocate: served from the bootstrap arena),
 // 2: resolved.
@@ -106,6 +112,13 @@ bool resolve_slow() {
   resolve_one(real.fexecve, "fexecve");
   resolve_one(real.exit_now, "_exit");
   resolve_one(real.exit_now_c99, "_Exit");
+  resolve_one(real.read, "read");
+  resolve_one(real.close, "close");
+  resolve_one(real.pipe2, "pipe2");
+  find_loader_text();
+  Dl_info info;
+  g_glibc_allocator = real.malloc_usable_size && dladdr(reinterpret_cast<void*>(real.malloc_usable_size), &info) &&
+                      info.dli_fname && strstr(info.dli_fname, "/libc.so");
   g_resolve_state.store(2, std::memory_order_release);
   return true;
 }
@@ -114,15 +127,36 @@ inline bool resolve() {
   return __builtin_expect(g_resolve_state.load(std::memory_order_acquire) == 2, 1) || resolve_slow();
 }
 
+// 0: not started, 1: starting, 2: started (recording, or passive without MEMSTAGE_OUTPUT).
+std::atomic<int> g_start_state{0};
+
+// Starts the tracer once: on the program's first interposed call, or in the preload's
+// constructor if none came earlier. ld.so runs the constructors of the program's
+// libraries before the preload's; what they allocate is the program's. libc must have
+// set up the environment the options come from.
+bool start_once() {
+  if (t_in_tracer || !environ) return false;
+  int expected = 0;
+  if (!g_start_state.compare_exchange_strong(expected, 1)) return false;
+  {
+    RecordingGuard guard;
+    resolve();
+    start_tracer();
+  }
+  g_start_state.store(2, std::memory_order_release);
+  return recording();
+}
+
 // True when this call should be recorded: the tracer is on, and the call comes from
 // the program rather than from the tracer or the allocator itself.
 inline bool should_record() {
-  return !t_in_tracer && recording();
+  if (__builtin_expect(!t_in_tracer && recording(), 1)) return true;
+  return __builtin_expect(g_start_state.load(std::memory_order_relaxed) == 0, 0) && start_once();
 }
 
 // For the malloc family, called from `caller` (its return address): also not the dynamic
-// loader's own bookkeeping (tracer.h, called_from_loader).
-inline bool should_record_call(const void* caller) { return should_record() && !called_from_loader(caller); }
+// loader's own bookkeeping (tracer.h, called_from_loader), which never starts the tracer.
+inline bool should_record_call(const void* caller) { return !called_from_loader(caller) && should_record(); }
 
 void* traced_alloc_result(void* p, size_t size) {
   if (stats_mode()) {
@@ -147,11 +181,7 @@ void* traced_alloc_result(void* p, size_t size) {
   __builtin_unreachable();
 }
 
-__attribute__((constructor)) void memstage_preload_init() {
-  RecordingGuard guard;
-  resolve();
-  start_tracer();
-}
+__attribute__((constructor)) void memstage_preload_init() { start_once(); }
 
 __attribute__((destructor)) void memstage_preload_fini() {
   RecordingGuard guard;
@@ -162,6 +192,21 @@ __attribute__((destructor)) void memstage_preload_fini() {
 
 size_t real_usable_size(void* p) {
   return real.malloc_usable_size && p ? real.malloc_usable_size(p) : 0;
+}
+
+size_t usable_size_before_free(void* p) {
+  if (!g_glibc_allocator) return real_usable_size(p);
+  // glibc's malloc_usable_size also reads the next chunk's header, which for a pointer
+  // that is no block (a stack address) can fault inside the tracer, where free would
+  // have stopped the program with its own message and abort. The size word just
+  // before the block is the first thing free reads: read only that (chunk size less the
+  // header, the whole header for an mmapped chunk), and leave the rest to free.
+  constexpr size_t kSizeBytes = sizeof(size_t);
+  constexpr size_t kMmappedBit = 2;
+  const size_t word = static_cast<const size_t*>(p)[-1];
+  const size_t chunk = word & ~static_cast<size_t>(7);
+  const size_t header = (word & kMmappedBit) ? 2 * kSizeBytes : kSizeBytes;
+  return chunk > header ? chunk - header : 0;
 }
 
 }  // namespace memstage::preload
@@ -358,7 +403,18 @@ MEMSTAGE_EXPORT void* mremap(void* old_address, size_t old_length, size_t new_le
 
 MEMSTAGE_EXPORT void* dlopen(const char* file, int mode) {
   resolve();
+  // A module loaded RTLD_DEEPBIND looks up symbols in its own dependencies first: its
+  // malloc and free would be libc's, not the tracer's (its allocations missed, the
+  // blocks it frees reported as leaks). The flag goes, and the report says so.
+  const bool deep_bind = (mode & RTLD_DEEPBIND) && should_record();
+  if (deep_bind) mode &= ~RTLD_DEEPBIND;
   void* handle = real.dlopen(file, mode);
+  if (handle && deep_bind) {
+    RecordingGuard guard;
+    const int saved_errno = errno;
+    record_deep_bind_removed(file);
+    errno = saved_errno;
+  }
   if (handle && should_record()) {
     RecordingGuard guard;
     const int saved_errno = errno;
@@ -468,6 +524,30 @@ MEMSTAGE_EXPORT void _exit(int status) {
 MEMSTAGE_EXPORT void _Exit(int status) {
   resolve();
   exit_without_atexit(real.exit_now_c99, status);
+}
+
+// Descriptors opened inside the tracer: libunwind's memory-validation pipe. libunwind
+// remembers its pipe's numbers; when a read from it fails (the program closed it, as
+// closefrom(3) does) it closes those numbers and makes a new pipe. By then the numbers
+// may be the program's files. Inside the tracer these calls reach only what the tracer
+// adopted (descriptors.h); the program's own calls pass straight through.
+MEMSTAGE_EXPORT int pipe2(int fds[2], int flags) {
+  const int r = resolve() ? real.pipe2(fds, flags) : static_cast<int>(syscall(SYS_pipe2, fds, flags));
+  if (r == 0 && t_in_tracer) adopt_pipe(fds);
+  return r;
+}
+
+MEMSTAGE_EXPORT ssize_t read(int fd, void* buffer, size_t bytes) {
+  if (t_in_tracer && descriptor_lost(fd)) {
+    errno = EBADF;
+    return -1;
+  }
+  return resolve() ? real.read(fd, buffer, bytes) : syscall(SYS_read, fd, buffer, bytes);
+}
+
+MEMSTAGE_EXPORT int close(int fd) {
+  if (t_in_tracer && release_descriptor(fd)) return 0;
+  return resolve() ? real.close(fd) : static_cast<int>(syscall(SYS_close, fd));
 }
 
 MEMSTAGE_EXPORT void memstage_tracer_stage_begin(const char* name) {

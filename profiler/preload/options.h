@@ -1,15 +1,21 @@
 // Every setting of the tracer, read once from the environment that `memstage run` sets.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "profiler/trace/trace_format.h"
 
 namespace memstage::preload {
 
+// The longest MEMSTAGE_OUTPUT: a trace file's path in it (".../trace.<pid>.<n>.mst") must
+// stay under PATH_MAX (4096). `memstage run` refuses a longer folder.
+inline constexpr size_t kMaxOutputDirBytes = 4000;
+
 struct Options {
-  // MEMSTAGE_OUTPUT: folder for trace.<pid>.mst files. Unset: the tracer stays passive.
-  char output_dir[512] = {};
+  // MEMSTAGE_OUTPUT: folder for trace.<pid>.mst files. Unset or longer than
+  // kMaxOutputDirBytes: the tracer stays passive.
+  char output_dir[kMaxOutputDirBytes + 1] = {};
   // MEMSTAGE_MODE: "full" (every event with its stack) or "stats" (counters only).
   trace::Mode mode = trace::Mode::kFull;
   // MEMSTAGE_MAX_DEPTH: frames kept per stack.

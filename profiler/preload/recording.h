@@ -23,6 +23,9 @@ class RecordingGuard {
 
 // The allocator's malloc_usable_size (interpose.cpp).
 size_t real_usable_size(void* p);
+// The usable size of a block the program is about to free or realloc, read without
+// touching more than the allocator itself will (interpose.cpp).
+size_t usable_size_before_free(void* p);
 
 void start_tracer();
 void finish_trace();
@@ -35,6 +38,7 @@ void record_mmap(void* p, size_t length);
 void record_munmap(void* p, size_t length);
 void record_mremap(void* old_address, size_t old_length, void* new_address, size_t new_length);
 void record_modules_changed();
+void record_deep_bind_removed(const char* file);
 void record_stage_begin(const char* name);
 void record_stage_end();
 

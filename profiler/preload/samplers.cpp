@@ -6,12 +6,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstddef>
+
+#include "profiler/preload/descriptors.h"
 
 namespace memstage::preload {
 namespace {
 
-int g_statm_fd = -1;
+std::atomic<int> g_statm_fd{-1};
 uint64_t g_page_bytes = 4096;
 
 enum class Allocator { kGlibc, kJemalloc, kTcmalloc, kMimalloc };
@@ -45,15 +48,21 @@ uint64_t tcmalloc_property(const char* name) {
 }  // namespace
 
 void open_rss_source() {
-  if (g_statm_fd >= 0) syscall(SYS_close, g_statm_fd);
-  g_statm_fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/statm", O_RDONLY | O_CLOEXEC));
+  const int fd = adopt_descriptor(
+      static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/statm", O_RDONLY | O_CLOEXEC)));
+  // Threads may find it lost together: each opens its own, the last one stays.
+  const int old = g_statm_fd.exchange(fd);
+  if (old >= 0) release_descriptor(old);
   g_page_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 uint64_t read_rss_bytes() {
-  if (g_statm_fd < 0) return 0;
+  // The program may have closed it (closefrom) and been handed the number since.
+  if (descriptor_lost(g_statm_fd.load())) open_rss_source();
+  const int fd = g_statm_fd.load();
+  if (fd < 0) return 0;
   char buf[128];
-  const long n = syscall(SYS_pread64, g_statm_fd, buf, sizeof(buf), 0);
+  const long n = syscall(SYS_pread64, fd, buf, sizeof(buf), 0);
   if (n <= 0) return 0;
   return parse_second_field(buf, buf + n) * g_page_bytes;
 }

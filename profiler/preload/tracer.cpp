@@ -77,18 +77,6 @@ ThreadState* claim_thread_state() {
   return ts;
 }
 
-int find_loader_text(dl_phdr_info* info, size_t, void* base) {
-  if (info->dlpi_addr != *static_cast<uint64_t*>(base)) return 0;
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-    g_loader_text_start = info->dlpi_addr + ph.p_vaddr;
-    g_loader_text_end = g_loader_text_start + ph.p_memsz;
-    return 1;
-  }
-  return 0;
-}
-
 bool own_address(uint64_t ip) { return ip >= g_own_text_start && ip < g_own_text_end; }
 
 int find_own_text(dl_phdr_info* info, size_t, void*) {
@@ -277,6 +265,22 @@ void after_fork_child() {
 
 __thread bool t_in_tracer __attribute__((tls_model("initial-exec"))) = false;
 
+void find_loader_text() {
+  // From ld.so's own headers, mapped at its base: no loader lock (the first allocation
+  // may come from inside the loader, holding it).
+  const uint64_t base = getauxval(AT_BASE);
+  if (!base) return;
+  const auto* header = reinterpret_cast<const ElfW(Ehdr)*>(base);
+  const auto* phdrs = reinterpret_cast<const ElfW(Phdr)*>(base + header->e_phoff);
+  for (int i = 0; i < header->e_phnum; ++i) {
+    const ElfW(Phdr)& ph = phdrs[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+    g_loader_text_end = base + ph.p_vaddr + ph.p_memsz;
+    g_loader_text_start = base + ph.p_vaddr;
+    return;
+  }
+}
+
 uint64_t monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -413,7 +417,7 @@ void record_alloc(void* p, size_t size, bool from_realloc) {
 void record_free(void* p) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
-  const size_t usable = real_usable_size(p);
+  const size_t usable = usable_size_before_free(p);
   // A large block goes back to the OS at once: sample RSS while it still counts.
   if (usable >= kSampleBeforeFreeBytes) push_rss(ts);
   track_live_bytes(ts, -static_cast<int64_t>(usable));
@@ -449,6 +453,15 @@ void record_modules_changed() {
   const uint32_t n = encode_modules(buf, kModuleBytes);
   if (n) push_encoded(ts, buf, n);
   tracer_unmap(buf, kModuleBytes);
+}
+
+void record_deep_bind_removed(const char* file) {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  constexpr size_t kMaxPath = 4096;
+  uint8_t buf[1 + trace::kMaxVarintBytes + kMaxPath];
+  const records::DeepBindRemoved record{std::string_view(file ? file : "", file ? strnlen(file, kMaxPath) : 0)};
+  push_encoded(ts, buf, static_cast<uint32_t>(records::encode(buf, record) - buf));
 }
 
 void record_stage_begin(const char* name) {
@@ -518,7 +531,6 @@ void start_tracer() {
   if (g_tracer.options.output_dir[0] == '\0') return;
   g_tracer.start_monotonic_ns = monotonic_ns();
   dl_iterate_phdr(find_own_text, nullptr);
-  if (uint64_t loader_base = getauxval(AT_BASE)) dl_iterate_phdr(find_loader_text, &loader_base);
   if (!g_tracer.stacks.init() || !map_process_mark()) return;
   pthread_key_create(&g_thread_key, retire_thread_state);
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);

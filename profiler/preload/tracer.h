@@ -98,6 +98,7 @@ bool in_child_sharing_memory();
 // are the loader's bookkeeping, left untraced.
 extern uint64_t g_loader_text_start;
 extern uint64_t g_loader_text_end;
+void find_loader_text();  // on the first interposed call
 inline bool called_from_loader(const void* return_address) {
   const auto a = reinterpret_cast<uint64_t>(return_address);
   return a >= g_loader_text_start && a < g_loader_text_end;

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "profiler/preload/address_index.h"
+#include "profiler/preload/descriptors.h"
 #include "profiler/preload/allocation_infos.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/samplers.h"
@@ -35,7 +36,8 @@ constexpr uint64_t kFlushEveryNs = 50'000'000;  // ...or this long after the las
 constexpr uint64_t kGapPatienceNs = 1'000'000'000;  // then a missing event is given up
 
 struct WriterState {
-  int fd = -1;
+  int fd = -1;  // adopted (descriptors.h)
+  char path[kMaxOutputDirBytes + 64] = {};
   pthread_t thread{};
   std::atomic<bool> thread_running{false};
   std::atomic<bool> stop{false};
@@ -102,7 +104,17 @@ void unlock_writer() {
   pthread_mutex_unlock(&w.mutex);
 }
 
+// The program may have closed the trace's descriptor (closefrom) and been handed its
+// number since: then the file is opened again, at its end; the program's is left alone.
+bool trace_fd_usable() {
+  if (!descriptor_lost(w.fd)) return w.fd >= 0;
+  release_descriptor(w.fd);
+  w.fd = adopt_descriptor(static_cast<int>(syscall(SYS_openat, AT_FDCWD, w.path, O_WRONLY | O_APPEND | O_CLOEXEC)));
+  return w.fd >= 0;
+}
+
 bool write_all(const uint8_t* data, size_t n) {
+  if (!trace_fd_usable()) return false;
   while (n > 0) {
     const long r = syscall(SYS_write, w.fd, data, n);
     if (r < 0) {
@@ -347,19 +359,22 @@ void read_proc_file(const char* path, char* buf, size_t capacity, size_t& length
 }
 
 bool create_trace_file() {
-  char path[700];
+  char* path = w.path;
   const long pid = static_cast<long>(getpid());
   // An exec'd program keeps its pid: it writes trace.<pid>.1.mst next to the first.
   for (int generation = 0; generation < 1000; ++generation) {
     if (generation == 0) {
-      snprintf(path, sizeof(path), "%s/trace.%ld.mst", g_tracer.options.output_dir, pid);
+      snprintf(path, sizeof(w.path), "%s/trace.%ld.mst", g_tracer.options.output_dir, pid);
     } else {
-      snprintf(path, sizeof(path), "%s/trace.%ld.%d.mst", g_tracer.options.output_dir, pid,
+      snprintf(path, sizeof(w.path), "%s/trace.%ld.%d.mst", g_tracer.options.output_dir, pid,
                generation);
     }
-    w.fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path,
-                                    O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-    if (w.fd >= 0) return true;
+    const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path,
+                                            O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (fd >= 0) {
+      w.fd = adopt_descriptor(fd);
+      return w.fd >= 0;
+    }
     if (errno != EEXIST) return false;
   }
   return false;
@@ -501,7 +516,7 @@ void writer_finish() {
     pthread_join(w.thread, nullptr);
   }
   writer_flush(true, false);
-  if (w.fd >= 0) syscall(SYS_close, w.fd);
+  release_descriptor(w.fd);
   w.fd = -1;
 }
 
@@ -512,7 +527,7 @@ void writer_after_fork_child(bool follow) {
   pthread_mutex_init(&w.mutex, nullptr);
   w.mutex_owner.store(0, std::memory_order_relaxed);
   w.thread_running.store(false, std::memory_order_relaxed);
-  if (w.fd >= 0) syscall(SYS_close, w.fd);
+  release_descriptor(w.fd);  // the parent's file
   w.fd = -1;
   w.gap_since_ns = 0;
   w.last_tick_seq = ~0ull;

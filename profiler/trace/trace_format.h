@@ -121,6 +121,10 @@ enum class Tag : uint8_t {
   // allocator ("pymalloc": objects up to 512 bytes come from pymalloc's arenas, seen as
   // anonymous mmaps; "malloc": PYTHONMALLOC=malloc, every object through malloc).
   kPythonInfo = 24,
+  // The program dlopen()ed a module (the path it gave) with RTLD_DEEPBIND: the module's
+  // own libc would come before the tracer for its malloc and free, so the tracer removed
+  // the flag (the module's symbols then bind as without it).
+  kDeepBindRemoved = 25,
 };
 
 // A Python frame inside a stack: bit 63 set (native addresses never have it), the code

@@ -138,6 +138,7 @@ class ChunkDecoder {
   void handle(const records::PythonInfo& r) {
     v_.on_python_info(PythonInfo{std::string(r.version), std::string(r.allocator)});
   }
+  void handle(const records::DeepBindRemoved& r) { v_.on_deep_bind_removed(std::string(r.path)); }
 
   void check_stack(uint64_t id) const {
     if (id >= next_stack_id_) throw CorruptRecord("event refers to an undefined stack");

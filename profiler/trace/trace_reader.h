@@ -102,6 +102,7 @@ class TraceVisitor {
   virtual void on_ram_limit(uint64_t /*t_ns*/, uint64_t /*rss_bytes*/, uint64_t /*limit_bytes*/) {}
   virtual void on_python_code(const PythonCode&) {}
   virtual void on_python_info(const PythonInfo&) {}
+  virtual void on_deep_bind_removed(const std::string& /*path*/) {}
 };
 
 struct ReadSummary {

@@ -185,6 +185,11 @@ struct PythonInfo {
   std::string_view version, allocator;
   MEMSTAGE_RECORD_FIELDS(version, allocator)
 };
+struct DeepBindRemoved {
+  static constexpr Tag kTag = Tag::kDeepBindRemoved;
+  std::string_view path;
+  MEMSTAGE_RECORD_FIELDS(path)
+};
 
 #undef MEMSTAGE_RECORD_FIELDS
 
@@ -192,7 +197,8 @@ struct PythonInfo {
 // fails to compile below.
 using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Realloc, Mmap, Munmap,
                               Mremap, StageName, StageBegin, StageEnd, Rss, AllocatorStats, Counters,
-                              End, Signal, Lost, AllocInfo, FreeLast, RamLimit, PythonCode, PythonInfo>;
+                              End, Signal, Lost, AllocInfo, FreeLast, RamLimit, PythonCode, PythonInfo,
+                              DeepBindRemoved>;
 
 namespace detail {
 template <class Tuple, size_t... I>

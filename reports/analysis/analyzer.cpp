@@ -135,6 +135,7 @@ class FirstPass : public trace::TraceVisitor {
   std::vector<std::vector<Module>> module_snapshots;
   std::unordered_map<uint64_t, trace::PythonCode> python_codes;
   std::optional<trace::PythonInfo> python;
+  std::vector<std::string> deep_bind_modules;
   std::vector<std::vector<uint64_t>> stacks;
   std::vector<int> stack_snapshot;  // module snapshot current at the stack's definition
   std::unordered_map<uint64_t, StackStageFigures> figures;
@@ -355,6 +356,7 @@ class FirstPass : public trace::TraceVisitor {
   }
   void on_python_code(const trace::PythonCode& code) override { python_codes[code.id] = code; }
   void on_python_info(const trace::PythonInfo& i) override { python = i; }
+  void on_deep_bind_removed(const std::string& path) override { deep_bind_modules.push_back(path); }
 
   void add_timeline_point() {
     const uint64_t heap_bytes = std::max(interval_heap_max, heap_now());
@@ -729,6 +731,10 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
                                 "); reported up to there");
     } else if (!f->pass.ended && !f->pass.signal) {
       report.warnings.push_back(f->path + " has no end record: the process was killed; reported up to its last flush");
+    }
+    for (const std::string& module : f->pass.deep_bind_modules) {
+      report.warnings.push_back(module + " was loaded with RTLD_DEEPBIND: the tracer removed the flag to see its "
+                                "allocations, so its symbols bound as without it");
     }
   }
   if (pass.lost_events) report.warnings.push_back(std::to_string(pass.lost_events) + " events lost");
