@@ -7,12 +7,14 @@
 #  5. compares glibc, jemalloc, tcmalloc and mimalloc on the optimized pipeline;
 #  6. traces the Python pipeline (scikit-learn, torch; examples/python_pipeline), naive
 #     vs streaming, with Python frames (docs/python.md);
-#  7. writes out/index.html linking every report, and prints a one-screen summary.
+#  7. traces examples/several_models: three torch models, each fp32 and int8, inference with
+#     and without no_grad, pruning, the del/gc.collect cleanup (docs/models.md);
+#  8. writes out/index.html linking every report, and prints a one-screen summary.
 # Data: the Debian descriptions of ../shared/data when present (long descriptions),
 # else the corpus built in step 2.
 # Settings (environment): MEMSTAGE_DEMO_OUT (out), MEMSTAGE_DEMO_ROWS (2000, side by
 # side), MEMSTAGE_DEMO_SCALE_SIZES (500,1000,2000,4000), MEMSTAGE_DEMO_ALLOCATOR_ROWS (10000),
-# MEMSTAGE_DEMO_PYTHON_ROWS (3000), MEMSTAGE_DEMO_BUILD (build folder, build),
+# MEMSTAGE_DEMO_PYTHON_ROWS (3000), MEMSTAGE_DEMO_MODELS (1; 0 skips step 7), MEMSTAGE_DEMO_BUILD (build folder, build),
 # MEMSTAGE_DEMO_SKIP_BUILD=1 (use it as is).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -67,6 +69,14 @@ if /usr/bin/python3 -c "import sklearn" 2>/dev/null; then
     --variant "streaming=/usr/bin/python3 examples/python_pipeline/train_streaming.py $python_common"
 else
   echo "skipped: /usr/bin/python3 has no scikit-learn (scripts/setup.sh installs it)"
+fi
+
+step "several torch models in one process: fp32, int8, no_grad, pruning, cleanup"
+if [ "${MEMSTAGE_DEMO_MODELS:-1}" = 1 ] && /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  "$memstage" run -q -o "$out/models" -- /usr/bin/python3 examples/several_models/several_models.py \
+    --figures-out "$out/models/figures.json"
+else
+  echo "skipped: MEMSTAGE_DEMO_MODELS=0, or /usr/bin/python3 has no torch (scripts/setup.sh installs it)"
 fi
 
 step "summary"

@@ -78,6 +78,21 @@ def main(out):
             lines.append(f"  {variant:<10} peak heap {mib(r['totals']['peak_heap_bytes'])}, "
                          f"peak RSS {mib(r['totals']['peak_rss_bytes'])}")
 
+    models_path = os.path.join(out, "models", "report.json")
+    if os.path.exists(models_path):
+        r = load(models_path)
+        links.append(("models", "three torch models, fp32 and int8: report", report_page(models_path, out)))
+        doc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "models.md")
+        links.append(("models", "the walkthrough: docs/models.md", os.path.relpath(doc, out)))
+        stages = {s["path"]: s for s in r["stages"]}
+        lines.append("")
+        lines.append("several models (retained by each stage; docs/models.md):")
+        for model in ("mlp", "transformer", "textbag"):
+            fp32, int8 = stages.get(model + "/fp32"), stages.get(model + "/int8")
+            if fp32 and int8:
+                lines.append(f"  {model:<12} fp32 {mib(fp32['retained_bytes']):>10}  int8 {mib(int8['retained_bytes']):>10}"
+                             f"  ({int8['retained_bytes'] / max(1, fp32['retained_bytes']):.2f} x)")
+
     allocators = {}
     for name, path, report in compared_runs(out, "allocators"):
         allocators[name] = report
@@ -118,6 +133,7 @@ def summarize_scale(s):
 
 def write_index(out, links, lines):
     sections = {"pipelines": "Naive vs optimized", "scale": "Scaling: where it stops fitting",
+                "python": "Python pipeline", "models": "Several torch models in one process",
                 "allocators": "Allocators compared"}
     body = [f"<h1>memstage demo</h1><pre>{html.escape(chr(10).join(lines))}</pre>"]
     for key, title in sections.items():
