@@ -36,14 +36,26 @@ Format parse_format(std::string_view name) {
   throw Error("unknown format '" + std::string(name) + "' (csv or fasttext)");
 }
 
-bool csv_record_incomplete(std::string_view record) {
+void CsvQuoteTracker::add(std::string_view line, std::uint64_t line_number) {
   // Outside quotes, a '"' opens a quoted field; inside, '""' is an escaped quote and a
   // lone '"' closes it. Counting quotes is enough: both rules flip the state per quote.
-  bool quoted = false;
-  for (char c : record) {
-    if (c == '"') quoted = !quoted;
+  // A quote right after the one that closed is an escaped quote ('""'): the field stays
+  // the one opened before, on its line.
+  std::size_t closed_at = std::string_view::npos;
+  for (std::size_t at = line.find('"'); at != std::string_view::npos; at = line.find('"', at + 1)) {
+    open_ = !open_;
+    if (!open_) {
+      closed_at = at;
+    } else if (closed_at == std::string_view::npos || closed_at + 1 != at) {
+      opened_on_line_ = line_number;
+    }
   }
-  return quoted;
+}
+
+bool csv_record_incomplete(std::string_view record) {
+  CsvQuoteTracker quotes;
+  quotes.start(record, 0);
+  return quotes.open();
 }
 
 std::string_view split_csv_record(std::string_view record, std::vector<std::string>& fields,
@@ -193,10 +205,18 @@ bool ExampleReader::next_csv(Example& out) {
     if (record_.empty()) continue;
     const std::uint64_t start_line = lines_.line_number();
     // A quoted field may hold newlines: keep appending lines until the quotes balance.
-    while (csv_record_incomplete(record_)) {
-      if (!lines_.next(continuation_)) break;  // reported as unterminated below
+    quotes_.start(record_, start_line);
+    while (quotes_.open()) {
+      if (!lines_.next(continuation_)) {
+        // Not a row to skip: the rest of the file went into this field.
+        throw Error(path() + ":" + std::to_string(quotes_.opened_on_line()) +
+                    ": malformed row: unterminated quoted field: the quote opened on this line is never "
+                    "closed (the file ends inside it at line " +
+                    std::to_string(lines_.line_number()) + ")");
+      }
       record_.push_back('\n');
       record_.append(continuation_);
+      quotes_.add(continuation_, lines_.line_number());
     }
     std::size_t count = 0;
     std::string_view why = split_csv_record(record_, fields_, count);

@@ -40,7 +40,7 @@ expect_error "empty.csv: empty file" --data "$work/train.csv" --test "$work/empt
 expect_error "unknown.csv:3: label 'c9' does not occur" --data "$work/train.csv" --test "$work/unknown.csv"
 expect_error "unknown.csv:3: label 'c9' does not occur" --pipeline naive --data "$work/train.csv" --test "$work/unknown.csv"
 expect_error "extra.csv:21: malformed row: too many fields" --data "$work/extra.csv" --test "$work/test.csv"
-expect_error "bad.csv:11: malformed row: unterminated" --data "$work/bad.csv" --test "$work/test.csv"
+expect_error "bad.csv:11: malformed row: unterminated quoted field: the quote opened on this line is never closed" --data "$work/bad.csv" --test "$work/test.csv"
 expect_error "cannot tell the format" --data "$work/train.json" --test "$work/test.csv"
 expect_error "--split must be between" --data "$work/train.csv" --split 1.5
 expect_error "--hash-bits is an optimized-pipeline option" --pipeline naive --data "$work/train.csv" --hash-bits 10

@@ -119,6 +119,31 @@ TEST_CASE("CSV bad rows: an error naming the line, or skipped and counted", "[re
                                                              Catch::Contains("unterminated"));
 }
 
+TEST_CASE("CSV unclosed quote: an error naming the line it opened on, even when skipping bad rows",
+          "[readers][csv]") {
+  trainer_test::TempDir dir;
+  // A record that spans lines legitimately, then one whose quote (on its second line)
+  // never closes: 40,000 lines follow it, all read into that one field.
+  std::string text = "text,label\n\"two\nlines\",a\ngood,b\nfirst line,\"x\n";
+  for (int i = 0; i < 40000; ++i) text += "more words,b\n";
+  const auto path = dir.file("open.csv", text);
+  for (const bool skip : {false, true}) {
+    try {
+      read_all(path, Format::csv, skip);
+      FAIL("an unclosed quote must throw");
+    } catch (const trainer::Error& e) {
+      CHECK_THAT(e.what(), Catch::Contains("open.csv:5: malformed row: unterminated quoted field") &&
+                               Catch::Contains("ends inside it at line 40005"));
+    }
+  }
+  // The quote that opened the field is named, not an escaped quote ('""') inside it.
+  const auto escaped = dir.file("escaped.csv", "text,label\n\"a\nb \"\"quoted\"\" c\nd\n");
+  CHECK_THROWS_WITH(read_all(escaped, Format::csv), Catch::Contains("escaped.csv:2:"));
+  // With a record closed across lines before it, the field that never closes is named.
+  const auto later = dir.file("later.csv", "text,label\n\"a\nb\",x\n\"c\nd\n");
+  CHECK_THROWS_WITH(read_all(later, Format::csv), Catch::Contains("later.csv:4:"));
+}
+
 TEST_CASE("CSV header problems and empty files", "[readers][csv]") {
   trainer_test::TempDir dir;
   CHECK_THROWS_WITH(read_all(dir.file("empty.csv", ""), Format::csv), Catch::Contains("empty file"));

@@ -35,6 +35,24 @@ std::string_view split_csv_record(std::string_view record, std::vector<std::stri
 // True when `record` ends inside an open quoted field (the record continues on the next line).
 bool csv_record_incomplete(std::string_view record);
 
+// Follows the quoting of a CSV record as its lines arrive, each line scanned once, so that
+// a record of many lines (or an unclosed quote running to the end of the file) costs time
+// linear in its length. Remembers the line of the quote that left the record open.
+class CsvQuoteTracker {
+ public:
+  void start(std::string_view first_line, std::uint64_t line_number) {
+    open_ = false;
+    add(first_line, line_number);
+  }
+  void add(std::string_view line, std::uint64_t line_number);
+  bool open() const { return open_; }
+  std::uint64_t opened_on_line() const { return opened_on_line_; }
+
+ private:
+  bool open_ = false;
+  std::uint64_t opened_on_line_ = 0;
+};
+
 // Parses a fastText line: the first `__label__X` token gives the label; further label
 // tokens are dropped (one label per example); the rest is the text. Returns false
 // (with `why` set) when the line has no label or no text.
@@ -75,6 +93,7 @@ class ExampleReader {
   std::size_t column_count_ = 0;
   std::string record_;
   std::string continuation_;
+  CsvQuoteTracker quotes_;
   std::vector<std::string> fields_;
 };
 
