@@ -145,10 +145,25 @@ uint32_t capture_stack(ThreadState* ts) {
   return id;
 }
 
+// The tracer's own resident bytes cost a mincore walk of its mappings (0.1 ms and more):
+// between two sampling ticks (stage boundaries can come by the thousand per second) the
+// latest figure stands.
+uint64_t tracer_bytes_at(uint64_t t_ns) {
+  static std::atomic<uint64_t> measured_at_ns{0};
+  static std::atomic<uint64_t> bytes{0};
+  const uint64_t interval_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
+  const uint64_t last = measured_at_ns.load(std::memory_order_relaxed);
+  if (last != 0 && t_ns >= last && t_ns - last < interval_ns) return bytes.load(std::memory_order_relaxed);
+  const uint64_t now = tracer_resident_bytes();
+  bytes.store(now, std::memory_order_relaxed);
+  measured_at_ns.store(t_ns ? t_ns : 1, std::memory_order_relaxed);
+  return now;
+}
+
 void push_rss(ThreadState* ts) {
   const uint64_t t_ns = trace_time_ns();
   const uint64_t rss = read_rss_bytes();
-  push_record(ts, records::Rss{t_ns, rss, tracer_resident_bytes()});
+  push_record(ts, records::Rss{t_ns, rss, tracer_bytes_at(t_ns)});
   const uint64_t limit = g_tracer.options.ram_limit_bytes;
   if (limit && rss > limit && !g_tracer.ram_limit_passed.exchange(true)) {
     push_record(ts, records::RamLimit{t_ns, rss, limit});
@@ -243,6 +258,8 @@ void after_fork_child() {
   // The mark page came zeroed (MADV_WIPEONFORK): this child is one the handlers saw.
   g_tracer.process->pid = static_cast<int>(syscall(SYS_getpid));
   pthread_mutex_init(&g_tracer.stage_mutex, nullptr);
+  // The child's trace says what the child dropped.
+  g_tracer.stage_begins_dropped[0] = g_tracer.stage_begins_dropped[1] = 0;
   g_tracer.stacks.reset_lock_after_fork();
   pthread_mutex_init(&g_tracer.threads_mutex, nullptr);
   // Only this thread lives on in the child; what the parent's threads had not written
@@ -464,33 +481,74 @@ void record_deep_bind_removed(const char* file) {
   push_encoded(ts, buf, static_cast<uint32_t>(records::encode(buf, record) - buf));
 }
 
+namespace {
+
+uint32_t stage_name_hash(const char* name, size_t length) {
+  uint32_t h = 2166136261u;  // FNV-1a
+  for (size_t i = 0; i < length; ++i) h = (h ^ static_cast<uint8_t>(name[i])) * 16777619u;
+  return h;
+}
+
+// The id of a stage name, interned (and its StageName record pushed) on first use;
+// kDroppedStage when the name is new and kMaxStageNames are taken. Under stage_mutex.
+uint32_t intern_stage_name(ThreadState* ts, const char* name, size_t length) {
+  constexpr uint32_t kMask = Tracer::kStageNameSlots - 1;
+  static_assert((Tracer::kStageNameSlots & kMask) == 0);
+  uint32_t slot = stage_name_hash(name, length) & kMask;
+  for (;; slot = (slot + 1) & kMask) {
+    const uint32_t held = g_tracer.stage_name_slots[slot];
+    if (held == 0) break;
+    const uint32_t id = held - 1;
+    if (g_tracer.stage_name_lengths[id] == length && memcmp(g_tracer.stage_names[id], name, length) == 0) return id;
+  }
+  const uint32_t id = g_tracer.stage_name_count;
+  if (id == Tracer::kMaxStageNames) return Tracer::kDroppedStage;
+  auto* copy = static_cast<char*>(g_tracer.stage_name_arena.allocate(length + 1, 1));
+  if (!copy) return Tracer::kDroppedStage;
+  memcpy(copy, name, length);
+  g_tracer.stage_names[id] = copy;
+  g_tracer.stage_name_lengths[id] = static_cast<uint32_t>(length);
+  g_tracer.stage_name_slots[slot] = id + 1;
+  ++g_tracer.stage_name_count;
+  uint8_t buf[1 + trace::kMaxVarintBytes + trace::kMaxStageNameBytes];
+  // Numbered under the stage lock: no other thread can begin this stage before
+  // its name is in the trace.
+  push_encoded(ts, buf,
+               static_cast<uint32_t>(records::encode(buf, records::StageName{std::string_view(name, length)}) - buf));
+  return id;
+}
+
+void push_stage_limit(ThreadState* ts, trace::StageLimit limit) {
+  const auto which = static_cast<uint32_t>(limit);
+  push_record(ts, records::StageLimitHit{
+                      trace_time_ns(), which,
+                      limit == trace::StageLimit::kDepth ? Tracer::kMaxStageDepth : Tracer::kMaxStageNames,
+                      g_tracer.stage_begins_dropped[which]});
+}
+
+// Counts a begin not recorded; the first of each limit is said in the trace at once.
+void drop_stage_begin(ThreadState* ts, trace::StageLimit limit) {
+  if (g_tracer.stage_begins_dropped[static_cast<uint32_t>(limit)]++ == 0) push_stage_limit(ts, limit);
+}
+
+}  // namespace
+
 void record_stage_begin(const char* name) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
-  const size_t length = name ? strnlen(name, 4096) : 0;
+  const size_t length = name ? strnlen(name, trace::kMaxStageNameBytes) : 0;
   pthread_mutex_lock(&g_tracer.stage_mutex);
-  uint32_t id = 0;
-  while (id < g_tracer.stage_name_count &&
-         !(g_tracer.stage_name_lengths[id] == length && memcmp(g_tracer.stage_names[id], name, length) == 0)) {
-    ++id;
-  }
-  if (id == g_tracer.stage_name_count && id < Tracer::kMaxStageNames) {
-    auto* copy = static_cast<char*>(g_tracer.stage_name_arena.allocate(length + 1, 1));
-    if (copy) {
-      memcpy(copy, name, length);
-      g_tracer.stage_names[id] = copy;
-      g_tracer.stage_name_lengths[id] = static_cast<uint32_t>(length);
-      ++g_tracer.stage_name_count;
-      uint8_t buf[1 + trace::kMaxVarintBytes + 4096];
-      // Numbered under the stage lock: no other thread can begin this stage before
-      // its name is in the trace.
-      push_encoded(ts, buf,
-                   static_cast<uint32_t>(records::encode(buf, records::StageName{std::string_view(name, length)}) - buf));
-    }
-  }
-  if (id < g_tracer.stage_name_count && g_tracer.open_stage_count < Tracer::kMaxStageDepth) {
+  if (g_tracer.open_stage_count == Tracer::kMaxStageDepth) {
+    ++g_tracer.open_past_depth;
+    drop_stage_begin(ts, trace::StageLimit::kDepth);
+  } else {
+    const uint32_t id = intern_stage_name(ts, name, length);
     g_tracer.open_stages[g_tracer.open_stage_count++] = id;
-    push_record(ts, records::StageBegin{id, trace_time_ns()});
+    if (id == Tracer::kDroppedStage) {
+      drop_stage_begin(ts, trace::StageLimit::kDistinctNames);
+    } else {
+      push_record(ts, records::StageBegin{id, trace_time_ns()});
+    }
   }
   pthread_mutex_unlock(&g_tracer.stage_mutex);
   push_samples(ts, true);
@@ -502,8 +560,11 @@ void record_stage_end() {
   // The stage's last samples belong inside it.
   push_samples(ts, true);
   pthread_mutex_lock(&g_tracer.stage_mutex);
-  if (g_tracer.open_stage_count > 0) {
-    --g_tracer.open_stage_count;
+  // The end of a dropped begin is dropped too: the enclosing stage stays open.
+  if (g_tracer.open_past_depth > 0) {
+    --g_tracer.open_past_depth;
+  } else if (g_tracer.open_stage_count > 0 &&
+             g_tracer.open_stages[--g_tracer.open_stage_count] != Tracer::kDroppedStage) {
     push_record(ts, records::StageEnd{trace_time_ns()});
   }
   pthread_mutex_unlock(&g_tracer.stage_mutex);
@@ -520,6 +581,12 @@ void finish_trace() {
   if (!recording() || in_child_sharing_memory()) return;
   if (ThreadState* ts = current_thread_state()) {
     push_samples(ts, true);
+    // The totals of dropped stage begins, where a limit was hit.
+    pthread_mutex_lock(&g_tracer.stage_mutex);
+    for (auto limit : {trace::StageLimit::kDistinctNames, trace::StageLimit::kDepth}) {
+      if (g_tracer.stage_begins_dropped[static_cast<uint32_t>(limit)]) push_stage_limit(ts, limit);
+    }
+    pthread_mutex_unlock(&g_tracer.stage_mutex);
     push_record(ts, records::End{trace_time_ns()});
   }
   writer_finish();

@@ -60,15 +60,25 @@ struct Tracer {
   std::atomic<uint32_t> thread_count{0};
   pthread_mutex_t threads_mutex = PTHREAD_MUTEX_INITIALIZER;
 
-  // Stages: the process-wide stack of open stage name ids, and the interned names.
-  static constexpr uint32_t kMaxStageDepth = 256;
-  static constexpr uint32_t kMaxStageNames = 65536;
+  // Stages: the process-wide stack of open stage name ids, and the interned names. A
+  // begin past either limit is not recorded, and neither is its end: kDroppedStage marks
+  // it in open_stages, and begins past kMaxStageDepth are only counted (open_past_depth).
+  static constexpr uint32_t kMaxStageDepth = trace::kMaxStageDepth;
+  static constexpr uint32_t kMaxStageNames = trace::kMaxStageNames;
+  static constexpr uint32_t kDroppedStage = UINT32_MAX;
+  // Name lookup: open addressing on the name's hash, slots hold id + 1 (0: empty); at
+  // most half full, so a probe ends in a few steps.
+  static constexpr uint32_t kStageNameSlots = 2 * kMaxStageNames;
   pthread_mutex_t stage_mutex = PTHREAD_MUTEX_INITIALIZER;
   uint32_t open_stages[kMaxStageDepth] = {};
   uint32_t open_stage_count = 0;
+  uint32_t open_past_depth = 0;
   const char* stage_names[kMaxStageNames] = {};
   uint32_t stage_name_lengths[kMaxStageNames] = {};
   uint32_t stage_name_count = 0;
+  uint32_t stage_name_slots[kStageNameSlots] = {};
+  // Begins dropped, by trace::StageLimit.
+  uint64_t stage_begins_dropped[2] = {};
   BumpArena stage_name_arena;
 
   // Approximate live heap (usable sizes) to sample RSS near new heap highs.

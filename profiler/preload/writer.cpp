@@ -436,6 +436,7 @@ void write_open_stages() {
     commit(records::encode(reserve(records::max_encoded_bytes(record)), record));
   }
   for (uint32_t i = 0; i < g_tracer.open_stage_count; ++i) {
+    if (g_tracer.open_stages[i] == Tracer::kDroppedStage) continue;  // never recorded
     uint8_t* record = reserve(records::max_encoded_bytes<records::StageBegin>());
     uint8_t* out = records::encode(record, records::StageBegin{g_tracer.open_stages[i], 0});
     track_stages(record, static_cast<uint32_t>(out - record));

@@ -83,9 +83,9 @@ enum class Tag : uint8_t {
   kMunmap = 9,
   // A successful mremap. The new range counts as anonymous only if the old one was.
   kMremap = 10,
-  // Defines the next stage name id (0, 1, ...).
+  // Defines the next stage name id (0, 1, ...): at most kMaxStageNameBytes.
   kStageName = 11,
-  // Opens a stage inside the innermost open one.
+  // Opens a stage inside the innermost open one (at most kMaxStageDepth open).
   kStageBegin = 12,
   // Closes the innermost open stage.
   kStageEnd = 13,
@@ -125,7 +125,19 @@ enum class Tag : uint8_t {
   // own libc would come before the tracer for its malloc and free, so the tracer removed
   // the flag (the module's symbols then bind as without it).
   kDeepBindRemoved = 25,
+  // A stage limit was hit: stage begins were dropped, with their ends, while past it (so
+  // that allocations land in the enclosing stage, and begins and ends stay paired). Says
+  // which limit (StageLimit), its value and the begins dropped so far; written at the
+  // first drop of each limit and again at the end with the total.
+  kStageLimit = 26,
 };
+
+// The tracer's stage limits (kStageLimit). A reader treats deeper nesting or a longer
+// name as a corrupt record: the tracer never writes one.
+enum class StageLimit : uint8_t { kDistinctNames = 0, kDepth = 1 };
+inline constexpr uint32_t kMaxStageNames = 65536;
+inline constexpr uint32_t kMaxStageDepth = 256;
+inline constexpr uint32_t kMaxStageNameBytes = 4096;
 
 // A Python frame inside a stack: bit 63 set (native addresses never have it), the code
 // object's id (kPythonCode) in bits 24..62, the line in bits 0..23.

@@ -114,13 +114,25 @@ class ChunkDecoder {
     check_stack(r.stack);
     v_.on_mremap(r.old_address, r.old_length, r.new_address, r.new_length, static_cast<uint32_t>(r.stack));
   }
-  void handle(const records::StageName& r) { v_.on_stage_name(next_stage_name_id_++, std::string(r.name)); }
+  void handle(const records::StageName& r) {
+    if (r.name.size() > kMaxStageNameBytes) throw CorruptRecord("stage name longer than the tracer writes");
+    v_.on_stage_name(next_stage_name_id_++, std::string(r.name));
+  }
   void handle(const records::StageBegin& r) {
     if (r.name_id >= next_stage_name_id_) throw CorruptRecord("stage begins before its name");
+    if (open_stages_ == kMaxStageDepth) throw CorruptRecord("stages nested deeper than the tracer writes");
+    ++open_stages_;
     ++stage_instances_;
     v_.on_stage_begin(static_cast<uint32_t>(r.name_id), r.t_ns);
   }
-  void handle(const records::StageEnd& r) { v_.on_stage_end(r.t_ns); }
+  void handle(const records::StageEnd& r) {
+    if (open_stages_ > 0) --open_stages_;
+    v_.on_stage_end(r.t_ns);
+  }
+  void handle(const records::StageLimitHit& r) {
+    if (r.limit > static_cast<uint64_t>(StageLimit::kDepth)) throw CorruptRecord("unknown stage limit");
+    v_.on_stage_limit(r.t_ns, static_cast<StageLimit>(r.limit), r.limit_value, r.begins_dropped);
+  }
   void handle(const records::Rss& r) { v_.on_rss(r.t_ns, r.rss_bytes, r.tracer_bytes); }
   void handle(const records::AllocatorStats& r) {
     v_.on_allocator_stats(AllocatorStatsRecord{r.t_ns, r.in_use_bytes, r.resident_bytes, r.mapped_bytes});
@@ -152,6 +164,7 @@ class ChunkDecoder {
   uint32_t next_info_id_ = 0;
   int64_t last_alloc_info_ = -1;
   uint64_t stage_instances_ = 0;
+  uint32_t open_stages_ = 0;
   uint32_t next_stack_id_ = 0;
   uint32_t next_stage_name_id_ = 0;
 };

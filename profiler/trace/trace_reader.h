@@ -103,6 +103,9 @@ class TraceVisitor {
   virtual void on_python_code(const PythonCode&) {}
   virtual void on_python_info(const PythonInfo&) {}
   virtual void on_deep_bind_removed(const std::string& /*path*/) {}
+  // The tracer dropped stage begins (and their ends) past a limit (trace_format.h).
+  virtual void on_stage_limit(uint64_t /*t_ns*/, StageLimit /*limit*/, uint64_t /*limit_value*/,
+                              uint64_t /*begins_dropped*/) {}
 };
 
 struct ReadSummary {

@@ -191,6 +191,12 @@ struct DeepBindRemoved {
   MEMSTAGE_RECORD_FIELDS(path)
 };
 
+struct StageLimitHit {
+  static constexpr Tag kTag = Tag::kStageLimit;
+  uint64_t t_ns = 0, limit = 0, limit_value = 0, begins_dropped = 0;  // limit: a StageLimit
+  MEMSTAGE_RECORD_FIELDS(t_ns, limit, limit_value, begins_dropped)
+};
+
 #undef MEMSTAGE_RECORD_FIELDS
 
 // Every record kind, in tag order. A reader dispatches on this list; a tag missing here
@@ -198,7 +204,7 @@ struct DeepBindRemoved {
 using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Realloc, Mmap, Munmap,
                               Mremap, StageName, StageBegin, StageEnd, Rss, AllocatorStats, Counters,
                               End, Signal, Lost, AllocInfo, FreeLast, RamLimit, PythonCode, PythonInfo,
-                              DeepBindRemoved>;
+                              DeepBindRemoved, StageLimitHit>;
 
 namespace detail {
 template <class Tuple, size_t... I>

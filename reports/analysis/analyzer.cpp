@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -71,6 +72,35 @@ class AnonymousMappings {
   uint64_t bytes_ = 0;
 };
 
+// Suffix sums of a growing array of signed values, each append, update and query in
+// O(log n) (a Fenwick tree): a stage's retained bytes are the live bytes allocated in it
+// and in every stage begun after it while it was open, which is every stage from it to
+// the newest when it closes.
+class SuffixSums {
+ public:
+  void push_back() {
+    // Node i (1-based) holds the sum of the elements (i - lowbit(i), i]; all but the new
+    // one exist already.
+    const size_t i = tree_.size() + 1;
+    tree_.push_back(prefix(i - 1) - prefix(i - (i & (~i + 1))));
+  }
+  void add(size_t index, int64_t delta) {
+    total_ += delta;
+    for (size_t i = index + 1; i <= tree_.size(); i += i & (~i + 1)) tree_[i - 1] += delta;
+  }
+  // The sum of the elements from `index` to the last.
+  int64_t suffix(size_t index) const { return total_ - prefix(index); }
+
+ private:
+  int64_t prefix(size_t count) const {
+    int64_t sum = 0;
+    for (size_t i = count; i > 0; i -= i & (~i + 1)) sum += tree_[i - 1];
+    return sum;
+  }
+  std::vector<int64_t> tree_;
+  int64_t total_ = 0;
+};
+
 struct StageInstance {
   uint32_t name_id = 0;
   int parent = -1;
@@ -87,7 +117,6 @@ struct StageInstance {
   uint64_t frees = 0;
   uint64_t bytes_allocated = 0;
   uint64_t temporary_allocations = 0;
-  int64_t live_self_bytes = 0;
   uint64_t retained_bytes = 0;
   uint64_t leaked_bytes = 0;
   uint64_t leaked_blocks = 0;
@@ -112,7 +141,15 @@ class FirstPass : public trace::TraceVisitor {
   bool have_info = false;
   std::vector<std::string> stage_names;
   std::vector<StageInstance> stages;
+  SuffixSums live_self_bytes;  // per stage instance: live bytes allocated in it
   std::vector<int> open;
+  // Stage begins the tracer dropped past its limits (by trace::StageLimit).
+  struct DroppedStageBegins {
+    uint64_t first_t_ns = 0;
+    uint64_t limit = 0;
+    uint64_t begins = 0;
+  };
+  std::optional<DroppedStageBegins> dropped_stage_begins[2];
   LiveHeap heap;
   AnonymousMappings mappings;
 
@@ -195,7 +232,7 @@ class FirstPass : public trace::TraceVisitor {
       StageInstance& s = stages[stage];
       ++s.allocations;
       s.bytes_allocated += size;
-      s.live_self_bytes += static_cast<int64_t>(size);
+      live_self_bytes.add(static_cast<size_t>(stage), static_cast<int64_t>(size));
     }
     reach(heap.live_bytes());
   }
@@ -209,7 +246,7 @@ class FirstPass : public trace::TraceVisitor {
     const AllocationInfo* block = &heap.info(info);
     ++frees;
     if (!open.empty()) ++stages[open.back()].frees;
-    if (block->stage >= 0) stages[block->stage].live_self_bytes -= block->size;
+    if (block->stage >= 0) live_self_bytes.add(static_cast<size_t>(block->stage), -static_cast<int64_t>(block->size));
     if (temporary) {
       ++temporary_allocations;
       ++figures[figure_key(block->stack, block->stage)].temporary_allocations;
@@ -249,6 +286,7 @@ class FirstPass : public trace::TraceVisitor {
     s.peak_rss_bytes = last_rss_bytes;
     if (last_counters) s.counters_at_begin = *last_counters;
     stages.push_back(s);
+    live_self_bytes.push_back();
     open.push_back(static_cast<int>(stages.size()) - 1);
   }
 
@@ -267,8 +305,7 @@ class FirstPass : public trace::TraceVisitor {
     s.end_ns = now_ns;
     // Stages are numbered in the order they begin, so this stage's subtree is every
     // stage from it to the newest.
-    int64_t retained = 0;
-    for (size_t j = index; j < stages.size(); ++j) retained += stages[j].live_self_bytes;
+    const int64_t retained = live_self_bytes.suffix(static_cast<size_t>(index));
     s.retained_bytes = static_cast<uint64_t>(std::max<int64_t>(0, retained));
     if (last_allocator && last_allocator->t_ns >= s.start_ns) {
       s.breakdown = breakdown_from(*last_allocator, heap_now());
@@ -357,6 +394,11 @@ class FirstPass : public trace::TraceVisitor {
   void on_python_code(const trace::PythonCode& code) override { python_codes[code.id] = code; }
   void on_python_info(const trace::PythonInfo& i) override { python = i; }
   void on_deep_bind_removed(const std::string& path) override { deep_bind_modules.push_back(path); }
+  void on_stage_limit(uint64_t t, trace::StageLimit limit, uint64_t limit_value, uint64_t begins) override {
+    auto& dropped = dropped_stage_begins[static_cast<size_t>(limit)];
+    if (!dropped) dropped = DroppedStageBegins{t, limit_value, 0};
+    dropped->begins = std::max(dropped->begins, begins);
+  }
 
   void add_timeline_point() {
     const uint64_t heap_bytes = std::max(interval_heap_max, heap_now());
@@ -377,6 +419,11 @@ class FirstPass : public trace::TraceVisitor {
 };
 
 // Pass two: replays the events up to each peak and records which stacks held memory.
+//
+// A snapshot that walks every allocation info costs as much as there are infos; with one
+// per stage instance (a loop of 64k stages), that walk made the analysis quadratic. When
+// walking would cost more than keeping them, the stacks' live bytes are kept in order as
+// the events replay, and a stage's top stacks are read off the front.
 class PeakSnapshots : public trace::TraceVisitor {
  public:
   struct Target {
@@ -384,8 +431,16 @@ class PeakSnapshots : public trace::TraceVisitor {
     int stage;  // -1: the run's peak; kRamLimit: when RSS passed --ram-limit
   };
   static constexpr int kRamLimit = -2;
-  explicit PeakSnapshots(std::vector<Target> targets) : targets_(std::move(targets)) {
+  // `infos` and `events`: how many pass one saw, to choose how stage peaks are taken.
+  PeakSnapshots(std::vector<Target> targets, uint64_t infos, uint64_t events) : targets_(std::move(targets)) {
     std::sort(targets_.begin(), targets_.end(), [](const Target& a, const Target& b) { return a.event < b.event; });
+    uint64_t stage_snapshots = 0;
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      if (targets_[i].stage >= 0 && (i == 0 || targets_[i].event != targets_[i - 1].event)) ++stage_snapshots;
+    }
+    // An ordered update costs about as much as walking a few dozen infos.
+    constexpr uint64_t kOrderedUpdateCost = 32;
+    ordered_ = stage_snapshots * infos > kOrderedUpdateCost * events;
   }
 
   // At the run's peak: live bytes and blocks per (stack, stage).
@@ -400,15 +455,36 @@ class PeakSnapshots : public trace::TraceVisitor {
   void on_alloc(uint32_t info, bool) override {
     ++events_;
     heap_.allocate(info);
+    if (ordered_) update_stack(heap_.info(info), +1);
     take_due_snapshots();
   }
   void on_free(uint32_t info, bool) override {
     ++events_;
-    heap_.free(info);
+    if (heap_.free(info) && ordered_) update_stack(heap_.info(info), -1);
     take_due_snapshots();
   }
 
  private:
+  struct ByBytesDescending {
+    bool operator()(const std::pair<uint64_t, uint32_t>& a, const std::pair<uint64_t, uint32_t>& b) const {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    }
+  };
+
+  void update_stack(const AllocationInfo& info, int direction) {
+    if (info.stack >= stack_live_.size()) stack_live_.resize(info.stack + 1);
+    StackBytes& live = stack_live_[info.stack];
+    if (live.blocks) stacks_by_bytes_.erase({live.bytes, info.stack});
+    if (direction > 0) {
+      live.bytes += info.size;
+      ++live.blocks;
+    } else {
+      live.bytes -= info.size;
+      --live.blocks;
+    }
+    if (live.blocks) stacks_by_bytes_.insert({live.bytes, info.stack});
+  }
+
   void take_due_snapshots() {
     while (next_ < targets_.size() && targets_[next_].event == events_) snapshot(targets_[next_++]);
   }
@@ -426,21 +502,37 @@ class PeakSnapshots : public trace::TraceVisitor {
       }
       return;
     }
-    std::unordered_map<uint32_t, StackBytes> by_stack;
-    for (size_t i = 0; i < infos.size(); ++i) {
-      if (!live[i]) continue;
-      StackBytes& agg = by_stack[infos[i].stack];
-      agg.stack = infos[i].stack;
-      agg.bytes += live[i] * infos[i].size;
-      agg.blocks += live[i];
+    // Nested stages often share a peak: the top stacks of one event are taken once.
+    if (t.event == last_top_event_) {
+      stage_peaks[t.stage] = last_top_;
+      return;
     }
     std::vector<StackBytes> top;
-    top.reserve(by_stack.size());
-    for (const auto& [stack, s] : by_stack) top.push_back(s);
-    const size_t keep = std::min(top_stacks, top.size());
-    std::partial_sort(top.begin(), top.begin() + keep, top.end(),
-                      [](const StackBytes& a, const StackBytes& b) { return a.bytes > b.bytes; });
-    top.resize(keep);
+    if (ordered_) {
+      for (const auto& [bytes, stack] : stacks_by_bytes_) {
+        if (top.size() == top_stacks) break;
+        top.push_back(StackBytes{stack, bytes, stack_live_[stack].blocks});
+      }
+    } else {
+      std::unordered_map<uint32_t, StackBytes> by_stack;
+      for (size_t i = 0; i < infos.size(); ++i) {
+        if (!live[i]) continue;
+        StackBytes& agg = by_stack[infos[i].stack];
+        agg.stack = infos[i].stack;
+        agg.bytes += live[i] * infos[i].size;
+        agg.blocks += live[i];
+      }
+      top.reserve(by_stack.size());
+      for (const auto& [stack, s] : by_stack) top.push_back(s);
+      const size_t keep = std::min(top_stacks, top.size());
+      std::partial_sort(top.begin(), top.begin() + keep, top.end(),
+                        [](const StackBytes& a, const StackBytes& b) { return a.bytes > b.bytes; });
+      top.resize(keep);
+    }
+    if (t.stage != kRamLimit) {
+      last_top_event_ = t.event;
+      last_top_ = top;
+    }
     stage_peaks[t.stage] = std::move(top);
   }
 
@@ -448,6 +540,11 @@ class PeakSnapshots : public trace::TraceVisitor {
   size_t next_ = 0;
   uint64_t events_ = 0;
   LiveHeap heap_;
+  bool ordered_ = false;
+  std::vector<StackBytes> stack_live_;  // per stack, when ordered_
+  std::set<std::pair<uint64_t, uint32_t>, ByBytesDescending> stacks_by_bytes_;  // (bytes, stack) with blocks live
+  uint64_t last_top_event_ = UINT64_MAX;
+  std::vector<StackBytes> last_top_;
 };
 
 constexpr size_t kMaxLeakSites = 500;
@@ -600,17 +697,6 @@ class StackResolver {
   std::unordered_map<uint64_t, FrameIndex> python_ids_;
 };
 
-std::string join_path(const FirstPass& pass, int index) {
-  std::vector<const std::string*> names;
-  for (int i = index; i >= 0; i = pass.stages[i].parent) names.push_back(&pass.stage_names[pass.stages[i].name_id]);
-  std::string path;
-  for (auto it = names.rbegin(); it != names.rend(); ++it) {
-    if (!path.empty()) path += '/';
-    path += **it;
-  }
-  return path;
-}
-
 Fragmentation fragmentation_of(const RssBreakdown& b) {
   Fragmentation f;
   f.estimated = b.estimated;
@@ -738,6 +824,15 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     }
   }
   if (pass.lost_events) report.warnings.push_back(std::to_string(pass.lost_events) + " events lost");
+  for (const auto limit : {trace::StageLimit::kDistinctNames, trace::StageLimit::kDepth}) {
+    const auto& dropped = pass.dropped_stage_begins[static_cast<size_t>(limit)];
+    if (!dropped) continue;
+    report.warnings.push_back(fmt::format(
+        "{} {}: {} stage begins from {:.3f} s on were not recorded, nor their ends; what they allocated "
+        "counts in the stage around them",
+        limit == trace::StageLimit::kDepth ? "stages nested deeper than" : "more distinct stage names than",
+        dropped->limit, dropped->begins, dropped->first_t_ns / kNsPerS));
+  }
 
   // Pass two: stacks at the peaks.
   PeakSnapshots snapshots([&] {
@@ -748,7 +843,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     }
     if (pass.ram_limit && pass.ram_limit_event) targets.push_back({pass.ram_limit_event, PeakSnapshots::kRamLimit});
     return targets;
-  }());
+  }(), pass.heap.infos().size(), pass.events);
   snapshots.top_stacks = options.top_stacks;
   if (pass.info.mode == trace::Mode::kFull) trace::read_trace(main.path, snapshots, progress_for(total_bytes));
 
@@ -820,12 +915,22 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
                                           kMaxLeakSites, unlisted_sites, unlisted_bytes));
   }
 
-  // Stages.
+  // Stages. Stats mode's counters are process-wide: a stage's own share is its span minus
+  // its children's.
+  std::vector<CountersRecord> children_counters(pass.info.mode == trace::Mode::kStats ? pass.stages.size() : 0);
+  for (size_t j = 0; j < children_counters.size(); ++j) {
+    const int parent = pass.stages[j].parent;
+    if (parent < 0) continue;
+    children_counters[parent].allocations += pass.stages[j].counters_inclusive.allocations;
+    children_counters[parent].frees += pass.stages[j].counters_inclusive.frees;
+    children_counters[parent].bytes_allocated += pass.stages[j].counters_inclusive.bytes_allocated;
+  }
   for (size_t i = 0; i < pass.stages.size(); ++i) {
     const StageInstance& s = pass.stages[i];
     StageReport r;
     r.name = pass.stage_names[s.name_id];
-    r.path = join_path(pass, static_cast<int>(i));
+    // A parent begins before its children: its path is made already.
+    r.path = s.parent >= 0 ? report.stages[s.parent].path + '/' + r.name : r.name;
     r.parent = s.parent;
     r.depth = s.depth;
     r.start_s = s.start_ns / kNsPerS;
@@ -837,14 +942,10 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     f.peak_rss_bytes = s.peak_rss_bytes;
     f.mmap_peak_bytes = s.mmap_peak_bytes;
     if (pass.info.mode == trace::Mode::kStats) {
-      // Counters are process-wide: a stage's own share is its span minus its children's.
       CountersRecord own = s.counters_inclusive;
-      for (size_t j = i + 1; j < pass.stages.size(); ++j) {
-        if (pass.stages[j].parent != static_cast<int>(i)) continue;
-        own.allocations -= pass.stages[j].counters_inclusive.allocations;
-        own.frees -= pass.stages[j].counters_inclusive.frees;
-        own.bytes_allocated -= pass.stages[j].counters_inclusive.bytes_allocated;
-      }
+      own.allocations -= children_counters[i].allocations;
+      own.frees -= children_counters[i].frees;
+      own.bytes_allocated -= children_counters[i].bytes_allocated;
       f.allocations = own.allocations;
       f.frees = own.frees;
       f.bytes_allocated = own.bytes_allocated;

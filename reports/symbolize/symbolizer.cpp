@@ -4,6 +4,9 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -167,9 +170,19 @@ class Symbolizer::Module {
     dwfl_ = dwfl_begin(&offline_callbacks);
     if (dwfl_ == nullptr) return;
     dwfl_report_begin(dwfl_);
-    // ET_DYN: add_p_vaddr=true places vaddr v at base + v, i.e. at v with base 0.
-    // ET_EXEC: libdwfl ignores the base and uses the vaddrs, which are also what we want.
-    module_ = dwfl_report_elf(dwfl_, path.c_str(), path.c_str(), -1, 0, true);
+    // The path comes from the trace: only a regular file is read. Opened without blocking,
+    // so that a FIFO or a device named there cannot stall the analysis, then checked.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat info {};
+    if (fd >= 0 && (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))) {
+      ::close(fd);
+    } else if (fd >= 0) {
+      // ET_DYN: add_p_vaddr=true places vaddr v at base + v, i.e. at v with base 0.
+      // ET_EXEC: libdwfl ignores the base and uses the vaddrs, which are also what we want.
+      // On success libdwfl owns the descriptor.
+      module_ = dwfl_report_elf(dwfl_, path.c_str(), path.c_str(), fd, 0, true);
+      if (module_ == nullptr) ::close(fd);
+    }
     if (dwfl_report_end(dwfl_, nullptr, nullptr) != 0) module_ = nullptr;
     if (module_ != nullptr)
       dwfl_module_info(module_, nullptr, &begin_, &end_, nullptr, nullptr, nullptr, nullptr);

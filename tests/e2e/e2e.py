@@ -421,6 +421,41 @@ def scenario_stages(s):
          "totals.peak_heap_bytes")
 
 
+def scenario_stage_limits(s):
+    """Past the tracer's stage limits, begins and their ends are dropped together and said."""
+    # Not s.traced: 65,791 stages make a report too large to validate against the schema
+    # in a lean test; its stages are checked here.
+    out = os.path.join(s.work, "run")
+    proc = s.run([s.memstage, "run", "-q", "-o", out, "--", s.program("stage_limits"), s.truth_file("stage_limits")])
+    if not s.eq(proc.returncode, 0, "exit code of memstage run"):
+        print(proc.stderr.decode(errors="replace"))
+        return
+    with open(os.path.join(out, "report.json")) as f:
+        report = json.load(f)
+    t = s.read_truth("stage_limits")
+    stages = report["stages"]
+    s.eq(len(stages), t["recorded_stages"], "stages recorded")
+    outer = [st for st in stages if st["path"] == "outer"]
+    if not s.eq(len(outer), 1, "one stage outer"):
+        return
+    outer = outer[0]
+    s.eq(outer["closed"], True, "outer: closed")
+    s.eq(sum(1 for st in stages if st["depth"] == 0), 1, "every other stage is inside outer")
+    s.eq(outer["allocations"], t["outer_allocations"], "outer: allocations (its own and the dropped stages')")
+    s.eq(sum(st["allocations"] for st in stages if st["depth"] == 1), 10, "stages kept inside outer: allocations")
+    s.eq(outer["bytes_allocated"], t["outer_bytes_allocated"], "outer: bytes_allocated")
+    s.eq(outer["leaked_bytes"], t["outer_leaked_bytes"], "outer: leaked_bytes")
+    s.eq(max(st["depth"] for st in stages), t["max_stage_depth"] - 1, "deepest stage kept")
+    deepest = [st for st in stages if st["depth"] == t["max_stage_depth"] - 1]
+    s.check(len(deepest) == 1 and deepest[0]["bytes_allocated"] == 4096,
+            "the deepest stage kept has the innermost allocation: %r" % [st["bytes_allocated"] for st in deepest])
+    warnings = " | ".join(report["warnings"])
+    s.check("more distinct stage names than %d: %d stage begins" % (t["max_stage_names"], t["dropped_for_names"])
+            in warnings, "warning names the distinct-name limit and its count: %s" % warnings)
+    s.check("stages nested deeper than %d: %d stage begins" % (t["max_stage_depth"], t["dropped_for_depth"])
+            in warnings, "warning names the depth limit and its count: %s" % warnings)
+
+
 def scenario_threads(s):
     """4 threads x 1M allocations, cross-thread frees: counts add up, leaks exact."""
     start = time.monotonic()
@@ -796,6 +831,7 @@ SCENARIOS = {
     "leaks": scenario_leaks,
     "peak": scenario_peak,
     "stages": scenario_stages,
+    "stage_limits": scenario_stage_limits,
     "threads": scenario_threads,
     "fork": scenario_fork,
     "dlopen": scenario_dlopen,

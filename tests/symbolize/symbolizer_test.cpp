@@ -5,6 +5,7 @@
 
 #include <elf.h>
 #include <link.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -381,4 +382,23 @@ TEST_CASE("100k distinct addresses in a large C++ executable symbolize quickly")
   CHECK(looked_up >= address_count / 2);
   CHECK(named >= looked_up * 9 / 10);  // the executable's own code is almost all named
   CHECK(seconds < 10.0);  // about 1.5 s when written; libdw's linear lookups took minutes
+}
+
+TEST_CASE("a module path that is a FIFO or a device is not read: a bare frame, no hang") {
+  // The paths come from the trace, which anyone can hand to `memstage report`: opening a
+  // FIFO for reading would wait for a writer forever.
+  const std::string fifo = (std::filesystem::temp_directory_path() /
+                            ("memstage_symbolize_fifo_" + std::to_string(getpid()))).string();
+  std::filesystem::remove(fifo);
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  Symbolizer symbolizer;
+  for (const std::string& path : {fifo, std::string("/dev/zero"), std::string("/")}) {
+    INFO(path);
+    const std::vector<Frame> frames = symbolizer.symbolize(path, 0x1000, 0x1234, true);
+    REQUIRE(frames.size() == 1);
+    CHECK(frames[0].function.empty());
+    CHECK(frames[0].module == path);
+    CHECK(frames[0].module_offset == 0x234);
+  }
+  std::filesystem::remove(fifo);
 }

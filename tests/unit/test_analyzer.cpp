@@ -7,6 +7,7 @@
 
 using memstage::testing::TraceBuilder;
 namespace reports = memstage::reports;
+namespace trace = memstage::trace;
 
 namespace {
 
@@ -114,4 +115,63 @@ TEST_CASE("a free of an address never allocated is ignored") {
   const auto r = analyze(b, "unknown_free");
   CHECK(r.totals.frees == 0);
   CHECK(r.totals.leaked_bytes == 8);
+}
+
+TEST_CASE("many stages: top stacks at each stage's peak and retained bytes, kept in order as events replay") {
+  // One allocation info per stage (a size of its own), kept: walking every info at every
+  // stage's peak would be quadratic, so the analysis keeps the stacks' live bytes ordered.
+  constexpr int kStages = 300;
+  TraceBuilder b;
+  b.process().stack({0x10}).stack({0x20}).stage_name("step");
+  b.alloc(0x100000, 1'000'000, 1);  // outside any stage, live throughout: the top stack
+  for (int i = 0; i < kStages; ++i) {
+    b.stage_begin(0, 10 + i).alloc(0x1000 + i * 0x100, 16 + i, 0);
+    if (i % 2) b.free(0x1000 + (i - 1) * 0x100);  // frees the previous stage's block
+    b.stage_end(10 + i);
+  }
+  b.end(1000);
+  const auto r = analyze(b, "many_stages");
+  REQUIRE(r.stages.size() == kStages);
+  uint64_t stack0_live = 0;  // bytes of stack 0 live at each stage's peak (its allocation)
+  for (int i = 0; i < kStages; ++i) {
+    const auto& s = r.stages[i];
+    INFO("stage " << i);
+    stack0_live += 16 + i;
+    if (i % 2) stack0_live -= 16 + (i - 1);
+    // The peak is right after the stage's allocation, before it frees the previous block.
+    const uint64_t at_peak = stack0_live + (i % 2 ? 16 + (i - 1) : 0);
+    CHECK(s.figures.peak_heap_bytes == 1'000'000 + at_peak);
+    REQUIRE(s.top_stacks_at_peak.size() == 2);
+    CHECK(s.top_stacks_at_peak[0].bytes == 1'000'000);
+    CHECK(s.top_stacks_at_peak[1].bytes == at_peak);
+    CHECK(s.retained_bytes == 16u + i);  // its block, freed (if at all) by the next stage
+  }
+}
+
+TEST_CASE("stats mode: a stage's own counters are its span's minus its children's") {
+  TraceBuilder b;
+  b.process(100, trace::Mode::kStats).stage_name("outer").stage_name("inner");
+  b.record(trace::records::Counters{1, 0, 0, 0}).stage_begin(0, 2).record(trace::records::Counters{2, 10, 5, 1000});
+  b.stage_begin(1, 3).record(trace::records::Counters{3, 10, 5, 1000}).record(trace::records::Counters{4, 30, 6, 3000}).stage_end(4);
+  b.stage_begin(1, 5).record(trace::records::Counters{5, 30, 6, 3000}).record(trace::records::Counters{6, 31, 16, 3100}).stage_end(6);
+  b.record(trace::records::Counters{7, 40, 20, 4000}).stage_end(7).end(8);
+  const auto r = analyze(b, "stats_counters");
+  REQUIRE(r.stages.size() == 3);
+  CHECK(r.stages[0].figures.allocations == 40 - 20 - 1);
+  CHECK(r.stages[0].figures.frees == 20 - 1 - 10);
+  CHECK(r.stages[0].figures.bytes_allocated == 4000 - 2000 - 100);
+  CHECK(r.stages[1].figures.allocations == 20);
+  CHECK(r.stages[2].figures.frees == 10);
+}
+
+TEST_CASE("stage begins the tracer dropped past its limits are said in a warning") {
+  TraceBuilder b;
+  b.process().stack({0x10}).stage_name("a").stage_begin(0, 1);
+  const auto depth = static_cast<uint64_t>(trace::StageLimit::kDepth);
+  b.record(trace::records::StageLimitHit{2'000'000'000, depth, 256, 1});
+  b.record(trace::records::StageLimitHit{3'000'000'000, depth, 256, 45});  // the total, at the end
+  b.stage_end(4).end(5);
+  const auto r = analyze(b, "stage_limit");
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].find("stages nested deeper than 256: 45 stage begins from 2.000 s on") != std::string::npos);
 }

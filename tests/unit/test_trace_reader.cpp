@@ -179,3 +179,27 @@ TEST_CASE("an unknown record tag is corruption") {
   CHECK(summary.truncated);
   CHECK(summary.truncation.find("unknown record tag") != std::string::npos);
 }
+
+TEST_CASE("stages nested deeper, or named longer, than the tracer writes are corruption") {
+  TraceBuilder deep;
+  deep.process().stage_name("s");
+  for (uint32_t i = 0; i < trace::kMaxStageDepth; ++i) deep.stage_begin(0, i);
+  deep.stage_end(1).stage_begin(0, 2);  // back to the limit: still readable
+  deep.chunk().stage_begin(0, 3).end(4);  // one deeper
+  const std::string path = temp_path("deep.mst");
+  write_bytes(path, deep.bytes());
+  Counting v;
+  auto summary = trace::read_trace(path, v);
+  CHECK(summary.truncated);
+  CHECK(summary.truncation.find("nested deeper") != std::string::npos);
+  CHECK(summary.chunks == 1);
+
+  TraceBuilder named;
+  named.process().stage_name(std::string(trace::kMaxStageNameBytes, 'x')).chunk();
+  named.stage_name(std::string(trace::kMaxStageNameBytes + 1, 'y')).end(1);
+  write_bytes(path, named.bytes());
+  summary = trace::read_trace(path, v);
+  CHECK(summary.truncated);
+  CHECK(summary.truncation.find("stage name longer") != std::string::npos);
+  CHECK(summary.chunks == 1);
+}
