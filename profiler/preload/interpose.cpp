@@ -130,10 +130,12 @@ inline bool resolve() {
 // 0: not started, 1: starting, 2: started (recording, or passive without MEMSTAGE_OUTPUT).
 std::atomic<int> g_start_state{0};
 
-// Starts the tracer once: on the program's first interposed call, or in the preload's
-// constructor if none came earlier. ld.so runs the constructors of the program's
-// libraries before the preload's; what they allocate is the program's. libc must have
-// set up the environment the options come from.
+// Starts the tracer once: on the program's first call to the malloc family, or in the
+// preload's constructor if none came earlier. ld.so runs the constructors of the
+// program's libraries before the preload's; what they allocate is the program's. libc
+// must have set up the environment the options come from. Never from mmap and the
+// like: allocators call those from inside themselves, holding their locks, and starting
+// allocates (a program's own allocator, as Chromium's, would be entered again).
 bool start_once() {
   if (t_in_tracer || !environ) return false;
   int expected = 0;
@@ -149,14 +151,15 @@ bool start_once() {
 
 // True when this call should be recorded: the tracer is on, and the call comes from
 // the program rather than from the tracer or the allocator itself.
-inline bool should_record() {
-  if (__builtin_expect(!t_in_tracer && recording(), 1)) return true;
-  return __builtin_expect(g_start_state.load(std::memory_order_relaxed) == 0, 0) && start_once();
-}
+inline bool should_record() { return !t_in_tracer && recording(); }
 
 // For the malloc family, called from `caller` (its return address): also not the dynamic
 // loader's own bookkeeping (tracer.h, called_from_loader), which never starts the tracer.
-inline bool should_record_call(const void* caller) { return !called_from_loader(caller) && should_record(); }
+inline bool should_record_call(const void* caller) {
+  if (called_from_loader(caller)) return false;
+  if (__builtin_expect(should_record(), 1)) return true;
+  return __builtin_expect(g_start_state.load(std::memory_order_relaxed) == 0, 0) && start_once();
+}
 
 void* traced_alloc_result(void* p, size_t size) {
   if (stats_mode()) {
