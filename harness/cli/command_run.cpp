@@ -48,6 +48,7 @@ void add_python_environment(const RunFlags& flags, const std::string& preload,
     const std::string bootstrap = find_python_bootstrap(preload);
     const char* existing = getenv("PYTHONPATH");
     env.emplace_back("PYTHONPATH", existing && *existing ? bootstrap + ":" + existing : bootstrap);
+    env.emplace_back("MEMSTAGE_PYTHON_BOOTSTRAP", "1");  // its own work is not the program's (python_frames.h)
   }
   if (flags.python_allocator == "malloc") env.emplace_back("PYTHONMALLOC", "malloc");
 }

@@ -578,6 +578,7 @@ MEMSTAGE_EXPORT void memstage_stage_end(void) __attribute__((alias("memstage_tra
 // Called by the sitecustomize.py that `memstage run` puts on PYTHONPATH, with the GIL
 // held, at startup and first thing in each new thread (python_frames.h).
 MEMSTAGE_EXPORT int memstage_python_attach(int skip_frames) {
+  python_bootstrap_attached();  // what the bootstrap did up to here was the tracer's
   if (!should_record()) return 0;
   const int saved_errno = errno;
   const int attached = python_attach(skip_frames);

@@ -24,6 +24,17 @@ namespace {
 struct PyObject;
 struct PyFrameObject;
 using ProfileFunction = int (*)(PyObject*, PyFrameObject*, int, PyObject*);
+using CFunction = PyObject* (*)(PyObject*, PyObject*);
+using AuditHook = int (*)(const char*, PyObject*, void*);
+
+// PyMethodDef (Include/methodobject.h), unchanged since Python 2.
+struct MethodDef {
+  const char* name;
+  CFunction function;
+  int flags;
+  const char* doc;
+};
+constexpr int kMethOneArgument = 0x0008;  // METH_O
 
 // The profile events (Include/cpython/pystate.h), stable since Python 2.
 constexpr int kPyTraceCall = 0;
@@ -43,6 +54,10 @@ struct PythonApi {
   void (*Py_IncRef)(PyObject*);
   void (*Py_DecRef)(PyObject*);
   const char* (*Py_GetVersion)();
+  PyObject* (*PyWeakref_NewRef)(PyObject*, PyObject*);
+  PyObject* (*PyCFunction_NewEx)(MethodDef*, PyObject*, PyObject*);
+  PyObject* (*PyLong_FromLong)(long);
+  PyObject* none;  // _Py_NoneStruct
   // The evaluation loop's code: native frames in it are where Python frames belong.
   uint64_t eval_start = 0;
   uint64_t eval_end = 0;
@@ -67,7 +82,9 @@ bool resolve_api() {
             resolve(a.PyUnicode_AsUTF8AndSize, "PyUnicode_AsUTF8AndSize") &&
             resolve(a.PyLong_AsLong, "PyLong_AsLong") && resolve(a.PyErr_Clear, "PyErr_Clear") &&
             resolve(a.Py_IncRef, "Py_IncRef") && resolve(a.Py_DecRef, "Py_DecRef") &&
-            resolve(a.Py_GetVersion, "Py_GetVersion");
+            resolve(a.Py_GetVersion, "Py_GetVersion") && resolve(a.PyWeakref_NewRef, "PyWeakref_NewRef") &&
+            resolve(a.PyCFunction_NewEx, "PyCFunction_NewEx") && resolve(a.PyLong_FromLong, "PyLong_FromLong") &&
+            resolve(a.none, "_Py_NoneStruct");
   if (!ok) return false;
   void* eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
   Dl_info info;
@@ -81,28 +98,70 @@ bool resolve_api() {
 
 // ---- code objects: each gets an id and one kPythonCode record naming it ----
 
-// Open addressing over code object addresses. A code object seen once is kept alive
-// (one reference) so its address is never reused for another.
+// Open addressing over code object addresses. The tracer never keeps a code object
+// alive (generated code, exec, notebooks would keep every one and its constants): it
+// holds a weak reference whose callback marks the slot dead when the object goes. Its
+// address may then be given to another code object, which gets an id of its own.
 constexpr uint32_t kCodeSlots = 1u << 20;
 constexpr uint32_t kNoCode = 0xffffffffu;
 struct CodeSlot {
-  std::atomic<uint64_t> code;  // 0: empty
-  uint32_t id;
+  std::atomic<uint64_t> code;  // 0: empty; stays once set (probing relies on it)
+  std::atomic<uint32_t> id;    // kNoCode once the code object died
+  PyObject* weakref;           // ours; nullptr once handed to g_dead_weakrefs
 };
 CodeSlot* g_code_slots = nullptr;
-uint32_t g_code_count = 0;  // guarded by g_attach_mutex
+uint32_t g_code_count = 0;       // ids given; guarded by g_attach_mutex
+uint32_t g_code_slots_used = 0;  // addresses seen; half the table at most
+
+// Weak references whose code object died, released on the next new code object: not
+// inside their own callback, while CPython still uses them. Under the GIL.
+constexpr uint32_t kMaxDeadWeakrefs = 4096;
+PyObject* g_dead_weakrefs[kMaxDeadWeakrefs];
+uint32_t g_dead_weakref_count = 0;
+
+PyObject* on_code_died(PyObject* slot_number, PyObject*) {
+  const long slot = g_api.PyLong_AsLong(slot_number);
+  if (slot >= 0 && slot < static_cast<long>(kCodeSlots)) {
+    CodeSlot& s = g_code_slots[slot];
+    s.id.store(kNoCode, std::memory_order_release);
+    if (s.weakref && g_dead_weakref_count < kMaxDeadWeakrefs) {
+      g_dead_weakrefs[g_dead_weakref_count++] = s.weakref;
+      s.weakref = nullptr;
+    }
+  }
+  g_api.Py_IncRef(g_api.none);
+  return g_api.none;
+}
+MethodDef g_on_code_died{"memstage_code_died", on_code_died, kMethOneArgument, nullptr};
+
+// A weak reference to `code` that tells slot `slot` when it dies; nullptr if none can be had.
+PyObject* watch_code(PyObject* code, uint32_t slot) {
+  PyObject* number = g_api.PyLong_FromLong(static_cast<long>(slot));
+  PyObject* callback = number ? g_api.PyCFunction_NewEx(&g_on_code_died, number, nullptr) : nullptr;
+  PyObject* weakref = callback ? g_api.PyWeakref_NewRef(code, callback) : nullptr;
+  if (!weakref) g_api.PyErr_Clear();
+  if (callback) g_api.Py_DecRef(callback);  // the weak reference holds it
+  if (number) g_api.Py_DecRef(number);
+  return weakref;
+}
 
 uint32_t code_slot_of(uint64_t code) {
   return static_cast<uint32_t>((code >> 4) * 0x9E3779B97F4A7C15ull >> 44) & (kCodeSlots - 1);
 }
 
-uint32_t find_code(uint64_t code) {
+// The slot of `code`, or the empty slot where it goes; kCodeSlots when the table is full.
+uint32_t find_slot(uint64_t code) {
   for (uint32_t i = code_slot_of(code), probes = 0; probes < kCodeSlots; i = (i + 1) & (kCodeSlots - 1), ++probes) {
     const uint64_t c = g_code_slots[i].code.load(std::memory_order_acquire);
-    if (c == code) return g_code_slots[i].id;
-    if (c == 0) return kNoCode;
+    if (c == code || c == 0) return i;
   }
-  return kNoCode;
+  return kCodeSlots;
+}
+
+uint32_t find_code(uint64_t code) {
+  const uint32_t slot = find_slot(code);
+  if (slot == kCodeSlots || g_code_slots[slot].code.load(std::memory_order_acquire) != code) return kNoCode;
+  return g_code_slots[slot].id.load(std::memory_order_acquire);
 }
 
 // Copies a str attribute of `object` as UTF-8; empty when it has none.
@@ -137,7 +196,7 @@ long int_attribute(PyObject* object, const char* name) {
   return v < 0 ? 0 : v;
 }
 
-// Takes the reference the caller holds on `code`.
+// Takes (and drops) the reference the caller holds on `code`. With the GIL held.
 uint32_t intern_code(PyObject* code) {
   const uint64_t key = reinterpret_cast<uint64_t>(code);
   uint32_t id = find_code(key);
@@ -147,8 +206,12 @@ uint32_t intern_code(PyObject* code) {
   }
   RecordingGuard guard;  // the names' UTF-8 caches are CPython's, not the program's
   pthread_mutex_lock(&g_attach_mutex);
+  while (g_dead_weakref_count > 0) g_api.Py_DecRef(g_dead_weakrefs[--g_dead_weakref_count]);
   id = find_code(key);
-  if (id == kNoCode && g_code_count < kCodeSlots / 2) {
+  const uint32_t slot = find_slot(key);  // a dead code object's slot, or an empty one
+  const bool fresh = slot < kCodeSlots && g_code_slots[slot].code.load(std::memory_order_relaxed) == 0;
+  if (id == kNoCode && slot < kCodeSlots && (!fresh || g_code_slots_used < kCodeSlots / 2)) {
+    g_code_slots_used += fresh;
     constexpr size_t kMaxName = 4096;
     uint8_t record[1 + 3 * trace::kMaxVarintBytes + 2 * (kMaxName + trace::kMaxVarintBytes)];
     char file[kMaxName], function[kMaxName];
@@ -163,18 +226,68 @@ uint32_t intern_code(PyObject* code) {
     // The record is numbered before the id is published: every stack that uses the id
     // comes after it in the trace.
     if (ThreadState* ts = current_thread_state()) push_encoded(ts, record, static_cast<uint32_t>(out - record));
-    uint32_t slot = code_slot_of(key);
-    while (g_code_slots[slot].code.load(std::memory_order_relaxed) != 0) slot = (slot + 1) & (kCodeSlots - 1);
-    g_code_slots[slot].id = id;
-    g_code_slots[slot].code.store(key, std::memory_order_release);
-    code = nullptr;  // the table keeps this reference
+    CodeSlot& s = g_code_slots[slot];
+    if (s.weakref) g_api.Py_DecRef(s.weakref);  // dead, not handed over (the list was full)
+    s.weakref = watch_code(code, slot);
+    s.id.store(id, std::memory_order_release);
+    s.code.store(key, std::memory_order_release);
   }
   pthread_mutex_unlock(&g_attach_mutex);
-  if (code) g_api.Py_DecRef(code);
+  g_api.Py_DecRef(code);
   return id;
 }
 
+// ---- the bootstrap ----
+
+enum : int { kNoBootstrap, kBootstrapAwaited, kBootstrapRunning, kBootstrapDone };
+std::atomic<int> g_bootstrap{kNoBootstrap};
+__thread bool t_in_bootstrap __attribute__((tls_model("initial-exec"))) = false;
+PyObject* (*g_tuple_item)(PyObject*, long) = nullptr;             // PyTuple_GetItem, borrowed
+const char* (*g_str_utf8)(PyObject*, long*) = nullptr;            // PyUnicode_AsUTF8AndSize
+void (*g_error_clear)() = nullptr;                                 // PyErr_Clear
+
+void end_bootstrap() {
+  if (!t_in_bootstrap) return;
+  t_in_bootstrap = false;
+  t_in_tracer = false;
+  g_bootstrap.store(kBootstrapDone, std::memory_order_relaxed);
+}
+
+int bootstrap_audit_hook(const char* event, PyObject* args, void*) {
+  const int state = g_bootstrap.load(std::memory_order_relaxed);
+  if (state == kBootstrapAwaited && strcmp(event, "import") == 0) {
+    PyObject* module = g_tuple_item(args, 0);
+    long length = 0;
+    const char* name = module ? g_str_utf8(module, &length) : nullptr;
+    if (name && length == 13 && memcmp(name, "sitecustomize", 13) == 0) {
+      g_bootstrap.store(kBootstrapRunning, std::memory_order_relaxed);
+      t_in_bootstrap = true;
+      t_in_tracer = true;
+    } else if (!name) {
+      g_error_clear();
+    }
+  } else if (state == kBootstrapRunning && strncmp(event, "cpython.run_", 12) == 0) {
+    end_bootstrap();  // the program's code starts: the bootstrap did not attach
+  }
+  return 0;
+}
+
 }  // namespace
+
+void python_watch_bootstrap() {
+  const char* env = getenv("MEMSTAGE_PYTHON_BOOTSTRAP");
+  if (!env || strcmp(env, "1") != 0) return;
+  using AddAuditHook = int (*)(AuditHook, void*);
+  auto add = reinterpret_cast<AddAuditHook>(dlsym(RTLD_DEFAULT, "PySys_AddAuditHook"));
+  g_tuple_item = reinterpret_cast<decltype(g_tuple_item)>(dlsym(RTLD_DEFAULT, "PyTuple_GetItem"));
+  g_str_utf8 = reinterpret_cast<decltype(g_str_utf8)>(dlsym(RTLD_DEFAULT, "PyUnicode_AsUTF8AndSize"));
+  g_error_clear = reinterpret_cast<decltype(g_error_clear)>(dlsym(RTLD_DEFAULT, "PyErr_Clear"));
+  if (!add || !g_tuple_item || !g_str_utf8 || !g_error_clear) return;
+  g_bootstrap.store(kBootstrapAwaited, std::memory_order_relaxed);
+  if (add(bootstrap_audit_hook, nullptr) != 0) g_bootstrap.store(kNoBootstrap, std::memory_order_relaxed);
+}
+
+void python_bootstrap_attached() { end_bootstrap(); }
 
 // ---- the shadow stack ----
 

@@ -38,4 +38,13 @@ uint32_t merge_python_frames(const uint64_t* native, uint32_t depth, uint64_t* o
 // Returns 1 when Python frames are recorded for this thread, 0 when they cannot be.
 int python_attach(int skip_frames);
 
+// The bootstrap's own work (importing ctypes and threading to attach) is the tracer's,
+// not the program's. At start, when `memstage run` put the bootstrap on PYTHONPATH
+// (MEMSTAGE_PYTHON_BOOTSTRAP) and the process is a Python, an audit hook (CPython allows
+// adding one before the interpreter starts) sees the import of sitecustomize begin: the
+// thread records nothing from there until python_bootstrap_attached() (the bootstrap
+// attaching) or until the program's own code starts, if it never attaches.
+void python_watch_bootstrap();
+void python_bootstrap_attached();
+
 }  // namespace memstage::preload

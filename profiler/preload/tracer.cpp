@@ -612,6 +612,7 @@ void start_tracer() {
     return;
   }
   if (ThreadState* ts = current_thread_state()) push_samples(ts, true);
+  python_watch_bootstrap();
 }
 
 }  // namespace memstage::preload
