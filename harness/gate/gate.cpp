@@ -20,10 +20,11 @@ using BudgetJson = nlohmann::ordered_json;
 
 namespace {
 
-constexpr Metric kAllMetrics[] = {Metric::kPeakHeap, Metric::kPeakRss, Metric::kLeaked, Metric::kFragmentation};
+constexpr Metric kAllMetrics[] = {Metric::kPeakHeap, Metric::kPeakRss, Metric::kLeaked, Metric::kFragmentation,
+                                  Metric::kPeakDevice};
 // Growth is about sizes; a fragmentation ratio moves with the allocator, not the program.
 constexpr Metric kGrowthMetrics[] = {Metric::kPeakHeap, Metric::kPeakRss, Metric::kLeaked};
-constexpr const char* kExpectedMetrics = "peak_heap, peak_rss, leaked, fragmentation";
+constexpr const char* kExpectedMetrics = "peak_heap, peak_rss, leaked, fragmentation, peak_device";
 
 std::string read_whole_file(const std::string& path, const char* what) {
   std::ifstream in(path, std::ios::binary);
@@ -115,6 +116,7 @@ double number_field(const Json& object, const char* key) {
 struct Figures {
   double peak_heap_bytes = 0;
   double peak_rss_bytes = 0;
+  double peak_device_bytes = 0;  // 0 when the run used no device memory
   double leaked_bytes = 0;
   double fragmentation_ratio = 0;
   int occurrences = 0;
@@ -123,6 +125,7 @@ struct Figures {
     switch (metric) {
       case Metric::kPeakHeap: return peak_heap_bytes;
       case Metric::kPeakRss: return peak_rss_bytes;
+      case Metric::kPeakDevice: return peak_device_bytes;
       case Metric::kLeaked: return leaked_bytes;
       case Metric::kFragmentation: return fragmentation_ratio;
     }
@@ -132,6 +135,7 @@ struct Figures {
   void add(const Json& scope) {
     peak_heap_bytes = std::max(peak_heap_bytes, number_field(scope, "peak_heap_bytes"));
     peak_rss_bytes = std::max(peak_rss_bytes, number_field(scope, "peak_rss_bytes"));
+    peak_device_bytes = std::max(peak_device_bytes, number_field(scope, "peak_device_bytes"));
     leaked_bytes += number_field(scope, "leaked_bytes");
     if (const auto f = scope.find("fragmentation"); f != scope.end() && f->is_object()) {
       fragmentation_ratio = std::max(fragmentation_ratio, number_field(*f, "ratio"));
@@ -287,6 +291,7 @@ std::string_view metric_key(Metric metric) {
   switch (metric) {
     case Metric::kPeakHeap: return "peak_heap";
     case Metric::kPeakRss: return "peak_rss";
+    case Metric::kPeakDevice: return "peak_device";
     case Metric::kLeaked: return "leaked";
     case Metric::kFragmentation: return "fragmentation";
   }

@@ -25,7 +25,7 @@ class GateError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Metric { kPeakHeap, kPeakRss, kLeaked, kFragmentation };
+enum class Metric { kPeakHeap, kPeakRss, kLeaked, kFragmentation, kPeakDevice };
 
 // The budget key ("peak_heap") and the report field it reads ("peak_heap_bytes").
 std::string_view metric_key(Metric metric);

@@ -575,6 +575,17 @@ MEMSTAGE_EXPORT void memstage_tracer_stage_end(void) {
 MEMSTAGE_EXPORT void memstage_stage_begin(const char* name) __attribute__((alias("memstage_tracer_stage_begin")));
 MEMSTAGE_EXPORT void memstage_stage_end(void) __attribute__((alias("memstage_tracer_stage_end")));
 
+// Called by the Python stage markers (memstage.py) at each stage boundary once
+// torch.cuda is initialised: PyTorch's caching allocator's reserved and allocated bytes.
+MEMSTAGE_EXPORT void memstage_tracer_device_cache(unsigned long long reserved_bytes,
+                                                  unsigned long long allocated_bytes) {
+  if (!should_record()) return;
+  RecordingGuard guard;
+  const int saved_errno = errno;
+  record_device_cache(reserved_bytes, allocated_bytes);
+  errno = saved_errno;
+}
+
 // Called by the sitecustomize.py that `memstage run` puts on PYTHONPATH, with the GIL
 // held, at startup and first thing in each new thread (python_frames.h).
 MEMSTAGE_EXPORT int memstage_python_attach(int skip_frames) {

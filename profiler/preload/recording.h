@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+
+#include "profiler/trace/trace_format.h"
 
 namespace memstage::preload {
 
@@ -39,6 +42,12 @@ void record_munmap(void* p, size_t length);
 void record_mremap(void* old_address, size_t old_length, void* new_address, size_t new_length);
 void record_modules_changed();
 void record_deep_bind_removed(const char* file);
+// Device memory (interpose_cuda.cpp): `address` is a device pointer, or for kPhysical the
+// allocation handle.
+void record_device_alloc(uint64_t address, uint64_t bytes, trace::DeviceMemory kind);
+void record_device_free(uint64_t address, trace::DeviceMemory kind);
+// A caching allocator's reserved and allocated bytes (memstage_tracer_device_cache).
+void record_device_cache(uint64_t reserved_bytes, uint64_t allocated_bytes);
 void record_stage_begin(const char* name);
 void record_stage_end();
 

@@ -461,6 +461,24 @@ void record_mremap(void* old_address, size_t old_length, void* new_address, size
                                   reinterpret_cast<uint64_t>(new_address), new_length, capture_stack(ts)});
 }
 
+void record_device_alloc(uint64_t address, uint64_t bytes, trace::DeviceMemory kind) {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  push_record(ts, records::DeviceAlloc{trace_time_ns(), address, bytes, static_cast<uint64_t>(kind), capture_stack(ts)});
+}
+
+void record_device_free(uint64_t address, trace::DeviceMemory kind) {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  push_record(ts, records::DeviceFree{trace_time_ns(), address, static_cast<uint64_t>(kind)});
+}
+
+void record_device_cache(uint64_t reserved_bytes, uint64_t allocated_bytes) {
+  ThreadState* ts = current_thread_state();
+  if (!ts) return;
+  push_record(ts, records::DeviceCache{trace_time_ns(), reserved_bytes, allocated_bytes});
+}
+
 void record_modules_changed() {
   ThreadState* ts = current_thread_state();
   if (!ts) return;

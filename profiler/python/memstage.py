@@ -12,8 +12,9 @@ it every marker is a no-op, so scripts keep their markers in.
 """
 import contextlib
 import ctypes
+import sys
 
-_begin = _end = None
+_begin = _end = _device_cache = None
 try:
     _self = ctypes.CDLL(None)
     _begin = _self.memstage_tracer_stage_begin
@@ -22,8 +23,33 @@ try:
     _end = _self.memstage_tracer_stage_end
     _end.argtypes = []
     _end.restype = None
+    _device_cache = getattr(_self, "memstage_tracer_device_cache", None)
+    if _device_cache is not None:
+        _device_cache.argtypes = [ctypes.c_ulonglong, ctypes.c_ulonglong]
+        _device_cache.restype = None
 except (AttributeError, OSError):
-    _begin = _end = None
+    _begin = _end = _device_cache = None
+
+
+def _record_device_cache():
+    """PyTorch's caching allocator, once the program has initialised torch.cuda: device
+    memory reserved from the driver and the part tensors use, summed over devices. Never
+    imports torch or initialises CUDA itself."""
+    torch = sys.modules.get("torch")
+    if _device_cache is None or torch is None:
+        return
+    try:
+        cuda = torch.cuda
+        if not cuda.is_initialized():
+            return
+        reserved = allocated = 0
+        for device in range(cuda.device_count()):
+            stats = cuda.memory_stats(device)
+            reserved += int(stats.get("reserved_bytes.all.current", 0))
+            allocated += int(stats.get("allocated_bytes.all.current", 0))
+    except Exception:  # a torch without CUDA, or one whose statistics differ: no figures
+        return
+    _device_cache(reserved, allocated)
 
 
 def enabled():
@@ -34,10 +60,12 @@ def enabled():
 def stage_begin(name):
     if _begin is not None:
         _begin(str(name).encode("utf-8", "replace"))
+        _record_device_cache()
 
 
 def stage_end():
     if _end is not None:
+        _record_device_cache()
         _end()
 
 

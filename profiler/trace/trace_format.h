@@ -130,6 +130,24 @@ enum class Tag : uint8_t {
   // which limit (StageLimit), its value and the begins dropped so far; written at the
   // first drop of each limit and again at the end with the total.
   kStageLimit = 26,
+  // Device memory (a CUDA driver or runtime allocation call), with its time and stack:
+  // the address is a device pointer, or for DeviceMemory::kPhysical the allocation handle.
+  kDeviceAlloc = 27,
+  // Its free, naming the block by address and the DeviceMemory kind of the call (a
+  // kPhysical free names a handle; any other kind, a device pointer).
+  kDeviceFree = 28,
+  // A caching allocator's own figures (PyTorch's torch.cuda.memory_stats, all devices),
+  // read by the Python stage markers: bytes reserved from the driver, bytes in use by
+  // tensors.
+  kDeviceCache = 29,
+};
+
+// What a device block is (kDeviceAlloc).
+enum class DeviceMemory : uint8_t {
+  kDevice = 0,    // cuMemAlloc, cuMemAllocPitch, cudaMalloc, cudaMallocPitch
+  kManaged = 1,   // cuMemAllocManaged, cudaMallocManaged
+  kAsync = 2,     // stream-ordered, from a pool: cuMemAllocAsync, cudaMallocAsync, ...FromPoolAsync
+  kPhysical = 3,  // cuMemCreate: physical memory for the virtual memory management API
 };
 
 // The tracer's stage limits (kStageLimit). A reader treats deeper nesting or a longer

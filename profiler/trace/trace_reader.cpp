@@ -152,6 +152,18 @@ class ChunkDecoder {
   }
   void handle(const records::DeepBindRemoved& r) { v_.on_deep_bind_removed(std::string(r.path)); }
 
+  void handle(const records::DeviceAlloc& r) {
+    check_stack(r.stack);
+    if (r.kind > static_cast<uint64_t>(DeviceMemory::kPhysical)) throw CorruptRecord("unknown device memory kind");
+    v_.on_device_alloc(DeviceAllocRecord{r.t_ns, r.address, r.bytes, static_cast<DeviceMemory>(r.kind),
+                                         static_cast<uint32_t>(r.stack)});
+  }
+  void handle(const records::DeviceFree& r) {
+    if (r.kind > static_cast<uint64_t>(DeviceMemory::kPhysical)) throw CorruptRecord("unknown device memory kind");
+    v_.on_device_free(r.t_ns, r.address, static_cast<DeviceMemory>(r.kind));
+  }
+  void handle(const records::DeviceCache& r) { v_.on_device_cache(r.t_ns, r.reserved_bytes, r.allocated_bytes); }
+
   void check_stack(uint64_t id) const {
     if (id >= next_stack_id_) throw CorruptRecord("event refers to an undefined stack");
   }

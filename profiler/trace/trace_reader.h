@@ -72,6 +72,15 @@ struct PythonInfo {
   std::string allocator;  // "pymalloc" or "malloc" (PYTHONMALLOC=malloc)
 };
 
+// A device block (kDeviceAlloc): `address` is a device pointer, or a handle for kPhysical.
+struct DeviceAllocRecord {
+  uint64_t t_ns = 0;
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  DeviceMemory kind = DeviceMemory::kDevice;
+  uint32_t stack = 0;
+};
+
 // Receives the records in trace order. Every method has an empty default.
 class TraceVisitor {
  public:
@@ -106,6 +115,9 @@ class TraceVisitor {
   // The tracer dropped stage begins (and their ends) past a limit (trace_format.h).
   virtual void on_stage_limit(uint64_t /*t_ns*/, StageLimit /*limit*/, uint64_t /*limit_value*/,
                               uint64_t /*begins_dropped*/) {}
+  virtual void on_device_alloc(const DeviceAllocRecord&) {}
+  virtual void on_device_free(uint64_t /*t_ns*/, uint64_t /*address*/, DeviceMemory /*kind*/) {}
+  virtual void on_device_cache(uint64_t /*t_ns*/, uint64_t /*reserved_bytes*/, uint64_t /*allocated_bytes*/) {}
 };
 
 struct ReadSummary {

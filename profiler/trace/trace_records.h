@@ -196,6 +196,21 @@ struct StageLimitHit {
   uint64_t t_ns = 0, limit = 0, limit_value = 0, begins_dropped = 0;  // limit: a StageLimit
   MEMSTAGE_RECORD_FIELDS(t_ns, limit, limit_value, begins_dropped)
 };
+struct DeviceAlloc {
+  static constexpr Tag kTag = Tag::kDeviceAlloc;
+  uint64_t t_ns = 0, address = 0, bytes = 0, kind = 0, stack = 0;  // kind: DeviceMemory
+  MEMSTAGE_RECORD_FIELDS(t_ns, address, bytes, kind, stack)
+};
+struct DeviceFree {
+  static constexpr Tag kTag = Tag::kDeviceFree;
+  uint64_t t_ns = 0, address = 0, kind = 0;
+  MEMSTAGE_RECORD_FIELDS(t_ns, address, kind)
+};
+struct DeviceCache {
+  static constexpr Tag kTag = Tag::kDeviceCache;
+  uint64_t t_ns = 0, reserved_bytes = 0, allocated_bytes = 0;
+  MEMSTAGE_RECORD_FIELDS(t_ns, reserved_bytes, allocated_bytes)
+};
 
 #undef MEMSTAGE_RECORD_FIELDS
 
@@ -204,7 +219,7 @@ struct StageLimitHit {
 using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Realloc, Mmap, Munmap,
                               Mremap, StageName, StageBegin, StageEnd, Rss, AllocatorStats, Counters,
                               End, Signal, Lost, AllocInfo, FreeLast, RamLimit, PythonCode, PythonInfo,
-                              DeepBindRemoved, StageLimitHit>;
+                              DeepBindRemoved, StageLimitHit, DeviceAlloc, DeviceFree, DeviceCache>;
 
 namespace detail {
 template <class Tuple, size_t... I>

@@ -10,8 +10,10 @@
 
 #include "profiler/trace/trace_reader.h"
 #include "reports/analysis/allocator_frames.h"
+#include "reports/analysis/device_memory.h"
 #include "reports/analysis/live_heap.h"
 #include "reports/analysis/module_index.h"
+#include "reports/analysis/suffix_sums.h"
 #include "reports/model/frame_interner.h"
 #include "reports/symbolize/symbolizer.h"
 
@@ -72,35 +74,6 @@ class AnonymousMappings {
   uint64_t bytes_ = 0;
 };
 
-// Suffix sums of a growing array of signed values, each append, update and query in
-// O(log n) (a Fenwick tree): a stage's retained bytes are the live bytes allocated in it
-// and in every stage begun after it while it was open, which is every stage from it to
-// the newest when it closes.
-class SuffixSums {
- public:
-  void push_back() {
-    // Node i (1-based) holds the sum of the elements (i - lowbit(i), i]; all but the new
-    // one exist already.
-    const size_t i = tree_.size() + 1;
-    tree_.push_back(prefix(i - 1) - prefix(i - (i & (~i + 1))));
-  }
-  void add(size_t index, int64_t delta) {
-    total_ += delta;
-    for (size_t i = index + 1; i <= tree_.size(); i += i & (~i + 1)) tree_[i - 1] += delta;
-  }
-  // The sum of the elements from `index` to the last.
-  int64_t suffix(size_t index) const { return total_ - prefix(index); }
-
- private:
-  int64_t prefix(size_t count) const {
-    int64_t sum = 0;
-    for (size_t i = count; i > 0; i -= i & (~i + 1)) sum += tree_[i - 1];
-    return sum;
-  }
-  std::vector<int64_t> tree_;
-  int64_t total_ = 0;
-};
-
 struct StageInstance {
   uint32_t name_id = 0;
   int parent = -1;
@@ -152,6 +125,7 @@ class FirstPass : public trace::TraceVisitor {
   std::optional<DroppedStageBegins> dropped_stage_begins[2];
   LiveHeap heap;
   AnonymousMappings mappings;
+  DeviceMemoryReplay device;
 
   uint64_t now_ns = 0;
   uint64_t events = 0;  // alloc/free events so far: the replay position of pass two
@@ -271,6 +245,19 @@ class FirstPass : public trace::TraceVisitor {
     for (int i : open) stages[i].mmap_peak_bytes = std::max(stages[i].mmap_peak_bytes, mappings.bytes());
   }
 
+  void on_device_alloc(const trace::DeviceAllocRecord& r) override {
+    now_ns = std::max(now_ns, r.t_ns);
+    device.allocate(r, innermost());
+  }
+  void on_device_free(uint64_t t, uint64_t address, trace::DeviceMemory kind) override {
+    now_ns = std::max(now_ns, t);
+    device.free(t, address, kind, innermost());
+  }
+  void on_device_cache(uint64_t t, uint64_t reserved, uint64_t allocated) override {
+    now_ns = std::max(now_ns, t);
+    device.cache(t, reserved, allocated, innermost());
+  }
+
   void on_stage_name(uint32_t, const std::string& name) override { stage_names.push_back(name); }
 
   void on_stage_begin(uint32_t name_id, uint64_t t) override {
@@ -287,6 +274,7 @@ class FirstPass : public trace::TraceVisitor {
     if (last_counters) s.counters_at_begin = *last_counters;
     stages.push_back(s);
     live_self_bytes.push_back();
+    device.begin_stage();
     open.push_back(static_cast<int>(stages.size()) - 1);
   }
 
@@ -316,6 +304,7 @@ class FirstPass : public trace::TraceVisitor {
       s.counters_inclusive.frees = last_counters->frees - s.counters_at_begin.frees;
       s.counters_inclusive.bytes_allocated = last_counters->bytes_allocated - s.counters_at_begin.bytes_allocated;
     }
+    device.end_stage(index, s.parent);
     if (s.parent >= 0) {
       StageInstance& p = stages[s.parent];
       if (s.peak_heap_bytes > p.peak_heap_bytes) {
@@ -409,6 +398,7 @@ class FirstPass : public trace::TraceVisitor {
   // The run is over: stages still open end with it.
   void finish() {
     add_timeline_point();
+    device.count_leaks();
     while (!open.empty()) {
       const int index = open.back();
       close_stage(index);
@@ -751,6 +741,78 @@ std::vector<TimelinePoint> downsample(std::vector<TimelinePoint> points, size_t 
   return out;
 }
 
+DeviceFigures device_stage_figures(const DeviceMemoryReplay::StageFigures& s) {
+  DeviceFigures f;
+  f.peak_bytes = s.peak_bytes;
+  f.peak_time_s = s.peak_ns / kNsPerS;
+  f.allocations = s.allocations;
+  f.frees = s.frees;
+  f.bytes_allocated = s.bytes_allocated;
+  f.retained_bytes = s.retained_bytes;
+  f.leaked_bytes = s.leaked_bytes;
+  f.leaked_blocks = s.leaked_blocks;
+  f.cache = s.cache;
+  return f;
+}
+
+// Device blocks grouped by (stack, stage), largest first, stacks mapped into the report.
+template <typename IndexOf>
+std::vector<Leak> group_device_blocks(const std::vector<DeviceMemoryReplay::Block>& blocks, IndexOf index_of) {
+  std::map<std::pair<uint32_t, int>, Leak> by_site;
+  for (const auto& b : blocks) {
+    Leak& l = by_site[{b.stack, b.stage}];
+    l.bytes += b.bytes;
+    ++l.blocks;
+    l.stage = b.stage;
+    l.stack = b.stack;
+  }
+  std::vector<Leak> out;
+  for (auto& [site, l] : by_site) {
+    l.stack = index_of(l.stack);
+    out.push_back(l);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Leak& a, const Leak& b) { return a.bytes > b.bytes; });
+  return out;
+}
+
+// The device timeline, at most max_points: each bucket keeps its highest point.
+std::vector<DeviceTimelinePoint> bucket_device_timeline(const std::vector<DeviceTimelinePoint>& points,
+                                                        size_t max_points) {
+  if (points.size() <= max_points || points.empty()) return points;
+  std::vector<DeviceTimelinePoint> out;
+  const double t0 = points.front().t_s, t1 = points.back().t_s;
+  size_t i = 0;
+  for (size_t b = 0; b < max_points && i < points.size(); ++b) {
+    const double end = t0 + (t1 - t0) * static_cast<double>(b + 1) / static_cast<double>(max_points);
+    size_t highest = i;
+    const size_t first = i;
+    while (i < points.size() && (points[i].t_s <= end || b + 1 == max_points)) {
+      if (points[i].bytes > points[highest].bytes) highest = i;
+      ++i;
+    }
+    if (i != first) out.push_back(points[highest]);
+  }
+  return out;
+}
+
+DeviceReport device_report(const DeviceMemoryReplay& device, StackResolver& stacks, size_t top_stacks,
+                           size_t max_timeline_points) {
+  DeviceReport d;
+  d.totals = device.totals(kNsPerS);
+  auto index_of = [&](uint32_t stack) { return stacks.index_of(stack); };
+  d.leaks = group_device_blocks(device.live_blocks(), index_of);
+  // At the peak: by stack alone, whatever stage allocated.
+  std::vector<DeviceMemoryReplay::Block> at_peak = device.at_peak();
+  for (auto& b : at_peak) b.stage = -1;
+  for (const Leak& l : group_device_blocks(at_peak, index_of)) {
+    if (d.top_stacks_at_peak.size() == top_stacks) break;
+    d.top_stacks_at_peak.push_back(StackBytes{l.stack, l.bytes, l.blocks});
+  }
+  d.timeline = bucket_device_timeline(device.timeline(), max_timeline_points);
+  d.unknown_frees = device.unknown_frees();
+  return d;
+}
+
 }  // namespace
 
 std::vector<std::string> find_traces(const std::string& dir) {
@@ -966,7 +1028,15 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
         r.top_stacks_at_peak.push_back(StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks});
       }
     }
+    if (pass.device.used()) r.device = device_stage_figures(pass.device.stages()[i]);
     report.stages.push_back(std::move(r));
+  }
+  if (pass.device.used()) {
+    report.device = device_report(pass.device, stacks, options.top_stacks, options.max_timeline_points);
+    if (report.device->unknown_frees) {
+      report.warnings.push_back(fmt::format("device: {} frees of blocks the trace never saw allocated",
+                                            report.device->unknown_frees));
+    }
   }
 
   // Per stack and stage figures, with the bytes live at the run's peak.

@@ -72,6 +72,32 @@ struct MemoryFigures {
   RssBreakdown rss_breakdown;
 };
 
+// A caching allocator's own figures (PyTorch's torch.cuda.memory_stats, read by the
+// Python stage markers): device memory it reserved from the driver, and the part tensors
+// use; the difference is its cache. At the last sample (a stage's end) and their highs.
+struct DeviceCache {
+  uint64_t t_ns = 0;  // of the last sample
+  uint64_t reserved_bytes = 0;
+  uint64_t allocated_bytes = 0;
+  uint64_t peak_reserved_bytes = 0;
+  uint64_t peak_allocated_bytes = 0;
+};
+
+// Device memory (CUDA) as the driver and runtime handed it out, exact from every call the
+// tracer saw. For a stage, as for the heap: allocations count what was allocated while it
+// was the innermost stage, the peak is the process's while it was open.
+struct DeviceFigures {
+  uint64_t peak_bytes = 0;
+  double peak_time_s = 0;
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
+  uint64_t bytes_allocated = 0;
+  uint64_t retained_bytes = 0;  // stages: allocated in it or its children, live at its end
+  uint64_t leaked_bytes = 0;    // never freed
+  uint64_t leaked_blocks = 0;
+  std::optional<DeviceCache> cache;
+};
+
 struct StageReport {
   std::string name;
   std::string path;   // names from the outermost stage, joined by '/'
@@ -85,6 +111,7 @@ struct StageReport {
   MemoryFigures figures;
   uint64_t retained_bytes = 0;  // allocated in this stage or its children, live at its end
   std::vector<StackBytes> top_stacks_at_peak;
+  std::optional<DeviceFigures> device;  // when the run used device memory
 };
 
 struct Leak {
@@ -99,6 +126,20 @@ struct TimelinePoint {
   uint64_t heap_bytes = 0;
   uint64_t rss_bytes = 0;
   int stage = -1;  // innermost open stage
+};
+
+struct DeviceTimelinePoint {
+  double t_s = 0;
+  uint64_t bytes = 0;
+  int stage = -1;  // innermost open stage
+};
+
+struct DeviceReport {
+  DeviceFigures totals;
+  std::vector<StackBytes> top_stacks_at_peak;  // at the run's device peak
+  std::vector<Leak> leaks;                     // device blocks never freed, largest first
+  std::vector<DeviceTimelinePoint> timeline;   // every allocation and free (bucketed when many)
+  uint64_t unknown_frees = 0;                  // frees of blocks the trace never saw allocated
 };
 
 struct ProcessReport {
@@ -157,6 +198,7 @@ struct Report {
   std::vector<Stack> stacks;
   std::vector<StackStageFigures> stack_figures;
   std::optional<RamLimitReport> ram_limit;  // only when it was passed
+  std::optional<DeviceReport> device;       // only when the program used device memory
   std::vector<std::string> warnings;  // a truncated trace, lost events, ...
 
   const Frame& frame(FrameIndex index) const { return frames[index]; }

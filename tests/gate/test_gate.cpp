@@ -78,9 +78,9 @@ TEST_CASE("a budget parses sizes, plain bytes and ratios") {
 
 TEST_CASE("malformed budgets are rejected naming the field") {
   CHECK(error_of(R"({"totals": {"peak_rs": "2GiB"}})") ==
-        "budget.json: unknown field \"totals.peak_rs\" (expected peak_heap, peak_rss, leaked, fragmentation)");
+        "budget.json: unknown field \"totals.peak_rs\" (expected peak_heap, peak_rss, leaked, fragmentation, peak_device)");
   CHECK(error_of(R"({"stages": {"load": {"peak_hep": 1}}})") ==
-        "budget.json: unknown field \"stages.load.peak_hep\" (expected peak_heap, peak_rss, leaked, fragmentation)");
+        "budget.json: unknown field \"stages.load.peak_hep\" (expected peak_heap, peak_rss, leaked, fragmentation, peak_device)");
   CHECK(error_of(R"({"total": {}})") == "budget.json: unknown field \"total\" (expected totals, stages)");
   CHECK_THAT(error_of(R"({"totals": {"peak_rss": "2 gigs"}})"),
              Catch::Contains("\"totals.peak_rss\": \"2 gigs\" is not a size"));

@@ -175,3 +175,62 @@ TEST_CASE("stage begins the tracer dropped past its limits are said in a warning
   REQUIRE(r.warnings.size() == 1);
   CHECK(r.warnings[0].find("stages nested deeper than 256: 45 stage begins from 2.000 s on") != std::string::npos);
 }
+
+TEST_CASE("device memory: per-stage peaks and retained, handles apart from pointers, leaks, cache") {
+  using memstage::trace::DeviceMemory;
+  using memstage::trace::records::DeviceAlloc;
+  using memstage::trace::records::DeviceCache;
+  using memstage::trace::records::DeviceFree;
+  const auto kind = [](DeviceMemory k) { return static_cast<uint64_t>(k); };
+  TraceBuilder b;
+  b.process().stack({0x10}).stack({0x20}).stage_name("load").stage_name("step");
+  b.stage_begin(0, 10);
+  b.record(DeviceAlloc{11, 0x7000, 1000, kind(DeviceMemory::kDevice), 0});
+  // A handle with the same number as a pointer is another block.
+  b.record(DeviceAlloc{12, 0x7000, 4000, kind(DeviceMemory::kPhysical), 1});
+  b.record(DeviceCache{13, 8000, 1000});
+  b.stage_begin(1, 14);
+  b.record(DeviceAlloc{15, 0x9000, 300, kind(DeviceMemory::kAsync), 0});
+  b.record(DeviceFree{16, 0x7000, kind(DeviceMemory::kPhysical)});  // live 1300
+  b.record(DeviceCache{17, 9000, 1300});
+  b.stage_end(18);
+  b.record(DeviceFree{19, 0x9000, kind(DeviceMemory::kDevice)});  // cudaFree of an async block
+  b.record(DeviceFree{20, 0x1234, kind(DeviceMemory::kDevice)});  // never allocated
+  b.stage_end(21);
+  b.end(30);
+  const auto r = analyze(b, "device");
+  REQUIRE(r.device.has_value());
+  CHECK(r.device->totals.peak_bytes == 5300);
+  CHECK(r.device->totals.peak_time_s == Approx(15e-9));
+  CHECK(r.device->totals.allocations == 3);
+  CHECK(r.device->totals.frees == 2);
+  CHECK(r.device->totals.leaked_bytes == 1000);
+  CHECK(r.device->unknown_frees == 1);
+  REQUIRE(r.device->leaks.size() == 1);
+  CHECK(r.device->leaks[0].bytes == 1000);
+  CHECK(r.stages[r.device->leaks[0].stage].path == "load");
+  REQUIRE(r.device->top_stacks_at_peak.size() == 2);
+  CHECK(r.device->top_stacks_at_peak[0].bytes == 4000);
+  CHECK(r.device->top_stacks_at_peak[1].bytes == 1300);
+  const auto& load = *stage(r, "load").device;
+  const auto& step = *stage(r, "load/step").device;
+  CHECK(load.peak_bytes == 5300);
+  CHECK(step.peak_bytes == 5300);  // 1000 + 4000 + 300, before the release
+  CHECK(step.retained_bytes == 300);
+  CHECK(load.retained_bytes == 1000);
+  CHECK(load.leaked_bytes == 1000);
+  CHECK(step.allocations == 1);
+  REQUIRE(step.cache.has_value());
+  CHECK(step.cache->reserved_bytes == 9000);
+  CHECK(step.cache->allocated_bytes == 1300);
+  REQUIRE(load.cache.has_value());
+  CHECK(load.cache->peak_reserved_bytes == 9000);
+}
+
+TEST_CASE("no device memory: no device figures") {
+  TraceBuilder b;
+  b.process().stack({0x10}).stage_name("load").stage_begin(0, 1).alloc(0x1000, 10).stage_end(2).end(3);
+  const auto r = analyze(b, "no_device");
+  CHECK(!r.device.has_value());
+  CHECK(!r.stages[0].device.has_value());
+}

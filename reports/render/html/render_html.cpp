@@ -509,6 +509,21 @@ json page_data(const Report& report) {
   data["stages"] = std::move(stages);
   data["top_stacks_at_peak"] = stack_bytes_json(report.top_stacks_at_peak, used_stacks);
   data["timeline"] = timeline_json(report);
+  // Device memory (CUDA) over time, a step line beside the heap: every change is a point
+  // (the analysis already bucketed a long series).
+  if (report.device) {
+    json t = json::array(), bytes = json::array();
+    for (const auto& p : report.device->timeline) {
+      t.push_back(p.t_s);
+      bytes.push_back(p.bytes);
+    }
+    data["device"] = {{"peak_bytes", report.device->totals.peak_bytes},
+                      {"peak_time_s", report.device->totals.peak_time_s},
+                      {"leaked_bytes", report.device->totals.leaked_bytes},
+                      {"timeline", {{"t_s", std::move(t)}, {"bytes", std::move(bytes)}}}};
+  } else {
+    data["device"] = nullptr;
+  }
 
   json processes = json::array();
   for (const auto& p : report.processes) {

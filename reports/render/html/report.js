@@ -291,6 +291,10 @@
     const from = Math.max(0, first - 1), to = Math.min(t.length - 1, last + 1);
     let yMax = 0;
     for (let i = from; i <= to; i++) yMax = Math.max(yMax, heap[i] || 0, rss[i] || 0);
+    const device = data.device ? data.device.timeline : null;
+    if (device) for (let i = 0; i < device.t_s.length; i++) {
+      if (device.t_s[i] >= t0 && device.t_s[i] <= t1) yMax = Math.max(yMax, device.bytes[i]);
+    }
     if (totals.peak_heap_time_s >= t0 && totals.peak_heap_time_s <= t1) yMax = Math.max(yMax, totals.peak_heap_bytes);
     yMax = yMax * 1.08 || 1;
     const unit = byteUnit(yMax);
@@ -349,6 +353,17 @@
       svg('path', { d: pathFor(rss, false), fill: 'none', stroke: 'var(--rss)', 'stroke-width': 1.6 }),
       svg('path', { d: pathFor(heap, false), fill: 'none', stroke: 'var(--heap)', 'stroke-width': 1.8 }));
 
+    // Device memory (CUDA): a step line, each allocation and free a step.
+    if (device && device.t_s.length) {
+      let d = `M${xOf(0).toFixed(1)},${yOf(0).toFixed(1)}`;
+      for (let i = 0; i < device.t_s.length; i++) {
+        const x = xOf(device.t_s[i]).toFixed(1);
+        d += `H${x}V${yOf(device.bytes[i]).toFixed(1)}`;
+      }
+      d += `H${xOf(runEnd).toFixed(1)}`;
+      plotted.append(svg('path', { d, fill: 'none', stroke: 'var(--device)', 'stroke-width': 1.6, class: 'device-line' }));
+    }
+
     // The heap peak.
     if (totals.peak_heap_bytes > 0 && totals.peak_heap_time_s >= t0 && totals.peak_heap_time_s <= t1) {
       const px = xOf(totals.peak_heap_time_s), py = yOf(totals.peak_heap_bytes);
@@ -396,8 +411,14 @@
       cursor.setAttribute('visibility', 'visible');
       if (!t.length) return;
       const st = timeline.stage[lo] !== undefined && timeline.stage[lo] !== null ? timeline.stage[lo] : stageAt(t[lo]);
-      showTooltip(event, [[fmtSeconds(t[lo]), 't-title'], [`heap ${fmtBytes(heap[lo])}`, ''],
-        [`RSS ${fmtBytes(rss[lo])}`, ''], [`stage ${stagePath(st)}`, '']]);
+      const lines = [[fmtSeconds(t[lo]), 't-title'], [`heap ${fmtBytes(heap[lo])}`, ''],
+        [`RSS ${fmtBytes(rss[lo])}`, ''], [`stage ${stagePath(st)}`, '']];
+      if (device && device.t_s.length) {
+        let k = -1;
+        while (k + 1 < device.t_s.length && device.t_s[k + 1] <= time) k++;
+        lines.splice(3, 0, [`device ${fmtBytes(k >= 0 ? device.bytes[k] : 0)}`, '']);
+      }
+      showTooltip(event, lines);
     });
     overlay.addEventListener('mouseleave', () => {
       cursor.setAttribute('visibility', 'hidden');
@@ -959,6 +980,7 @@
   renderLeaks();
   renderSites();
   document.getElementById('timeline-reset').addEventListener('click', () => zoomTimeline(0, runEnd));
+  if (data.device) document.getElementById('device-legend').hidden = false;
   let resizeTimer = 0;
   window.addEventListener('resize', () => {
     clearTimeout(resizeTimer);

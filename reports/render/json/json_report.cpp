@@ -55,6 +55,46 @@ Json stage_ref(const Report& r, int stage) {
   return stage >= 0 && static_cast<size_t>(stage) < r.stages.size() ? Json(r.stages[stage].path) : Json(nullptr);
 }
 
+Json device_cache_json(const std::optional<DeviceCache>& c) {
+  if (!c) return nullptr;
+  return Json{{"reserved_bytes", c->reserved_bytes},
+              {"allocated_bytes", c->allocated_bytes},
+              {"cached_bytes", c->reserved_bytes - std::min(c->reserved_bytes, c->allocated_bytes)},
+              {"peak_reserved_bytes", c->peak_reserved_bytes},
+              {"peak_allocated_bytes", c->peak_allocated_bytes}};
+}
+
+Json device_figures_json(const DeviceFigures& f) {
+  return Json{{"peak_bytes", f.peak_bytes},       {"peak_time_s", f.peak_time_s},
+              {"allocations", f.allocations},     {"frees", f.frees},
+              {"bytes_allocated", f.bytes_allocated}, {"retained_bytes", f.retained_bytes},
+              {"leaked_bytes", f.leaked_bytes},   {"leaked_blocks", f.leaked_blocks},
+              {"cache", device_cache_json(f.cache)}};
+}
+
+Json device_json(const Report& r) {
+  if (!r.device) return nullptr;
+  const DeviceReport& d = *r.device;
+  Json j = device_figures_json(d.totals);
+  j.erase("retained_bytes");
+  Json top = Json::array();
+  for (const auto& s : d.top_stacks_at_peak) top.push_back(stack_bytes_json(r, s));
+  j["top_stacks_at_peak"] = std::move(top);
+  Json leaks = Json::array();
+  for (const Leak& l : d.leaks) {
+    leaks.push_back(Json{{"bytes", l.bytes}, {"blocks", l.blocks}, {"stage", stage_ref(r, l.stage)},
+                         {"stack", stack_json(r, l.stack)}});
+  }
+  j["leaks"] = std::move(leaks);
+  Json points = Json::array();
+  for (const DeviceTimelinePoint& p : d.timeline) {
+    points.push_back(Json{{"t_s", p.t_s}, {"bytes", p.bytes}, {"stage", stage_ref(r, p.stage)}});
+  }
+  j["timeline"] = std::move(points);
+  j["unknown_frees"] = d.unknown_frees;
+  return j;
+}
+
 }  // namespace
 
 Json report_to_json(const Report& r) {
@@ -85,6 +125,7 @@ Json report_to_json(const Report& r) {
   Json top = Json::array();
   for (const auto& s : r.top_stacks_at_peak) top.push_back(stack_bytes_json(r, s));
   totals["top_stacks_at_peak"] = std::move(top);
+  totals["peak_device_bytes"] = r.device ? Json(r.device->totals.peak_bytes) : Json(nullptr);
   j["totals"] = std::move(totals);
 
   Json stages = Json::array();
@@ -114,6 +155,8 @@ Json report_to_json(const Report& r) {
     Json tops = Json::array();
     for (const auto& sb : s.top_stacks_at_peak) tops.push_back(stack_bytes_json(r, sb));
     st["top_stacks_at_peak"] = std::move(tops);
+    st["peak_device_bytes"] = s.device ? Json(s.device->peak_bytes) : Json(nullptr);
+    st["device"] = s.device ? device_figures_json(*s.device) : Json(nullptr);
     stages.push_back(std::move(st));
   }
   j["stages"] = std::move(stages);
@@ -131,6 +174,7 @@ Json report_to_json(const Report& r) {
         Json{{"t_s", p.t_s}, {"heap_bytes", p.heap_bytes}, {"rss_bytes", p.rss_bytes}, {"stage", stage_ref(r, p.stage)}});
   }
   j["timeline"] = std::move(timeline);
+  j["device"] = device_json(r);
 
   Json processes = Json::array();
   for (const ProcessReport& p : r.processes) {

@@ -82,6 +82,16 @@ std::string render_text(const Report& r, const TextOptions& options) {
       append_stack(out, r, l.top_stacks[i].stack, 4);
     }
   }
+  if (r.device) {
+    const DeviceFigures& d = r.device->totals;
+    out += fmt::format("  device peak  {} at {:.3f} s; {} allocations, {} never freed\n", format_bytes(d.peak_bytes),
+                       d.peak_time_s, format_count(d.allocations), format_bytes(d.leaked_bytes));
+    if (d.cache) {
+      out += fmt::format("  device cache (caching allocator, at the end) reserved {}, allocated {}, cached {}\n",
+                         format_bytes(d.cache->reserved_bytes), format_bytes(d.cache->allocated_bytes),
+                         format_bytes(d.cache->reserved_bytes - std::min(d.cache->reserved_bytes, d.cache->allocated_bytes)));
+    }
+  }
   for (const auto& w : r.warnings) out += fmt::format("  warning: {}\n", w);
 
   if (!r.stages.empty()) {
@@ -95,6 +105,22 @@ std::string render_text(const Report& r, const TextOptions& options) {
       out += fmt::format("  {:<28} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9.3f}\n", name,
                          format_bytes(f.peak_heap_bytes), format_bytes(f.peak_rss_bytes), format_count(f.allocations),
                          format_bytes(s.retained_bytes), format_bytes(f.leaked_bytes), s.end_s - s.start_s);
+    }
+  }
+
+  if (r.device && !r.stages.empty()) {
+    out += "\ndevice memory by stage\n";
+    out += fmt::format("  {:<28} {:>11} {:>12} {:>10} {:>10} {:>13} {:>14}\n", "stage", "device peak", "allocations",
+                       "retained", "leaked", "cache reserved", "cache allocated");
+    for (const StageReport& s : r.stages) {
+      if (!s.device) continue;
+      std::string name = std::string(2 * s.depth, ' ') + s.name;
+      if (name.size() > 28) name = name.substr(0, 27) + "~";
+      const DeviceFigures& d = *s.device;
+      out += fmt::format("  {:<28} {:>11} {:>12} {:>10} {:>10} {:>13} {:>14}\n", name, format_bytes(d.peak_bytes),
+                         format_count(d.allocations), format_bytes(d.retained_bytes), format_bytes(d.leaked_bytes),
+                         d.cache ? format_bytes(d.cache->reserved_bytes) : "-",
+                         d.cache ? format_bytes(d.cache->allocated_bytes) : "-");
     }
   }
 
@@ -116,6 +142,25 @@ std::string render_text(const Report& r, const TextOptions& options) {
       append_stack(out, r, l.stack, options.frames);
     }
     if (r.leaks.size() > options.stacks) out += fmt::format("  ... {} more\n", r.leaks.size() - options.stacks);
+  }
+
+  if (r.device && !r.device->top_stacks_at_peak.empty()) {
+    out += fmt::format("\ndevice memory held at the device peak ({})\n", format_bytes(r.device->totals.peak_bytes));
+    for (size_t i = 0; i < std::min(options.stacks, r.device->top_stacks_at_peak.size()); ++i) {
+      const StackBytes& s = r.device->top_stacks_at_peak[i];
+      out += fmt::format("  {} in {} blocks\n", format_bytes(s.bytes), format_count(s.blocks));
+      append_stack(out, r, s.stack, options.frames);
+    }
+  }
+  if (r.device && !r.device->leaks.empty()) {
+    out += fmt::format("\ndevice leaks ({} in {} blocks)\n", format_bytes(r.device->totals.leaked_bytes),
+                       format_count(r.device->totals.leaked_blocks));
+    for (size_t i = 0; i < std::min(options.stacks, r.device->leaks.size()); ++i) {
+      const Leak& l = r.device->leaks[i];
+      out += fmt::format("  {} in {} blocks{}\n", format_bytes(l.bytes), format_count(l.blocks),
+                         l.stage >= 0 ? " in stage " + r.stages[l.stage].path : "");
+      append_stack(out, r, l.stack, options.frames);
+    }
   }
   return out;
 }

@@ -1,0 +1,143 @@
+#include "reports/analysis/device_memory.h"
+
+#include <algorithm>
+
+namespace memstage::reports {
+
+namespace {
+// Blocks live at a new device peak are copied while there are fewer than this many; a
+// program holding more at once gets the run's top device stacks from the last copy.
+constexpr size_t kMaxBlocksCopiedAtPeak = 1u << 16;
+}  // namespace
+
+void DeviceMemoryReplay::begin_stage() {
+  StageFigures s;
+  s.peak_bytes = live_bytes_;
+  stages_.push_back(s);
+  live_self_bytes_.push_back();
+}
+
+void DeviceMemoryReplay::end_stage(int index, int parent) {
+  StageFigures& s = stages_[index];
+  // Stage instances are numbered in the order they begin: this one's subtree is every
+  // instance from it to the newest.
+  const int64_t retained = live_self_bytes_.suffix(static_cast<size_t>(index));
+  s.retained_bytes = static_cast<uint64_t>(std::max<int64_t>(0, retained));
+  if (parent >= 0) {
+    StageFigures& p = stages_[parent];
+    if (s.peak_bytes > p.peak_bytes) {
+      p.peak_bytes = s.peak_bytes;
+      p.peak_ns = s.peak_ns;
+    }
+    if (s.cache) {
+      DeviceCache& pc = p.cache ? *p.cache : p.cache.emplace(*s.cache);
+      pc.peak_reserved_bytes = std::max(pc.peak_reserved_bytes, s.cache->peak_reserved_bytes);
+      pc.peak_allocated_bytes = std::max(pc.peak_allocated_bytes, s.cache->peak_allocated_bytes);
+    }
+  }
+}
+
+void DeviceMemoryReplay::reach(uint64_t t_ns, int stage) {
+  timeline_.push_back(DeviceTimelinePoint{t_ns / 1e9, live_bytes_, stage});
+  if (live_bytes_ > peak_bytes_) {
+    peak_bytes_ = live_bytes_;
+    peak_ns_ = t_ns;
+    if (live_.size() <= kMaxBlocksCopiedAtPeak) {
+      at_peak_.clear();
+      for (const auto& [key, block] : live_) at_peak_.push_back(block);
+    }
+  }
+  if (stage >= 0 && live_bytes_ > stages_[stage].peak_bytes) {
+    stages_[stage].peak_bytes = live_bytes_;
+    stages_[stage].peak_ns = t_ns;
+  }
+}
+
+void DeviceMemoryReplay::allocate(const trace::DeviceAllocRecord& r, int stage) {
+  const Key key = key_of(r.address, r.kind);
+  if (auto it = live_.find(key); it != live_.end()) {
+    // The tracer missed its free (made where it does not look): the address is reused.
+    live_bytes_ -= it->second.bytes;
+    if (it->second.stage >= 0) live_self_bytes_.add(it->second.stage, -static_cast<int64_t>(it->second.bytes));
+    live_.erase(it);
+    ++unknown_frees_;
+  }
+  live_[key] = Block{r.bytes, r.stack, stage};
+  live_bytes_ += r.bytes;
+  ++allocations_;
+  bytes_allocated_ += r.bytes;
+  if (stage >= 0) {
+    StageFigures& s = stages_[stage];
+    ++s.allocations;
+    s.bytes_allocated += r.bytes;
+    live_self_bytes_.add(stage, static_cast<int64_t>(r.bytes));
+  }
+  reach(r.t_ns, stage);
+}
+
+void DeviceMemoryReplay::free(uint64_t t_ns, uint64_t address, trace::DeviceMemory kind, int stage) {
+  auto it = live_.find(key_of(address, kind));
+  if (it == live_.end()) {
+    ++unknown_frees_;
+    return;
+  }
+  live_bytes_ -= it->second.bytes;
+  if (it->second.stage >= 0) live_self_bytes_.add(it->second.stage, -static_cast<int64_t>(it->second.bytes));
+  live_.erase(it);
+  ++frees_;
+  if (stage >= 0) ++stages_[stage].frees;
+  timeline_.push_back(DeviceTimelinePoint{t_ns / 1e9, live_bytes_, stage});
+}
+
+void DeviceMemoryReplay::cache(uint64_t t_ns, uint64_t reserved_bytes, uint64_t allocated_bytes, int stage) {
+  ++cache_samples_;
+  DeviceCache c = cache_.value_or(DeviceCache{});
+  c.t_ns = t_ns;
+  c.reserved_bytes = reserved_bytes;
+  c.allocated_bytes = allocated_bytes;
+  c.peak_reserved_bytes = std::max(c.peak_reserved_bytes, reserved_bytes);
+  c.peak_allocated_bytes = std::max(c.peak_allocated_bytes, allocated_bytes);
+  cache_ = c;
+  if (stage >= 0) {
+    StageFigures& s = stages_[stage];
+    DeviceCache sc = s.cache.value_or(DeviceCache{});
+    sc.t_ns = t_ns;
+    sc.reserved_bytes = reserved_bytes;
+    sc.allocated_bytes = allocated_bytes;
+    sc.peak_reserved_bytes = std::max(sc.peak_reserved_bytes, reserved_bytes);
+    sc.peak_allocated_bytes = std::max(sc.peak_allocated_bytes, allocated_bytes);
+    s.cache = sc;
+  }
+}
+
+void DeviceMemoryReplay::count_leaks() {
+  for (const auto& [key, block] : live_) {
+    if (block.stage < 0) continue;
+    stages_[block.stage].leaked_bytes += block.bytes;
+    ++stages_[block.stage].leaked_blocks;
+  }
+}
+
+DeviceFigures DeviceMemoryReplay::totals(double ns_per_s) const {
+  DeviceFigures f;
+  f.peak_bytes = peak_bytes_;
+  f.peak_time_s = peak_ns_ / ns_per_s;
+  f.allocations = allocations_;
+  f.frees = frees_;
+  f.bytes_allocated = bytes_allocated_;
+  for (const auto& [key, block] : live_) {
+    f.leaked_bytes += block.bytes;
+    ++f.leaked_blocks;
+  }
+  f.cache = cache_;
+  return f;
+}
+
+std::vector<DeviceMemoryReplay::Block> DeviceMemoryReplay::live_blocks() const {
+  std::vector<Block> out;
+  out.reserve(live_.size());
+  for (const auto& [key, block] : live_) out.push_back(block);
+  return out;
+}
+
+}  // namespace memstage::reports

@@ -1,0 +1,80 @@
+// Device memory (CUDA) in a trace: the blocks the driver and runtime handed out, replayed
+// in trace order beside the heap. Exact from every allocation and free the tracer saw;
+// per stage the device peak, what the stage allocated and kept, and the caching
+// allocator's reserved and allocated bytes when the program reported them (PyTorch).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "profiler/trace/trace_reader.h"
+#include "reports/analysis/suffix_sums.h"
+#include "reports/model/report_model.h"
+
+namespace memstage::reports {
+
+class DeviceMemoryReplay {
+ public:
+  // Stage instances begin and end in the heap replay's order (FirstPass), which passes
+  // the innermost open stage with each event.
+  void begin_stage();
+  void end_stage(int index, int parent);
+  void allocate(const trace::DeviceAllocRecord& r, int stage);
+  void free(uint64_t t_ns, uint64_t address, trace::DeviceMemory kind, int stage);
+  void cache(uint64_t t_ns, uint64_t reserved_bytes, uint64_t allocated_bytes, int stage);
+
+  // At the end of the trace: what each stage allocated and never freed.
+  void count_leaks();
+
+  bool used() const { return allocations_ > 0 || cache_samples_ > 0; }
+  uint64_t unknown_frees() const { return unknown_frees_; }
+
+  // The figures, stacks still as trace stack ids (the caller maps them).
+  struct Block {
+    uint64_t bytes = 0;
+    uint32_t stack = 0;
+    int stage = -1;
+  };
+  struct StageFigures {
+    uint64_t peak_bytes = 0;
+    uint64_t peak_ns = 0;
+    uint64_t allocations = 0;
+    uint64_t frees = 0;
+    uint64_t bytes_allocated = 0;
+    uint64_t retained_bytes = 0;
+    uint64_t leaked_bytes = 0;
+    uint64_t leaked_blocks = 0;
+    std::optional<DeviceCache> cache;
+  };
+  const std::vector<StageFigures>& stages() const { return stages_; }
+  std::vector<StageFigures>& stages() { return stages_; }
+  DeviceFigures totals(double ns_per_s) const;
+  // Blocks still live: the leaks.
+  std::vector<Block> live_blocks() const;
+  // The blocks live at the run's device peak (copied while fewer than 65,536 are live).
+  const std::vector<Block>& at_peak() const { return at_peak_; }
+  const std::vector<DeviceTimelinePoint>& timeline() const { return timeline_; }
+
+ private:
+  using Key = std::pair<bool, uint64_t>;  // (is a physical handle, address or handle)
+  static Key key_of(uint64_t address, trace::DeviceMemory kind) {
+    return {kind == trace::DeviceMemory::kPhysical, address};
+  }
+  void reach(uint64_t t_ns, int stage);
+
+  std::map<Key, Block> live_;
+  uint64_t live_bytes_ = 0;
+  uint64_t peak_bytes_ = 0, peak_ns_ = 0;
+  uint64_t allocations_ = 0, frees_ = 0, bytes_allocated_ = 0, unknown_frees_ = 0;
+  uint64_t cache_samples_ = 0;
+  std::optional<DeviceCache> cache_;
+  std::vector<StageFigures> stages_;
+  SuffixSums live_self_bytes_;  // per stage instance: live device bytes allocated in it
+  std::vector<Block> at_peak_;
+  std::vector<DeviceTimelinePoint> timeline_;
+};
+
+}  // namespace memstage::reports
