@@ -50,7 +50,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t per_chunk = size / chunks + 1;
     for (size_t at = 0; at < size; at += per_chunk) append_chunk(file, data + at, std::min(per_chunk, size - at));
   }
+  // One file per fuzzing process, removed when it exits.
   static const std::string path = "/tmp/memstage_fuzz_trace." + std::to_string(getpid()) + ".mst";
+  static struct Remover {
+    ~Remover() { unlink(path.c_str()); }
+  } remover;
   FILE* f = fopen(path.c_str(), "wb");
   if (!f) return 0;
   fwrite(file.data(), 1, file.size(), f);
