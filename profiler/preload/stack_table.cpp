@@ -1,72 +1,137 @@
 #include "profiler/preload/stack_table.h"
 
-#include <cstring>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "profiler/preload/tracer_memory.h"
 
 namespace memstage::preload {
 
-uint64_t hash_stack(const uint64_t* return_addresses, uint32_t depth) {
-  uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
-  for (uint32_t i = 0; i < depth; ++i) {
-    h ^= return_addresses[i];
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 32;
-  }
-  return h | 1;  // never 0, so 0 can mark an empty cache entry
+uint64_t StackTable::hash(uint32_t parent, uint64_t return_address) {
+  uint64_t h = (return_address ^ (static_cast<uint64_t>(parent) << 40) ^ parent) * 0x9e3779b97f4a7c15ull;
+  return h ^ (h >> 29);
 }
 
 bool StackTable::init() {
-  defs_ = static_cast<StackDef*>(tracer_map(sizeof(StackDef) * kMaxStacks));
-  index_slots_ = 1 << 16;
-  index_ = static_cast<IndexSlot*>(tracer_map(sizeof(IndexSlot) * index_slots_));
-  if (!defs_ || !index_) return false;
-  defs_[kOverflowId] = StackDef{nullptr, 0};
+  if (index_.load(std::memory_order_relaxed)) return true;
+  constexpr uint64_t kFirstSlots = 1u << 14;
+  auto* index = static_cast<Index*>(tracer_map(index_bytes(kFirstSlots)));
+  auto* first = static_cast<Block*>(tracer_map(sizeof(Block)));
+  if (!index || !first) return false;
+  index->slot_count = kFirstSlots;
+  first->addresses[kRootId] = 0;
+  first->parents[kRootId] = kRootId;
+  blocks_[0].store(first, std::memory_order_release);
+  index_.store(index, std::memory_order_release);
   count_.store(1, std::memory_order_release);
   return true;
 }
 
-bool StackTable::grow_index() {
-  const uint64_t new_slots = index_slots_ * 2;
-  auto* bigger = static_cast<IndexSlot*>(tracer_map(sizeof(IndexSlot) * new_slots));
-  if (!bigger) return false;
-  for (uint64_t i = 0; i < index_slots_; ++i) {
-    if (!index_[i].id_plus_one) continue;
-    uint64_t j = index_[i].hash & (new_slots - 1);
-    while (bigger[j].id_plus_one) j = (j + 1) & (new_slots - 1);
-    bigger[j] = index_[i];
+uint32_t StackTable::find(const Index* index, uint32_t parent, uint64_t return_address, uint64_t h) const {
+  const uint64_t mask = index->slot_count - 1;
+  for (uint64_t j = h & mask;; j = (j + 1) & mask) {
+    const uint32_t id = index->slots[j].load(std::memory_order_acquire);
+    if (id == 0) return 0;
+    const Block* b = block(id);
+    if (b->addresses[id % kBlockNodes] == return_address && b->parents[id % kBlockNodes] == parent) return id;
   }
-  tracer_unmap(index_, sizeof(IndexSlot) * index_slots_);
-  index_ = bigger;
-  index_slots_ = new_slots;
+}
+
+bool StackTable::grow_index_locked() {
+  Index* old = index_.load(std::memory_order_relaxed);
+  const uint64_t slots = old->slot_count * 2;
+  auto* bigger = static_cast<Index*>(tracer_map(index_bytes(slots)));
+  if (!bigger) return false;
+  bigger->slot_count = slots;
+  const uint32_t n = count_.load(std::memory_order_relaxed);
+  for (uint32_t id = 1; id < n; ++id) {
+    uint64_t j = hash(parent(id), return_address(id)) & (slots - 1);
+    while (bigger->slots[j].load(std::memory_order_relaxed)) j = (j + 1) & (slots - 1);
+    bigger->slots[j].store(id, std::memory_order_relaxed);
+  }
+  index_.store(bigger, std::memory_order_release);
+  // A lookup may still be reading the old index: its slots go back to the kernel (reads
+  // then see empty slots, a miss, and ask again under the mutex) but stay mapped. The
+  // first page, with slot_count, stays as it is.
+  constexpr uint64_t kPage = 4096;
+  const uint64_t bytes = index_bytes(old->slot_count);
+  if (bytes > 2 * kPage) {
+    syscall(SYS_madvise, reinterpret_cast<uint8_t*>(old) + kPage, (bytes - kPage) & ~(kPage - 1), MADV_DONTNEED);
+  }
   return true;
 }
 
-uint32_t StackTable::intern(const uint64_t* return_addresses, uint32_t depth, uint64_t hash) {
-  if (depth == 0 || !defs_) return kOverflowId;
-  lock();
-  uint64_t j = hash & (index_slots_ - 1);
-  for (; index_[j].id_plus_one; j = (j + 1) & (index_slots_ - 1)) {
-    if (index_[j].hash != hash) continue;
-    const StackDef& d = defs_[index_[j].id_plus_one - 1];
-    if (d.depth == depth &&
-        memcmp(d.return_addresses, return_addresses, depth * sizeof(uint64_t)) == 0) {
-      const uint32_t id = index_[j].id_plus_one - 1;
-      unlock();
-      return id;
+uint32_t StackTable::add_locked(uint32_t parent_id, uint64_t return_address, uint64_t h) {
+  const uint32_t id = count_.load(std::memory_order_relaxed);
+  if (id >= kMaxNodes) return kRootId;
+  Index* index = index_.load(std::memory_order_relaxed);
+  if ((id + 1) * 2 > index->slot_count) {
+    // Grown before the node is added; if that fails, the index takes it up to 3/4 full.
+    if (grow_index_locked()) {
+      index = index_.load(std::memory_order_relaxed);
+    } else if ((id + 1) * 4 > index->slot_count * 3) {
+      return kRootId;
     }
   }
-  const uint32_t id = count_.load(std::memory_order_relaxed);
-  auto* copy = static_cast<uint64_t*>(arena_.allocate(depth * sizeof(uint64_t)));
-  if (id >= kMaxStacks || !copy) {
-    unlock();
-    return kOverflowId;
+  Block* b = blocks_[id / kBlockNodes].load(std::memory_order_relaxed);
+  if (!b) {
+    b = static_cast<Block*>(tracer_map(sizeof(Block)));
+    if (!b) return kRootId;
+    blocks_[id / kBlockNodes].store(b, std::memory_order_release);
   }
-  memcpy(copy, return_addresses, depth * sizeof(uint64_t));
-  defs_[id] = StackDef{copy, depth};
-  index_[j] = IndexSlot{hash, id + 1};
+  b->addresses[id % kBlockNodes] = return_address;
+  b->parents[id % kBlockNodes] = parent_id;
+  // Published (for the writer) before it can be found (by the threads whose events the
+  // writer then drains).
   count_.store(id + 1, std::memory_order_release);
-  if ((id + 1) * 2 > index_slots_) grow_index();
+  const uint64_t mask = index->slot_count - 1;
+  uint64_t j = h & mask;
+  while (index->slots[j].load(std::memory_order_relaxed)) j = (j + 1) & mask;
+  index->slots[j].store(id, std::memory_order_release);
+  return id;
+}
+
+uint32_t StackTable::intern(uint32_t parent_id, uint64_t return_address) {
+  const Index* index = index_.load(std::memory_order_acquire);
+  if (!index) return kRootId;
+  const uint64_t h = hash(parent_id, return_address);
+  if (const uint32_t id = find(index, parent_id, return_address, h)) return id;
+  lock();
+  uint32_t id = find(index_.load(std::memory_order_relaxed), parent_id, return_address, h);
+  if (!id) id = add_locked(parent_id, return_address, h);
   unlock();
   return id;
+}
+
+uint32_t StackTable::intern_stack(const uint64_t* return_addresses, uint32_t depth) {
+  uint32_t node = kRootId;
+  for (uint32_t i = depth; i > 0; --i) {
+    node = intern(node, return_addresses[i - 1]);
+    if (node == kRootId) return kRootId;  // full
+  }
+  return node;
+}
+
+uint32_t LastStack::intern(StackTable& table, const uint64_t* return_addresses, uint32_t new_depth) {
+  if (new_depth > kMaxFrames) return table.intern_stack(return_addresses, new_depth);
+  // Frames shared with the last stack, from the outermost.
+  const uint32_t common_limit = new_depth < depth ? new_depth : depth;
+  uint32_t shared = 0;
+  while (shared < common_limit && frames[shared] == return_addresses[new_depth - 1 - shared]) ++shared;
+  uint32_t node = shared ? nodes[shared - 1] : StackTable::kRootId;
+  for (uint32_t j = shared; j < new_depth; ++j) {
+    const uint64_t address = return_addresses[new_depth - 1 - j];
+    node = table.intern(node, address);
+    if (node == StackTable::kRootId) {  // the table is full: forget, so nothing stale is kept
+      depth = 0;
+      return node;
+    }
+    frames[j] = address;
+    nodes[j] = node;
+  }
+  depth = new_depth;
+  return node;
 }
 
 }  // namespace memstage::preload

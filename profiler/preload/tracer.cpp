@@ -43,7 +43,7 @@ uint64_t g_own_text_end = 0;
 
 constexpr uint32_t kMaxUnwindFrames = 256 + 16;
 // Native frames plus the Python frames merged into them.
-constexpr uint32_t kMaxMergedFrames = 512;
+constexpr uint32_t kMaxMergedFrames = LastStack::kMaxFrames;
 constexpr int64_t kFoldLiveBytes = 256 * 1024;
 constexpr uint64_t kSampleBeforeFreeBytes = 1u << 20;
 
@@ -137,12 +137,7 @@ uint32_t capture_stack(ThreadState* ts) {
     depth = merge_python_frames(ips, depth, merged, kMaxMergedFrames);
     ips = merged;
   }
-  const uint64_t hash = hash_stack(ips, depth);
-  StackCacheEntry& cached = ts->stack_cache[hash & (ThreadState::kStackCacheEntries - 1)];
-  if (cached.hash == hash) return cached.id;
-  const uint32_t id = g_tracer.stacks.intern(ips, depth, hash);
-  cached = StackCacheEntry{hash, id};
-  return id;
+  return ts->last_stack.intern(g_tracer.stacks, ips, depth);
 }
 
 // The tracer's own resident bytes cost a mincore walk of its mappings (0.1 ms and more):

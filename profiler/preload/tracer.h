@@ -10,22 +10,17 @@
 #include "profiler/preload/event_ring.h"
 #include "profiler/preload/options.h"
 #include "profiler/preload/stack_table.h"
+#include "profiler/preload/tracer_memory.h"
 #include "profiler/trace/trace_records.h"
 
 namespace memstage::preload {
 
 struct PythonStack;  // python_frames.cpp
 
-struct StackCacheEntry {
-  uint64_t hash;
-  uint32_t id;
-};
-
 // One per thread that allocates; mapped by the tracer, reused after the thread exits.
 struct ThreadState {
-  static constexpr uint32_t kStackCacheEntries = 4096;
   EventRing ring;
-  StackCacheEntry stack_cache[kStackCacheEntries];
+  LastStack last_stack;
   // Stats mode counters: written by the owner thread only, summed by the writer.
   std::atomic<uint64_t> allocations{0};
   std::atomic<uint64_t> frees{0};

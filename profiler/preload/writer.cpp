@@ -60,7 +60,7 @@ struct WriterState {
   uint32_t stage_instances = 0;
   uint32_t open_stage_instances[Tracer::kMaxStageDepth] = {};
   uint32_t open_stage_depth = 0;
-  uint32_t stacks_written = 0;
+  uint32_t stack_nodes_written = 0;
   uint64_t next_seq = 0;
   uint64_t gap_since_ns = 0;
   uint64_t lost_written = 0;
@@ -160,12 +160,16 @@ void append_record(const uint8_t* bytes, size_t n) {
   commit(out + n);
 }
 
-void write_new_stacks() {
-  const uint32_t published = g_tracer.stacks.published();
-  for (; w.stacks_written < published; ++w.stacks_written) {
-    const StackDef& d = g_tracer.stacks.def(w.stacks_written);
-    records::Stack record;
-    record.return_addresses.items = {d.return_addresses, d.depth};
+void write_new_stack_nodes() {
+  const StackTable& stacks = g_tracer.stacks;
+  const uint32_t published = stacks.published();
+  for (; w.stack_nodes_written < published; ++w.stack_nodes_written) {
+    const uint32_t id = w.stack_nodes_written;
+    if (id == StackTable::kRootId) continue;  // implicit in every trace
+    const uint32_t parent = stacks.parent(id);
+    records::StackNode record;
+    record.parent_distance = id - parent;
+    record.address_delta = static_cast<int64_t>(stacks.return_address(id) - stacks.return_address(parent));
     commit(records::encode(reserve(records::max_encoded_bytes(record)), record));
   }
 }
@@ -258,8 +262,8 @@ void drain(bool final) {
     tails[i] = g_tracer.threads[i]->ring.tail_acquire();
     heads[i] = g_tracer.threads[i]->ring.head();
   }
-  // After the tails: every stack an event drained now refers to is published by now.
-  write_new_stacks();
+  // After the tails: every stack node an event drained now refers to is published by now.
+  write_new_stack_nodes();
 
   for (;;) {
     int best = -1;
@@ -473,7 +477,7 @@ bool writer_open(uint64_t parent_pid) {
   w.infos.clear();
   w.last_event_was_alloc = false;
   w.stage_instances = w.open_stage_depth = 0;
-  w.stacks_written = 0;
+  w.stack_nodes_written = 0;
   w.write_failed = false;
   w.lost_written = g_tracer.lost_events.load(std::memory_order_relaxed);
   write_process_info(parent_pid);

@@ -1,4 +1,4 @@
-// The memstage trace format, version 1. Writer: profiler/preload. Reader: trace_reader.h.
+// The memstage trace format, version 2. Writer: profiler/preload. Reader: trace_reader.h.
 //
 // A trace file is one process's record (a forked child or an exec'd program writes its
 // own file next to its parent's):
@@ -19,8 +19,11 @@
 // use; the comments below say what each kind means. Records
 // appear in the process's global event order (the tracer orders events from all threads
 // by a process-wide sequence number before writing), so a reader replays them in order.
-// Every record a reader needs to understand a later one comes before it: a stack or
+// Every record a reader needs to understand a later one comes before it: a stack node or
 // stage definition precedes its first use.
+//
+// Version 2 stores stacks as a tree (kStackNode); version 1 stored each stack whole
+// (kStack). The reader reads both and hands the analysis whole stacks either way.
 //
 // Times are nanoseconds since the process's trace started (ProcessInfo.start_*_ns).
 // Allocation events carry no time of their own: each happened at or after the latest
@@ -33,7 +36,8 @@
 namespace memstage::trace {
 
 inline constexpr char kFileMagic[8] = {'M', 'E', 'M', 'S', 'T', 'A', 'G', 'E'};
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr uint32_t kChunkMagic = 0x4b43534d;  // "MSCK"
 // A chunk larger than this is treated as corrupt (the writer never makes one).
 inline constexpr uint32_t kMaxChunkRawBytes = 64u << 20;
@@ -62,7 +66,8 @@ enum class Tag : uint8_t {
   // The loaded modules, replacing the previous list, with their executable PT_LOAD
   // segments (absolute addresses, end exclusive).
   kModules = 3,
-  // Defines the next stack id (0, 1, 2, ...): return addresses, innermost first.
+  // Version 1 only: defines the next stack id (0, 1, 2, ...): return addresses,
+  // innermost first.
   kStack = 4,
   // Blocks are not named by address. Allocations are grouped by "allocation info":
   // (size, stack, stage instance). A block's free names its info, which is all the
@@ -140,6 +145,12 @@ enum class Tag : uint8_t {
   // read by the Python stage markers: bytes reserved from the driver, bytes in use by
   // tensors.
   kDeviceCache = 29,
+  // Version 2: defines the next stack node id (1, 2, 3, ...; node 0, the root, is the empty
+  // stack and never defined) by its parent (as the distance back to it, >= 1) and its
+  // return address (as the difference from the parent's; the root's is 0). A node is the
+  // stack of its return address, innermost, called from its parent's stack; events name
+  // a stack by its innermost node.
+  kStackNode = 30,
 };
 
 // What a device block is (kDeviceAlloc).

@@ -25,7 +25,9 @@ class CorruptRecord : public std::runtime_error {
 // them to the visitor, checking that every id a record uses was defined before it.
 class ChunkDecoder {
  public:
-  explicit ChunkDecoder(TraceVisitor& v) : v_(v) {}
+  ChunkDecoder(TraceVisitor& v, uint32_t version) : v_(v), stack_tree_(version >= 2) {
+    if (stack_tree_) nodes_.push_back(StackNode{0, 0, 0});  // the root: the empty stack
+  }
 
   uint64_t decode(const uint8_t* begin, const uint8_t* end, bool& ended) {
     records::FieldSource source(begin, end);
@@ -81,7 +83,20 @@ class ChunkDecoder {
     }
     v_.on_modules(modules);
   }
-  void handle(const records::Stack& r) { v_.on_stack(next_stack_id_++, r.return_addresses.items); }
+  void handle(const records::Stack& r) {
+    if (stack_tree_) throw CorruptRecord("a whole stack in a trace of stack nodes");
+    v_.on_stack(next_stack_id_++, r.return_addresses.items);
+  }
+  void handle(const records::StackNode& r) {
+    if (!stack_tree_) throw CorruptRecord("a stack node in a trace of whole stacks");
+    const uint64_t id = nodes_.size();
+    if (r.parent_distance == 0 || r.parent_distance > id) throw CorruptRecord("stack node without a parent");
+    if (id >= UINT32_MAX) throw CorruptRecord("too many stack nodes");
+    const StackNode& parent = nodes_[id - r.parent_distance];
+    if (parent.depth + 1 > records::DeltaAddresses::kMaxItems) throw CorruptRecord("implausible stack depth");
+    nodes_.push_back(StackNode{parent.return_address + static_cast<uint64_t>(r.address_delta),
+                               static_cast<uint32_t>(id - r.parent_distance), parent.depth + 1});
+  }
   void handle(const records::AllocInfo& r) {
     check_stack(r.stack);
     if (r.stage_plus_one > stage_instances_) throw CorruptRecord("allocation info of a stage not begun");
@@ -164,8 +179,20 @@ class ChunkDecoder {
   }
   void handle(const records::DeviceCache& r) { v_.on_device_cache(r.t_ns, r.reserved_bytes, r.allocated_bytes); }
 
-  void check_stack(uint64_t id) const {
-    if (id >= next_stack_id_) throw CorruptRecord("event refers to an undefined stack");
+  // An event names stack `id`: it must be defined. In a trace of stack nodes, the
+  // visitor gets the whole stack now, the first time one names it.
+  void check_stack(uint64_t id) {
+    if (!stack_tree_) {
+      if (id >= next_stack_id_) throw CorruptRecord("event refers to an undefined stack");
+      return;
+    }
+    if (id >= nodes_.size()) throw CorruptRecord("event refers to an undefined stack");
+    if (id < delivered_.size() && delivered_[id]) return;
+    if (id >= delivered_.size()) delivered_.resize(nodes_.size());
+    delivered_[id] = true;
+    ips_.clear();
+    for (uint64_t n = id; n != 0; n = nodes_[n].parent) ips_.push_back(nodes_[n].return_address);
+    v_.on_stack(static_cast<uint32_t>(id), ips_);
   }
   void check_info(uint64_t id) const {
     if (id >= next_info_id_) throw CorruptRecord("event refers to an undefined allocation info");
@@ -177,7 +204,18 @@ class ChunkDecoder {
   int64_t last_alloc_info_ = -1;
   uint64_t stage_instances_ = 0;
   uint32_t open_stages_ = 0;
+  // Version 1: whole stacks, numbered as defined.
   uint32_t next_stack_id_ = 0;
+  // Version 2: the stack tree, and which nodes the visitor has had as whole stacks.
+  struct StackNode {
+    uint64_t return_address;
+    uint32_t parent;
+    uint32_t depth;
+  };
+  const bool stack_tree_;
+  std::vector<StackNode> nodes_;
+  std::vector<bool> delivered_;
+  std::vector<uint64_t> ips_;
   uint32_t next_stage_name_id_ = 0;
 };
 
@@ -205,15 +243,16 @@ ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
       memcmp(header.magic, kFileMagic, sizeof(header.magic)) != 0) {
     throw NotATraceError(path + " is not a memstage trace");
   }
-  if (header.version != kFormatVersion) {
+  if (header.version < kOldestReadableVersion || header.version > kFormatVersion) {
     throw NotATraceError(path + " is a memstage trace of version " + std::to_string(header.version) +
-                         ", this build reads version " + std::to_string(kFormatVersion));
+                         ", this build reads versions " + std::to_string(kOldestReadableVersion) + " to " +
+                         std::to_string(kFormatVersion));
   }
 
   std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> zstd(ZSTD_createDCtx(), ZSTD_freeDCtx);
   std::vector<uint8_t> compressed;
   std::vector<uint8_t> raw;
-  ChunkDecoder decoder(visitor);
+  ChunkDecoder decoder(visitor, header.version);
   uint64_t offset = sizeof(header);
   for (;;) {
     ChunkHeader chunk{};

@@ -212,6 +212,13 @@ struct DeviceCache {
   MEMSTAGE_RECORD_FIELDS(t_ns, reserved_bytes, allocated_bytes)
 };
 
+struct StackNode {
+  static constexpr Tag kTag = Tag::kStackNode;
+  uint64_t parent_distance = 0;  // this node's id - its parent's
+  int64_t address_delta = 0;     // this node's return address - its parent's
+  MEMSTAGE_RECORD_FIELDS(parent_distance, address_delta)
+};
+
 #undef MEMSTAGE_RECORD_FIELDS
 
 // Every record kind, in tag order. A reader dispatches on this list; a tag missing here
@@ -219,7 +226,8 @@ struct DeviceCache {
 using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Realloc, Mmap, Munmap,
                               Mremap, StageName, StageBegin, StageEnd, Rss, AllocatorStats, Counters,
                               End, Signal, Lost, AllocInfo, FreeLast, RamLimit, PythonCode, PythonInfo,
-                              DeepBindRemoved, StageLimitHit, DeviceAlloc, DeviceFree, DeviceCache>;
+                              DeepBindRemoved, StageLimitHit, DeviceAlloc, DeviceFree, DeviceCache,
+                              StackNode>;
 
 namespace detail {
 template <class Tuple, size_t... I>

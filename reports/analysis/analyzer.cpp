@@ -148,7 +148,7 @@ class FirstPass : public trace::TraceVisitor {
   std::optional<trace::PythonInfo> python;
   std::vector<std::string> deep_bind_modules;
   std::vector<std::vector<uint64_t>> stacks;
-  std::vector<int> stack_snapshot;  // module snapshot current at the stack's definition
+  std::vector<int> stack_snapshot;  // module snapshot current when the stack was read
   std::unordered_map<uint64_t, StackStageFigures> figures;
 
   std::vector<TimelinePoint> timeline;
@@ -162,9 +162,14 @@ class FirstPass : public trace::TraceVisitor {
   }
   void on_time(uint64_t t) override { now_ns = std::max(now_ns, t); }
   void on_modules(const std::vector<Module>& m) override { module_snapshots.push_back(m); }
-  void on_stack(uint32_t, std::span<const uint64_t> ips) override {
-    stacks.emplace_back(ips.begin(), ips.end());
-    stack_snapshot.push_back(static_cast<int>(module_snapshots.size()) - 1);
+  // Stack ids need not be dense (a trace of stack nodes names stacks by node).
+  void on_stack(uint32_t id, std::span<const uint64_t> ips) override {
+    if (id >= stacks.size()) {
+      stacks.resize(id + 1);
+      stack_snapshot.resize(id + 1, -1);
+    }
+    stacks[id].assign(ips.begin(), ips.end());
+    stack_snapshot[id] = static_cast<int>(module_snapshots.size()) - 1;
   }
 
   void reach(uint64_t live) {

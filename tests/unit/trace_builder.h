@@ -33,19 +33,34 @@ class TraceBuilder {
     return record(r);
   }
   TraceBuilder& time(uint64_t t_ns) { return record(trace::records::Time{t_ns}); }
-  // Stacks are numbered in definition order from 0.
+  // Stacks are numbered in definition order from 0 here; the trace stores them as the
+  // tracer does, as nodes of a tree (kStackNode), and names each by its innermost node.
   TraceBuilder& stack(std::vector<uint64_t> ips) {
-    trace::records::Stack r;
-    r.return_addresses.items = ips;
-    return record(r);
+    uint64_t node = 0;  // the root: the empty stack
+    for (size_t i = ips.size(); i > 0; --i) {
+      const auto key = std::make_pair(node, ips[i - 1]);
+      auto it = nodes_.find(key);
+      if (it == nodes_.end()) {
+        const uint64_t id = nodes_.size() + 1;
+        record(trace::records::StackNode{id - node, static_cast<int64_t>(ips[i - 1] - node_address_[node])});
+        node_address_[id] = ips[i - 1];
+        it = nodes_.emplace(key, id).first;
+      }
+      node = it->second;
+    }
+    stack_nodes_.push_back(node);
+    return *this;
   }
+  // The trace's id of the builder's stack `id` (as numbered by stack()); ids never defined
+  // pass through, for tests of bad traces.
+  uint64_t stack_node(uint32_t id) const { return id < stack_nodes_.size() ? stack_nodes_[id] : id; }
   // Blocks are named by address here, as the tracer sees them; the trace names them by
   // allocation info, as the tracer's writer does.
   TraceBuilder& alloc(uint64_t address, uint64_t size, uint32_t stack_id = 0, bool realloc = false) {
     const uint64_t stage_plus_one = open_stages_.empty() ? 0 : open_stages_.back() + 1;
     const auto key = std::make_tuple(size, stack_id, stage_plus_one);
     auto [it, added] = infos_.try_emplace(key, infos_.size());
-    if (added) record(trace::records::AllocInfo{size, stack_id, stage_plus_one});
+    if (added) record(trace::records::AllocInfo{size, stack_node(stack_id), stage_plus_one});
     live_[address] = it->second;
     last_alloc_ = address;
     last_was_alloc_ = true;
@@ -119,6 +134,9 @@ class TraceBuilder {
   std::string file_;
   std::map<std::tuple<uint64_t, uint32_t, uint64_t>, uint64_t> infos_;  // (size, stack, stage+1) -> id
   std::map<uint64_t, uint64_t> live_;  // address -> info id
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> nodes_;  // (parent, address) -> node id
+  std::map<uint64_t, uint64_t> node_address_{{0, 0}};
+  std::vector<uint64_t> stack_nodes_;  // the builder's stack id -> its innermost node
   uint64_t last_alloc_ = 0;
   bool last_was_alloc_ = false;
   std::vector<uint64_t> open_stages_;

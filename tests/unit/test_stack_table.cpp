@@ -1,0 +1,144 @@
+// The tracer's stack tree (profiler/preload/stack_table.h): prefixes stored once, ids that
+// never change, the per-thread last-stack cache compared frame by frame, and interning
+// from many threads at once.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "profiler/preload/stack_table.h"
+
+using memstage::preload::LastStack;
+using memstage::preload::StackTable;
+
+namespace {
+
+// The stack of node `id`, innermost frame first, read back from the tree.
+std::vector<uint64_t> read_back(const StackTable& table, uint32_t id) {
+  std::vector<uint64_t> frames;
+  for (; id != StackTable::kRootId; id = table.parent(id)) frames.push_back(table.return_address(id));
+  return frames;
+}
+
+uint32_t intern(StackTable& table, const std::vector<uint64_t>& frames) {
+  return table.intern_stack(frames.data(), static_cast<uint32_t>(frames.size()));
+}
+
+}  // namespace
+
+TEST_CASE("stacks that share their outer frames store them once") {
+  StackTable table;
+  REQUIRE(table.init());
+  REQUIRE(table.published() == 1);  // the root
+  const std::vector<uint64_t> a = {0x11, 0x400, 0x300, 0x200, 0x100};  // innermost first
+  const std::vector<uint64_t> b = {0x22, 0x400, 0x300, 0x200, 0x100};
+  const std::vector<uint64_t> c = {0x33, 0x300, 0x200, 0x100};
+  const uint32_t ia = intern(table, a);
+  CHECK(table.published() == 1 + 5);
+  const uint32_t ib = intern(table, b);
+  CHECK(table.published() == 1 + 5 + 1);  // only b's innermost frame is new
+  const uint32_t ic = intern(table, c);
+  CHECK(table.published() == 1 + 5 + 1 + 1);
+  CHECK(ia != ib);
+  CHECK(table.parent(ia) == table.parent(ib));
+  CHECK(table.parent(table.parent(ia)) == table.parent(ic));
+  CHECK(read_back(table, ia) == a);
+  CHECK(read_back(table, ib) == b);
+  CHECK(read_back(table, ic) == c);
+  // A stack that is another's outer part is that one's parent node.
+  CHECK(intern(table, {0x400, 0x300, 0x200, 0x100}) == table.parent(ia));
+  CHECK(intern(table, {}) == StackTable::kRootId);
+}
+
+TEST_CASE("stack ids stay the same while the table grows") {
+  StackTable table;
+  REQUIRE(table.init());
+  const std::vector<uint64_t> first = {0xa1, 0xa2, 0xa3};
+  const uint32_t id = intern(table, first);
+  // Enough distinct stacks to grow the index several times and fill more than one block.
+  std::vector<uint32_t> ids;
+  for (uint64_t i = 0; i < 3 * StackTable::kBlockNodes; ++i) ids.push_back(intern(table, {0x1000 + i, 0xa3}));
+  CHECK(table.published() > 3 * StackTable::kBlockNodes);
+  CHECK(intern(table, first) == id);
+  CHECK(read_back(table, id) == first);
+  for (uint64_t i = 0; i < ids.size(); i += 997) {
+    CHECK(intern(table, {0x1000 + i, 0xa3}) == ids[i]);
+    CHECK(read_back(table, ids[i]) == std::vector<uint64_t>{0x1000 + i, 0xa3});
+  }
+}
+
+TEST_CASE("the last-stack cache compares whole frames") {
+  StackTable table;
+  REQUIRE(table.init());
+  LastStack last;
+  auto via_cache = [&](std::vector<uint64_t> frames) {
+    return last.intern(table, frames.data(), static_cast<uint32_t>(frames.size()));
+  };
+  const uint32_t x = via_cache({0x10, 0x20, 0x30, 0x40});
+  CHECK(via_cache({0x10, 0x20, 0x30, 0x40}) == x);
+  // The same innermost frames from another caller: a different stack.
+  const uint32_t y = via_cache({0x10, 0x20, 0x30, 0x41});
+  CHECK(y != x);
+  CHECK(read_back(table, y) == std::vector<uint64_t>{0x10, 0x20, 0x30, 0x41});
+  // Deeper and shallower than the last one, sharing its outer frames.
+  CHECK(via_cache({0x10, 0x20, 0x30, 0x40}) == x);
+  const uint32_t deeper = via_cache({0x05, 0x10, 0x20, 0x30, 0x40});
+  CHECK(table.parent(deeper) == x);
+  CHECK(via_cache({0x30, 0x40}) == table.parent(table.parent(x)));
+  CHECK(via_cache({}) == StackTable::kRootId);
+  CHECK(via_cache({0x10, 0x20, 0x30, 0x40}) == x);
+  // The cache and the table agree.
+  CHECK(intern(table, {0x05, 0x10, 0x20, 0x30, 0x40}) == deeper);
+}
+
+TEST_CASE("eight threads interning overlapping stacks at once get one id per stack") {
+  StackTable table;
+  REQUIRE(table.init());
+  // Stacks that share outer frames in many ways: a random walk over a small call graph.
+  std::mt19937_64 random(42);
+  std::vector<std::vector<uint64_t>> stacks(2000);
+  for (auto& s : stacks) {
+    const size_t depth = 1 + random() % 40;
+    for (size_t i = 0; i < depth; ++i) s.push_back(0x1000 + random() % (i < 30 ? 4 : 64) * 16 + i * 4096);
+  }
+  constexpr int kThreads = 8;
+  std::vector<std::vector<uint32_t>> ids(kThreads, std::vector<uint32_t>(stacks.size()));
+  std::vector<char> id_changed(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      LastStack last;  // each thread's own, as in the tracer
+      std::mt19937_64 shuffle_random(t);
+      std::vector<size_t> order(stacks.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      for (int round = 0; round < 5; ++round) {
+        std::shuffle(order.begin(), order.end(), shuffle_random);
+        for (const size_t i : order) {
+          const auto& s = stacks[i];
+          const uint32_t id = last.intern(table, s.data(), static_cast<uint32_t>(s.size()));
+          if (round == 0) {
+            ids[t][i] = id;
+          } else if (ids[t][i] != id) {
+            id_changed[t] = 1;
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+
+  for (int t = 0; t < kThreads; ++t) CHECK(id_changed[t] == 0);
+  std::set<std::vector<uint64_t>> distinct_prefixes;  // outermost parts: one node each
+  for (const auto& s : stacks) {
+    for (size_t n = 1; n <= s.size(); ++n) distinct_prefixes.emplace(s.end() - n, s.end());
+  }
+  CHECK(table.published() == 1 + distinct_prefixes.size());
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    for (int t = 1; t < kThreads; ++t) REQUIRE(ids[t][i] == ids[0][i]);
+    REQUIRE(read_back(table, ids[0][i]) == stacks[i]);
+  }
+}
