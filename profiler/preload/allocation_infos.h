@@ -12,27 +12,36 @@ namespace memstage::preload {
 class AllocationInfos {
  public:
   // The id of this triple; `added` says it is new and its definition must be written.
-  // UINT32_MAX when out of memory.
+  // UINT32_MAX when out of memory. Remembers a bounded number of triples (the most
+  // recently added where they collide): a triple forgotten and met again is defined
+  // again under a new id, which the trace allows. A program with a million distinct
+  // stacks (Python importing torch) would otherwise keep tens of MB here.
   uint32_t id_of(uint64_t size, uint32_t stack, uint32_t stage_plus_one, bool& added) {
     added = false;
-    if ((count_ + 1) * 4 > capacity_ * 3 && !grow()) return UINT32_MAX;
-    uint64_t i = slot_of(size, stack, stage_plus_one);
-    for (; slots_[i].id_plus_one; i = (i + 1) & (capacity_ - 1)) {
+    if (!slots_ && !allocate()) return UINT32_MAX;
+    if (count_ == UINT32_MAX - 1) return UINT32_MAX;
+    const uint64_t home = hash(size, stack, stage_plus_one) & (kSlots - 1);
+    uint64_t i = home;
+    for (uint32_t probe = 0; probe < kProbes; ++probe, i = (i + 1) & (kSlots - 1)) {
       const Slot& s = slots_[i];
+      if (!s.id_plus_one) break;
       if (s.size == size && s.stack == stack && s.stage_plus_one == stage_plus_one) return s.id_plus_one - 1;
     }
+    if (slots_[i].id_plus_one) i = home;  // all probed slots taken: the newest replaces the home one
     slots_[i] = Slot{size, stack, stage_plus_one, ++count_};
     added = true;
     return count_ - 1;
   }
 
   void clear() {
-    if (slots_) tracer_unmap(slots_, capacity_ * sizeof(Slot));
+    if (slots_) tracer_unmap(slots_, kSlots * sizeof(Slot));
     slots_ = nullptr;
-    capacity_ = count_ = 0;
+    count_ = 0;
   }
 
  private:
+  static constexpr uint64_t kSlots = 1u << 16;  // 1.5 MiB
+  static constexpr uint32_t kProbes = 8;
   struct Slot {
     uint64_t size;
     uint32_t stack;
@@ -45,28 +54,13 @@ class AllocationInfos {
     h ^= (static_cast<uint64_t>(stack) << 20 | stage_plus_one) * 0xff51afd7ed558ccdull;
     return h ^ (h >> 29);
   }
-  uint64_t slot_of(uint64_t size, uint32_t stack, uint32_t stage_plus_one) const {
-    return hash(size, stack, stage_plus_one) & (capacity_ - 1);
-  }
 
-  bool grow() {
-    const uint64_t new_capacity = capacity_ ? capacity_ * 2 : 1u << 14;
-    auto* bigger = static_cast<Slot*>(tracer_map(new_capacity * sizeof(Slot)));
-    if (!bigger) return false;
-    for (uint64_t i = 0; i < capacity_; ++i) {
-      if (!slots_[i].id_plus_one) continue;
-      uint64_t j = hash(slots_[i].size, slots_[i].stack, slots_[i].stage_plus_one) & (new_capacity - 1);
-      while (bigger[j].id_plus_one) j = (j + 1) & (new_capacity - 1);
-      bigger[j] = slots_[i];
-    }
-    if (slots_) tracer_unmap(slots_, capacity_ * sizeof(Slot));
-    slots_ = bigger;
-    capacity_ = new_capacity;
-    return true;
+  bool allocate() {
+    slots_ = static_cast<Slot*>(tracer_map(kSlots * sizeof(Slot)));
+    return slots_ != nullptr;
   }
 
   Slot* slots_ = nullptr;
-  uint64_t capacity_ = 0;
   uint32_t count_ = 0;
 };
 

@@ -28,9 +28,13 @@ bool StackTable::init() {
   return true;
 }
 
+uint64_t StackTable::home_slot(uint64_t h, uint64_t slot_count) {
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(h) * slot_count) >> 64);
+}
+
 uint32_t StackTable::find(const Index* index, uint32_t parent, uint64_t return_address, uint64_t h) const {
-  const uint64_t mask = index->slot_count - 1;
-  for (uint64_t j = h & mask;; j = (j + 1) & mask) {
+  const uint64_t slot_count = index->slot_count;
+  for (uint64_t j = home_slot(h, slot_count);; j = j + 1 == slot_count ? 0 : j + 1) {
     const uint32_t id = index->slots[j].load(std::memory_order_acquire);
     if (id == 0) return 0;
     const Block* b = block(id);
@@ -40,14 +44,14 @@ uint32_t StackTable::find(const Index* index, uint32_t parent, uint64_t return_a
 
 bool StackTable::grow_index_locked() {
   Index* old = index_.load(std::memory_order_relaxed);
-  const uint64_t slots = old->slot_count * 2;
+  const uint64_t slots = old->slot_count + old->slot_count / 2;
   auto* bigger = static_cast<Index*>(tracer_map(index_bytes(slots)));
   if (!bigger) return false;
   bigger->slot_count = slots;
   const uint32_t n = count_.load(std::memory_order_relaxed);
   for (uint32_t id = 1; id < n; ++id) {
-    uint64_t j = hash(parent(id), return_address(id)) & (slots - 1);
-    while (bigger->slots[j].load(std::memory_order_relaxed)) j = (j + 1) & (slots - 1);
+    uint64_t j = home_slot(hash(parent(id), return_address(id)), slots);
+    while (bigger->slots[j].load(std::memory_order_relaxed)) j = j + 1 == slots ? 0 : j + 1;
     bigger->slots[j].store(id, std::memory_order_relaxed);
   }
   index_.store(bigger, std::memory_order_release);
@@ -66,11 +70,11 @@ uint32_t StackTable::add_locked(uint32_t parent_id, uint64_t return_address, uin
   const uint32_t id = count_.load(std::memory_order_relaxed);
   if (id >= kMaxNodes) return kRootId;
   Index* index = index_.load(std::memory_order_relaxed);
-  if ((id + 1) * 2 > index->slot_count) {
-    // Grown before the node is added; if that fails, the index takes it up to 3/4 full.
+  if ((id + 1) * 4 > index->slot_count * 3) {
+    // Grown before the node is added; if that fails, the index takes it up to 7/8 full.
     if (grow_index_locked()) {
       index = index_.load(std::memory_order_relaxed);
-    } else if ((id + 1) * 4 > index->slot_count * 3) {
+    } else if ((id + 1) * 8 > index->slot_count * 7) {
       return kRootId;
     }
   }
@@ -85,9 +89,9 @@ uint32_t StackTable::add_locked(uint32_t parent_id, uint64_t return_address, uin
   // Published (for the writer) before it can be found (by the threads whose events the
   // writer then drains).
   count_.store(id + 1, std::memory_order_release);
-  const uint64_t mask = index->slot_count - 1;
-  uint64_t j = h & mask;
-  while (index->slots[j].load(std::memory_order_relaxed)) j = (j + 1) & mask;
+  const uint64_t slot_count = index->slot_count;
+  uint64_t j = home_slot(h, slot_count);
+  while (index->slots[j].load(std::memory_order_relaxed)) j = j + 1 == slot_count ? 0 : j + 1;
   index->slots[j].store(id, std::memory_order_release);
   return id;
 }

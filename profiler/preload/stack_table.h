@@ -45,7 +45,7 @@ class StackTable {
     uint32_t parents[kBlockNodes];
   };
   // Open addressing over node ids (0: empty; the root is never in it). Replaced by one
-  // twice the size when half full; a lookup still running in an old one may miss and
+  // 1.5 times the size when 3/4 full (4 to 6 bytes a node); a lookup still running in an old one may miss and
   // then asks again under the mutex.
   struct Index {
     uint64_t slot_count;
@@ -53,6 +53,7 @@ class StackTable {
   };
   static uint64_t index_bytes(uint64_t slots) { return sizeof(Index) + (slots - 1) * sizeof(uint32_t); }
   static uint64_t hash(uint32_t parent, uint64_t return_address);
+  static uint64_t home_slot(uint64_t hash, uint64_t slot_count);
 
   Block* block(uint32_t id) const { return blocks_[id / kBlockNodes].load(std::memory_order_acquire); }
   uint32_t find(const Index* index, uint32_t parent, uint64_t return_address, uint64_t h) const;

@@ -30,7 +30,7 @@ namespace {
 namespace records = trace::records;
 using trace::Tag;
 
-constexpr size_t kRawBytes = 4u << 20;          // one chunk's records, at most
+constexpr size_t kRawBytes = 2u << 20;          // one chunk's records, at most (> a module list)
 constexpr size_t kFlushAtRawBytes = 1u << 20;   // write a chunk once this much is waiting
 constexpr uint64_t kFlushEveryNs = 50'000'000;  // ...or this long after the last write
 constexpr uint64_t kGapPatienceNs = 1'000'000'000;  // then a missing event is given up

@@ -111,7 +111,8 @@ enum class Tag : uint8_t {
   kLost = 19,
   // Defines the next allocation info id (0, 1, 2, ...): size, stack id, stage instance
   // + 1 (0: outside any stage). Stage instances are numbered by the order of their
-  // kStageBegin records from 0.
+  // kStageBegin records from 0. The same triple may be defined again under a new id (the
+  // tracer remembers a bounded number of them).
   kAllocInfo = 20,
   // Frees the block of the latest kAlloc/kRealloc, with nothing allocated in between:
   // a temporary allocation (no fields).
