@@ -88,6 +88,9 @@ class TraceVisitor {
   virtual void on_process_info(const ProcessInfo&) {}
   virtual void on_time(uint64_t /*t_ns*/) {}
   virtual void on_modules(const std::vector<Module>&) {}
+  // A stack, innermost frame first, before the first record that names its id. Ids need
+  // not be dense (a version 2 trace names a stack by its innermost tree node), and a stack
+  // no record names may never come.
   virtual void on_stack(uint32_t /*id*/, std::span<const uint64_t> /*return_addresses*/) {}
   // Allocation infos are numbered from 0 in definition order; `stage` is the stage
   // instance (numbered by the order stages begin, from 0) or -1 outside any stage.

@@ -141,7 +141,8 @@ TEST_CASE("records with lists and strings read back as the record table encodes 
   records::Modules modules;
   modules.modules.items = {&module, 1};
   TraceBuilder b;
-  b.process(4242).record(modules).stack({0x7fff0000, 0x1000, 0x7fff0010});
+  // A stack reaches the visitor with the first record that names it.
+  b.process(4242).record(modules).stack({0x7fff0000, 0x1000, 0x7fff0010}).alloc(0x5000, 16, 0);
   b.record(records::PythonCode{7, 12, "a.py", "f"}).end(1);
   const std::string path = temp_path("records.mst");
   write_bytes(path, b.bytes());
