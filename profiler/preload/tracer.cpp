@@ -47,10 +47,23 @@ constexpr uint32_t kMaxMergedFrames = LastStack::kMaxFrames;
 constexpr int64_t kFoldLiveBytes = 256 * 1024;
 constexpr uint64_t kSampleBeforeFreeBytes = 1u << 20;
 
-void retire_thread_state(void* state) {
-  auto* ts = static_cast<ThreadState*>(state);
-  if (t_thread_state == ts) t_thread_state = nullptr;
-  ts->retired.store(true, std::memory_order_release);
+pid_t current_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// The key destructor: the thread is on its way out, but keeps its state until it is gone
+// (claim_thread_state), so that what it frees and allocates after this is still recorded
+// without taking a new state.
+void mark_thread_exiting(void* state) {
+  static_cast<ThreadState*>(state)->exiting.store(true, std::memory_order_release);
+}
+
+// True when the state's owner has exited. A thread id reused by a new thread makes it look
+// alive: the state then waits for that one, never taken from a live thread.
+bool owner_gone(const ThreadState* ts) {
+  if (!ts->exiting.load(std::memory_order_acquire)) return false;
+  const int saved_errno = errno;
+  const bool gone = syscall(SYS_tgkill, getpid(), ts->owner_tid, 0) != 0 && errno == ESRCH;
+  errno = saved_errno;
+  return gone;
 }
 
 ThreadState* claim_thread_state() {
@@ -60,19 +73,25 @@ ThreadState* claim_thread_state() {
   // Reuse the state of a thread that has exited once the writer has drained it.
   for (uint32_t i = 0; i < n && !ts; ++i) {
     ThreadState* old = g_tracer.threads[i];
-    if (old->retired.load(std::memory_order_acquire) && old->ring.free_slots() == EventRing::kSlots) {
+    if ((old->retired.load(std::memory_order_acquire) || owner_gone(old)) &&
+        old->ring.free_slots() == EventRing::kSlots) {
       old->retired.store(false, std::memory_order_relaxed);
+      old->exiting.store(false, std::memory_order_relaxed);
+      old->last_stack.depth = 0;
       ts = old;
     }
   }
   if (!ts && n < Tracer::kMaxThreads) {
     void* memory = tracer_map(sizeof(ThreadState));
     if (memory) {
-      ts = new (memory) ThreadState();
+      // Default-initialised: the ring and the stack cache stay untouched (mapped zero) pages
+      // until used.
+      ts = new (memory) ThreadState;
       g_tracer.threads[n] = ts;
       g_tracer.thread_count.store(n + 1, std::memory_order_release);
     }
   }
+  if (ts) ts->owner_tid = current_tid();
   pthread_mutex_unlock(&g_tracer.threads_mutex);
   return ts;
 }
@@ -265,6 +284,7 @@ void after_fork_child() {
     ts->ring.reset();
     if (ts != t_thread_state) ts->retired.store(true);
   }
+  if (t_thread_state) t_thread_state->owner_tid = current_tid();
   open_rss_source();
   g_tracer.approx_live_bytes.store(0);
   g_tracer.rss_sampled_at_live_bytes.store(0);
@@ -612,7 +632,7 @@ void start_tracer() {
   g_tracer.start_monotonic_ns = monotonic_ns();
   dl_iterate_phdr(find_own_text, nullptr);
   if (!g_tracer.stacks.init() || !map_process_mark()) return;
-  pthread_key_create(&g_thread_key, retire_thread_state);
+  pthread_key_create(&g_thread_key, mark_thread_exiting);
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   open_rss_source();
   detect_allocator();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
@@ -27,6 +28,14 @@ struct ThreadState {
   std::atomic<uint64_t> bytes_allocated{0};
   // Change of live bytes (usable sizes) not yet folded into Tracer::approx_live_bytes.
   int64_t unfolded_live_bytes = 0;
+  // The thread that owns it (kernel thread id). Its key destructor marks it exiting: the
+  // thread may still allocate on its way out (later TLS destructors, the C library), with
+  // this same state. Once the thread is gone and the writer has drained the ring, the next
+  // new thread takes the state over, so the tracer's memory follows the threads alive at
+  // once, not all that ever ran.
+  pid_t owner_tid = 0;
+  std::atomic<bool> exiting{false};
+  // Free to take without checking an owner (the other threads of a forked parent).
   std::atomic<bool> retired{false};
   // The Python frames this thread runs, once Python attached it (python_frames.h).
   PythonStack* python = nullptr;

@@ -33,6 +33,7 @@ using trace::Tag;
 constexpr size_t kRawBytes = 2u << 20;          // one chunk's records, at most (> a module list)
 constexpr size_t kFlushAtRawBytes = 1u << 20;   // write a chunk once this much is waiting
 constexpr uint64_t kFlushEveryNs = 50'000'000;  // ...or this long after the last write
+constexpr size_t kWriterStackBytes = 512u << 10;   // drain's arrays take 64 KiB of it
 constexpr uint64_t kGapPatienceNs = 1'000'000'000;  // then a missing event is given up
 
 struct WriterState {
@@ -489,7 +490,14 @@ bool writer_open(uint64_t parent_pid) {
 
 bool writer_start_thread() {
   w.stop.store(false, std::memory_order_relaxed);
-  if (pthread_create(&w.thread, nullptr, writer_main, nullptr) != 0) return false;
+  // A small stack of its own: the default (RLIMIT_STACK, 8 MiB) would be address space
+  // taken from a program that runs under a limit (ulimit -v).
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setstacksize(&attributes, kWriterStackBytes);
+  const int created = pthread_create(&w.thread, &attributes, writer_main, nullptr);
+  pthread_attr_destroy(&attributes);
+  if (created != 0) return false;
   w.thread_running.store(true, std::memory_order_release);
   return true;
 }

@@ -862,6 +862,44 @@ def scenario_python_code(s):
             % (with_bootstrap, without))
 
 
+def scenario_thread_churn(s):
+    """4,200 short-lived threads one after the other: tracer memory follows the threads alive, no event lost."""
+    threads = 4200  # past the 4,096 thread states the tracer can hold at once
+    start = time.monotonic()
+    _, report, t = s.traced_as_untraced("run", [s.program("thread_churn"), "truth.json", str(threads)], timeout=200)
+    print("untraced and traced runs: %.1f s" % (time.monotonic() - start))
+    if not t:
+        return
+    s.eq(t["leaked_blocks"], threads, "program: one block left by each thread")
+    mine = [g for g in report["leaks"] if has_function(g["stack"], "leak_in_thread")]
+    s.eq(sum(g["blocks"] for g in mine), threads, "blocks leaked from leak_in_thread, past 4,096 threads")
+    s.eq(sum(g["bytes"] for g in mine), threads * t["leak_size"], "bytes leaked from leak_in_thread")
+    totals = report["totals"]
+    s.check(t["allocations"] <= totals["allocations"] <= t["allocations"] + 10000,
+            "allocations: the threads made %d, the report counts %d (libc adds a few per thread at most)"
+            % (t["allocations"], totals["allocations"]))
+    s.check(not any("lost" in w for w in report["warnings"]), "no events lost: %r" % report["warnings"])
+    # Each thread's state holds a 1 MiB ring: one per thread ever run would be gigabytes.
+    tracer_bytes = totals["rss_breakdown"]["tracer_bytes"]
+    s.check(tracer_bytes < 32 * MIB, "tracer memory %.1f MiB < 32 MiB after %d threads" % (tracer_bytes / MIB, threads))
+    s.counts_consistent(report, "thread_churn")
+
+
+def scenario_address_space(s):
+    """Under a 1 GB address-space limit, the program gets (almost) as many 10 MB blocks traced as untraced."""
+    _, report, t = s.traced_as_untraced("run", [s.program("address_space"), "truth.json"], timeout=60)
+    if not t:
+        return
+    with open(os.path.join(s.work, "run.untraced", "truth.json")) as f:
+        untraced = json.load(f)["blocks"]
+    # The tracer's own mappings (writer buffers, its thread's stack, rings, tables) share
+    # the limit: at most two blocks' worth, 20 MB.
+    s.check(untraced - 2 <= t["blocks"] <= untraced,
+            "10 MB blocks before malloc failed: %d traced, %d untraced (the tracer may take at most 20 MB)"
+            % (t["blocks"], untraced))
+    s.check(report["totals"]["allocations"] >= t["blocks"], "the traced blocks are in the report")
+
+
 SCENARIOS = {
     "leaks": scenario_leaks,
     "peak": scenario_peak,
@@ -885,6 +923,8 @@ SCENARIOS = {
     "deep_bind": scenario_deep_bind,
     "early_alloc": scenario_early_alloc,
     "python_code": scenario_python_code,
+    "thread_churn": scenario_thread_churn,
+    "address_space": scenario_address_space,
 }
 
 
