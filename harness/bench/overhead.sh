@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# Tracer overhead, whole-process and per call. Build first (scripts/build.sh).
+# Tracer overhead, per call and whole-process. Build first (scripts/build.sh).
 #  1. Google Benchmark: a malloc/free pair untraced, under --mode stats and --mode full.
-#  2. The churn program (2 threads, millions of small malloc/free), 5 rounds interleaved:
-#     untraced, memstage run --mode full, memstage run --mode stats, heaptrack.
-#     Prints median wall times, their ratios and the trace sizes.
-# Usage: harness/bench/overhead.sh [ITERATIONS_PER_THREAD] [ROUNDS]
+#  2. Whole programs, ROUNDS rounds with every variant interleaved inside each round, so
+#     that a noisy machine slows all variants alike; prints median wall times and the
+#     ratio of each median to the untraced median of the same rounds:
+#       churn   the churn program, 2 threads x ITERATIONS malloc/free
+#               (untraced, memstage run --mode full, --mode stats, heaptrack)
+#       sqlite  sqlite3 :memory:, 200k inserts and 2 indexes (untraced, full, heaptrack)
+#       torch   python3 torch_small.py: import torch, 10 backward passes of a small MLP
+#               (untraced, full, heaptrack); also the tracer's own memory (tracer_bytes,
+#               the highest the trace recorded) and the untraced run's max RSS
+#     and the trace sizes of the churn (memstage's / heaptrack's).
+# Usage: [MEMSTAGE_BUILD=build] harness/bench/overhead.sh [ITERATIONS_PER_THREAD] [ROUNDS] [WORKLOADS]
+#   WORKLOADS: comma-separated subset of churn,sqlite,torch (default all three)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-iterations=${1:-10000000}
+iterations=${1:-7500000}
 rounds=${2:-5}
-bin=build/bin/memstage
-churn=build/bench/memstage_churn
-bench=build/bench/memstage_bench_traced_malloc
-preload=$(find build -name libmemstage_preload.so -path "*memstage/*" | head -n1)
+workloads=${3:-churn,sqlite,torch}
+build=${MEMSTAGE_BUILD:-build}  # the build folder to measure
+bin=$build/bin/memstage
+churn=$build/bench/memstage_churn
+bench=$build/bench/memstage_bench_traced_malloc
+here=harness/bench
+preload=$(find "$build" -name libmemstage_preload.so -path "*memstage/*" | head -n1)
+python=/usr/bin/python3  # Debian's, where python3-torch is installed
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -40,39 +52,78 @@ for name, t in rows.items():
     print(f"  {name:<40} {t['untraced']:9.1f} {t['stats']:9.1f} {t['full']:9.1f}")
 PY
 
+# One timed run: WORKLOAD VARIANT. Appends "workload variant seconds" to $work/times.
+run_one() {
+  local workload=$1 variant=$2 out="$work/$1.$2"
+  local -a cmd
+  case $workload in
+    churn) cmd=("$churn" 2 "$iterations") ;;
+    sqlite) cmd=(sqlite3 :memory: ".read $here/sqlite_inserts.sql") ;;
+    torch) cmd=("$python" "$here/torch_small.py") ;;
+  esac
+  rm -rf "$out" && mkdir -p "$out"
+  local start end
+  start=$(date +%s.%N)
+  case $variant in
+    untraced) /usr/bin/time -f "%M" -o "$out/maxrss_kb" "${cmd[@]}" > /dev/null 2>&1 ;;
+    full) "$bin" run -q -o "$out" -- "${cmd[@]}" > /dev/null 2>&1 ;;
+    stats) "$bin" run -q --mode stats -o "$out" -- "${cmd[@]}" > /dev/null 2>&1 ;;
+    heaptrack) heaptrack -o "$out/trace" "${cmd[@]}" > /dev/null 2>&1 ;;
+  esac
+  end=$(date +%s.%N)
+  echo "$workload $variant $(echo "$end - $start" | bc)" >> "$work/times"
+  if [ "$workload" = churn ] && [ "$variant" = full ]; then
+    du -cb "$out"/trace.*.mst | tail -n1 | awk '{print "full_trace", $1}' >> "$work/sizes"
+  fi
+  if [ "$workload" = churn ] && [ "$variant" = heaptrack ]; then
+    du -cb "$out"/trace* | tail -n1 | awk '{print "heaptrack_trace", $1}' >> "$work/sizes"
+  fi
+  if [ "$variant" = full ]; then
+    "$bin" report "$out" --format json -o "$out/again.json" > /dev/null 2>&1 || true
+    python3 -c 'import json,sys; print(sys.argv[2], json.load(open(sys.argv[1]))["totals"]["rss_breakdown"]["tracer_bytes"])' \
+      "$out/report.json" "$workload" >> "$work/tracer_bytes" 2>/dev/null || true
+  fi
+  if [ "$variant" = untraced ]; then echo "$workload $(cat "$out/maxrss_kb")" >> "$work/maxrss"; fi
+}
+
 echo
-echo "== whole process: churn, 2 threads x $iterations malloc/free, $rounds rounds interleaved"
+echo "== whole process, $rounds rounds interleaved ($workloads; churn: 2 threads x $iterations malloc/free)"
+touch "$work/times" "$work/sizes" "$work/tracer_bytes" "$work/maxrss"
 for r in $(seq "$rounds"); do
-  for variant in untraced full stats heaptrack; do
-    rm -rf "$work/$variant" && mkdir -p "$work/$variant"
-    start=$(date +%s.%N)
-    case $variant in
-      untraced) "$churn" 2 "$iterations" > /dev/null ;;
-      full) "$bin" run -q -o "$work/full" -- "$churn" 2 "$iterations" > /dev/null ;;
-      stats) "$bin" run -q --mode stats -o "$work/stats" -- "$churn" 2 "$iterations" > /dev/null ;;
-      heaptrack) heaptrack -o "$work/heaptrack/trace" "$churn" 2 "$iterations" > /dev/null 2>&1 ;;
+  for workload in ${workloads//,/ }; do
+    case $workload in
+      churn) variants="untraced full stats heaptrack" ;;
+      *) variants="untraced full heaptrack" ;;
     esac
-    end=$(date +%s.%N)
-    echo "$variant $(echo "$end - $start" | bc)" >> "$work/times"
+    for variant in $variants; do run_one "$workload" "$variant"; done
   done
-  du -b "$work"/full/trace.*.mst | awk '{s+=$1} END {print "full_trace", s}' >> "$work/sizes"
-  du -b "$work"/heaptrack/trace* | awk '{s+=$1} END {print "heaptrack_trace", s}' >> "$work/sizes"
 done
 python3 - "$work" <<'PY'
 import statistics, sys
 work = sys.argv[1]
 times = {}
 for line in open(f"{work}/times"):
-    k, v = line.split(); times.setdefault(k, []).append(float(v))
+    w, v, t = line.split(); times.setdefault(w, {}).setdefault(v, []).append(float(t))
+for w, variants in times.items():
+    base = statistics.median(variants["untraced"])
+    print(f"  {w}")
+    for v, ts in variants.items():
+        m = statistics.median(ts)
+        print(f"    {v:<10} median {m:7.3f} s  (min {min(ts):.3f}, max {max(ts):.3f})  ratio to untraced {m / base:5.2f}")
+tracer = {}
+for line in open(f"{work}/tracer_bytes"):
+    w, b = line.split(); tracer.setdefault(w, []).append(int(b))
+for w, bs in tracer.items():
+    print(f"  {w}: tracer's own memory (tracer_bytes at the report's RSS peak) median {statistics.median(bs)/2**20:.1f} MiB")
+rss = {}
+for line in open(f"{work}/maxrss"):
+    w, kb = line.split(); rss.setdefault(w, []).append(int(kb))
+for w, kbs in rss.items():
+    print(f"  {w}: untraced max RSS median {statistics.median(kbs)/1024:.0f} MiB")
 sizes = {}
 for line in open(f"{work}/sizes"):
     k, v = line.split(); sizes.setdefault(k, []).append(int(v))
-med = {k: statistics.median(v) for k, v in times.items()}
-for k, v in times.items():
-    print(f"  {k:<10} median {med[k]:7.3f} s  (min {min(v):.3f}, max {max(v):.3f})")
-print(f"  full / heaptrack   = {med['full'] / med['heaptrack']:.2f}   (target <= 0.5)")
-print(f"  stats / untraced   = {med['stats'] / med['untraced']:.2f}   (target <= 1.15)")
-print(f"  full / untraced    = {med['full'] / med['untraced']:.2f}")
-fs, hs = statistics.median(sizes['full_trace']), statistics.median(sizes['heaptrack_trace'])
-print(f"  trace size: memstage {fs/2**20:.1f} MiB, heaptrack {hs/2**20:.1f} MiB, ratio {fs/hs:.2f} (target <= 0.5)")
+if "full_trace" in sizes and "heaptrack_trace" in sizes:
+    fs, hs = statistics.median(sizes["full_trace"]), statistics.median(sizes["heaptrack_trace"])
+    print(f"  churn trace size: memstage {fs/2**20:.1f} MiB, heaptrack {hs/2**20:.1f} MiB, ratio {fs/hs:.2f}")
 PY
