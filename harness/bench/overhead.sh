@@ -72,6 +72,7 @@ run_one() {
   esac
   end=$(date +%s.%N)
   echo "$workload $variant $(echo "$end - $start" | bc)" >> "$work/times"
+  cp "$work/times" "${OVERHEAD_TIMES:-/dev/null}" 2>/dev/null || true  # survives an interrupted run
   if [ "$workload" = churn ] && [ "$variant" = full ]; then
     du -cb "$out"/trace.*.mst | tail -n1 | awk '{print "full_trace", $1}' >> "$work/sizes"
   fi
@@ -79,7 +80,6 @@ run_one() {
     du -cb "$out"/trace* | tail -n1 | awk '{print "heaptrack_trace", $1}' >> "$work/sizes"
   fi
   if [ "$variant" = full ]; then
-    "$bin" report "$out" --format json -o "$out/again.json" > /dev/null 2>&1 || true
     python3 -c 'import json,sys; print(sys.argv[2], json.load(open(sys.argv[1]))["totals"]["rss_breakdown"]["tracer_bytes"])' \
       "$out/report.json" "$workload" >> "$work/tracer_bytes" 2>/dev/null || true
   fi
