@@ -54,6 +54,7 @@ ChildResult run_child(const std::vector<std::string>& command,
     throw CliError("cannot run '" + command[0] + "': " + strerror(exec_error), 127);
   }
   ChildResult result;
+  result.pid = static_cast<uint64_t>(pid);
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);

@@ -12,6 +12,7 @@ struct ChildResult {
   int exit_code = 0;          // the code it exited with, or 128 + signal
   std::optional<int> signal;  // the signal that killed it
   double duration_s = 0;
+  uint64_t pid = 0;
 };
 
 // Starts `command` (looked up in PATH) with `extra_env` added to this process's

@@ -114,7 +114,7 @@ int run(const RunFlags& flags) {
   add_python_environment(flags, preload, env);
   const ChildResult child = run_child(flags.command, env);
 
-  reports::RunInfo info{flags.command, child.exit_code, child.signal, child.duration_s};
+  reports::RunInfo info{flags.command, child.pid, child.exit_code, child.signal, child.duration_s};
   write_run_info(dir, info);
   if (reports::find_traces(dir).empty()) {
     fprintf(stderr,

@@ -20,6 +20,7 @@ namespace fs = std::filesystem;
 void write_run_info(const std::string& dir, const reports::RunInfo& run) {
   nlohmann::ordered_json j;
   j["command"] = run.command;
+  if (run.pid) j["pid"] = *run.pid;
   j["exit_code"] = run.exit_code;
   j["signal"] = run.signal ? nlohmann::ordered_json(*run.signal) : nlohmann::ordered_json(nullptr);
   j["duration_s"] = run.duration_s;
@@ -33,6 +34,7 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir) {
     const auto j = nlohmann::json::parse(in);
     reports::RunInfo run;
     run.command = j.at("command").get<std::vector<std::string>>();
+    if (j.contains("pid")) run.pid = j.at("pid").get<uint64_t>();
     run.exit_code = j.at("exit_code").get<int>();
     if (!j.at("signal").is_null()) run.signal = j.at("signal").get<int>();
     run.duration_s = j.at("duration_s").get<double>();

@@ -37,6 +37,7 @@ struct RealFunctions {
   size_t (*malloc_usable_size)(void*);
   void* (*mmap)(void*, size_t, int, int, int, off_t);
   int (*munmap)(void*, size_t);
+  int (*mprotect)(void*, size_t, int);
   void* (*mremap)(void*, size_t, size_t, int, ...);
   void* (*dlopen)(const char*, int);
   int (*dlclose)(void*);
@@ -103,6 +104,7 @@ bool resolve_slow() {
   resolve_one(real.malloc_usable_size, "malloc_usable_size");
   resolve_one(real.mmap, "mmap");
   resolve_one(real.munmap, "munmap");
+  resolve_one(real.mprotect, "mprotect");
   resolve_one(real.mremap, "mremap");
   resolve_one(real.dlopen, "dlopen");
   resolve_one(real.dlclose, "dlclose");
@@ -364,7 +366,10 @@ MEMSTAGE_EXPORT void* mmap(void* address, size_t length, int prot, int flags, in
   if (r != MAP_FAILED && (flags & MAP_ANONYMOUS) && should_record()) {
     RecordingGuard guard;
     const int saved_errno = errno;
-    record_mmap(r, length);
+    // Reserved address space (V8, Go, the JVM, sanitizers): not memory until mprotect
+    // makes part of it accessible.
+    const bool reserved = prot == PROT_NONE || (flags & MAP_NORESERVE);
+    record_mmap(r, length, reserved);
     errno = saved_errno;
   }
   return r;
@@ -383,6 +388,19 @@ MEMSTAGE_EXPORT int munmap(void* address, size_t length) {
   }
   if (real.munmap) return real.munmap(address, length);
   return static_cast<int>(syscall(SYS_munmap, address, length));
+}
+
+MEMSTAGE_EXPORT int mprotect(void* address, size_t length, int prot) {
+  resolve();
+  const int r = real.mprotect ? real.mprotect(address, length, prot)
+                              : static_cast<int>(syscall(SYS_mprotect, address, length, prot));
+  if (r == 0 && should_record()) {
+    RecordingGuard guard;
+    const int saved_errno = errno;
+    record_mprotect(address, length, prot != PROT_NONE);
+    errno = saved_errno;
+  }
+  return r;
 }
 
 MEMSTAGE_EXPORT void* mremap(void* old_address, size_t old_length, size_t new_length, int flags, ...) {
@@ -441,16 +459,16 @@ MEMSTAGE_EXPORT int dlclose(void* handle) {
 
 // exec replaces the process without running destructors: write what is buffered first.
 // The new program loads the tracer again (LD_PRELOAD is inherited) into a file of its own.
-static void before_exec() {
+static void before_exec(const char* path) {
   RecordingGuard guard;
   const int saved_errno = errno;
-  flush_before_exec();
+  flush_before_exec(path);
   errno = saved_errno;
 }
 
 MEMSTAGE_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   resolve();
-  before_exec();
+  before_exec(path);
   return real.execve(path, argv, envp);
 }
 
@@ -460,19 +478,19 @@ MEMSTAGE_EXPORT int execv(const char* path, char* const argv[]) {
 
 MEMSTAGE_EXPORT int execvp(const char* file, char* const argv[]) {
   resolve();
-  before_exec();
+  before_exec(file);
   return real.execvp(file, argv);
 }
 
 MEMSTAGE_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   resolve();
-  before_exec();
+  before_exec(file);
   return real.execvpe(file, argv, envp);
 }
 
 MEMSTAGE_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   resolve();
-  before_exec();
+  before_exec(nullptr);
   return real.fexecve(fd, argv, envp);
 }
 

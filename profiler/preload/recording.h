@@ -32,12 +32,16 @@ size_t usable_size_before_free(void* p);
 
 void start_tracer();
 void finish_trace();
-void flush_before_exec();
+// exec is about to replace the process with `path` (nullptr: fexecve): records it and
+// writes what is buffered.
+void flush_before_exec(const char* path);
 
 // With the guard set, after the allocator returned p (or before it frees it).
 void record_alloc(void* p, size_t size, bool from_realloc);
 void record_free(void* p);
-void record_mmap(void* p, size_t length);
+// `reserved`: address space only (PROT_NONE or MAP_NORESERVE), not memory.
+void record_mmap(void* p, size_t length, bool reserved);
+void record_mprotect(void* p, size_t length, bool accessible);
 void record_munmap(void* p, size_t length);
 void record_mremap(void* old_address, size_t old_length, void* new_address, size_t new_length);
 void record_modules_changed();

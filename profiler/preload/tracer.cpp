@@ -177,16 +177,22 @@ uint64_t tracer_bytes_at(uint64_t t_ns) {
 void push_rss(ThreadState* ts) {
   const uint64_t t_ns = trace_time_ns();
   const uint64_t rss = read_rss_bytes();
-  push_record(ts, records::Rss{t_ns, rss, tracer_bytes_at(t_ns)});
+  const uint64_t tracer = tracer_bytes_at(t_ns);
+  push_record(ts, records::Rss{t_ns, rss, tracer});
+  // The machine being played runs the program, not the tracer: its own memory is left out.
+  const uint64_t program_rss = rss > tracer ? rss - tracer : 0;
   const uint64_t limit = g_tracer.options.ram_limit_bytes;
-  if (limit && rss > limit && !g_tracer.ram_limit_passed.exchange(true)) {
-    push_record(ts, records::RamLimit{t_ns, rss, limit});
+  if (limit && program_rss > limit && !g_tracer.ram_limit_passed.exchange(true)) {
+    push_record(ts, records::RamLimit{t_ns, program_rss, limit});
     writer_wake();  // the writer stops the program once this is written
   }
 }
 
-// Keeps an approximate live heap (usable sizes) so that RSS is sampled when the heap
-// reaches a new high, between timer ticks.
+// Keeps an approximate live heap (usable sizes) so that RSS and the allocator's own
+// figures are sampled when the heap reaches a new high, between timer ticks: the RSS
+// breakdown and fragmentation reported at the peak then describe the peak, not the
+// program's start or exit. Each new high is 1/64 above the last (at least 1 MiB), so a
+// run takes a few hundred such samples however long it runs.
 void track_live_bytes(ThreadState* ts, int64_t delta) {
   ts->unfolded_live_bytes += delta;
   if (ts->unfolded_live_bytes < kFoldLiveBytes && ts->unfolded_live_bytes > -kFoldLiveBytes) return;
@@ -198,7 +204,7 @@ void track_live_bytes(ThreadState* ts, int64_t delta) {
   const int64_t step = sampled / 64 > (1 << 20) ? sampled / 64 : (1 << 20);
   if (live > sampled + step) {
     g_tracer.rss_sampled_at_live_bytes.store(live, std::memory_order_relaxed);
-    push_rss(ts);
+    push_samples(ts, true);
   }
 }
 
@@ -456,10 +462,20 @@ void record_free(void* p) {
   push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0);
 }
 
-void record_mmap(void* p, size_t length) {
+void record_mmap(void* p, size_t length, bool reserved) {
   ThreadState* ts = current_thread_state();
   if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
+  if (reserved) {
+    push_record(ts, records::MmapReserved{reinterpret_cast<uint64_t>(p), length, capture_stack(ts)});
+    return;
+  }
   push_event(ts, EventKind::kMmap, reinterpret_cast<uint64_t>(p), length, capture_stack(ts));
+}
+
+void record_mprotect(void* p, size_t length, bool accessible) {
+  ThreadState* ts = current_thread_state();
+  if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
+  push_record(ts, records::Mprotect{reinterpret_cast<uint64_t>(p), length, accessible ? 1u : 0u});
 }
 
 void record_munmap(void* p, size_t length) {
@@ -605,8 +621,16 @@ void record_stage_end() {
 
 bool in_child_sharing_memory() { return syscall(SYS_getpid) != g_tracer.process->pid; }
 
-void flush_before_exec() {
+void flush_before_exec(const char* path) {
+  // A vfork child shares the parent's memory: nothing of the parent's may be written.
   if (!recording() || in_child_sharing_memory()) return;
+  if (ThreadState* ts = current_thread_state()) {
+    constexpr size_t kMaxPath = 4096;
+    const size_t length = path ? strnlen(path, kMaxPath) : 0;
+    uint8_t buf[1 + 2 * trace::kMaxVarintBytes + kMaxPath];
+    const records::Exec record{trace_time_ns(), std::string_view(path ? path : "", length)};
+    push_encoded(ts, buf, static_cast<uint32_t>(records::encode(buf, record) - buf));
+  }
   writer_flush(false, false);
 }
 

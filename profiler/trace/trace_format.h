@@ -117,7 +117,8 @@ enum class Tag : uint8_t {
   // Frees the block of the latest kAlloc/kRealloc, with nothing allocated in between:
   // a temporary allocation (no fields).
   kFreeLast = 21,
-  // RSS passed the limit `memstage run --ram-limit` set (recorded once).
+  // The program's RSS (the tracer's own memory left out) passed the limit
+  // `memstage run --ram-limit` set (recorded once).
   kRamLimit = 22,
   // Names a Python code object (a function, a module's body) by id (0, 1, 2, ...). Comes
   // before the first stack that uses it. In a stack, a Python frame is the "address"
@@ -152,6 +153,17 @@ enum class Tag : uint8_t {
   // stack of its return address, innermost, called from its parent's stack; events name
   // a stack by its innermost node.
   kStackNode = 30,
+  // The process calls exec (execve, execvp, fexecve, ...) on this path, the last record
+  // before the new program replaces it: the new program writes a trace of its own, with
+  // the same pid (trace.<pid>.<n>.mst). A failed exec is followed by more records.
+  kExec = 31,
+  // An anonymous mmap that reserves address space rather than memory: PROT_NONE or
+  // MAP_NORESERVE (V8, Go, the JVM and sanitizers reserve gigabytes this way). It counts
+  // as memory only where a kMprotect makes it accessible. Fields as kMmap's.
+  kMmapReserved = 32,
+  // A successful mprotect: the range becomes accessible (any of read, write, execute) or
+  // not (PROT_NONE). Only anonymous mappings the trace knows of are affected.
+  kMprotect = 33,
 };
 
 // What a device block is (kDeviceAlloc).

@@ -179,6 +179,13 @@ class ChunkDecoder {
   }
   void handle(const records::DeviceCache& r) { v_.on_device_cache(r.t_ns, r.reserved_bytes, r.allocated_bytes); }
 
+  void handle(const records::MmapReserved& r) {
+    check_stack(r.stack);
+    v_.on_mmap_reserved(r.address, r.length, static_cast<uint32_t>(r.stack));
+  }
+  void handle(const records::Mprotect& r) { v_.on_mprotect(r.address, r.length, r.accessible != 0); }
+  void handle(const records::Exec& r) { v_.on_exec(r.t_ns, std::string(r.path)); }
+
   // An event names stack `id`: it must be defined. In a trace of stack nodes, the
   // visitor gets the whole stack now, the first time one names it.
   void check_stack(uint64_t id) {

@@ -100,6 +100,9 @@ class TraceVisitor {
   virtual void on_free(uint32_t /*info*/, bool /*temporary*/) {}
   virtual void on_mmap(uint64_t /*address*/, uint64_t /*length*/, uint32_t /*stack*/) {}
   virtual void on_munmap(uint64_t /*address*/, uint64_t /*length*/) {}
+  // An anonymous mapping of address space only (PROT_NONE or MAP_NORESERVE).
+  virtual void on_mmap_reserved(uint64_t /*address*/, uint64_t /*length*/, uint32_t /*stack*/) {}
+  virtual void on_mprotect(uint64_t /*address*/, uint64_t /*length*/, bool /*accessible*/) {}
   virtual void on_mremap(uint64_t /*old_address*/, uint64_t /*old_length*/, uint64_t /*new_address*/,
                          uint64_t /*new_length*/, uint32_t /*stack*/) {}
   virtual void on_stage_name(uint32_t /*id*/, const std::string& /*name*/) {}
@@ -121,6 +124,7 @@ class TraceVisitor {
   virtual void on_device_alloc(const DeviceAllocRecord&) {}
   virtual void on_device_free(uint64_t /*t_ns*/, uint64_t /*address*/, DeviceMemory /*kind*/) {}
   virtual void on_device_cache(uint64_t /*t_ns*/, uint64_t /*reserved_bytes*/, uint64_t /*allocated_bytes*/) {}
+  virtual void on_exec(uint64_t /*t_ns*/, const std::string& /*path*/) {}
 };
 
 struct ReadSummary {

@@ -219,6 +219,24 @@ struct StackNode {
   MEMSTAGE_RECORD_FIELDS(parent_distance, address_delta)
 };
 
+struct Exec {
+  static constexpr Tag kTag = Tag::kExec;
+  uint64_t t_ns = 0;
+  std::string_view path;  // as the program gave it (execvp: a name looked up in PATH)
+  MEMSTAGE_RECORD_FIELDS(t_ns, path)
+};
+
+struct MmapReserved {
+  static constexpr Tag kTag = Tag::kMmapReserved;
+  uint64_t address = 0, length = 0, stack = 0;
+  MEMSTAGE_RECORD_FIELDS(address, length, stack)
+};
+struct Mprotect {
+  static constexpr Tag kTag = Tag::kMprotect;
+  uint64_t address = 0, length = 0, accessible = 0;  // accessible: 1 or 0
+  MEMSTAGE_RECORD_FIELDS(address, length, accessible)
+};
+
 #undef MEMSTAGE_RECORD_FIELDS
 
 // Every record kind, in tag order. A reader dispatches on this list; a tag missing here
@@ -227,7 +245,7 @@ using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Re
                               Mremap, StageName, StageBegin, StageEnd, Rss, AllocatorStats, Counters,
                               End, Signal, Lost, AllocInfo, FreeLast, RamLimit, PythonCode, PythonInfo,
                               DeepBindRemoved, StageLimitHit, DeviceAlloc, DeviceFree, DeviceCache,
-                              StackNode>;
+                              StackNode, Exec, MmapReserved, Mprotect>;
 
 namespace detail {
 template <class Tuple, size_t... I>

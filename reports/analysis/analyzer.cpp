@@ -26,51 +26,72 @@ using trace::Module;
 using trace::ProcessInfo;
 
 constexpr double kNsPerS = 1e9;
+constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 
 uint64_t figure_key(uint32_t stack, int32_t stage) {
   return (static_cast<uint64_t>(stack) << 32) | static_cast<uint32_t>(stage + 1);
 }
 
-// Anonymous mappings made outside malloc (mmap/munmap/mremap), as address ranges.
+// Anonymous mappings made outside malloc (mmap/munmap/mremap/mprotect), as address
+// ranges. Only accessible ones are memory: a PROT_NONE or MAP_NORESERVE reservation is
+// address space until mprotect opens part of it.
 class AnonymousMappings {
  public:
-  void map(uint64_t address, uint64_t length) {
+  void map(uint64_t address, uint64_t length, bool accessible) {
     unmap(address, length);
-    ranges_[address] = address + length;
-    bytes_ += length;
+    ranges_[address] = Range{address + length, accessible};
+    if (accessible) bytes_ += length;
   }
   void unmap(uint64_t address, uint64_t length) {
     const uint64_t end = address + length;
-    auto it = ranges_.upper_bound(address);
-    if (it != ranges_.begin()) --it;
-    while (it != ranges_.end() && it->first < end) {
-      const uint64_t start = it->first;
-      const uint64_t stop = it->second;
-      if (stop <= address) {
-        ++it;
-        continue;
-      }
+    split_at(address);
+    split_at(end);
+    for (auto it = ranges_.lower_bound(address); it != ranges_.end() && it->first < end;) {
+      if (it->second.accessible) bytes_ -= it->second.end - it->first;
       it = ranges_.erase(it);
-      bytes_ -= stop - start;
-      if (start < address) {
-        ranges_[start] = address;
-        bytes_ += address - start;
-      }
-      if (stop > end) {
-        ranges_[end] = stop;
-        bytes_ += stop - end;
-        break;
-      }
     }
   }
-  bool contains(uint64_t address) const {
-    auto it = ranges_.upper_bound(address);
-    return it != ranges_.begin() && std::prev(it)->second > address;
+  // The part of [address, address + length) that is mapped becomes (in)accessible.
+  void protect(uint64_t address, uint64_t length, bool accessible) {
+    const uint64_t end = address + length;
+    split_at(address);
+    split_at(end);
+    for (auto it = ranges_.lower_bound(address); it != ranges_.end() && it->first < end; ++it) {
+      if (it->second.accessible == accessible) continue;
+      const uint64_t size = it->second.end - it->first;
+      if (accessible) {
+        bytes_ += size;
+      } else {
+        bytes_ -= size;
+      }
+      it->second.accessible = accessible;
+    }
   }
-  uint64_t bytes() const { return bytes_; }
+  // Whether `address` is in a mapping, and if so whether that part is accessible.
+  std::optional<bool> accessible_at(uint64_t address) const {
+    auto it = ranges_.upper_bound(address);
+    if (it == ranges_.begin() || std::prev(it)->second.end <= address) return std::nullopt;
+    return std::prev(it)->second.accessible;
+  }
+  uint64_t bytes() const { return bytes_; }  // accessible bytes
 
  private:
-  std::map<uint64_t, uint64_t> ranges_;
+  struct Range {
+    uint64_t end;
+    bool accessible;
+  };
+  // No range straddles `at` afterwards.
+  void split_at(uint64_t at) {
+    auto it = ranges_.upper_bound(at);
+    if (it == ranges_.begin()) return;
+    --it;
+    if (it->first < at && it->second.end > at) {
+      const Range tail{it->second.end, it->second.accessible};
+      it->second.end = at;
+      ranges_.emplace(at, tail);
+    }
+  }
+  std::map<uint64_t, Range> ranges_;
   uint64_t bytes_ = 0;
 };
 
@@ -85,6 +106,8 @@ struct StageInstance {
   uint64_t peak_heap_ns = 0;
   uint64_t peak_event = 0;  // index of the event that reached the peak (+1; 0 = none)
   uint64_t peak_rss_bytes = 0;
+  uint64_t peak_program_rss_bytes = 0;
+  uint64_t tracer_peak_bytes = 0;
   uint64_t mmap_peak_bytes = 0;
   uint64_t allocations = 0;
   uint64_t frees = 0;
@@ -131,10 +154,12 @@ class FirstPass : public trace::TraceVisitor {
   uint64_t events = 0;  // alloc/free events so far: the replay position of pass two
   uint64_t peak_heap_bytes = 0, peak_heap_ns = 0, peak_event = 0;
   uint64_t peak_rss_bytes = 0, mmap_peak_bytes = 0;
+  uint64_t peak_program_rss_bytes = 0, tracer_peak_bytes = 0;
   uint64_t allocations = 0, frees = 0, bytes_allocated = 0, temporary_allocations = 0;
   uint64_t unknown_frees = 0, lost_events = 0;
   std::optional<int> signal;
   bool ended = false;
+  std::optional<std::string> exec_path;  // the last exec the process called
   std::optional<RamLimitReport> ram_limit;
   uint64_t ram_limit_event = 0;
 
@@ -234,15 +259,20 @@ class FirstPass : public trace::TraceVisitor {
   }
 
   void on_mmap(uint64_t address, uint64_t length, uint32_t) override {
-    mappings.map(address, length);
+    mappings.map(address, length, true);
+    note_mappings();
+  }
+  void on_mmap_reserved(uint64_t address, uint64_t length, uint32_t) override { mappings.map(address, length, false); }
+  void on_mprotect(uint64_t address, uint64_t length, bool accessible) override {
+    mappings.protect(address, length, accessible);
     note_mappings();
   }
   void on_munmap(uint64_t address, uint64_t length) override { mappings.unmap(address, length); }
   void on_mremap(uint64_t old_address, uint64_t old_length, uint64_t new_address, uint64_t new_length,
                  uint32_t) override {
-    const bool anonymous = mappings.contains(old_address);
+    const std::optional<bool> accessible = mappings.accessible_at(old_address);
     mappings.unmap(old_address, old_length);
-    if (anonymous) mappings.map(new_address, new_length);
+    if (accessible) mappings.map(new_address, new_length, *accessible);
     note_mappings();
   }
   void note_mappings() {
@@ -276,6 +306,8 @@ class FirstPass : public trace::TraceVisitor {
     s.peak_heap_bytes = heap_now();
     s.peak_heap_ns = now_ns;
     s.peak_rss_bytes = last_rss_bytes;
+    s.peak_program_rss_bytes = last_rss_bytes > last_tracer_bytes ? last_rss_bytes - last_tracer_bytes : 0;
+    s.tracer_peak_bytes = last_tracer_bytes;
     if (last_counters) s.counters_at_begin = *last_counters;
     stages.push_back(s);
     live_self_bytes.push_back();
@@ -318,6 +350,8 @@ class FirstPass : public trace::TraceVisitor {
         p.peak_event = s.peak_event;
       }
       p.peak_rss_bytes = std::max(p.peak_rss_bytes, s.peak_rss_bytes);
+      p.peak_program_rss_bytes = std::max(p.peak_program_rss_bytes, s.peak_program_rss_bytes);
+      p.tracer_peak_bytes = std::max(p.tracer_peak_bytes, s.tracer_peak_bytes);
     }
   }
 
@@ -337,17 +371,26 @@ class FirstPass : public trace::TraceVisitor {
     b.rss_bytes = a.rss_bytes;
     b.tracer_bytes = a.tracer_bytes;
     b.estimated = a.stats.in_use_bytes == 0;
+    b.t_s = a.t_ns / kNsPerS;
     return b;
   }
 
   void on_rss(uint64_t t, uint64_t rss, uint64_t tracer) override {
     now_ns = std::max(now_ns, t);
+    // Older tracers counted their mappings' size rather than what of them is resident: a
+    // share larger than RSS itself is not one, and is left out.
+    if (tracer > rss) tracer = 0;
     last_rss_bytes = rss;
     last_tracer_bytes = tracer;
+    const uint64_t program_rss = rss > tracer ? rss - tracer : 0;
     peak_rss_bytes = std::max(peak_rss_bytes, rss);
+    peak_program_rss_bytes = std::max(peak_program_rss_bytes, program_rss);
+    tracer_peak_bytes = std::max(tracer_peak_bytes, tracer);
     if (!open.empty()) {
       StageInstance& s = stages[open.back()];
       s.peak_rss_bytes = std::max(s.peak_rss_bytes, rss);
+      s.peak_program_rss_bytes = std::max(s.peak_program_rss_bytes, program_rss);
+      s.tracer_peak_bytes = std::max(s.tracer_peak_bytes, tracer);
     }
     add_timeline_point();
   }
@@ -393,10 +436,17 @@ class FirstPass : public trace::TraceVisitor {
     if (!dropped) dropped = DroppedStageBegins{t, limit_value, 0};
     dropped->begins = std::max(dropped->begins, begins);
   }
+  void on_exec(uint64_t t, const std::string& path) override {
+    now_ns = std::max(now_ns, t);
+    exec_path = path;
+  }
+  // The exec went through: nothing ended the process after it (a failed exec returns
+  // and the program goes on to its own end).
+  bool replaced_by_exec() const { return exec_path && !ended && !signal; }
 
   void add_timeline_point() {
     const uint64_t heap_bytes = std::max(interval_heap_max, heap_now());
-    timeline.push_back(TimelinePoint{now_ns / kNsPerS, heap_bytes, last_rss_bytes, innermost()});
+    timeline.push_back(TimelinePoint{now_ns / kNsPerS, heap_bytes, last_rss_bytes, last_tracer_bytes, innermost()});
     interval_heap_max = heap_now();
   }
 
@@ -702,8 +752,9 @@ Fragmentation fragmentation_of(const RssBreakdown& b) {
 }
 
 // Without allocator figures: everything between live and RSS is unexplained.
-RssBreakdown estimated_breakdown(uint64_t live, uint64_t rss, uint64_t tracer) {
+RssBreakdown estimated_breakdown(uint64_t live, uint64_t rss, uint64_t tracer, double t_s) {
   RssBreakdown b;
+  b.t_s = t_s;
   b.live_bytes = live;
   b.allocator_in_use_bytes = live;
   b.allocator_resident_bytes = std::max(live, rss > tracer ? rss - tracer : 0);
@@ -818,6 +869,25 @@ DeviceReport device_report(const DeviceMemoryReplay& device, StackResolver& stac
   return d;
 }
 
+// A process whose memory barely goes through malloc (an allocator of its own, like
+// Chromium's PartitionAlloc or Go's runtime, or Python's pymalloc arenas): the heap
+// figures, stacks and leaks do not see it, and a near-zero heap must not read as "uses no
+// memory".
+void warn_if_outside_malloc(const TraceFile& f, std::vector<std::string>& warnings) {
+  constexpr uint64_t kMinProgramRssBytes = 64ull << 20;
+  const FirstPass& p = f.pass;
+  if (p.info.mode != trace::Mode::kFull || p.peak_program_rss_bytes < kMinProgramRssBytes) return;
+  if (p.peak_heap_bytes * 20 > p.peak_program_rss_bytes) return;  // 5% or more through malloc
+  std::string command = p.info.argv.empty() ? p.info.exe : p.info.argv[0];
+  warnings.push_back(fmt::format(
+      "{} (pid {}): only {:.1f} MiB of its {:.1f} MiB of RSS went through malloc: it allocates most of its "
+      "memory another way (an allocator of its own{}); the heap figures, stacks and leaks do not see it{}",
+      command, p.info.pid, p.peak_heap_bytes / kBytesPerMiB, p.peak_program_rss_bytes / kBytesPerMiB,
+      p.python && p.python->allocator == "pymalloc" ? ", pymalloc's arenas: --python-allocator malloc shows them" : "",
+      p.mmap_peak_bytes ? fmt::format(" (anonymous mmap outside malloc peaked at {:.1f} MiB)", p.mmap_peak_bytes / kBytesPerMiB)
+                        : ""));
+}
+
 }  // namespace
 
 std::vector<std::string> find_traces(const std::string& dir) {
@@ -873,16 +943,20 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   report.mode = pass.info.mode == trace::Mode::kStats ? "stats" : "full";
   report.allocator = pass.info.allocator.empty() ? "glibc" : pass.info.allocator;
   if (pass.python) report.python = PythonRun{pass.python->version, pass.python->allocator};
-  report.command = run ? run->command : pass.info.argv;
-  report.exit_code = run ? run->exit_code : 0;
-  report.signal = run && run->signal ? run->signal : pass.signal;
-  report.duration_s = run && run->duration_s > 0 ? run->duration_s : pass.now_ns / kNsPerS;
+  report.leaks_measured = pass.info.mode == trace::Mode::kFull;
+  // What memstage run saw (command, exit code) is about the process it started: a report
+  // of another process's trace (a forked child) keeps that process's own.
+  const bool run_is_this_process = run && (!run->pid || *run->pid == pass.info.pid);
+  report.command = run_is_this_process ? run->command : pass.info.argv;
+  if (run_is_this_process) report.exit_code = run->exit_code;
+  report.signal = run_is_this_process && run->signal ? run->signal : pass.signal;
+  report.duration_s = run_is_this_process && run->duration_s > 0 ? run->duration_s : pass.now_ns / kNsPerS;
 
   for (const auto& f : files) {
     if (f->summary.truncated) {
       report.warnings.push_back(f->path + " is truncated (" + f->summary.truncation +
                                 "); reported up to there");
-    } else if (!f->pass.ended && !f->pass.signal) {
+    } else if (!f->pass.ended && !f->pass.signal && !f->pass.replaced_by_exec()) {
       report.warnings.push_back(f->path + " has no end record: the process was killed; reported up to its last flush");
     }
     for (const std::string& module : f->pass.deep_bind_modules) {
@@ -921,23 +995,33 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   t.peak_heap_bytes = pass.peak_heap_bytes;
   t.peak_heap_time_s = pass.peak_heap_ns / kNsPerS;
   t.peak_rss_bytes = pass.peak_rss_bytes;
+  t.peak_program_rss_bytes = pass.peak_program_rss_bytes;
+  t.tracer_peak_bytes = pass.tracer_peak_bytes;
   t.allocations = pass.allocations;
   t.frees = pass.frees;
   t.bytes_allocated = pass.bytes_allocated;
   t.temporary_allocations = pass.temporary_allocations;
   t.mmap_peak_bytes = pass.mmap_peak_bytes;
-  if (!pass.allocator_samples.empty()) {
-    // The allocator is asked at stage boundaries: take the answer closest to the peak.
-    const AllocatorSample* nearest = &pass.allocator_samples.front();
-    for (const auto& s : pass.allocator_samples) {
-      const auto distance = [&](const AllocatorSample& x) {
-        return x.t_ns > pass.peak_heap_ns ? x.t_ns - pass.peak_heap_ns : pass.peak_heap_ns - x.t_ns;
-      };
-      if (distance(s) < distance(*nearest)) nearest = &s;
+  // The allocator is asked at each new heap high, at stage edges, start and exit: the
+  // run's breakdown is the sample taken at the highest heap (the nearest to the peak in
+  // time among equals). One far below the peak (a program whose heap never grew enough
+  // to be sampled) would describe another moment, its start or exit: the breakdown is
+  // then estimated at the peak instead.
+  const AllocatorSample* at_peak = nullptr;
+  for (const auto& s : pass.allocator_samples) {
+    const auto distance = [&](const AllocatorSample& x) {
+      return x.t_ns > pass.peak_heap_ns ? x.t_ns - pass.peak_heap_ns : pass.peak_heap_ns - x.t_ns;
+    };
+    if (!at_peak || s.live_bytes > at_peak->live_bytes ||
+        (s.live_bytes == at_peak->live_bytes && distance(s) < distance(*at_peak))) {
+      at_peak = &s;
     }
-    t.rss_breakdown = FirstPass::breakdown_from(*nearest, nearest->live_bytes);
+  }
+  if (at_peak && at_peak->live_bytes * 2 >= pass.peak_heap_bytes) {
+    t.rss_breakdown = FirstPass::breakdown_from(*at_peak, at_peak->live_bytes);
   } else {
-    t.rss_breakdown = estimated_breakdown(pass.peak_heap_bytes, pass.peak_rss_bytes, pass.last_tracer_bytes);
+    t.rss_breakdown = estimated_breakdown(pass.peak_heap_bytes, pass.peak_rss_bytes, pass.last_tracer_bytes,
+                                          t.peak_heap_time_s);
   }
   t.fragmentation = fragmentation_of(t.rss_breakdown);
 
@@ -1007,6 +1091,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     f.peak_heap_bytes = s.peak_heap_bytes;
     f.peak_heap_time_s = s.peak_heap_ns / kNsPerS;
     f.peak_rss_bytes = s.peak_rss_bytes;
+    f.peak_program_rss_bytes = s.peak_program_rss_bytes;
+    f.tracer_peak_bytes = s.tracer_peak_bytes;
     f.mmap_peak_bytes = s.mmap_peak_bytes;
     if (pass.info.mode == trace::Mode::kStats) {
       CountersRecord own = s.counters_inclusive;
@@ -1026,7 +1112,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
       r.retained_bytes = s.retained_bytes;
     }
     f.rss_breakdown = s.has_breakdown ? s.breakdown
-                                      : estimated_breakdown(s.peak_heap_bytes, s.peak_rss_bytes, pass.last_tracer_bytes);
+                                      : estimated_breakdown(s.peak_heap_bytes, s.peak_rss_bytes, pass.last_tracer_bytes,
+                                                            s.peak_heap_ns / kNsPerS);
     f.fragmentation = fragmentation_of(f.rss_breakdown);
     if (auto it = snapshots.stage_peaks.find(static_cast<int>(i)); it != snapshots.stage_peaks.end()) {
       for (const StackBytes& sb : it->second) {
@@ -1089,23 +1176,44 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     }
   }
 
-  TimelinePoint peak_point{t.peak_heap_time_s, t.peak_heap_bytes, 0, -1};
+  TimelinePoint peak_point{t.peak_heap_time_s, t.peak_heap_bytes, 0, 0, -1};
   for (const auto& p : pass.timeline) {
     if (p.t_s <= t.peak_heap_time_s) {
       peak_point.rss_bytes = p.rss_bytes;
+      peak_point.tracer_bytes = p.tracer_bytes;
       peak_point.stage = p.stage;
     }
   }
   report.timeline = downsample(pass.timeline, options.max_timeline_points, peak_point);
 
-  report.processes.push_back(ProcessReport{pass.info.pid, pass.info.parent_pid, pass.info.argv, pass.peak_heap_bytes,
-                                           pass.peak_rss_bytes, pass.ended});
+  const auto process_report = [&](const FirstPass& p) {
+    ProcessReport r;
+    r.pid = p.info.pid;
+    r.parent_pid = p.info.parent_pid;
+    r.command = p.info.argv;
+    r.peak_heap_bytes = p.peak_heap_bytes;
+    r.peak_rss_bytes = p.peak_rss_bytes;
+    r.complete = p.ended;
+    r.signal = p.signal;
+    if (p.ended) {
+      r.ended = "exit";
+    } else if (p.signal) {
+      r.ended = "signal";
+    } else if (p.replaced_by_exec()) {
+      r.ended = "exec";
+      r.exec_path = *p.exec_path;
+    } else {
+      r.ended = "unknown";
+    }
+    return r;
+  };
+  report.processes.push_back(process_report(pass));
+  report.processes.back().exit_code = report.exit_code;
   for (size_t i = 0; i < files.size(); ++i) {
     if (i == main_index) continue;
-    const FirstPass& p = files[i]->pass;
-    report.processes.push_back(
-        ProcessReport{p.info.pid, p.info.parent_pid, p.info.argv, p.peak_heap_bytes, p.peak_rss_bytes, p.ended});
+    report.processes.push_back(process_report(files[i]->pass));
   }
+  for (size_t i = 0; i < files.size(); ++i) warn_if_outside_malloc(*files[i], report.warnings);
   return report;
 }
 

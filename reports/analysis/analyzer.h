@@ -16,6 +16,7 @@ namespace memstage::reports {
 // What `memstage run` knows about the run that the traces can't say.
 struct RunInfo {
   std::vector<std::string> command;
+  std::optional<uint64_t> pid;  // the process memstage started (absent in older run.json)
   int exit_code = 0;
   std::optional<int> signal;
   double duration_s = 0;

@@ -49,6 +49,9 @@ struct RssBreakdown {
   uint64_t rss_bytes = 0;
   uint64_t tracer_bytes = 0;
   bool estimated = true;  // the allocator gave no figures; derived from RSS instead
+  // The moment the figures describe: the allocator sample they come from (the run's: the
+  // sample at the highest heap; a stage's: its end), or the peak when estimated.
+  double t_s = 0;
 };
 
 struct Fragmentation {
@@ -60,14 +63,20 @@ struct Fragmentation {
 struct MemoryFigures {
   uint64_t peak_heap_bytes = 0;
   double peak_heap_time_s = 0;
-  uint64_t peak_rss_bytes = 0;
+  uint64_t peak_rss_bytes = 0;  // RSS as measured, the tracer's own memory included
+  // The program's own: RSS less the tracer's resident memory, at its highest. What
+  // `--ram-limit` compares with the limit.
+  uint64_t peak_program_rss_bytes = 0;
+  uint64_t tracer_peak_bytes = 0;  // the tracer's own resident memory at its highest
   uint64_t allocations = 0;   // allocation events (malloc, calloc, realloc, new, ...)
   uint64_t frees = 0;
   uint64_t bytes_allocated = 0;
   uint64_t temporary_allocations = 0;
   uint64_t leaked_bytes = 0;
   uint64_t leaked_blocks = 0;
-  uint64_t mmap_peak_bytes = 0;  // anonymous mmap'd bytes outside malloc, at their peak
+  // Accessible anonymous mmap'd bytes outside malloc, at their peak; PROT_NONE and
+  // MAP_NORESERVE reservations count only where mprotect made them accessible.
+  uint64_t mmap_peak_bytes = 0;
   Fragmentation fragmentation;
   RssBreakdown rss_breakdown;
 };
@@ -125,6 +134,7 @@ struct TimelinePoint {
   double t_s = 0;
   uint64_t heap_bytes = 0;
   uint64_t rss_bytes = 0;
+  uint64_t tracer_bytes = 0;  // the tracer's own resident memory, part of rss_bytes
   int stage = -1;  // innermost open stage
 };
 
@@ -149,6 +159,14 @@ struct ProcessReport {
   uint64_t peak_heap_bytes = 0;
   uint64_t peak_rss_bytes = 0;
   bool complete = true;  // the trace ended cleanly
+  // How the process ended, as far as its trace says: "exit" (exit or return from main),
+  // "signal" (a fatal signal), "exec" (replaced by the program at exec_path, which has
+  // its own trace), "unknown" (no record of it: killed by SIGKILL or the OOM killer, or
+  // the trace was cut short).
+  std::string ended = "exit";
+  std::string exec_path;
+  std::optional<int> exit_code;  // known for the process memstage started only
+  std::optional<int> signal;
 };
 
 // Per stack and stage: the figures behind flame graphs and the top allocation sites.
@@ -182,11 +200,16 @@ struct PythonRun {
 
 struct Report {
   std::vector<std::string> command;
-  int exit_code = 0;
+  // Unknown when the report comes from traces alone (memstage's own process was killed
+  // before writing run.json) or describes a process memstage did not start.
+  std::optional<int> exit_code;
   std::optional<int> signal;  // the fatal signal that ended the program
   double duration_s = 0;
   std::string allocator = "glibc";
   std::string mode = "full";
+  // Full mode follows every block to its free; stats mode counts and does not, so its
+  // leak figures are not measured (0, not "nothing leaked").
+  bool leaks_measured = true;
   std::optional<PythonRun> python;
   MemoryFigures totals;
   std::vector<StageReport> stages;  // sorted by start_s

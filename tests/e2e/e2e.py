@@ -898,6 +898,77 @@ def scenario_address_space(s):
             "10 MB blocks before malloc failed: %d traced, %d untraced (the tracer may take at most 20 MB)"
             % (t["blocks"], untraced))
     s.check(report["totals"]["allocations"] >= t["blocks"], "the traced blocks are in the report")
+def scenario_reserved(s):
+    """Reserved address space (PROT_NONE, MAP_NORESERVE) is not memory; what mprotect opens is."""
+    _, report = s.traced("run", [s.program("figures"), s.truth_file("figures"), "reserve"])
+    t = s.read_truth("figures")
+    s.eq(report["totals"]["mmap_peak_bytes"], t["accessible_bytes"],
+         "mmap_peak_bytes: the 1 MiB made writable, not the %d bytes reserved" % t["reserved_bytes"])
+
+
+def scenario_heap_peak_sample(s):
+    """A program without stages: fragmentation and the RSS breakdown describe the heap's peak, not its start or exit."""
+    _, report = s.traced("run", [s.program("figures"), s.truth_file("figures"), "heap_peak"])
+    t = s.read_truth("figures")
+    totals = report["totals"]
+    breakdown = totals["rss_breakdown"]
+    s.check(totals["peak_heap_bytes"] >= t["peak_heap_bytes"], "peak_heap_bytes %d >= %d"
+            % (totals["peak_heap_bytes"], t["peak_heap_bytes"]))
+    s.eq(breakdown["estimated"], False, "the breakdown comes from the allocator's own figures")
+    # Sampled at each new heap high, 1 MiB apart at this size: the last is within 1 MiB of the peak.
+    s.check(breakdown["live_bytes"] >= t["peak_heap_bytes"] - 2 * MIB,
+            "the breakdown's live bytes %d are the peak's (%d)" % (breakdown["live_bytes"], t["peak_heap_bytes"]))
+    s.check(abs(breakdown["t_s"] - totals["peak_heap_time_s"]) < 0.5,
+            "the breakdown's moment %.3f s is the peak's %.3f s" % (breakdown["t_s"], totals["peak_heap_time_s"]))
+    # 1024 blocks of 64 KiB, nothing freed before the peak: the allocator holds little more than them.
+    s.check(totals["fragmentation"]["ratio"] < 0.1,
+            "fragmentation at the peak %.3f < 0.1 (not the start's or exit's)" % totals["fragmentation"]["ratio"])
+    s.check(not any("went through malloc" in w for w in report["warnings"]),
+            "no own-allocator warning for a program that uses malloc: %r" % report["warnings"])
+
+
+def scenario_own_allocator(s):
+    """Memory from the program's own mmap'd arena: the near-zero heap comes with a warning, not in silence."""
+    _, report = s.traced("run", [s.program("figures"), s.truth_file("figures"), "own_allocator"])
+    t = s.read_truth("figures")
+    s.check(report["totals"]["mmap_peak_bytes"] >= t["arena_bytes"], "mmap_peak_bytes %d >= the arena's %d"
+            % (report["totals"]["mmap_peak_bytes"], t["arena_bytes"]))
+    s.check(any("went through malloc" in w and "allocator of its own" in w for w in report["warnings"]),
+            "a warning that the memory does not go through malloc: %r" % report["warnings"])
+
+
+def scenario_exec(s):
+    """fork + exec: the pre-exec segment was exec'd (not killed); the summary lists every process; a child's report
+    and a run without run.json do not claim an exit code."""
+    program = s.program("figures")
+    out, report = s.traced("run", [program, s.truth_file("parent"), "fork_exec", s.truth_file("figures")])
+    t = s.read_truth("parent")
+    child = t["child_pid"]
+    s.check(not any("killed" in w for w in report["warnings"]), "no 'killed' warning: %r" % report["warnings"])
+    procs = {(p["pid"], p["ended"]): p for p in report["processes"]}
+    s.eq(len(report["processes"]), 3, "processes: the parent, the child before and after exec")
+    pre = procs.get((child, "exec"))
+    if s.check(pre is not None, "the child's pre-exec segment ended by exec: %r" % report["processes"]):
+        s.eq(pre["exec_path"], program, "the program it exec'd")
+    s.eq(report["processes"][0]["exit_code"], 0, "the traced process's exit code")
+    summary = open(out + ".stderr", errors="replace").read()
+    s.check("processes (3" in summary, "the text summary lists the processes:\n" + summary)
+    for p in report["processes"]:
+        s.check(" %d " % p["pid"] in summary, "the summary names pid %d" % p["pid"])
+    s.check("exec'd figures" in summary, "the summary says the child exec'd:\n" + summary)
+
+    # The exec'd child's own report: its command, no exit code memstage never saw.
+    child_trace = os.path.join(out, "trace.%d.1.mst" % child)
+    child_report = s.report_json(child_trace, "child_report")
+    s.eq(child_report["command"], [program, s.truth_file("figures"), "heap_peak"], "the child report's command")
+    s.eq(child_report["exit_code"], None, "the child report's exit code (unknown)")
+
+    # memstage itself killed before writing run.json: the exit code is unknown, not 0.
+    os.remove(os.path.join(out, "run.json"))
+    again = s.report_json(out, "no_run_json")
+    s.eq(again["exit_code"], None, "exit code without run.json")
+    proc = s.run([s.memstage, "report", out, "--format", "text"])
+    s.check("exit code unknown" in proc.stdout.decode(errors="replace"), "the text report says the exit code is unknown")
 
 
 SCENARIOS = {
@@ -925,6 +996,10 @@ SCENARIOS = {
     "python_code": scenario_python_code,
     "thread_churn": scenario_thread_churn,
     "address_space": scenario_address_space,
+    "reserved": scenario_reserved,
+    "heap_peak_sample": scenario_heap_peak_sample,
+    "own_allocator": scenario_own_allocator,
+    "exec": scenario_exec,
 }
 
 

@@ -29,6 +29,27 @@ with tempfile.TemporaryDirectory() as out:
     assert report["ram_limit"]["stage"] == "grow"
     assert report["totals"]["peak_heap_bytes"] >= 256 << 20
 
+# The limit is the program's: the tracer's own resident memory (part of RSS) is left out.
+# A run without a limit gives the program's own peak and the tracer's; a limit between
+# the program's peak and the program's plus the tracer's must not stop it.
+with tempfile.TemporaryDirectory() as out:
+    run = subprocess.run([memstage, "run", "-q", "-o", out, "--", program], capture_output=True, text=True)
+    assert run.returncode == 0, (run.returncode, run.stderr)
+    totals = json.load(open(f"{out}/report.json"))["totals"]
+    program_peak, tracer = totals["peak_program_rss_bytes"], totals["tracer_peak_bytes"]
+    assert tracer >= 1 << 20, totals  # enough to tell the two apart
+    assert totals["peak_rss_bytes"] > program_peak, totals
+limit = program_peak + tracer // 2
+with tempfile.TemporaryDirectory() as out:
+    run = subprocess.run([memstage, "run", "-o", out, "--ram-limit", str(limit), "--", program],
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout == "finished\n", (limit, run.returncode, run.stderr)
+    report = json.load(open(f"{out}/report.json"))
+    assert report["ram_limit"] is None, report["ram_limit"]
+    assert report["totals"]["peak_program_rss_bytes"] <= limit, (limit, report["totals"])
+    assert report["totals"]["peak_rss_bytes"] > limit, (limit, report["totals"])  # with the tracer it passed
+    assert "the tracer's own memory up to" in run.stderr, run.stderr  # the summary shows its share apart
+
 bad = subprocess.run([memstage, "run", "--ram-limit", "lots", "--", program], capture_output=True, text=True)
 assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--ram-limit" in bad.stderr, bad.stderr
 print("ram limit: ok")

@@ -56,6 +56,8 @@ json figures_json(const MemoryFigures& f) {
       {"peak_heap_bytes", f.peak_heap_bytes},
       {"peak_heap_time_s", f.peak_heap_time_s},
       {"peak_rss_bytes", f.peak_rss_bytes},
+      {"peak_program_rss_bytes", f.peak_program_rss_bytes},
+      {"tracer_peak_bytes", f.tracer_peak_bytes},
       {"allocations", f.allocations},
       {"frees", f.frees},
       {"bytes_allocated", f.bytes_allocated},
@@ -70,7 +72,8 @@ json figures_json(const MemoryFigures& f) {
         {"allocator_resident_bytes", b.allocator_resident_bytes},
         {"rss_bytes", b.rss_bytes},
         {"tracer_bytes", b.tracer_bytes},
-        {"estimated", b.estimated}}},
+        {"estimated", b.estimated},
+        {"t_s", b.t_s}}},
   };
 }
 
@@ -368,16 +371,18 @@ json timeline_json(const Report& report) {
     std::sort(keep.begin(), keep.end());
     keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
   }
-  json t = json::array(), heap = json::array(), rss = json::array(), stage = json::array();
+  json t = json::array(), heap = json::array(), rss = json::array(), tracer = json::array(), stage = json::array();
   for (size_t i : keep) {
     t.push_back(points[i].t_s);
     heap.push_back(points[i].heap_bytes);
     rss.push_back(points[i].rss_bytes);
+    tracer.push_back(points[i].tracer_bytes);
     stage.push_back(points[i].stage);
   }
   return json{{"t_s", std::move(t)},
               {"heap_bytes", std::move(heap)},
               {"rss_bytes", std::move(rss)},
+              {"tracer_bytes", std::move(tracer)},
               {"stage", std::move(stage)},
               {"points_in_report", points.size()}};
 }
@@ -482,7 +487,8 @@ json page_data(const Report& report) {
   json data;
   data["format"] = "memstage.html-data/1";
   data["command"] = report.command;
-  data["exit_code"] = report.exit_code;
+  data["exit_code"] = report.exit_code ? json(*report.exit_code) : json(nullptr);
+  data["leaks_measured"] = report.leaks_measured;
   data["signal"] = report.signal ? json(*report.signal) : json(nullptr);
   data["duration_s"] = report.duration_s;
   data["allocator"] = report.allocator;
@@ -532,7 +538,9 @@ json page_data(const Report& report) {
                          {"command", p.command},
                          {"peak_heap_bytes", p.peak_heap_bytes},
                          {"peak_rss_bytes", p.peak_rss_bytes},
-                         {"complete", p.complete}});
+                         {"complete", p.complete},
+                         {"ended", p.ended},
+                         {"exec_path", p.exec_path}});
   }
   data["processes"] = std::move(processes);
   data["leaks"] = leaks_json(report, used_stacks);

@@ -203,7 +203,8 @@
     document.title = 'memstage: ' + (command || 'report');
     const worst = data.worst_stage;
     const peakStage = stageAt(totals.peak_heap_time_s || 0);
-    const exit = data.signal !== null && data.signal !== undefined ? `signal ${data.signal}` : `exit ${data.exit_code}`;
+    const exit = data.signal !== null && data.signal !== undefined ? `signal ${data.signal}`
+      : data.exit_code !== null && data.exit_code !== undefined ? `exit ${data.exit_code}` : 'exit code unknown';
     const figure = (label, value, sub, cls) =>
       el('div', { class: 'figure' + (cls ? ' ' + cls : '') }, el('div', { class: 'label' }, label),
         el('div', { class: 'value' }, value), sub ? el('div', { class: 'sub' }, sub) : null);
@@ -215,10 +216,13 @@
         figure('Peak heap', fmtBytes(totals.peak_heap_bytes),
           `at ${fmtSeconds(totals.peak_heap_time_s)}` + (peakStage >= 0 ? `, in ${stagePath(peakStage)}` : ''), 'highlight'),
         figure('Peak RSS', fmtBytes(totals.peak_rss_bytes),
-          rb.tracer_bytes ? `tracer's own: ${fmtBytes(rb.tracer_bytes)}` : ''),
+          totals.tracer_peak_bytes ? `the program's own ${fmtBytes(totals.peak_program_rss_bytes)} · the tracer's up to ${fmtBytes(totals.tracer_peak_bytes)}`
+            : (rb.tracer_bytes ? `tracer's own: ${fmtBytes(rb.tracer_bytes)}` : '')),
         figure('Worst stage', worst >= 0 ? stageName(worst) : '–',
           worst >= 0 ? `peak heap ${fmtBytes(stages[worst].figures.peak_heap_bytes)}` + (stages[worst].path !== stages[worst].name ? ` · ${stages[worst].path}` : '') : 'no stages marked'),
-        figure('Leaked', fmtBytes(totals.leaked_bytes), `${fmtExactCount(totals.leaked_blocks || 0)} blocks never freed`),
+        data.leaks_measured === false
+          ? figure('Leaked', 'not measured', `${data.mode} mode counts allocations; it does not follow blocks to their free`)
+          : figure('Leaked', fmtBytes(totals.leaked_bytes), `${fmtExactCount(totals.leaked_blocks || 0)} blocks never freed`),
         figure('Allocations', fmtCount(totals.allocations),
           `${fmtBytes(totals.bytes_allocated)} in total · ${fmtCount(totals.temporary_allocations)} temporary`),
         figure('Fragmentation', totals.fragmentation ? (100 * totals.fragmentation.ratio).toFixed(1) + '%' : '–',
@@ -254,7 +258,8 @@
       rssSum += p.peak_rss_bytes;
       grid.append(el('section', { class: 'process', 'data-pid': p.pid },
         el('h3', {}, `pid ${p.pid}`, i === 0 ? el('span', { class: 'badge' }, 'traced process') : null,
-          p.complete === false ? el('span', { class: 'badge estimated' }, 'trace incomplete') : null),
+          p.ended === 'exec' ? el('span', { class: 'badge' }, `exec'd into ${p.exec_path || 'another program'}`)
+            : p.complete === false ? el('span', { class: 'badge estimated' }, 'trace incomplete') : null),
         el('div', { class: 'command' }, (p.command || []).join(' ')),
         el('div', {}, `parent ${p.parent_pid} · peak heap ${fmtBytes(p.peak_heap_bytes)} · peak RSS ${fmtBytes(p.peak_rss_bytes)}`)));
     });
@@ -272,6 +277,10 @@
     clear(host);
     const width = Math.max(320, host.clientWidth || 900);
     const t = timeline.t_s, heap = timeline.heap_bytes, rss = timeline.rss_bytes;
+    // The tracer's own resident memory is part of RSS: the program's own is drawn apart.
+    const tracer = timeline.tracer_bytes || [];
+    const programRss = rss.map((v, i) => Math.max(0, v - (tracer[i] || 0)));
+    const showTracer = tracer.some((v) => v > 0);
     const maxDepth = stages.reduce((m, s) => Math.max(m, s.depth), -1);
     const bandRow = 18;
     const bandsHeight = (maxDepth + 1) * bandRow;
@@ -351,6 +360,8 @@
       svg('path', { d: pathFor(rss, true), fill: 'rgba(224, 132, 43, 0.10)', stroke: 'none' }),
       svg('path', { d: pathFor(heap, true), fill: 'rgba(47, 111, 223, 0.16)', stroke: 'none' }),
       svg('path', { d: pathFor(rss, false), fill: 'none', stroke: 'var(--rss)', 'stroke-width': 1.6 }),
+      showTracer ? svg('path', { d: pathFor(programRss, false), fill: 'none', stroke: 'var(--rss)', 'stroke-width': 1.2,
+        'stroke-dasharray': '5 3', class: 'program-rss' }) : '',
       svg('path', { d: pathFor(heap, false), fill: 'none', stroke: 'var(--heap)', 'stroke-width': 1.8 }));
 
     // Device memory (CUDA): a step line, each allocation and free a step.
@@ -412,7 +423,7 @@
       if (!t.length) return;
       const st = timeline.stage[lo] !== undefined && timeline.stage[lo] !== null ? timeline.stage[lo] : stageAt(t[lo]);
       const lines = [[fmtSeconds(t[lo]), 't-title'], [`heap ${fmtBytes(heap[lo])}`, ''],
-        [`RSS ${fmtBytes(rss[lo])}`, ''], [`stage ${stagePath(st)}`, '']];
+        [`RSS ${fmtBytes(rss[lo])}` + (showTracer ? ` (the tracer's own ${fmtBytes(tracer[lo] || 0)})` : ''), ''], [`stage ${stagePath(st)}`, '']];
       if (device && device.t_s.length) {
         let k = -1;
         while (k + 1 < device.t_s.length && device.t_s[k + 1] <= time) k++;

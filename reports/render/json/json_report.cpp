@@ -46,7 +46,8 @@ Json breakdown_json(const RssBreakdown& b) {
               {"allocator_resident_bytes", b.allocator_resident_bytes},
               {"rss_bytes", b.rss_bytes},
               {"tracer_bytes", b.tracer_bytes},
-              {"estimated", b.estimated}};
+              {"estimated", b.estimated},
+              {"t_s", b.t_s}};
 }
 
 Json fragmentation_json(const Fragmentation& f) { return Json{{"ratio", f.ratio}, {"estimated", f.estimated}}; }
@@ -101,11 +102,12 @@ Json report_to_json(const Report& r) {
   Json j;
   j["schema"] = kReportSchema;
   j["command"] = r.command;
-  j["exit_code"] = r.exit_code;
+  j["exit_code"] = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
   j["signal"] = r.signal ? Json(*r.signal) : Json(nullptr);
   j["duration_s"] = r.duration_s;
   j["allocator"] = r.allocator;
   j["mode"] = r.mode;
+  j["leaks_measured"] = r.leaks_measured;
   j["python"] = r.python ? Json{{"version", r.python->version}, {"allocator", r.python->allocator}} : Json(nullptr);
 
   const MemoryFigures& t = r.totals;
@@ -113,6 +115,8 @@ Json report_to_json(const Report& r) {
   totals["peak_heap_bytes"] = t.peak_heap_bytes;
   totals["peak_heap_time_s"] = t.peak_heap_time_s;
   totals["peak_rss_bytes"] = t.peak_rss_bytes;
+  totals["peak_program_rss_bytes"] = t.peak_program_rss_bytes;
+  totals["tracer_peak_bytes"] = t.tracer_peak_bytes;
   totals["allocations"] = t.allocations;
   totals["frees"] = t.frees;
   totals["bytes_allocated"] = t.bytes_allocated;
@@ -142,6 +146,8 @@ Json report_to_json(const Report& r) {
     st["peak_heap_bytes"] = f.peak_heap_bytes;
     st["peak_heap_time_s"] = f.peak_heap_time_s;
     st["peak_rss_bytes"] = f.peak_rss_bytes;
+    st["peak_program_rss_bytes"] = f.peak_program_rss_bytes;
+    st["tracer_peak_bytes"] = f.tracer_peak_bytes;
     st["allocations"] = f.allocations;
     st["frees"] = f.frees;
     st["bytes_allocated"] = f.bytes_allocated;
@@ -170,8 +176,11 @@ Json report_to_json(const Report& r) {
 
   Json timeline = Json::array();
   for (const TimelinePoint& p : r.timeline) {
-    timeline.push_back(
-        Json{{"t_s", p.t_s}, {"heap_bytes", p.heap_bytes}, {"rss_bytes", p.rss_bytes}, {"stage", stage_ref(r, p.stage)}});
+    timeline.push_back(Json{{"t_s", p.t_s},
+                            {"heap_bytes", p.heap_bytes},
+                            {"rss_bytes", p.rss_bytes},
+                            {"tracer_bytes", p.tracer_bytes},
+                            {"stage", stage_ref(r, p.stage)}});
   }
   j["timeline"] = std::move(timeline);
   j["device"] = device_json(r);
@@ -183,7 +192,11 @@ Json report_to_json(const Report& r) {
                              {"command", p.command},
                              {"peak_heap_bytes", p.peak_heap_bytes},
                              {"peak_rss_bytes", p.peak_rss_bytes},
-                             {"complete", p.complete}});
+                             {"complete", p.complete},
+                             {"ended", p.ended},
+                             {"exec_path", p.ended == "exec" ? Json(p.exec_path) : Json(nullptr)},
+                             {"exit_code", p.exit_code ? Json(*p.exit_code) : Json(nullptr)},
+                             {"signal", p.signal ? Json(*p.signal) : Json(nullptr)}});
   }
   j["processes"] = std::move(processes);
   if (r.ram_limit) {

@@ -57,8 +57,9 @@ std::string render_text(const Report& r, const TextOptions& options) {
   const MemoryFigures& t = r.totals;
   std::string command;
   for (const auto& a : r.command) command += (command.empty() ? "" : " ") + a;
-  out += fmt::format("memstage: {} ({} mode, {}), {:.2f} s, exit {}{}\n", command, r.mode, r.allocator,
-                     r.duration_s, r.exit_code, r.signal ? fmt::format(" (signal {})", *r.signal) : "");
+  out += fmt::format("memstage: {} ({} mode, {}), {:.2f} s, {}{}\n", command, r.mode, r.allocator, r.duration_s,
+                     r.exit_code ? fmt::format("exit {}", *r.exit_code) : "exit code unknown",
+                     r.signal ? fmt::format(" (signal {})", *r.signal) : "");
   if (r.python) {
     out += fmt::format("  Python {} with Python frames; {}\n", r.python->version.substr(0, r.python->version.find(' ')),
                        r.python->allocator == "malloc"
@@ -66,15 +67,24 @@ std::string render_text(const Report& r, const TextOptions& options) {
                            : "pymalloc: objects up to 512 B are counted by their arenas, as mmap");
   }
   out += fmt::format("  peak heap    {} at {:.3f} s\n", format_bytes(t.peak_heap_bytes), t.peak_heap_time_s);
-  out += fmt::format("  peak RSS     {}\n", format_bytes(t.peak_rss_bytes));
-  out += fmt::format("  leaked       {} in {} blocks\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks));
+  out += fmt::format("  peak RSS     {}{}\n", format_bytes(t.peak_rss_bytes),
+                     t.tracer_peak_bytes ? fmt::format(" (the program's own {}; the tracer's own memory up to {}, apart)",
+                                                       format_bytes(t.peak_program_rss_bytes),
+                                                       format_bytes(t.tracer_peak_bytes))
+                                         : "");
+  if (r.leaks_measured) {
+    out += fmt::format("  leaked       {} in {} blocks\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks));
+  } else {
+    out += fmt::format("  leaked       not measured ({} mode counts allocations; it does not follow blocks)\n", r.mode);
+  }
   out += fmt::format("  allocations  {} ({} temporary), {} allocated in all\n", format_count(t.allocations),
                      format_count(t.temporary_allocations), format_bytes(t.bytes_allocated));
-  out += fmt::format("  fragmentation {:.1f}%{}\n", 100 * t.fragmentation.ratio,
+  // Said with its moment: the allocator is sampled at heap highs, stage edges, start and exit.
+  out += fmt::format("  fragmentation {:.1f}% at {:.3f} s{}\n", 100 * t.fragmentation.ratio, t.rss_breakdown.t_s,
                      t.fragmentation.estimated ? " (estimated)" : "");
   if (r.ram_limit) {
     const RamLimitReport& l = *r.ram_limit;
-    out += fmt::format("  would not fit in {}: passed {}after {:.1f} s (RSS {})\n", format_bytes(l.limit_bytes),
+    out += fmt::format("  would not fit in {}: passed {}after {:.1f} s (the program's RSS {})\n", format_bytes(l.limit_bytes),
                        l.stage >= 0 ? "at stage " + r.stages[l.stage].path + " " : "", l.t_s, format_bytes(l.rss_bytes));
     for (size_t i = 0; i < std::min(options.stacks, l.top_stacks.size()); ++i) {
       out += fmt::format("    {} in {} blocks held then:\n", format_bytes(l.top_stacks[i].bytes),
@@ -93,6 +103,36 @@ std::string render_text(const Report& r, const TextOptions& options) {
     }
   }
   for (const auto& w : r.warnings) out += fmt::format("  warning: {}\n", w);
+
+  if (r.processes.size() > 1) {
+    // Every process with its own peaks: the first one's figures above say nothing of the
+    // compilers and tools it started.
+    out += fmt::format("\nprocesses ({}; the figures above and below are the first one's)\n", r.processes.size());
+    out += fmt::format("  {:>8} {:>10} {:>10}  {:<22} {}\n", "pid", "peak heap", "peak RSS", "ended", "command");
+    for (const ProcessReport& p : r.processes) {
+      // The program's name, not its folder, then its arguments.
+      std::string command_line;
+      for (const auto& a : p.command) {
+        command_line += command_line.empty() ? a.substr(a.rfind('/') == std::string::npos ? 0 : a.rfind('/') + 1)
+                                             : " " + a;
+      }
+      if (command_line.size() > 60) command_line = command_line.substr(0, 59) + "~";
+      std::string ended = p.ended;
+      if (p.ended == "exec") {
+        const auto slash = p.exec_path.rfind('/');
+        ended = "exec'd " + (slash == std::string::npos ? p.exec_path : p.exec_path.substr(slash + 1));
+      } else if (p.ended == "signal" && p.signal) {
+        ended = fmt::format("signal {}", *p.signal);
+      } else if (p.ended == "exit" && p.exit_code) {
+        ended = fmt::format("exit {}", *p.exit_code);
+      } else if (p.ended == "unknown") {
+        ended = "killed (no end record)";
+      }
+      if (ended.size() > 22) ended = ended.substr(0, 21) + "~";
+      out += fmt::format("  {:>8} {:>10} {:>10}  {:<22} {}\n", p.pid, format_bytes(p.peak_heap_bytes),
+                         format_bytes(p.peak_rss_bytes), ended, command_line);
+    }
+  }
 
   if (!r.stages.empty()) {
     out += "\nstages\n";
