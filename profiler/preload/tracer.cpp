@@ -192,7 +192,9 @@ void push_rss(ThreadState* ts) {
 // figures are sampled when the heap reaches a new high, between timer ticks: the RSS
 // breakdown and fragmentation reported at the peak then describe the peak, not the
 // program's start or exit. Each new high is 1/64 above the last (at least 1 MiB), so a
-// run takes a few hundred such samples however long it runs.
+// run takes a few hundred such samples however long it runs. Asking the allocator walks
+// its free lists (mallinfo2): at most once a sampling interval here; a high in between
+// leaves the question to the writer's next tick.
 void track_live_bytes(ThreadState* ts, int64_t delta) {
   ts->unfolded_live_bytes += delta;
   if (ts->unfolded_live_bytes < kFoldLiveBytes && ts->unfolded_live_bytes > -kFoldLiveBytes) return;
@@ -204,7 +206,12 @@ void track_live_bytes(ThreadState* ts, int64_t delta) {
   const int64_t step = sampled / 64 > (1 << 20) ? sampled / 64 : (1 << 20);
   if (live > sampled + step) {
     g_tracer.rss_sampled_at_live_bytes.store(live, std::memory_order_relaxed);
-    push_samples(ts, true);
+    const uint64_t now = monotonic_ns();
+    const uint64_t last = g_tracer.allocator_sampled_at_high_ns.load(std::memory_order_relaxed);
+    const bool allocator_due = now - last >= g_tracer.options.sample_interval_ms * 1'000'000ull;
+    if (allocator_due) g_tracer.allocator_sampled_at_high_ns.store(now, std::memory_order_relaxed);
+    g_tracer.allocator_sample_pending.store(!allocator_due, std::memory_order_relaxed);
+    push_samples(ts, allocator_due);
   }
 }
 
@@ -294,6 +301,8 @@ void after_fork_child() {
   open_rss_source();
   g_tracer.approx_live_bytes.store(0);
   g_tracer.rss_sampled_at_live_bytes.store(0);
+  g_tracer.allocator_sampled_at_high_ns.store(0);
+  g_tracer.allocator_sample_pending.store(false);
   g_tracer.process->recording.store(g_tracer.options.follow_fork);
   writer_after_fork_child(g_tracer.options.follow_fork);
   t_in_tracer = false;

@@ -88,6 +88,10 @@ struct Tracer {
   // Approximate live heap (usable sizes) to sample RSS near new heap highs.
   std::atomic<int64_t> approx_live_bytes{0};
   std::atomic<int64_t> rss_sampled_at_live_bytes{0};
+  // The allocator's figures at heap highs: when last asked, and a high not asked about
+  // yet (the writer's next tick asks).
+  std::atomic<uint64_t> allocator_sampled_at_high_ns{0};
+  std::atomic<bool> allocator_sample_pending{false};
 
   std::atomic<uint64_t> lost_events{0};
   std::atomic<bool> ram_limit_passed{false};

@@ -311,7 +311,10 @@ void tick(ThreadState* self) {
   }
   // Stats mode's heap figure is the allocator's; asking costs a walk of its free lists,
   // so every fifth tick.
-  push_samples(self, stats_mode() && ++w.ticks % 5 == 0);
+  const bool stats_due = stats_mode() && ++w.ticks % 5 == 0;
+  // A heap high the allocator was not asked about (tracer.cpp, track_live_bytes).
+  const bool high_pending = g_tracer.allocator_sample_pending.exchange(false, std::memory_order_relaxed);
+  push_samples(self, stats_due || high_pending);
 }
 
 void wait_for_tick_or_wake(uint64_t interval_ns) {

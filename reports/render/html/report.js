@@ -226,7 +226,8 @@
         figure('Allocations', fmtCount(totals.allocations),
           `${fmtBytes(totals.bytes_allocated)} in total · ${fmtCount(totals.temporary_allocations)} temporary`),
         figure('Fragmentation', totals.fragmentation ? (100 * totals.fragmentation.ratio).toFixed(1) + '%' : '–',
-          totals.fragmentation && totals.fragmentation.estimated ? 'estimated' : 'of the allocator\'s resident memory'),
+          (totals.fragmentation && totals.fragmentation.estimated ? 'estimated' : 'of the allocator\'s resident memory') +
+            (rb.t_s !== undefined ? ` · at ${fmtSeconds(rb.t_s)}` : '')),
         figure('Duration', fmtSeconds(data.duration_s), exit),
         figure('Allocator · mode', `${data.allocator} · ${data.mode}`,
           `${fmtExactCount(stages.length)} stages · ${fmtExactCount(data.stack_count || 0)} stacks` +
