@@ -37,7 +37,7 @@ with tempfile.TemporaryDirectory() as out:
     assert run.returncode == 0, (run.returncode, run.stderr)
     totals = json.load(open(f"{out}/report.json"))["totals"]
     program_peak, tracer = totals["peak_program_rss_bytes"], totals["tracer_peak_bytes"]
-    assert tracer >= 1 << 20, totals  # enough to tell the two apart
+    assert tracer >= 256 << 10, totals  # enough to tell the two apart (the tracer of this small program holds ~350 KiB)
     assert totals["peak_rss_bytes"] > program_peak, totals
 limit = program_peak + tracer // 2
 with tempfile.TemporaryDirectory() as out:
