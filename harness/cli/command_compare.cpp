@@ -8,7 +8,6 @@
 #include <climits>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "harness/cli/child_process.h"
@@ -20,6 +19,8 @@
 #include "harness/compare/compare_render.h"
 #include "harness/compare/format.h"
 #include "harness/compare/run_plan.h"
+#include "harness/files/output_files.h"
+#include "harness/files/report_json.h"
 
 namespace memstage::harness {
 
@@ -52,7 +53,8 @@ class RedirectOutput {
   explicit RedirectOutput(const std::string& log_path) {
     fflush(stdout);
     fflush(stderr);
-    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // The run's folder was made afresh: nothing of this name, link or not, is there.
+    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) throw CliError("compare: cannot write " + log_path);
     saved_out_ = dup(1);
     saved_err_ = dup(2);
@@ -78,8 +80,7 @@ RunRecord execute(const PlannedRun& planned, const Subject& subject, const std::
   const std::string dir = out_dir + "/" + planned.dir_name;
   std::error_code ec;
   fs::remove_all(dir, ec);  // a report left from an earlier compare must not be read as this run's
-  fs::create_directories(dir, ec);
-  if (ec) throw CliError("compare: cannot create " + dir + ": " + ec.message());
+  files::create_output_folder(dir);
   std::vector<std::string> argv = {memstage, "run", "-q", "-o", dir, "--mode", mode_name(planned.mode),
                                    "--max-depth", std::to_string(max_depth), "--"};
   argv.insert(argv.end(), subject.command.begin(), subject.command.end());
@@ -97,17 +98,17 @@ RunRecord execute(const PlannedRun& planned, const Subject& subject, const std::
     return record;
   }
   record.exit_code = child.exit_code;
-  std::ifstream in(dir + "/report.json");
-  if (!in) {
+  std::error_code missing;
+  if (!fs::exists(dir + "/report.json", missing)) {
     record.error = "no report.json (exit code " + std::to_string(child.exit_code) + "; see " + planned.dir_name +
                    "/output.log)";
     return record;
   }
   try {
-    record.report = nlohmann::json::parse(in);
+    record.report = files::read_report_json(dir);
     record.duration_s = record.report->value("duration_s", child.duration_s);
-  } catch (const nlohmann::json::exception& e) {
-    record.error = std::string("unreadable report.json: ") + e.what();
+  } catch (const files::ReportFileError& e) {
+    record.error = e.what();
   }
   return record;
 }
@@ -139,9 +140,7 @@ int compare(const CompareFlags& flags) {
       fs::absolute(flags.output_dir.empty() ? "memstage.compare." + std::to_string(getpid()) : flags.output_dir)
           .lexically_normal()
           .string();
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (!fs::is_directory(out_dir)) throw CliError("compare: cannot create " + out_dir);
+  files::create_output_folder(out_dir);
 
   const std::string memstage = self_exe();
   const std::vector<PlannedRun> plan = plan_runs(subjects, flags.repeat);
@@ -160,8 +159,8 @@ int compare(const CompareFlags& flags) {
     records.push_back(std::move(record));
   }
   const CompareResult result = build_compare(subjects, records, flags.repeat);
-  write_file(out_dir + "/compare.json", compare_to_json(result).dump(2) + "\n");
-  write_file(out_dir + "/compare.html", render_compare_html(result));
+  files::write_output_file(out_dir + "/compare.json", compare_to_json(result).dump(2) + "\n");
+  files::write_output_file(out_dir + "/compare.html", render_compare_html(result));
   printf("%s", render_compare_text(result).c_str());
   fprintf(stderr, "memstage: wrote %s/compare.json and compare.html\n", out_dir.c_str());
   bool all_ok = true;

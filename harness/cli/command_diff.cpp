@@ -2,13 +2,14 @@
 // Two reports (report.json files or run folders) side by side, stage by stage.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/report_files.h"
+#include "harness/files/output_files.h"
 #include "harness/compare/diff_model.h"
+#include "harness/files/report_json.h"
 #include "reports/render/json/json_report.h"
 
 namespace memstage::harness {
@@ -24,28 +25,22 @@ struct DiffFlags {
 };
 
 // A report.json, a folder holding one, or a folder of traces not yet analysed.
-nlohmann::json load_report(const std::string& path) {
+nlohmann::json report_at(const std::string& path) {
   std::error_code ec;
-  std::string file = path;
-  if (fs::is_directory(path, ec)) {
-    file = (fs::path(path) / "report.json").string();
-    if (!fs::exists(file, ec)) return nlohmann::json::parse(reports::report_to_json(analyze_path(path)).dump());
+  if (fs::is_directory(path, ec) && !fs::exists(files::report_json_path(path), ec)) {
+    return nlohmann::json::parse(reports::report_to_json(analyze_path(path)).dump());
   }
-  std::ifstream in(file);
-  if (!in) throw CliError("diff: cannot read " + file);
   try {
-    nlohmann::json j = nlohmann::json::parse(in);
-    if (!j.is_object() || !j.contains("totals")) throw CliError("diff: " + file + " is not a memstage report");
-    return j;
-  } catch (const nlohmann::json::exception& e) {
-    throw CliError("diff: " + file + " is not JSON: " + e.what());
+    return files::read_report_json(path);
+  } catch (const files::ReportFileError& e) {
+    throw CliError(std::string("diff: ") + e.what());
   }
 }
 
 int diff(const DiffFlags& flags) {
   if (flags.format != "text" && flags.format != "json") throw CliError("diff: --format is text or json");
-  const compare::DiffResult result = compare::build_diff(load_report(flags.a), load_report(flags.b), flags.a, flags.b);
-  if (!flags.html.empty()) write_file(flags.html, compare::render_diff_html(result));
+  const compare::DiffResult result = compare::build_diff(report_at(flags.a), report_at(flags.b), flags.a, flags.b);
+  if (!flags.html.empty()) files::write_output_file(flags.html, compare::render_diff_html(result));
   const std::string text =
       flags.format == "json" ? compare::diff_to_json(result).dump(2) + "\n" : compare::render_diff_text(result);
   printf("%s", text.c_str());

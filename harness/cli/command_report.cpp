@@ -7,6 +7,8 @@
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/report_files.h"
+#include "harness/files/output_files.h"
+#include "reports/render/text/terminal_text.h"
 
 namespace memstage::harness {
 
@@ -28,10 +30,10 @@ void register_report(CLI::App& app, CommandAction& action) {
     action = [flags] {
       const ReportFormat format = parse_format(flags->format);
       const auto report = analyze_path(flags->input, !flags->no_symbolize);
-      for (const auto& warning : report.warnings) fprintf(stderr, "memstage: warning: %s\n", warning.c_str());
+      for (const auto& warning : report.warnings) fprintf(stderr, "memstage: warning: %s\n", reports::terminal_text(warning).c_str());
       const std::string content = render(report, format);
       if (!flags->output.empty()) {
-        write_file(flags->output, content);
+        files::write_output_file(flags->output, content);
       } else {
         if (format == ReportFormat::kPprof && isatty(STDOUT_FILENO)) {
           throw CliError("pprof output is binary: give a file with -o");

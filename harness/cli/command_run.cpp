@@ -16,6 +16,8 @@
 #include "harness/gate/gate.h"
 #include "profiler/preload/options.h"
 #include "harness/cli/sizes.h"
+#include "harness/files/output_files.h"
+#include "reports/render/text/terminal_text.h"
 #include "reports/render/text/text_report.h"
 
 namespace memstage::harness {
@@ -56,8 +58,7 @@ void add_python_environment(const RunFlags& flags, const std::string& preload,
 // A fresh folder for this run: traces from an earlier run in it would mix into this one.
 void prepare_output_dir(const std::string& dir) {
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) throw CliError("cannot create output folder " + dir + ": " + ec.message());
+  files::create_output_folder(dir);
   if (access(dir.c_str(), W_OK) != 0) throw CliError("output folder " + dir + " is not writable");
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
@@ -114,22 +115,44 @@ int run(const RunFlags& flags) {
   add_python_environment(flags, preload, env);
   const ChildResult child = run_child(flags.command, env);
 
+  // From here on the program has run: whatever cannot be written or analysed (a full
+  // disk, a broken trace) is said, what can be is kept, and CMD's exit status is ours.
+  // --budget: with nothing to gate, a CMD that succeeded gets 2, not a pass.
+  const int failed_exit = !flags.budget_path.empty() && child.exit_code == 0 ? 2 : child.exit_code;
+  const auto write_or_say = [](const std::string& path, const std::string& content) {
+    try {
+      files::write_output_file(path, content);
+      return true;
+    } catch (const files::OutputError& e) {
+      fprintf(stderr, "memstage: %s\n", e.what());
+      return false;
+    }
+  };
   reports::RunInfo info{flags.command, child.pid, child.exit_code, child.signal, child.duration_s};
-  write_run_info(dir, info);
+  write_or_say(dir + "/run.json", run_info_json(info));
   if (reports::find_traces(dir).empty()) {
     fprintf(stderr,
             "memstage: %s wrote no trace: is it statically linked or setuid? (LD_PRELOAD does not reach it)\n",
-            flags.command[0].c_str());
-    if (!flags.budget_path.empty() && child.exit_code == 0) return 2;  // --budget: nothing to gate is no pass
-    return child.exit_code;
+            reports::terminal_text(flags.command[0]).c_str());
+    return failed_exit;
   }
-  const reports::Report report = analyze_path(dir);
-  write_file(dir + "/report.json", render(report, ReportFormat::kJson));
-  write_file(dir + "/report.html", render(report, ReportFormat::kHtml));
+  reports::Report report;
+  try {
+    report = analyze_path(dir, true, info);
+  } catch (const CliError& e) {
+    fprintf(stderr, "memstage: %s (the traces are kept in %s)\n", e.what(), reports::terminal_text(dir).c_str());
+    return failed_exit;
+  }
+  const bool json_written = write_or_say(dir + "/report.json", render(report, ReportFormat::kJson));
+  const bool html_written = write_or_say(dir + "/report.html", render(report, ReportFormat::kHtml));
   if (!flags.quiet) {
     const std::string summary = reports::render_text(report);
-    fprintf(stderr, "%s\nmemstage: wrote %s/report.json and report.html\n", summary.c_str(), dir.c_str());
+    fprintf(stderr, "%s\n", summary.c_str());
+    if (json_written && html_written) {
+      fprintf(stderr, "memstage: wrote %s/report.json and report.html\n", reports::terminal_text(dir).c_str());
+    }
   }
+  if (!json_written) return failed_exit;
   // --budget (harness/gate): CMD's own failure wins; otherwise the gate's 0 or 1.
   if (!flags.budget_path.empty()) {
     gate::GateOptions gate_options;

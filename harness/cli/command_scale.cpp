@@ -20,12 +20,15 @@
 #include "harness/cli/report_files.h"
 #include "harness/cli/option_lists.h"
 #include "harness/cli/sizes.h"
+#include "harness/files/output_files.h"
+#include "harness/files/report_json.h"
 #include "harness/scale/scale_report.h"
+#include "reports/render/text/human_units.h"
 
 namespace memstage::harness {
 
 namespace fs = std::filesystem;
-using scale::format_bytes;
+using reports::format_bytes;
 
 namespace {
 
@@ -57,7 +60,8 @@ std::string substitute(const std::string& arg, const std::string& n) {
 ChildResult run_logged(const std::vector<std::string>& argv, const std::string& log_path) {
   fflush(stdout);
   fflush(stderr);
-  const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  unlink(log_path.c_str());  // an earlier run's log, or a link planted in its place
+  const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (log < 0) throw CliError("cannot write " + log_path);
   const int saved_out = dup(1), saved_err = dup(2);
   dup2(log, 1);
@@ -120,9 +124,8 @@ int scale_command(const ScaleFlags& flags) {
                        : flags.output_dir)
           .lexically_normal()
           .string();
+  files::create_output_folder(dir);
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (!fs::is_directory(dir)) throw CliError("cannot create output folder " + dir);
   // Each size is a plain `memstage run` of this same binary: one code path for tracing.
   const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) throw CliError("cannot find the memstage binary (/proc/self/exe)");
@@ -163,7 +166,7 @@ int scale_command(const ScaleFlags& flags) {
     record.dir = "n" + std::to_string(size);
     const std::string run_dir = dir + "/" + record.dir;
     fs::remove(run_dir + "/report.json", ec);
-    fs::create_directories(run_dir, ec);
+    files::create_output_folder(run_dir);
     std::vector<std::string> argv = {self, "run", "-q", "-o", run_dir, "--mode", flags.mode, "--"};
     for (const auto& arg : flags.command) argv.push_back(substitute(arg, std::to_string(size)));
     fprintf(stderr, "memstage: scale n=%llu ...", (unsigned long long)size);
@@ -172,14 +175,11 @@ int scale_command(const ScaleFlags& flags) {
     record.duration_s = child.duration_s;
 
     nlohmann::json report;
-    std::ifstream in(run_dir + "/report.json");
     bool have_report = false;
-    if (in) {
-      try {
-        in >> report;
-        have_report = true;
-      } catch (const std::exception&) {
-      }
+    try {
+      report = files::read_report_json(run_dir);
+      have_report = true;
+    } catch (const files::ReportFileError&) {
     }
     if (!have_report || child.exit_code != 0) {
       record.status = "failed";
@@ -223,8 +223,8 @@ int scale_command(const ScaleFlags& flags) {
   }
 
   const scale::ScaleAnalysis analysis = scale::analyze(input);
-  write_file(dir + "/scale.json", scale::render_scale_json(analysis));
-  write_file(dir + "/scale.html", scale::render_scale_html(analysis));
+  files::write_output_file(dir + "/scale.json", scale::render_scale_json(analysis));
+  files::write_output_file(dir + "/scale.html", scale::render_scale_html(analysis));
   const std::string text = scale::render_scale_text(analysis);
   fputs(text.c_str(), stdout);
   fflush(stdout);

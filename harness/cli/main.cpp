@@ -4,9 +4,12 @@
 
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
+#include "reports/render/text/terminal_text.h"
 
 int main(int argc, char** argv) {
   using namespace memstage::harness;
+  // Messages quote stage names, paths and commands: their control characters are shown, not obeyed.
+  using memstage::reports::terminal_text;
   // Symbolization reads the files on this machine; with DEBUGINFOD_URLS set, libdw would
   // download debug info for every module. Nothing is downloaded unless asked for.
   if (!getenv("MEMSTAGE_DEBUGINFOD")) unsetenv("DEBUGINFOD_URLS");
@@ -29,19 +32,19 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fprintf(stderr, "memstage: %s (see memstage --help)\n", e.what());
+    fprintf(stderr, "memstage: %s (see memstage --help)\n", terminal_text(e.what()).c_str());
     return 2;
   } catch (const CliError& e) {
-    fprintf(stderr, "memstage: %s\n", e.what());
+    fprintf(stderr, "memstage: %s\n", terminal_text(e.what()).c_str());
     return e.exit_code();
   }
   try {
     return action ? action() : 2;
   } catch (const CliError& e) {
-    fprintf(stderr, "memstage: %s\n", e.what());
+    fprintf(stderr, "memstage: %s\n", terminal_text(e.what()).c_str());
     return e.exit_code();
   } catch (const std::exception& e) {
-    fprintf(stderr, "memstage: %s\n", e.what());
+    fprintf(stderr, "memstage: %s\n", terminal_text(e.what()).c_str());
     return 2;
   }
 }

@@ -17,14 +17,14 @@ namespace memstage::harness {
 
 namespace fs = std::filesystem;
 
-void write_run_info(const std::string& dir, const reports::RunInfo& run) {
+std::string run_info_json(const reports::RunInfo& run) {
   nlohmann::ordered_json j;
   j["command"] = run.command;
   if (run.pid) j["pid"] = *run.pid;
   j["exit_code"] = run.exit_code;
   j["signal"] = run.signal ? nlohmann::ordered_json(*run.signal) : nlohmann::ordered_json(nullptr);
   j["duration_s"] = run.duration_s;
-  write_file(dir + "/run.json", j.dump(2) + "\n");
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 std::optional<reports::RunInfo> read_run_info(const std::string& dir) {
@@ -44,7 +44,7 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir) {
   }
 }
 
-reports::Report analyze_path(const std::string& path, bool symbolize) {
+reports::Report analyze_path(const std::string& path, bool symbolize, std::optional<reports::RunInfo> run) {
   std::error_code ec;
   std::vector<std::string> traces;
   std::string dir;
@@ -64,7 +64,7 @@ reports::Report analyze_path(const std::string& path, bool symbolize) {
   options.symbolize = symbolize;
   options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
   try {
-    return reports::analyze(traces, read_run_info(dir), options);
+    return reports::analyze(traces, run ? run : read_run_info(dir), options);
   } catch (const trace::NotATraceError& e) {
     throw CliError(e.what());
   } catch (const std::runtime_error& e) {
@@ -90,19 +90,6 @@ std::string render(const reports::Report& report, ReportFormat format) {
     case ReportFormat::kPprof: return reports::render_pprof(report);
   }
   return {};
-}
-
-void write_file(const std::string& path, const std::string& content) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw CliError("cannot write " + path + ": " + strerror(errno));
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    if (!out.flush()) throw CliError("cannot write " + path + ": " + strerror(errno));
-  }
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  if (ec) throw CliError("cannot write " + path + ": " + ec.message());
 }
 
 }  // namespace memstage::harness

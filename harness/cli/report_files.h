@@ -9,20 +9,19 @@
 
 namespace memstage::harness {
 
-// run.json: what the traced command did, as `memstage run` saw it.
-void write_run_info(const std::string& dir, const reports::RunInfo& run);
+// run.json: what the traced command did, as `memstage run` saw it. An argument that is
+// not UTF-8 is written with U+FFFD in place of its bad bytes (JSON holds only UTF-8).
+std::string run_info_json(const reports::RunInfo& run);
 std::optional<reports::RunInfo> read_run_info(const std::string& dir);
 
-// Analyses a folder of traces or a single trace file, with a progress bar on a terminal.
+// Analyses a folder of traces or a single trace file, with a progress bar on a terminal;
+// `run` (else the folder's run.json) gives the command, exit status and duration.
 // Throws CliError (exit 2) for input that is not a trace or a folder without traces.
-reports::Report analyze_path(const std::string& path, bool symbolize = true);
+reports::Report analyze_path(const std::string& path, bool symbolize = true,
+                             std::optional<reports::RunInfo> run = std::nullopt);
 
 enum class ReportFormat { kJson, kText, kHtml, kChrome, kPprof };
 ReportFormat parse_format(const std::string& name);
 std::string render(const reports::Report& report, ReportFormat format);
-
-// Writes `content` to `path` whole (through a temporary file and a rename, so a reader
-// never sees half a report). Throws CliError when it can't.
-void write_file(const std::string& path, const std::string& content);
 
 }  // namespace memstage::harness

@@ -129,18 +129,11 @@ std::string svg_bar_chart(const std::string& title, const std::vector<std::strin
 
 namespace {
 
-const char* kStyle = R"(<style>
-body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
-table{border-collapse:collapse;margin:.5em 0 1.5em}
-th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;font-variant-numeric:tabular-nums}
-th:first-child,td:first-child{text-align:left}
-th{background:#f3f3f3}
-tr.group td{background:#fafafa;font-weight:bold;text-align:left}
-.est{color:#a05a00}
-.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(510px,1fr));gap:1em}
-code{background:#f3f3f3;padding:0 3px}
-.range{color:#666;font-size:90%}
-</style>)";
+// compare.html's own additions to the house stylesheet (reports/render/html/html_page.h).
+constexpr const char* kStyle =
+    ".est{color:#a05a00}"
+    ".charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(510px,1fr));gap:1em}"
+    ".range{color:#666;font-size:90%}";
 
 std::string cell_range(const Summary& s, std::string (*fmt)(double)) {
   if (s.count == 0) return "<td>–</td>";
@@ -174,8 +167,7 @@ void table_rows(std::ostringstream& out, const SubjectResult& s, const RowFigure
 
 std::string render_compare_html(const CompareResult& result) {
   std::ostringstream out;
-  out << "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>memstage compare</title>" << kStyle
-      << "</head><body>\n<h1>memstage compare</h1>\n";
+  out << reports::html_page_start("memstage compare", kStyle);
   out << "<p>" << result.subjects.size() << " subjects. Time: " << result.repeat
       << " stats-mode run(s) each (no stack unwinding), interleaved round-robin; median with min–max. "
          "Memory: one full-mode run each (every allocation traced). "
@@ -256,7 +248,7 @@ std::string render_compare_html(const CompareResult& result) {
     }
     out << "</td></tr>\n";
   }
-  out << "</table>\n</body></html>\n";
+  out << "</table>\n" << reports::html_page_end();
   return out.str();
 }
 

@@ -160,12 +160,7 @@ std::string render_diff_text(const DiffResult& diff) {
 
 std::string render_diff_html(const DiffResult& diff) {
   std::ostringstream out;
-  out << "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>memstage diff</title><style>"
-         "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin-bottom:1em}"
-         "th,td{border:1px solid #ccc;padding:3px 8px;text-align:right;font-variant-numeric:tabular-nums}"
-         "th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}"
-         "tr.group td{background:#fafafa;font-weight:bold;text-align:left}.up{color:#b00020}.down{color:#007a3d}"
-         "</style></head><body>\n<h1>memstage diff</h1>\n";
+  out << reports::html_page_start("memstage diff", ".up{color:#b00020}.down{color:#007a3d}");
   out << "<p>A: <code>" << html_escape(diff.a_label) << "</code> " << html_escape(diff.a_allocator) << "<br>B: <code>"
       << html_escape(diff.b_label) << "</code> " << html_escape(diff.b_allocator)
       << "</p>\n<p>Delta is B − A; percent of A. Red: B uses more.</p>\n";
@@ -189,7 +184,7 @@ std::string render_diff_html(const DiffResult& diff) {
           << "</td></tr>\n";
     }
   }
-  out << "</table>\n</body></html>\n";
+  out << "</table>\n" << reports::html_page_end();
   return out.str();
 }
 

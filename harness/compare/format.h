@@ -5,16 +5,16 @@
 #include <optional>
 #include <string>
 
+#include "reports/render/html/html_page.h"
+#include "reports/render/text/human_units.h"
+
 namespace memstage::compare {
 
-// Escapes & < > " ' for HTML text and attribute values: stage names and commands come
-// from the traced program and may hold anything.
-std::string html_escape(const std::string& text);
+// Sizes and HTML escaping are memstage's one formatter and one page toolkit.
+using reports::format_bytes;
+using reports::format_signed_bytes;
+using reports::html_escape;
 
-// 1536 → "1.5 KiB"; powers of 1024, as the rest of memstage writes sizes.
-std::string format_bytes(double bytes);
-// A signed size: "+1.5 MiB", "-512 B", "0 B".
-std::string format_signed_bytes(double bytes);
 std::string format_seconds(double seconds);
 // "+12.5%", "-3.0%"; "n/a" when there is no base to divide by.
 std::string format_percent(std::optional<double> percent);

@@ -4,16 +4,18 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "harness/cli/sizes.h"
+#include "harness/files/output_files.h"
+#include "harness/files/report_json.h"
+#include "reports/render/html/html_page.h"
 #include "reports/render/text/human_units.h"
 
 namespace memstage::gate {
 
-namespace fs = std::filesystem;
 using Json = nlohmann::json;
 // Budgets keep the file's key order, so checks are listed as the user wrote them.
 using BudgetJson = nlohmann::ordered_json;
@@ -36,7 +38,7 @@ std::string read_whole_file(const std::string& path, const char* what) {
 
 // nlohmann's message less its "[json.exception.parse_error.101] " prefix: what remains
 // says where ("parse error at line 3, column 5: ...").
-std::string parse_error_text(const Json::parse_error& e) {
+std::string parse_error_text(const Json::exception& e) {
   std::string message = e.what();
   if (const auto close = message.find("] "); message.starts_with("[json.exception") && close != std::string::npos) {
     message = message.substr(close + 2);
@@ -241,25 +243,14 @@ Check growth_check(const std::string& id, const std::string& scope_path, Metric 
   return check;
 }
 
+// XML text and attribute values: HTML's escaping (valid XML), after the control
+// characters XML 1.0 forbids even escaped (stage names are any bytes) become '?'.
 std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default:
-        // XML 1.0 forbids most control characters even escaped; stage names are any bytes.
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') {
-          out += '?';
-        } else {
-          out += c;
-        }
-    }
+  std::string allowed = text;
+  for (char& c : allowed) {
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t' && c != '\r') c = '?';
   }
-  return out;
+  return reports::html_escape(allowed);
 }
 
 // Workflow command escaping (actions/toolkit command.ts): data escapes %, CR, LF;
@@ -313,13 +304,55 @@ std::optional<double> parse_fraction(const std::string& text) {
   return percent ? number / 100 : number;
 }
 
-Budget parse_budget(const std::string& text, const std::string& source) {
-  BudgetJson root;
+// The budget's JSON, read with the path of the key being read kept, so that what the
+// parser refuses inside a value (a number no double holds, like 1e400) and a key given
+// twice (JSON keeps the last silently) are reported with the field they belong to.
+BudgetJson parse_budget_json(const std::string& text, const std::string& source) {
+  struct Open {
+    std::set<std::string> keys;
+    std::string current;  // the key whose value is being read; empty inside an array
+  };
+  std::vector<Open> open;
+  const auto field = [&] {
+    std::string path;
+    for (const Open& o : open) {
+      if (!o.current.empty()) path += (path.empty() ? "" : ".") + o.current;
+    }
+    return path;
+  };
+  const BudgetJson::parser_callback_t track = [&](int, BudgetJson::parse_event_t event, BudgetJson& parsed) {
+    switch (event) {
+      case BudgetJson::parse_event_t::object_start:
+      case BudgetJson::parse_event_t::array_start: open.emplace_back(); break;
+      case BudgetJson::parse_event_t::object_end:
+      case BudgetJson::parse_event_t::array_end:
+        if (!open.empty()) open.pop_back();
+        break;
+      case BudgetJson::parse_event_t::key: {
+        Open& o = open.back();
+        o.current = parsed.get<std::string>();
+        if (!o.keys.insert(o.current).second) {
+          throw GateError(fmt::format("{}: \"{}\" is given twice", source, field()));
+        }
+        break;
+      }
+      case BudgetJson::parse_event_t::value: break;
+    }
+    return true;
+  };
   try {
-    root = BudgetJson::parse(text);
+    return BudgetJson::parse(text, track);
   } catch (const BudgetJson::parse_error& e) {
     throw GateError(fmt::format("{}: invalid JSON: {}", source, parse_error_text(e)));
+  } catch (const BudgetJson::exception& e) {
+    // Out of range: the lexer read a number a double cannot hold.
+    const std::string where = field();
+    throw GateError(fmt::format("{}: {}{}", source, where.empty() ? "" : "\"" + where + "\": ", parse_error_text(e)));
   }
+}
+
+Budget parse_budget(const std::string& text, const std::string& source) {
+  const BudgetJson root = parse_budget_json(text, source);
   if (!root.is_object()) throw GateError(fmt::format("{}: a budget is a JSON object with \"totals\" and/or \"stages\"", source));
   Budget budget;
   for (const auto& [key, value] : root.items()) {
@@ -344,26 +377,6 @@ Budget parse_budget(const std::string& text, const std::string& source) {
 }
 
 Budget load_budget(const std::string& path) { return parse_budget(read_whole_file(path, "budget"), path); }
-
-Json load_report(const std::string& path) {
-  std::string file = path;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    file = (fs::path(path) / "report.json").string();
-    if (!fs::exists(file, ec)) throw GateError(fmt::format("{} has no report.json (is it a memstage run folder?)", path));
-  }
-  const std::string text = read_whole_file(file, "report");
-  Json report;
-  try {
-    report = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    throw GateError(fmt::format("{}: invalid JSON: {}", file, parse_error_text(e)));
-  }
-  if (!report.is_object() || !string_field(report, "schema").starts_with("memstage.report/")) {
-    throw GateError(fmt::format("{} is not a memstage report (no \"schema\": \"memstage.report/1\")", file));
-  }
-  return report;
-}
 
 std::vector<Check> check_budget(const Json& report, const Budget& budget) {
   std::vector<Check> checks;
@@ -482,11 +495,18 @@ int run_gate(const std::string& report_path, const GateOptions& options) {
   // The budget first: a typo in it is the user's to fix whatever the report says.
   const std::optional<Budget> budget =
       options.budget_path.empty() ? std::nullopt : std::optional<Budget>(load_budget(options.budget_path));
-  const Json report = load_report(report_path);
+  const auto read_report = [](const std::string& path) {
+    try {
+      return files::read_report_json(path);
+    } catch (const files::ReportFileError& e) {
+      throw GateError(e.what());
+    }
+  };
+  const Json report = read_report(report_path);
   std::vector<Check> checks;
   if (budget) checks = check_budget(report, *budget);
   if (!options.baseline_path.empty()) {
-    const Json baseline = load_report(options.baseline_path);
+    const Json baseline = read_report(options.baseline_path);
     for (Check& c : check_baseline(report, baseline, *options.max_growth)) checks.push_back(std::move(c));
   }
   fputs(render_table(checks).c_str(), options.table_out);
@@ -496,11 +516,11 @@ int run_gate(const std::string& report_path, const GateOptions& options) {
   }
   fflush(stdout);
   if (!options.junit_path.empty()) {
-    const std::string xml = render_junit(checks, "memstage gate");
-    std::ofstream out(options.junit_path, std::ios::binary | std::ios::trunc);
-    out << xml;
-    out.close();
-    if (!out) throw GateError(fmt::format("cannot write JUnit file {}", options.junit_path));
+    try {
+      files::write_output_file(options.junit_path, render_junit(checks, "memstage gate"));
+    } catch (const files::OutputError& e) {
+      throw GateError(fmt::format("JUnit file: {}", e.what()));
+    }
   }
   return exit_code(checks);
 }

@@ -55,10 +55,6 @@ Budget load_budget(const std::string& path);
 // "5%", "0.05" -> 0.05. Nothing when the text is not a non-negative fraction.
 std::optional<double> parse_fraction(const std::string& text);
 
-// A report.json, or a run folder that holds one. Throws GateError when it can't be read
-// or is not a memstage report.
-nlohmann::json load_report(const std::string& path);
-
 struct Check {
   std::string id;       // "totals.peak_rss", "stages.vectorize.peak_heap", "baseline.totals.leaked"
   Metric metric;

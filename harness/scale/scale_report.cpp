@@ -5,7 +5,13 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "reports/render/html/html_page.h"
+#include "reports/render/text/human_units.h"
+
 namespace memstage::scale {
+
+using reports::format_bytes;
+using reports::html_escape;
 
 namespace {
 
@@ -240,29 +246,6 @@ std::string series_html(const SeriesAnalysis& a, const ScaleInput& input, bool e
 
 const char* metric_name(Metric metric) { return metric == Metric::kHeap ? "heap" : "rss"; }
 
-std::string format_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int unit = 0;
-  double value = bytes;
-  while (std::fabs(value) >= 1024 && unit < 5) value /= 1024, ++unit;
-  return printf_string(unit == 0 ? "%.0f" : "%.2f", value) + " " + units[unit];
-}
-
-std::string html_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::vector<Point> metric_points(const Series& series, Metric metric) {
   std::vector<Point> out;
   for (const auto& p : series.points) out.push_back({p.n, metric == Metric::kHeap ? p.peak_heap_bytes : p.peak_rss_bytes});
@@ -411,14 +394,11 @@ std::string render_scale_html(const ScaleAnalysis& a) {
   const ScaleInput& in = a.input;
   std::string command;
   for (const auto& c : in.command) command += (command.empty() ? "" : " ") + c;
-  std::string out =
-      "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>memstage scale</title><style>"
-      "body{font:14px sans-serif;margin:2em;max-width:60em}code{background:#f3f3f3}"
+  std::string out = reports::html_page_start(
+      "memstage scale",
       ".axis{stroke:#444}.tick{font-size:11px;fill:#444}.title{font-weight:bold;font-size:13px}"
       ".ram{stroke:#c00;stroke-dasharray:6 4}.fit{fill:none;stroke-width:2}.fit.heap{stroke:#27a}"
-      ".fit.rss{stroke:#e80}.dot.heap{fill:#27a}.dot.rss{fill:#e80}.flag{color:#c00;font-weight:bold}"
-      "table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}"
-      "</style></head><body><h1>memstage scale</h1>";
+      ".fit.rss{stroke:#e80}.dot.heap{fill:#27a}.dot.rss{fill:#e80}.flag{color:#c00;font-weight:bold}");
   out += "<p><code>" + html_escape(command) + "</code></p><p>RAM limit " + html_escape(format_bytes(in.ram_bytes)) +
          "; models of peak " + metric_name(in.metric) + " chosen by " + html_escape(a.totals.of(in.metric).criterion) +
          ". <span style=\"color:#27a\">■ heap</span> <span style=\"color:#e80\">■ RSS</span></p>";
@@ -444,7 +424,7 @@ std::string render_scale_html(const ScaleAnalysis& a) {
   totals.series.name = "total";
   out += series_html(totals, in, true);
   for (const auto& s : a.stages) out += series_html(s, in, false);
-  return out + "</body></html>\n";
+  return out + reports::html_page_end();
 }
 
 }  // namespace memstage::scale

@@ -87,7 +87,5 @@ std::string render_scale_json(const ScaleAnalysis& analysis);
 std::string render_scale_text(const ScaleAnalysis& analysis);
 std::string render_scale_html(const ScaleAnalysis& analysis);
 
-std::string format_bytes(double bytes);  // "1.50 GiB"
-std::string html_escape(const std::string& text);
 
 }  // namespace memstage::scale

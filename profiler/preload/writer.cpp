@@ -378,7 +378,7 @@ bool create_trace_file() {
                generation);
     }
     const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path,
-                                            O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+                                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd >= 0) {
       w.fd = adopt_descriptor(fd);
       return w.fd >= 0;

@@ -917,15 +917,30 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     };
   };
 
+  // Of a run's several traces, one that is empty or ends before its process record (a
+  // process killed at once, a full disk) is skipped with a warning: the others still
+  // make a report. A single trace must be one.
   std::vector<std::unique_ptr<TraceFile>> files;
+  std::vector<std::string> skipped;
   for (const auto& path : trace_paths) {
     auto f = std::make_unique<TraceFile>();
     f->path = path;
-    f->summary = trace::read_trace(path, f->pass, progress_for(done_bytes));
+    try {
+      f->summary = trace::read_trace(path, f->pass, progress_for(done_bytes));
+    } catch (const trace::NotATraceError& e) {
+      if (trace_paths.size() == 1) throw;
+      skipped.push_back(std::string(e.what()) + ": skipped");
+      continue;
+    }
     f->pass.finish();
     done_bytes += f->summary.file_bytes;
+    if (!f->pass.have_info && trace_paths.size() > 1) {
+      skipped.push_back(path + " holds no process record (it ends before its first chunk): skipped");
+      continue;
+    }
     files.push_back(std::move(f));
   }
+  if (files.empty()) throw trace::NotATraceError("none of the traces could be read: " + skipped.front());
   // The traced command is the earliest process; if it exec'd, its last image is the
   // program the user meant (`memstage run -- env X=1 prog`).
   std::stable_sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
@@ -952,6 +967,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   report.signal = run_is_this_process && run->signal ? run->signal : pass.signal;
   report.duration_s = run_is_this_process && run->duration_s > 0 ? run->duration_s : pass.now_ns / kNsPerS;
 
+  report.warnings = std::move(skipped);
   for (const auto& f : files) {
     if (f->summary.truncated) {
       report.warnings.push_back(f->path + " is truncated (" + f->summary.truncation +

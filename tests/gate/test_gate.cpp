@@ -96,6 +96,32 @@ TEST_CASE("malformed budgets are rejected naming the field") {
   CHECK(error_of(R"({"_comment": "why these limits", "totals": {}})") == "(no error)");
 }
 
+TEST_CASE("out-of-range, negative, not-a-number and repeated budget values name their field") {
+  // A number no double holds stops the JSON parser itself; the field is still named.
+  CHECK(error_of(R"({"totals": {"peak_heap": 1e400}})") ==
+        "budget.json: \"totals.peak_heap\": number overflow parsing '1e400'");
+  CHECK(error_of(R"({"stages": {"load": {"fragmentation": -1e999}}})") ==
+        "budget.json: \"stages.load.fragmentation\": number overflow parsing '-1e999'");
+  CHECK_THAT(error_of(R"({"totals": {"peak_rss": "1e400GiB"}})"),
+             Catch::Contains("\"totals.peak_rss\": \"1e400GiB\" is not a size"));
+  CHECK_THAT(error_of(R"({"totals": {"peak_rss": 1.9e19}})"),
+             Catch::Contains("\"totals.peak_rss\": 1.9e+19 is not a size"));
+  CHECK_THAT(error_of(R"({"totals": {"peak_heap": -2.5}})"), Catch::Contains("\"totals.peak_heap\": -2.5 is not a size"));
+  CHECK_THAT(error_of(R"({"totals": {"peak_heap": "-1MiB"}})"), Catch::Contains("is not a size"));
+  CHECK_THAT(error_of(R"({"totals": {"fragmentation": -0.1}})"), Catch::Contains("\"totals.fragmentation\": -0.1 is not a ratio"));
+  CHECK_THAT(error_of(R"({"totals": {"fragmentation": "NaN"}})"),
+             Catch::Contains("\"totals.fragmentation\": \"NaN\" is not a ratio"));
+  CHECK_THAT(error_of(R"({"totals": {"peak_heap": "nan"}})"), Catch::Contains("\"totals.peak_heap\": \"nan\" is not a size"));
+  CHECK_THAT(error_of(R"({"totals": {"fragmentation": "inf%"}})"), Catch::Contains("is not a ratio"));
+  // JSON keeps the last of repeated keys without a word: a budget must not.
+  CHECK(error_of(R"({"totals": {"peak_heap": "1GiB", "peak_heap": "2GiB"}})") ==
+        "budget.json: \"totals.peak_heap\" is given twice");
+  CHECK(error_of(R"({"stages": {"load": {}, "load": {"leaked": 0}}})") == "budget.json: \"stages.load\" is given twice");
+  CHECK(error_of(R"({"totals": {}, "totals": {}})") == "budget.json: \"totals\" is given twice");
+  // The same key in two objects is no repetition.
+  CHECK(error_of(R"({"totals": {"leaked": 0}, "stages": {"load": {"leaked": 0}}})") == "(no error)");
+}
+
 TEST_CASE("parse_fraction reads percentages and fractions") {
   CHECK(parse_fraction("5%").value() == Approx(0.05));
   CHECK(parse_fraction("0.05").value() == Approx(0.05));

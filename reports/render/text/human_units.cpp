@@ -2,19 +2,27 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace memstage::reports {
 
-std::string format_bytes(uint64_t bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  double v = static_cast<double>(bytes);
+std::string format_bytes(double bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  const char* sign = bytes < 0 ? "-" : "";
+  double v = std::fabs(bytes);
+  if (v < 1024) return fmt::format("{}{:.0f} B", sign, v);
   int unit = 0;
-  while (v >= 1024 && unit < 5) {
+  while (v >= 1024 && unit < 6) {
     v /= 1024;
     ++unit;
   }
   const int decimals = v < 10 ? 2 : v < 100 ? 1 : 0;
-  return fmt::format("{:.{}f} {}", v, decimals, kUnits[unit]);
+  return fmt::format("{}{:.{}f} {}", sign, v, decimals, kUnits[unit]);
+}
+
+std::string format_signed_bytes(double bytes) {
+  if (bytes == 0) return "0 B";
+  return (bytes > 0 ? "+" : "") + format_bytes(bytes);
 }
 
 std::string format_count(uint64_t n) {

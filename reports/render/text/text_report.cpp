@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "reports/render/text/human_units.h"
+#include "reports/render/text/terminal_text.h"
 
 namespace memstage::reports {
 namespace {
@@ -27,12 +28,12 @@ void append_stack(std::string& out, const Report& r, StackIndex index, size_t ma
       std::any_of(ids.begin() + first, ids.end(), [&](FrameIndex id) { return r.frame(id).kind == "python"; });
   if (!python) {
     const size_t n = std::min(max_frames, ids.size() - first);
-    for (size_t i = first; i < first + n; ++i) out += fmt::format("      {}\n", format_frame(frame(i)));
+    for (size_t i = first; i < first + n; ++i) out += fmt::format("      {}\n", terminal_text(format_frame(frame(i))));
     if (ids.size() > first + n) out += fmt::format("      ... {} more frames\n", ids.size() - first - n);
     return;
   }
   // A Python program: the native frame that asked for memory, then the script's lines.
-  out += fmt::format("      {}\n", format_frame(frame(first)));
+  out += fmt::format("      {}\n", terminal_text(format_frame(frame(first))));
   size_t shown = 1, skipped_native = 0;
   for (size_t i = first + 1; i < ids.size(); ++i) {
     if (frame(i).kind != "python") {
@@ -45,7 +46,7 @@ void append_stack(std::string& out, const Report& r, StackIndex index, size_t ma
     }
     if (skipped_native) out += fmt::format("      ... {} native frame{}\n", skipped_native, skipped_native == 1 ? "" : "s");
     skipped_native = 0;
-    out += fmt::format("      {}\n", format_frame(frame(i)));
+    out += fmt::format("      {}\n", terminal_text(format_frame(frame(i))));
     ++shown;
   }
 }
@@ -56,7 +57,7 @@ std::string render_text(const Report& r, const TextOptions& options) {
   std::string out;
   const MemoryFigures& t = r.totals;
   std::string command;
-  for (const auto& a : r.command) command += (command.empty() ? "" : " ") + a;
+  for (const auto& a : r.command) command += (command.empty() ? "" : " ") + terminal_text(a);
   out += fmt::format("memstage: {} ({} mode, {}), {:.2f} s, {}{}\n", command, r.mode, r.allocator, r.duration_s,
                      r.exit_code ? fmt::format("exit {}", *r.exit_code) : "exit code unknown",
                      r.signal ? fmt::format(" (signal {})", *r.signal) : "");
@@ -85,7 +86,7 @@ std::string render_text(const Report& r, const TextOptions& options) {
   if (r.ram_limit) {
     const RamLimitReport& l = *r.ram_limit;
     out += fmt::format("  would not fit in {}: passed {}after {:.1f} s (the program's RSS {})\n", format_bytes(l.limit_bytes),
-                       l.stage >= 0 ? "at stage " + r.stages[l.stage].path + " " : "", l.t_s, format_bytes(l.rss_bytes));
+                       l.stage >= 0 ? "at stage " + terminal_text(r.stages[l.stage].path) + " " : "", l.t_s, format_bytes(l.rss_bytes));
     for (size_t i = 0; i < std::min(options.stacks, l.top_stacks.size()); ++i) {
       out += fmt::format("    {} in {} blocks held then:\n", format_bytes(l.top_stacks[i].bytes),
                          format_count(l.top_stacks[i].blocks));
@@ -102,7 +103,7 @@ std::string render_text(const Report& r, const TextOptions& options) {
                          format_bytes(d.cache->reserved_bytes - std::min(d.cache->reserved_bytes, d.cache->allocated_bytes)));
     }
   }
-  for (const auto& w : r.warnings) out += fmt::format("  warning: {}\n", w);
+  for (const auto& w : r.warnings) out += fmt::format("  warning: {}\n", terminal_text(w));
 
   if (r.processes.size() > 1) {
     // Every process with its own peaks: the first one's figures above say nothing of the
@@ -116,11 +117,12 @@ std::string render_text(const Report& r, const TextOptions& options) {
         command_line += command_line.empty() ? a.substr(a.rfind('/') == std::string::npos ? 0 : a.rfind('/') + 1)
                                              : " " + a;
       }
+      command_line = terminal_text(command_line);
       if (command_line.size() > 60) command_line = command_line.substr(0, 59) + "~";
       std::string ended = p.ended;
       if (p.ended == "exec") {
         const auto slash = p.exec_path.rfind('/');
-        ended = "exec'd " + (slash == std::string::npos ? p.exec_path : p.exec_path.substr(slash + 1));
+        ended = "exec'd " + terminal_text(slash == std::string::npos ? p.exec_path : p.exec_path.substr(slash + 1));
       } else if (p.ended == "signal" && p.signal) {
         ended = fmt::format("signal {}", *p.signal);
       } else if (p.ended == "exit" && p.exit_code) {
@@ -139,7 +141,7 @@ std::string render_text(const Report& r, const TextOptions& options) {
     out += fmt::format("  {:<28} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9}\n", "stage", "peak heap", "peak RSS",
                        "allocations", "retained", "leaked", "seconds");
     for (const StageReport& s : r.stages) {
-      std::string name = std::string(2 * s.depth, ' ') + s.name;
+      std::string name = std::string(2 * s.depth, ' ') + terminal_text(s.name);
       if (name.size() > 28) name = name.substr(0, 27) + "~";
       const MemoryFigures& f = s.figures;
       out += fmt::format("  {:<28} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9.3f}\n", name,
@@ -178,7 +180,7 @@ std::string render_text(const Report& r, const TextOptions& options) {
     for (size_t i = 0; i < std::min(options.stacks, r.leaks.size()); ++i) {
       const Leak& l = r.leaks[i];
       out += fmt::format("  {} in {} blocks{}\n", format_bytes(l.bytes), format_count(l.blocks),
-                         l.stage >= 0 ? " in stage " + r.stages[l.stage].path : "");
+                         l.stage >= 0 ? " in stage " + terminal_text(r.stages[l.stage].path) : "");
       append_stack(out, r, l.stack, options.frames);
     }
     if (r.leaks.size() > options.stacks) out += fmt::format("  ... {} more\n", r.leaks.size() - options.stacks);

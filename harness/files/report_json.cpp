@@ -1,0 +1,59 @@
+#include "harness/files/report_json.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace memstage::files {
+
+namespace {
+
+// nlohmann's message less its "[json.exception.parse_error.101] " prefix: what remains
+// says where ("parse error at line 3, column 5: ...").
+std::string without_exception_id(const nlohmann::json::exception& e) {
+  std::string message = e.what();
+  if (const auto close = message.find("] "); message.starts_with("[json.exception") && close != std::string::npos) {
+    message = message.substr(close + 2);
+  }
+  return message;
+}
+
+}  // namespace
+
+std::string report_json_path(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return path + (path.ends_with('/') ? "" : "/") + "report.json";
+  return path;
+}
+
+nlohmann::json parse_report_json(const std::string& text, const std::string& source) {
+  nlohmann::json report;
+  try {
+    report = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw ReportFileError(source + ": invalid JSON: " + without_exception_id(e));
+  }
+  const auto schema = report.is_object() ? report.find("schema") : report.end();
+  if (!report.is_object() || schema == report.end() || !schema->is_string() ||
+      !schema->get_ref<const std::string&>().starts_with("memstage.report/")) {
+    throw ReportFileError(source + " is not a memstage report (no \"schema\": \"memstage.report/1\")");
+  }
+  return report;
+}
+
+nlohmann::json read_report_json(const std::string& path) {
+  const std::string file = report_json_path(path);
+  struct stat st;
+  if (stat(file.c_str(), &st) != 0) {
+    throw ReportFileError(file != path ? path + " has no report.json (is it a memstage run folder?)"
+                                       : path + ": no such file");
+  }
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  if (!in) throw ReportFileError("cannot read report " + file);
+  text << in.rdbuf();  // an empty file inserts nothing and sets failbit: the parser says "empty"
+  return parse_report_json(text.str(), file);
+}
+
+}  // namespace memstage::files
