@@ -648,7 +648,7 @@ class StackResolver {
       return;
     }
     for (Frame& f : symbolizer_.symbolize(m.path, m.load_bias, address, true)) {
-      f.allocator = is_allocator_function(f.function);
+      f.allocator = is_allocation_plumbing(f.function, f.module);
       frame_ids_.push_back(interner_.intern(std::move(f)));
     }
   }

@@ -18,8 +18,9 @@ struct Frame {
   uint64_t address = 0;      // address in the traced process (0 for Python frames)
   uint64_t module_offset = 0;  // address - load bias, for "module+0x1234" display
   bool inlined = false;      // inlined into the frame that follows it
-  // Inside the allocator or the C++ library's allocation plumbing (malloc, operator new,
-  // std::allocator, vector's _M_allocate): not where the program asked for memory.
+  // Allocation plumbing, not where the program asked for memory: the allocator, operator
+  // new, the C++ standard library's templates, the C runtime (strdup, fopen). Set by the
+  // analysis (reports/analysis/allocator_frames.h); renderers read it, never guess.
   bool allocator = false;
   std::string kind = "native";  // "native" or "python"
 
@@ -226,5 +227,24 @@ struct Report {
 
   const Frame& frame(FrameIndex index) const { return frames[index]; }
 };
+
+// Where the program asked for a stack's memory: the position in stack.frames of its first
+// frame that is not allocation plumbing; 0 when every frame is (or there is none).
+inline size_t first_program_frame(const Report& report, const Stack& stack) {
+  for (size_t i = 0; i < stack.frames.size(); ++i) {
+    if (!report.frame(stack.frames[i]).allocator) return i;
+  }
+  return 0;
+}
+
+// The allocation site a stack is listed under: in a Python program the innermost Python
+// frame (the script's line), else the first program frame. Nothing for an empty stack.
+inline std::optional<FrameIndex> allocation_site(const Report& report, const Stack& stack) {
+  if (stack.frames.empty()) return std::nullopt;
+  for (FrameIndex id : stack.frames) {
+    if (report.frame(id).kind == "python") return id;
+  }
+  return stack.frames[first_program_frame(report, stack)];
+}
 
 }  // namespace memstage::reports

@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 
+#include "reports/analysis/allocator_frames.h"
 #include "reports/model/frame_interner.h"
 
 namespace memstage::tests {
@@ -60,6 +61,7 @@ Frame native(std::string function, std::string file, int line, std::string modul
   f.module = std::move(module);
   f.module_offset = offset;
   f.address = base + offset;
+  f.allocator = is_allocation_plumbing(f.function, f.module);  // as the analysis sets it
   return f;
 }
 
@@ -87,7 +89,8 @@ class Generator {
   uint64_t uniform(uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng_); }
   bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
 
-  // Innermost first: allocator, site, helpers, the stage's function, the pipeline, main.
+  // Innermost first: allocator (and for some, the C++ library), site, helpers, the stage's
+  // function, the pipeline, main.
   // Frames go into the report's frame table through `frames`.
   Stack stack(FrameInterner& frames, int stage, size_t index, size_t helper_pool) {
     Stack s;
@@ -100,6 +103,20 @@ class Generator {
       f.push_back(native("operator new(unsigned long)", "", 0, kLibstdcxx, kLibstdcxxBase, 0xae1c0));
     } else {
       f.push_back(native("malloc", "malloc.c", 3287, kLibc, kLibcBase, 0x9a0b0));
+    }
+    // The C++ standard library between operator new and the program, as in real stacks:
+    // never an allocation site. (Not in the first stacks, whose site the fixture renames.)
+    if (index >= 8 && index % 3 == 1) {
+      f.push_back(native("std::__new_allocator<double>::allocate(unsigned long, void const*)",
+                         "/usr/include/c++/12/bits/new_allocator.h", 137, kLibtext, kLibtextBase, 0x7f00));
+      f.push_back(native("void std::vector<double, std::allocator<double> >::_M_realloc_insert<double const&>("
+                         "__gnu_cxx::__normal_iterator<double*, std::vector<double, std::allocator<double> > >, "
+                         "double const&)",
+                         "/usr/include/c++/12/bits/vector.tcc", 464, kLibtext, kLibtextBase, 0x7f40));
+    } else if (index >= 8 && index % 3 == 2) {
+      f.push_back(native("void std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::"
+                         "_M_construct<char const*>(char const*, char const*, std::forward_iterator_tag)",
+                         "", 0, kLibstdcxx, kLibstdcxxBase, 0x14a5c0));
     }
     f.push_back(native("alloc_site_" + std::to_string(index % 97), "src/features/alloc.cpp", 100 + int(index % 97),
                        kLibtext, kLibtextBase, 0x1000 + 0x40 * (index % 97)));

@@ -12,7 +12,7 @@ namespace memstage::tests {
 // The stage name every renderer must show as text, never as markup.
 inline const std::string kHostileStageName = "</script><img src=x onerror=alert(1)>";
 // A function name with characters HTML cares about, plus U+2028 (a JS line terminator).
-inline const std::string kAwkwardFunctionName = "std::vector<float, std::allocator<float>>::operator&=(a && b)\u2028";
+inline const std::string kAwkwardFunctionName = "Matrix<float, Pool<float>>::operator&=(a && b)\u2028";
 
 struct FixtureOptions {
   size_t stack_count = 300;       // distinct stacks

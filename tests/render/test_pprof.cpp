@@ -64,8 +64,8 @@ TEST_CASE("pprof export parses back with the sample values of the report", "[ppr
   CHECK(static_cast<uint64_t>(alloc_objects) == report.totals.allocations);
   CHECK(static_cast<uint64_t>(leaked) == report.totals.leaked_bytes);
 
-  // The largest leak's leaf location names leak_a (after the allocator frame) in the
-  // report's module, labelled with its stage.
+  // The largest leak's leaf location names leak_a (the allocator's frame below it is left
+  // out, as pprof's own heap profiles do) in the report's module, labelled with its stage.
   std::map<uint64_t, const perftools::profiles::Location*> locations;
   for (const auto& l : profile.location()) locations[l.id()] = &l;
   std::map<uint64_t, std::string> functions;
@@ -79,9 +79,17 @@ TEST_CASE("pprof export parses back with the sample values of the report", "[ppr
   REQUIRE(largest);
   CHECK(static_cast<uint64_t>(largest->value(3)) == report.leaks[0].bytes);
   REQUIRE(largest->location_id_size() >= 2);
-  const auto* site = locations.at(largest->location_id(1));
+  const auto* site = locations.at(largest->location_id(0));
   CHECK(functions.at(site->line(0).function_id()) == "leak_a");
   CHECK(mappings.at(site->mapping_id()) == "/opt/textclf/lib/libtextfeatures.so");
+  // No sample's leaf is allocation plumbing (the model's Frame::allocator).
+  for (const auto& sample : profile.sample()) {
+    const std::string leaf = functions.at(locations.at(sample.location_id(0))->line(0).function_id());
+    INFO(leaf);
+    CHECK(leaf != "malloc");
+    CHECK(leaf.rfind("operator new", 0) == std::string::npos);
+    CHECK(leaf.find("std::") == std::string::npos);
+  }
   REQUIRE(largest->label_size() == 1);
   CHECK(strings[largest->label(0).key()] == "stage");
   CHECK(strings[largest->label(0).str()] == report.stages[report.leaks[0].stage].path);

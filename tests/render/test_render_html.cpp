@@ -1,4 +1,7 @@
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -84,6 +87,54 @@ TEST_CASE("HTML report holds what its sections need", "[html]") {
   }
   CHECK(leaked == report.totals.leaked_bytes);
   CHECK(allocated == report.totals.bytes_allocated);
+}
+
+TEST_CASE("HTML report: top allocation sites are program frames, one row each", "[html]") {
+  const auto report = memstage::tests::make_fixture_report();
+  const json data = json::parse(data_block(render_html(report)));
+  const auto& frames = data["frames"];
+  const auto& sites = data["top_sites"];
+  // The fixture's stacks pass through operator new, malloc, std::__new_allocator,
+  // vector::_M_realloc_insert and basic_string::_M_construct; ~100 sites reached by 300 stacks.
+  CHECK(sites["distinct_sites"].get<size_t>() < sites["distinct_stacks"].get<size_t>());
+  // What each site's rows should add up to: every stack's bytes, by its first frame the
+  // analysis did not flag as plumbing (or its innermost Python frame).
+  std::map<std::string, uint64_t> expected_bytes;
+  for (const auto& f : report.stack_figures) {
+    const auto& ids = report.stacks[f.stack].frames;
+    const memstage::reports::Frame* site = nullptr;
+    for (auto id : ids) {
+      if (!site && !report.frame(id).allocator) site = &report.frame(id);
+    }
+    for (auto id : ids) {
+      if (report.frame(id).kind == "python") {
+        site = &report.frame(id);
+        break;
+      }
+    }
+    expected_bytes[site->function + ":" + std::to_string(site->line)] += f.bytes_allocated;
+  }
+  for (const char* list : {"by_bytes", "by_count", "by_temporary"}) {
+    std::set<std::string> seen;
+    REQUIRE(sites[list].size() > 10);
+    for (const auto& row : sites[list]) {
+      const auto& site = frames[row["site"].get<size_t>()];
+      INFO(list << ": " << site[0]);
+      CHECK(site[8] == false);  // the model's flag: not plumbing
+      CHECK(site[1].get<std::string>().find("std::") == std::string::npos);
+      CHECK(site[1] != "malloc");
+      CHECK(site[1].get<std::string>().rfind("operator new", 0) == std::string::npos);
+      const std::string key = site[1].get<std::string>() + ":" + std::to_string(site[3].get<int>());
+      CHECK(seen.insert(key).second);  // one row per site
+      CHECK(row["bytes_allocated"] == expected_bytes[key]);
+      // The stack a row shows is one of its site's, with the site in it.
+      const auto& stack = data["stacks"][std::to_string(row["stack"].get<size_t>())];
+      CHECK(std::find(stack.begin(), stack.end(), row["site"]) != stack.end());
+    }
+  }
+  CHECK(frames[sites["by_bytes"][0]["site"].get<size_t>()][0] == "numpy::PyArray_NewFromDescr");
+  // Leaks are named by their site too.
+  CHECK(frames[data["leaks"]["groups"][0]["site"].get<size_t>()][0] == "leak_a");
 }
 
 TEST_CASE("HTML report of an empty Report renders", "[html]") {

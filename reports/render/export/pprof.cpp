@@ -16,11 +16,6 @@ namespace {
 
 namespace pp = perftools::profiles;
 
-// pprof matches this against whole function names.
-constexpr const char* kAllocatorFrames =
-    "(__libc_)?(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc)"
-    "|operator new(\\[\\])?(\\(.*\\))?|mmap(64)?|mremap";
-
 class StringTable {
  public:
   explicit StringTable(pp::Profile& profile) : profile_(profile) { add(""); }  // [0] must be ""
@@ -52,13 +47,16 @@ class ProfileBuilder {
 
   StringTable& strings() { return strings_; }
 
-  // Location ids of a stack, leaf first. Inlined frames share their caller's address, so a
-  // run of inlined frames and the frame they are inlined into make one location whose lines
+  // Location ids of a stack, leaf first. Like pprof's own heap profiles, the leaf is the
+  // program's frame that asked for memory: the allocation plumbing below it (the model's
+  // Frame::allocator) is left out. Inlined frames share their caller's address, so a run
+  // of inlined frames and the frame they are inlined into make one location whose lines
   // go innermost first, as profile.proto asks.
   std::vector<uint64_t> locations(const Report& report, const Stack& stack) {
     std::vector<uint64_t> ids;
     std::vector<FrameIndex> group;
-    for (FrameIndex id : stack.frames) {
+    for (size_t i = first_program_frame(report, stack); i < stack.frames.size(); ++i) {
+      const FrameIndex id = stack.frames[i];
       group.push_back(id);
       if (report.frame(id).inlined) continue;
       ids.push_back(location(report, group));
@@ -191,9 +189,6 @@ std::string render_pprof(const Report& report) {
   profile.mutable_period_type()->set_unit(strings.add("bytes"));
   profile.set_period(1);  // every allocation recorded, nothing sampled
   profile.set_default_sample_type(strings.add("inuse_space"));
-  // Like pprof's own heap profiles: the allocator's entry points (and whatever they call)
-  // are dropped from samples, so the program's frame that asked for memory is the leaf.
-  profile.set_drop_frames(strings.add(kAllocatorFrames));
   profile.set_duration_nanos(static_cast<int64_t>(report.duration_s * 1e9));
   std::string command;
   for (const auto& word : report.command) command += (command.empty() ? "" : " ") + word;

@@ -78,9 +78,9 @@ json figures_json(const MemoryFigures& f) {
 }
 
 // Frames shown on the page, each stored once: [label, function, file, line, module,
-// module_offset, kind, inlined]. Stacks and call-tree nodes refer to them by index. Frames
-// of the report that differ only in what the page does not show (address, allocator) are
-// one row; each frame of the report is looked up once.
+// module_offset, kind, inlined, allocator]. Stacks and call-tree nodes refer to them by
+// index. Frames of the report that differ only in what the page does not show (address)
+// are one row; each frame of the report is looked up once.
 class FrameTable {
  public:
   explicit FrameTable(const Report& report) : report_(report), row_of_frame_(report.frames.size(), kNone) {}
@@ -97,11 +97,11 @@ class FrameTable {
   uint32_t add(const Frame& frame) {
     std::string key = frame.function + '\x1f' + frame.file + '\x1f' + std::to_string(frame.line) + '\x1f' +
                       frame.module + '\x1f' + std::to_string(frame.module_offset) + '\x1f' + frame.kind +
-                      (frame.inlined ? "\x1fi" : "");
+                      (frame.inlined ? "\x1fi" : "") + (frame.allocator ? "\x1fa" : "");
     auto [it, added] = ids_.try_emplace(std::move(key), static_cast<uint32_t>(rows_.size()));
     if (added) {
       rows_.push_back(json::array({frame_label(frame), frame.function, frame.file, frame.line, frame.module,
-                                   hex(frame.module_offset), frame.kind, frame.inlined}));
+                                   hex(frame.module_offset), frame.kind, frame.inlined, frame.allocator}));
     }
     return it->second;
   }
@@ -396,8 +396,18 @@ json stack_figure_json(StackIndex stack, const std::array<uint64_t, 5>& f) {
               {"leaked_bytes", f[4]}};
 }
 
-// Top allocation sites: stacks summed over stages, largest first by three measures.
-json top_sites_json(const Report& report, std::vector<StackIndex>& used_stacks) {
+// The page's frame row of a stack's allocation site (null without one).
+json site_json(const Report& report, StackIndex stack, FrameTable& frames) {
+  if (stack >= report.stacks.size()) return nullptr;
+  const auto site = allocation_site(report, report.stacks[stack]);
+  return site ? json(frames.intern(*site)) : json(nullptr);
+}
+
+// Top allocation sites: stacks summed over stages and merged by their allocation site
+// (the first program frame, or the script's line: allocation_site()), so that one site
+// reached through many callers is one row; largest first by three measures. A row shows
+// its largest stack by bytes allocated.
+json top_sites_json(const Report& report, FrameTable& frames, std::vector<StackIndex>& used_stacks) {
   std::unordered_map<StackIndex, std::array<uint64_t, 5>> per_stack;
   for (const auto& f : report.stack_figures) {
     auto& s = per_stack[f.stack];
@@ -407,15 +417,46 @@ json top_sites_json(const Report& report, std::vector<StackIndex>& used_stacks) 
     s[3] += f.live_at_peak_bytes;
     s[4] += f.leaked_bytes;
   }
-  std::vector<std::pair<StackIndex, std::array<uint64_t, 5>>> rows(per_stack.begin(), per_stack.end());
+  struct Site {
+    StackIndex example = 0;  // its largest stack by bytes allocated
+    uint64_t example_bytes = 0;
+    size_t stacks = 0;
+    std::array<uint64_t, 5> figures{};
+  };
+  // What a site is on the page: function, source line and module (two calls on one line
+  // are one site); a frame without a function, by its address in the module.
+  const auto site_key = [&](StackIndex stack) {
+    const auto site = stack < report.stacks.size() ? allocation_site(report, report.stacks[stack]) : std::nullopt;
+    if (!site) return "stack #" + std::to_string(stack);
+    const Frame& f = report.frame(*site);
+    return f.function.empty() ? f.module + '\x1f' + std::to_string(f.module_offset)
+                              : f.function + '\x1f' + f.file + '\x1f' + std::to_string(f.line) + '\x1f' + f.module;
+  };
+  std::unordered_map<std::string, Site> by_key;
+  for (const auto& [stack, figures] : per_stack) {
+    Site& site = by_key[site_key(stack)];
+    ++site.stacks;
+    for (size_t k = 0; k < figures.size(); ++k) site.figures[k] += figures[k];
+    if (site.stacks == 1 || figures[1] > site.example_bytes ||
+        (figures[1] == site.example_bytes && stack < site.example)) {
+      site.example = stack;
+      site.example_bytes = figures[1];
+    }
+  }
+  std::vector<Site> rows;
+  rows.reserve(by_key.size());
+  for (auto& [_, site] : by_key) rows.push_back(site);
   auto top_by = [&](size_t k) {
-    std::sort(rows.begin(), rows.end(), [k](const auto& a, const auto& b) {
-      return a.second[k] != b.second[k] ? a.second[k] > b.second[k] : a.first < b.first;
+    std::sort(rows.begin(), rows.end(), [k](const Site& a, const Site& b) {
+      return a.figures[k] != b.figures[k] ? a.figures[k] > b.figures[k] : a.example < b.example;
     });
     json out = json::array();
-    for (size_t i = 0; i < rows.size() && i < kMaxTopSites && rows[i].second[k] > 0; ++i) {
-      out.push_back(stack_figure_json(rows[i].first, rows[i].second));
-      used_stacks.push_back(rows[i].first);
+    for (size_t i = 0; i < rows.size() && i < kMaxTopSites && rows[i].figures[k] > 0; ++i) {
+      json row = stack_figure_json(rows[i].example, rows[i].figures);
+      row["site"] = site_json(report, rows[i].example, frames);
+      row["stacks"] = rows[i].stacks;
+      out.push_back(std::move(row));
+      used_stacks.push_back(rows[i].example);
     }
     return out;
   };
@@ -423,11 +464,12 @@ json top_sites_json(const Report& report, std::vector<StackIndex>& used_stacks) 
   return json{{"by_bytes", std::move(by_bytes)},
               {"by_count", std::move(by_count)},
               {"by_temporary", std::move(by_temporary)},
-              {"distinct_stacks", rows.size()}};
+              {"distinct_stacks", per_stack.size()},
+              {"distinct_sites", rows.size()}};
 }
 
 // Leaks grouped by stack (a stack may leak in several stages), largest first.
-json leaks_json(const Report& report, std::vector<StackIndex>& used_stacks) {
+json leaks_json(const Report& report, FrameTable& frames, std::vector<StackIndex>& used_stacks) {
   struct Group {
     StackIndex stack = 0;
     uint64_t bytes = 0, blocks = 0;
@@ -450,6 +492,7 @@ json leaks_json(const Report& report, std::vector<StackIndex>& used_stacks) {
   json out = json::array();
   for (size_t i = 0; i < sorted.size() && i < kMaxLeakGroups; ++i) {
     out.push_back({{"stack", sorted[i].stack},
+                   {"site", site_json(report, sorted[i].stack, frames)},
                    {"bytes", sorted[i].bytes},
                    {"blocks", sorted[i].blocks},
                    {"stages", sorted[i].stages}});
@@ -543,8 +586,8 @@ json page_data(const Report& report) {
                          {"exec_path", p.exec_path}});
   }
   data["processes"] = std::move(processes);
-  data["leaks"] = leaks_json(report, used_stacks);
-  data["top_sites"] = top_sites_json(report, used_stacks);
+  data["leaks"] = leaks_json(report, frames, used_stacks);
+  data["top_sites"] = top_sites_json(report, frames, used_stacks);
   data["flame"] = flame_json(report, frames);
 
   // Full stacks only for what the page lists (leaks, top sites, stacks at peaks).
@@ -559,7 +602,7 @@ json page_data(const Report& report) {
   }
   data["stacks"] = std::move(stacks);
   data["stack_count"] = report.stacks.size();
-  // [label, function, file, line, module, module_offset, kind, inlined]
+  // [label, function, file, line, module, module_offset, kind, inlined, allocator]
   data["frames"] = frames.take();
   return data;
 }

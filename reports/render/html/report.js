@@ -136,7 +136,8 @@
 
   const stages = data.stages || [];
   const frames = data.frames || [];  // [label, function, file, line, module, module_offset, kind, inlined]
-  const F_LABEL = 0, F_FUNCTION = 1, F_FILE = 2, F_LINE = 3, F_MODULE = 4, F_OFFSET = 5, F_KIND = 6, F_INLINED = 7;
+  const F_LABEL = 0, F_FUNCTION = 1, F_FILE = 2, F_LINE = 3, F_MODULE = 4, F_OFFSET = 5, F_KIND = 6, F_INLINED = 7,
+    F_ALLOCATOR = 8;
   const totals = data.totals || {};
   const timeline = data.timeline || { t_s: [], heap_bytes: [], rss_bytes: [], stage: [] };
   const runEnd = Math.max(data.duration_s || 0, timeline.t_s.length ? timeline.t_s[timeline.t_s.length - 1] : 0,
@@ -173,22 +174,8 @@
     return found;
   }
 
-  const ALLOCATOR_FRAME = /^(__libc_)?(malloc|calloc|realloc|reallocarray|free|posix_memalign|aligned_alloc|memalign|valloc|pvalloc)$|^operator new|^mmap(64)?$|^mremap$|^(je_|tc_|mi_)(malloc|calloc|realloc)/;
   function stackFrames(stackIndex) {
     return (data.stacks && data.stacks[String(stackIndex)]) || [];
-  }
-  // The allocation site: in a Python program the innermost Python frame (the script's
-  // line), else the first frame of the stack outside the allocator.
-  function siteFrame(stackIndex) {
-    const ids = stackFrames(stackIndex);
-    for (const id of ids) {
-      if (frames[id] && frames[id][F_KIND] === 'python') return frames[id];
-    }
-    for (const id of ids) {
-      const f = frames[id];
-      if (f && !ALLOCATOR_FRAME.test(f[F_FUNCTION])) return f;
-    }
-    return ids.length ? frames[ids[0]] : null;
   }
   function frameLocation(f) {
     if (!f[F_FILE]) return '';
@@ -630,7 +617,7 @@
     const f = nodeFrame(n);
     if (!f) return '#c7cdd6';
     if (f[F_KIND] === 'python') return `hsl(${48 + (hashString(f[F_LABEL]) % 14)}, 78%, ${62 + (hashString(f[F_LABEL]) % 12)}%)`;
-    if (ALLOCATOR_FRAME.test(f[F_FUNCTION])) return 'hsl(0, 0%, 78%)';
+    if (f[F_ALLOCATOR]) return 'hsl(0, 0%, 78%)';
     const moduleHue = [8, 24, 200, 152, 262, 330][hashString(f[F_MODULE]) % 6];
     return `hsl(${moduleHue + (hashString(f[F_LABEL]) % 18)}, ${58 + (depth % 3) * 6}%, ${64 + (hashString(f[F_LABEL]) % 14)}%)`;
   }
@@ -918,9 +905,11 @@
     table.append(body);
     return table;
   }
-  function siteName(stackIndex) {
-    const f = siteFrame(stackIndex);
-    return f ? f[F_LABEL] : `stack #${stackIndex}`;
+  // A row of the leaks or the top sites: named by its allocation site, which the report
+  // chose (the first frame that is not allocation plumbing, or the script's line).
+  function siteName(row) {
+    const f = row.site !== null && row.site !== undefined ? frames[row.site] : null;
+    return f ? f[F_LABEL] : `stack #${row.stack}`;
   }
 
   function renderLeaks() {
@@ -941,7 +930,7 @@
       d.append(el('summary', {},
         el('span', { class: 'amount' }, fmtBytes(g.bytes)),
         el('span', {}, `${fmtExactCount(g.blocks)} blocks`),
-        el('span', { class: 'frame-name' }, siteName(g.stack)),
+        el('span', { class: 'frame-name' }, siteName(g)),
         el('span', { class: 'badge' }, g.stages.map(stagePath).join(', '))),
       framesTable(g.stack));
       host.append(d);
@@ -967,12 +956,15 @@
         const share = el('span', {});
         share.style.width = (100 * list.value(r)) / top + '%';
         const d = el('details', { class: 'site' },
-          el('summary', {}, el('span', { class: 'frame-name' }, siteName(r.stack)),
+          el('summary', {}, el('span', { class: 'frame-name' }, siteName(r)),
             el('span', { class: 'value', title: list.sub(r) }, list.show(list.value(r))),
             el('span', { class: 'share' }, share)));
         // Stacks are built when opened: lists of long stacks cost nothing until then.
         d.addEventListener('toggle', () => {
-          if (d.open && d.children.length === 1) d.append(el('div', { class: 'hint' }, list.sub(r)), framesTable(r.stack));
+          if (d.open && d.children.length === 1) {
+            const stacks = r.stacks > 1 ? ` · from ${fmtExactCount(r.stacks)} stacks; the largest by bytes:` : '';
+            d.append(el('div', { class: 'hint' }, list.sub(r) + stacks), framesTable(r.stack));
+          }
         });
         column.append(d);
       });

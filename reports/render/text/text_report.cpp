@@ -17,13 +17,8 @@ void append_stack(std::string& out, const Report& r, StackIndex index, size_t ma
   }
   const auto& ids = r.stacks[index].frames;
   const auto frame = [&](size_t i) -> const Frame& { return r.frame(ids[i]); };
-  // Start where the program asked for memory: not inside malloc, std::allocator or the
-  // standard library's containers.
-  const auto plumbing = [](const Frame& f) {
-    return f.allocator || f.function.starts_with("std::") || f.function.starts_with("__gnu_cxx::");
-  };
-  size_t first = 0;
-  while (first + 1 < ids.size() && plumbing(frame(first))) ++first;
+  // Start where the program asked for memory, past the allocation plumbing.
+  const size_t first = first_program_frame(r, r.stacks[index]);
   const bool python =
       std::any_of(ids.begin() + first, ids.end(), [&](FrameIndex id) { return r.frame(id).kind == "python"; });
   if (!python) {

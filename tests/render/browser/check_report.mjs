@@ -5,6 +5,8 @@
 // - no console errors, no page errors, no network requests, no dialogs;
 // - timeline, stage table and flame graph drawn with a non-zero size;
 // - clicking a flame-graph frame zooms into it; dragging across the timeline zooms it;
+// - top allocation sites are program frames (no malloc, operator new, std:: plumbing), each
+//   once per list;
 // - every stage name is shown as text, and the page holds no <img> and no inline event
 //   handler attribute (names from the traced program never become markup);
 // - with --expect-text, FILE's contents appear on the page as text.
@@ -107,6 +109,23 @@ try {
   if (expectText !== null) {
     const found = await page.evaluate((text) => document.body.innerText.includes(text), expectText);
     if (!found) fail(`text not shown on the page: ${JSON.stringify(expectText)}`);
+  }
+  // Top allocation sites are named by the program's frame that asked for memory: never an
+  // allocator or C++ library frame, and each site once per list.
+  if (hasStacks) {
+    const sites = await page.evaluate(() =>
+      [...document.querySelectorAll('#sites .site-list')].map((list) =>
+        [...list.querySelectorAll('.site .frame-name')].map((e) => e.textContent)));
+    if (!sites.length || !sites[0].length) fail('no top allocation sites shown');
+    for (const names of sites) {
+      for (const name of names) {
+        if (/^(malloc|calloc|realloc|operator new|std::|__gnu_cxx::)|^void std::|::_M_construct|__new_allocator/.test(name)) {
+          fail(`allocator plumbing shown as an allocation site: ${name}`);
+        }
+      }
+      const repeated = names.filter((n, i) => names.indexOf(n) !== i);
+      if (repeated.length) fail(`allocation sites listed twice: ${[...new Set(repeated)].join(', ')}`);
+    }
   }
   const markup = await page.evaluate(() => {
     const handlers = [];
