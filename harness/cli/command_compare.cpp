@@ -21,6 +21,7 @@
 #include "harness/compare/run_plan.h"
 #include "harness/files/output_files.h"
 #include "harness/files/report_json.h"
+#include "reports/render/text/terminal_text.h"
 
 namespace memstage::harness {
 
@@ -161,7 +162,7 @@ int compare(const CompareFlags& flags) {
   const CompareResult result = build_compare(subjects, records, flags.repeat);
   files::write_output_file(out_dir + "/compare.json", compare_to_json(result).dump(2) + "\n");
   files::write_output_file(out_dir + "/compare.html", render_compare_html(result));
-  printf("%s", render_compare_text(result).c_str());
+  printf("%s", reports::terminal_lines(render_compare_text(result)).c_str());
   fprintf(stderr, "memstage: wrote %s/compare.json and compare.html\n", out_dir.c_str());
   bool all_ok = true;
   for (const RunRecord& r : records) all_ok = all_ok && r.report && r.exit_code == 0;

@@ -10,6 +10,7 @@
 #include "harness/files/output_files.h"
 #include "harness/compare/diff_model.h"
 #include "harness/files/report_json.h"
+#include "reports/render/text/terminal_text.h"
 #include "reports/render/json/json_report.h"
 
 namespace memstage::harness {
@@ -43,7 +44,7 @@ int diff(const DiffFlags& flags) {
   if (!flags.html.empty()) files::write_output_file(flags.html, compare::render_diff_html(result));
   const std::string text =
       flags.format == "json" ? compare::diff_to_json(result).dump(2) + "\n" : compare::render_diff_text(result);
-  printf("%s", text.c_str());
+  printf("%s", flags.format == "json" ? text.c_str() : reports::terminal_lines(text).c_str());
   return 0;
 }
 

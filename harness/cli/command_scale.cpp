@@ -24,6 +24,7 @@
 #include "harness/files/report_json.h"
 #include "harness/scale/scale_report.h"
 #include "reports/render/text/human_units.h"
+#include "reports/render/text/terminal_text.h"
 
 namespace memstage::harness {
 
@@ -226,7 +227,7 @@ int scale_command(const ScaleFlags& flags) {
   files::write_output_file(dir + "/scale.json", scale::render_scale_json(analysis));
   files::write_output_file(dir + "/scale.html", scale::render_scale_html(analysis));
   const std::string text = scale::render_scale_text(analysis);
-  fputs(text.c_str(), stdout);
+  fputs(reports::terminal_lines(text).c_str(), stdout);
   fflush(stdout);
   fprintf(stderr, "memstage: wrote %s/scale.json and scale.html\n", dir.c_str());
   return any_failed ? 1 : 0;

@@ -13,6 +13,7 @@
 #include "harness/files/report_json.h"
 #include "reports/render/html/html_page.h"
 #include "reports/render/text/human_units.h"
+#include "reports/render/text/terminal_text.h"
 
 namespace memstage::gate {
 
@@ -509,7 +510,8 @@ int run_gate(const std::string& report_path, const GateOptions& options) {
     const Json baseline = read_report(options.baseline_path);
     for (Check& c : check_baseline(report, baseline, *options.max_growth)) checks.push_back(std::move(c));
   }
-  fputs(render_table(checks).c_str(), options.table_out);
+  // Check ids hold stage paths, named by the traced program.
+  fputs(reports::terminal_lines(render_table(checks)).c_str(), options.table_out);
   if (options.github) {
     // Workflow commands are read from stdout.
     fputs(render_github(checks, report_path).c_str(), stdout);

@@ -6,14 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Through a volatile pointer, so that the compiler cannot elide the malloc/free pair. */
+static char* volatile g_block;
+
 int main(int argc, char** argv) {
   const char* name = argc > 1 ? argv[1] : "work";
   const int exit_code = argc > 2 ? atoi(argv[2]) : 0;
   const size_t bytes = (size_t)(argc > 3 ? atol(argv[3]) : 64) << 10;
   memstage_stage_begin(name);
-  char* block = malloc(bytes);
-  memset(block, 1, bytes);
-  free(block);
+  g_block = malloc(bytes);
+  memset(g_block, 1, bytes);
+  free(g_block);
   memstage_stage_end();
   return exit_code;
 }

@@ -240,15 +240,24 @@ def scenario_control_characters(a):
     check(report["stages"][0]["name"].startswith("\x1b]0;p\x07\x9b"),
           "report.json keeps the name as the program gave it: %r" % report["stages"][0]["name"])
 
-    def escaped(output, what):
+    def escaped(output, what, from_report_json=False):
         for raw in (b"\x1b", b"\x07", b"\xc2\x9b", b"\x9b"):
             check(raw not in output, "%s: %r reaches the terminal" % (what, raw))
-        check(b"\\x1b]0;p\\x07\\u009b\\x9b" in output, "%s shows the name escaped: %s" % (what, output))
+        # report.json holds the byte that is not UTF-8 as U+FFFD, shown as it is.
+        name = b"\\x1b]0;p\\x07\\u009b" + ("\ufffd".encode() if from_report_json else b"\\x9b")
+        check(name in output, "%s shows the name escaped: %s" % (what, output))
 
     escaped(p.stderr, "run's summary")
     p = run([a.memstage, "report", out, "--format", "text"])
     check(p.returncode == 0, "report --format text")
     escaped(p.stdout, "the text report")
+    # Tables that list stages: diff's, and the gate's against a baseline.
+    p = run([a.memstage, "diff", out, out])
+    check(p.returncode == 0, "diff: %s" % p.stderr)
+    escaped(p.stdout, "diff's table", from_report_json=True)
+    p = run([a.memstage, "gate", out, "--baseline", out, "--max-growth", "5%"])
+    check(p.returncode == 0, "gate against itself: %s" % p.stderr)
+    escaped(p.stdout, "the gate's table", from_report_json=True)
     # A command-line message quoting a path.
     p = run([a.memstage.encode(), b"report", b"/nonexistent/" + name])
     check(p.returncode == 2, "report of a missing path")

@@ -31,9 +31,7 @@ size_t utf8_sequence(std::string_view text, size_t i, uint32_t& code_point) {
   return length;
 }
 
-}  // namespace
-
-std::string terminal_text(std::string_view text) {
+std::string escaped(std::string_view text, bool keep_newlines) {
   std::string out;
   out.reserve(text.size());
   char escape[16];
@@ -41,6 +39,9 @@ std::string terminal_text(std::string_view text) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c >= 0x20 && c < 0x7F) {
       out += static_cast<char>(c);
+      ++i;
+    } else if (c == '\n' && keep_newlines) {
+      out += '\n';
       ++i;
     } else if (c == '\n' || c == '\t' || c == '\r') {
       out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\r";
@@ -69,5 +70,11 @@ std::string terminal_text(std::string_view text) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string terminal_text(std::string_view text) { return escaped(text, false); }
+
+std::string terminal_lines(std::string_view text) { return escaped(text, true); }
 
 }  // namespace memstage::reports

@@ -13,5 +13,7 @@ namespace memstage::reports {
 // overrides and isolates (U+202A..U+202E, U+2066..U+2069) as \uNNNN; bytes that are not
 // UTF-8 as \xNN. Everything else, backslashes included, is unchanged.
 std::string terminal_text(std::string_view text);
+// The same for a whole printed table or report, whose line breaks are kept.
+std::string terminal_lines(std::string_view text);
 
 }  // namespace memstage::reports
