@@ -12,6 +12,7 @@
 //                                heap_peak` and waits for it
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "e2e_common.h"
 
@@ -47,6 +48,10 @@ int heap_peak(Truth& truth) {
     escape(blocks[i]);
   }
   truth.add_u("peak_heap_bytes", kBlocks * kBlockBytes);
+  // Held for a few sampling ticks (10 ms each), as a real peak is: the allocator is sampled
+  // at most once a tick, and a high reached between two samples is described at the next
+  // tick. A peak shorter than a tick may be described up to a tick early (rss_breakdown.t_s).
+  usleep(60 * 1000);
   // Freed in allocation order: glibc trims the heap's top only at the end.
   for (int i = 0; i < kBlocks; ++i) free(blocks[i]);
   return 0;
