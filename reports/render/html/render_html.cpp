@@ -97,7 +97,7 @@ class FrameTable {
   uint32_t add(const Frame& frame) {
     std::string key = frame.function + '\x1f' + frame.file + '\x1f' + std::to_string(frame.line) + '\x1f' +
                       frame.module + '\x1f' + std::to_string(frame.module_offset) + '\x1f' + frame.kind +
-                      (frame.inlined ? "\x1fi" : "") + (frame.allocator ? "\x1fa" : "");
+                      (frame.inlined ? "\x1fi" : "") + (frame.allocator ? "\x1f" "a" : "");
     auto [it, added] = ids_.try_emplace(std::move(key), static_cast<uint32_t>(rows_.size()));
     if (added) {
       rows_.push_back(json::array({frame_label(frame), frame.function, frame.file, frame.line, frame.module,
