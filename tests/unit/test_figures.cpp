@@ -70,7 +70,7 @@ TEST_CASE("the run's RSS breakdown is the allocator sample at the highest heap, 
   CHECK(r.totals.rss_breakdown.t_s == Approx(0.002));
   CHECK(r.totals.rss_breakdown.live_bytes == 64 * kMiB);
   CHECK(r.totals.fragmentation.ratio == Approx(1.0 - 64.0 / 66.0));
-  CHECK(reports::render_text(r).find("fragmentation 3.0% at 0.002 s") != std::string::npos);
+  CHECK(reports::render_text(r).find("fragmentation 3.0% (2.00 MiB free of 66.0 MiB the allocator holds) at 0.002 s") != std::string::npos);
 }
 
 TEST_CASE("a program with no stages and no sample near its peak does not report its start's fragmentation") {
@@ -85,6 +85,17 @@ TEST_CASE("a program with no stages and no sample near its peak does not report 
   CHECK(r.totals.rss_breakdown.t_s == Approx(r.totals.peak_heap_time_s));
   CHECK(r.totals.rss_breakdown.live_bytes == 512 * 1024);
   CHECK(r.totals.fragmentation.ratio < 0.99);
+}
+
+TEST_CASE("a program with no heap: its fragmentation is said with the few bytes it describes") {
+  TraceBuilder b;
+  b.process().stack({0x10});
+  b.record(records::AllocatorStats{0, 0, 132 * 1024, 0});
+  b.end(1'000'000);
+  const auto r = analyze({write_trace(b, "no_heap")});
+  CHECK(r.totals.fragmentation.ratio == Approx(1.0));
+  CHECK(reports::render_text(r).find("fragmentation 100.0% (132 KiB free of 132 KiB the allocator holds)") !=
+        std::string::npos);
 }
 
 TEST_CASE("the tracer's own memory is apart from the program's RSS") {

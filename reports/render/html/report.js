@@ -213,7 +213,8 @@
         figure('Allocations', fmtCount(totals.allocations),
           `${fmtBytes(totals.bytes_allocated)} in total · ${fmtCount(totals.temporary_allocations)} temporary`),
         figure('Fragmentation', totals.fragmentation ? (100 * totals.fragmentation.ratio).toFixed(1) + '%' : '–',
-          (totals.fragmentation && totals.fragmentation.estimated ? 'estimated' : 'of the allocator\'s resident memory') +
+          `${fmtBytes(Math.max(0, (rb.allocator_resident_bytes || 0) - (rb.live_bytes || 0)))} free of ${fmtBytes(rb.allocator_resident_bytes || 0)} the allocator holds` +
+            (totals.fragmentation && totals.fragmentation.estimated ? ' · estimated' : '') +
             (rb.t_s !== undefined ? ` · at ${fmtSeconds(rb.t_s)}` : '')),
         figure('Duration', fmtSeconds(data.duration_s), exit),
         figure('Allocator · mode', `${data.allocator} · ${data.mode}`,

@@ -76,8 +76,13 @@ std::string render_text(const Report& r, const TextOptions& options) {
   out += fmt::format("  allocations  {} ({} temporary), {} allocated in all\n", format_count(t.allocations),
                      format_count(t.temporary_allocations), format_bytes(t.bytes_allocated));
   // Said with its moment: the allocator is sampled at heap highs, stage edges, start and exit.
-  out += fmt::format("  fragmentation {:.1f}% at {:.3f} s{}\n", 100 * t.fragmentation.ratio, t.rss_breakdown.t_s,
-                     t.fragmentation.estimated ? " (estimated)" : "");
+  // With its bytes: a program with almost no heap has a few KiB of arena and nothing live,
+  // "100%" of nearly nothing.
+  const RssBreakdown& b = t.rss_breakdown;
+  out += fmt::format("  fragmentation {:.1f}% ({} free of {} the allocator holds) at {:.3f} s{}\n",
+                     100 * t.fragmentation.ratio,
+                     format_bytes(b.allocator_resident_bytes > b.live_bytes ? b.allocator_resident_bytes - b.live_bytes : 0),
+                     format_bytes(b.allocator_resident_bytes), b.t_s, t.fragmentation.estimated ? " (estimated)" : "");
   if (r.ram_limit) {
     const RamLimitReport& l = *r.ram_limit;
     out += fmt::format("  would not fit in {}: passed {}after {:.1f} s (the program's RSS {})\n", format_bytes(l.limit_bytes),
