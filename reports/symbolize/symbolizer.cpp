@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace memstage::reports {
 
@@ -20,9 +22,54 @@ namespace {
 // A null debuginfo path means libdw's default: next to the file, in .debug/ beside it and
 // under /usr/lib/debug, by build id and by .gnu_debuglink.
 char* default_debuginfo_path = nullptr;
+
+// True when `path` names something that exists and is not a regular file.
+bool exists_but_not_regular(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode);
+}
+
+// libdw opens the separate debug file it looks for with a blocking open(2). The module's
+// path comes from the trace and its .gnu_debuglink name from the module's own bytes, so a
+// FIFO named like that debug file (beside the module, in .debug/ there, or under
+// /usr/lib/debug) would stall the analysis for ever. Each place libdw looks by name is
+// checked first; if any holds something other than a regular file, the module goes
+// without separate debug information and is named from its own symbol table. The
+// build-id directory is the system's (root's), not the trace's to choose.
+int find_regular_debuginfo(Dwfl_Module* module, void** userdata, const char* module_name, Dwarf_Addr base,
+                           const char* file_name, const char* debuglink_file, GElf_Word debuglink_crc,
+                           char** debuginfo_file_name) {
+  if (file_name != nullptr) {
+    const std::string file = file_name;
+    const size_t slash = file.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : file.substr(0, slash);
+    const std::string base_name = slash == std::string::npos ? file : file.substr(slash + 1);
+    // Without a debuglink libdw tries "<name>.debug", and the name itself under /usr/lib/debug.
+    std::vector<std::string> names = {base_name + ".debug", base_name};
+    if (debuglink_file != nullptr) names.emplace_back(debuglink_file);
+    std::vector<std::string> dirs = {dir, dir + "/.debug", "/usr/lib/debug/" + dir};
+    if (char* real_dir = ::realpath(dir.empty() ? "/" : dir.c_str(), nullptr)) {
+      const std::string real = real_dir;
+      std::free(real_dir);
+      dirs.insert(dirs.end(), {real, real + "/.debug", "/usr/lib/debug/" + real});
+    }
+    for (const std::string& name : names) {
+      if (name.empty()) continue;
+      if (name.front() == '/') {
+        if (exists_but_not_regular(name)) return -1;
+        continue;
+      }
+      for (const std::string& d : dirs)
+        if (exists_but_not_regular(d + "/" + name)) return -1;
+    }
+  }
+  return dwfl_standard_find_debuginfo(module, userdata, module_name, base, file_name, debuglink_file, debuglink_crc,
+                                      debuginfo_file_name);
+}
+
 const Dwfl_Callbacks offline_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = find_regular_debuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = &default_debuginfo_path,
 };

@@ -273,6 +273,30 @@ TEST_CASE("DWARF in a separate file named by .gnu_debuglink is found") {
   CHECK(frames[0].line == call_line);
 }
 
+TEST_CASE("a FIFO named like a module's separate debug file is not opened: named from its symbols, no hang") {
+  // The module path comes from the trace and its debuglink from the module's bytes: libdw
+  // would open a FIFO found there and wait for a writer for ever. SIGALRM ends a hang.
+  int call_line = 0;
+  void* address = memstage_fixture_separate_debug(&call_line);
+  const LoadedModule module = module_containing(address);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("memstage_symbolize_debuglink_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path copy = dir / std::filesystem::path(module.path).filename();
+  std::filesystem::copy_file(module.path, copy);
+  REQUIRE(mkfifo((copy.string() + ".debug").c_str(), 0600) == 0);
+  alarm(30);
+  Symbolizer symbolizer;
+  const std::vector<Frame> frames =
+      symbolizer.symbolize(copy.string(), module.load_bias, reinterpret_cast<uint64_t>(address), true);
+  alarm(0);
+  REQUIRE(frames.size() == 1);
+  CHECK(frames[0].function == "memstage_fixture_separate_debug");  // from the symbol table
+  CHECK(frames[0].line == 0);                                       // no DWARF read
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("libc's DWARF is found by build id under /usr/lib/debug when installed") {
   void* malloc_entry = reinterpret_cast<void*>(&std::malloc);
   const LoadedModule libc = module_containing(malloc_entry);
