@@ -131,8 +131,27 @@ struct AllocatorSample {
 };
 
 // Pass one: everything but the stacks at the peaks.
+// Counts the bytes of text and lists the analysis keeps from its traces, against
+// AnalysisOptions::max_kept_text_bytes.
+class KeptTextBudget {
+ public:
+  explicit KeptTextBudget(uint64_t max_bytes) : max_bytes_(max_bytes) {}
+  void charge(uint64_t bytes, const char* what) {
+    kept_bytes_ += bytes;
+    if (kept_bytes_ > max_bytes_)
+      throw AnalysisLimitError(fmt::format("the traces describe more than {} MiB of {} (and other text) to keep: "
+                                           "too large to analyse",
+                                           max_bytes_ >> 20, what));
+  }
+
+ private:
+  uint64_t max_bytes_;
+  uint64_t kept_bytes_ = 0;
+};
+
 class FirstPass : public trace::TraceVisitor {
  public:
+  explicit FirstPass(KeptTextBudget& budget) : budget_(budget) {}
   ProcessInfo info;
   bool have_info = false;
   std::vector<std::string> stage_names;
@@ -186,7 +205,12 @@ class FirstPass : public trace::TraceVisitor {
     have_info = true;
   }
   void on_time(uint64_t t) override { now_ns = std::max(now_ns, t); }
-  void on_modules(const std::vector<Module>& m) override { module_snapshots.push_back(m); }
+  void on_modules(const std::vector<Module>& m) override {
+    uint64_t bytes = 0;
+    for (const Module& module : m) bytes += sizeof(Module) + module.path.size() + module.segments.size() * sizeof(trace::Segment);
+    budget_.charge(bytes, "module lists");
+    module_snapshots.push_back(m);
+  }
   // Stack ids need not be dense (a trace of stack nodes names stacks by node).
   void on_stack(uint32_t id, std::span<const uint64_t> ips) override {
     if (id >= stacks.size()) {
@@ -293,7 +317,10 @@ class FirstPass : public trace::TraceVisitor {
     device.cache(t, reserved, allocated, innermost());
   }
 
-  void on_stage_name(uint32_t, const std::string& name) override { stage_names.push_back(name); }
+  void on_stage_name(uint32_t, const std::string& name) override {
+    budget_.charge(sizeof(std::string) + name.size(), "stage names");
+    stage_names.push_back(name);
+  }
 
   void on_stage_begin(uint32_t name_id, uint64_t t) override {
     now_ns = std::max(now_ns, t);
@@ -430,7 +457,10 @@ class FirstPass : public trace::TraceVisitor {
   }
   void on_python_code(const trace::PythonCode& code) override { python_codes[code.id] = code; }
   void on_python_info(const trace::PythonInfo& i) override { python = i; }
-  void on_deep_bind_removed(const std::string& path) override { deep_bind_modules.push_back(path); }
+  void on_deep_bind_removed(const std::string& path) override {
+    budget_.charge(sizeof(std::string) + path.size(), "module paths");
+    deep_bind_modules.push_back(path);
+  }
   void on_stage_limit(uint64_t t, trace::StageLimit limit, uint64_t limit_value, uint64_t begins) override {
     auto& dropped = dropped_stage_begins[static_cast<size_t>(limit)];
     if (!dropped) dropped = DroppedStageBegins{t, limit_value, 0};
@@ -461,6 +491,9 @@ class FirstPass : public trace::TraceVisitor {
       open.pop_back();
     }
   }
+
+ private:
+  KeptTextBudget& budget_;
 };
 
 // Pass two: replays the events up to each peak and records which stacks held memory.
@@ -765,6 +798,7 @@ RssBreakdown estimated_breakdown(uint64_t live, uint64_t rss, uint64_t tracer, d
 }
 
 struct TraceFile {
+  explicit TraceFile(KeptTextBudget& budget) : pass(budget) {}
   std::string path;
   FirstPass pass;
   trace::ReadSummary summary;
@@ -920,10 +954,11 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   // Of a run's several traces, one that is empty or ends before its process record (a
   // process killed at once, a full disk) is skipped with a warning: the others still
   // make a report. A single trace must be one.
+  KeptTextBudget kept_text(options.max_kept_text_bytes);
   std::vector<std::unique_ptr<TraceFile>> files;
   std::vector<std::string> skipped;
   for (const auto& path : trace_paths) {
-    auto f = std::make_unique<TraceFile>();
+    auto f = std::make_unique<TraceFile>(kept_text);
     f->path = path;
     try {
       f->summary = trace::read_trace(path, f->pass, progress_for(done_bytes));
@@ -1098,6 +1133,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     r.name = pass.stage_names[s.name_id];
     // A parent begins before its children: its path is made already.
     r.path = s.parent >= 0 ? report.stages[s.parent].path + '/' + r.name : r.name;
+    kept_text.charge(r.name.size() + r.path.size(), "stage paths");
     r.parent = s.parent;
     r.depth = s.depth;
     r.start_s = s.start_ns / kNsPerS;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <stdexcept>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,8 +27,20 @@ struct AnalysisOptions {
   size_t top_stacks = 20;     // stacks kept per stage at its peak
   size_t max_timeline_points = 2000;
   bool symbolize = true;
+  // What the analysis keeps as text and lists from a trace: module lists, stage paths,
+  // names. A few compressed bytes can describe a lot (a module list repeated a million
+  // times, stages 256 deep with 4 KiB names): past this the analysis stops with
+  // AnalysisLimitError rather than exhaust memory. A real run needs a few MB (Python
+  // importing torch: ~10 MB of module lists).
+  uint64_t max_kept_text_bytes = 1ull << 30;
   // Called with (bytes done, bytes in all) as the traces are read.
   std::function<void(uint64_t, uint64_t)> progress;
+};
+
+// A trace describes more than the analysis will keep (AnalysisOptions::max_kept_text_bytes).
+class AnalysisLimitError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // Finds the trace files (trace.*.mst) in a run's output folder, oldest first.

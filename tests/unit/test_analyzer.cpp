@@ -11,12 +11,13 @@ namespace trace = memstage::trace;
 
 namespace {
 
-reports::Report analyze(TraceBuilder& b, const std::string& name) {
+reports::Report analyze(TraceBuilder& b, const std::string& name, uint64_t max_kept_text_bytes = 1ull << 30) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("memstage_analyzer_" + name + ".mst")).string();
   b.write(path);
   reports::AnalysisOptions options;
   options.symbolize = false;
+  options.max_kept_text_bytes = max_kept_text_bytes;
   return reports::analyze({path}, std::nullopt, options);
 }
 
@@ -146,6 +147,34 @@ TEST_CASE("many stages: top stacks at each stage's peak and retained bytes, kept
     CHECK(s.top_stacks_at_peak[1].bytes == at_peak);
     CHECK(s.retained_bytes == 16u + i);  // its block, freed (if at all) by the next stage
   }
+}
+
+TEST_CASE("what a trace describes beyond the analysis's text budget stops it with one clear error") {
+  // Stage paths: 64 levels of 4 KiB names make paths of up to 256 KiB each; the trace
+  // that says so is a few hundred bytes of records per instance.
+  const std::string long_name(4096, 'n');
+  TraceBuilder deep;
+  deep.process().stack({0x10}).stage_name(long_name);
+  for (int i = 0; i < 64; ++i) deep.stage_begin(0, 10 + i);
+  for (int i = 0; i < 64; ++i) deep.stage_end(100 + i);
+  deep.end(1000);
+  CHECK_THROWS_WITH(analyze(deep, "deep_paths", 1 << 20),
+                    Catch::Contains("more than 1 MiB of stage paths") && Catch::Contains("too large to analyse"));
+  CHECK(analyze(deep, "deep_paths_fit", 16 << 20).stages.size() == 64);  // 8.3 MiB of paths
+
+  // Module lists: one list of a thousand modules, repeated.
+  std::vector<std::string> paths;
+  for (int i = 0; i < 1000; ++i) paths.push_back("/usr/lib/x86_64-linux-gnu/libmodule_" + std::to_string(i) + ".so");
+  std::vector<trace::records::ModuleEntry> entries(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) entries[i].path = paths[i];
+  trace::records::Modules modules;
+  modules.modules.items = entries;
+  TraceBuilder repeated;
+  repeated.process().stack({0x10});
+  for (int i = 0; i < 100; ++i) repeated.record(modules);
+  repeated.end(1000);
+  CHECK_THROWS_WITH(analyze(repeated, "repeated_modules", 4 << 20), Catch::Contains("of module lists"));
+  CHECK_NOTHROW(analyze(repeated, "repeated_modules_fit", 64 << 20));
 }
 
 TEST_CASE("stats mode: a stage's own counters are its span's minus its children's") {
