@@ -181,6 +181,26 @@ struct StackStageFigures {
   uint64_t leaked_bytes = 0;
 };
 
+// A stack whose live bytes grow steadily over the run (reports/analysis/growth.h says how
+// steady growth is told from a constant buffer, a one-off burst or churn).
+struct GrowthPoint {
+  double t_s = 0;
+  uint64_t live_bytes = 0;
+};
+struct GrowingStack {
+  StackIndex stack = 0;
+  double bytes_per_s = 0;   // least-squares slope of its live bytes since since_s
+  uint64_t live_bytes = 0;  // at the last snapshot
+  double since_s = 0;       // it has held memory without a break since this snapshot
+  double r_squared = 0;     // of the linear fit since since_s
+  std::vector<GrowthPoint> series;  // its live bytes at every snapshot held (the chart)
+};
+struct GrowthReport {
+  double interval_s = 0;  // between the snapshots held (it doubles as a long run goes on)
+  uint64_t snapshots = 0;
+  std::vector<GrowingStack> stacks;  // fastest first
+};
+
 // `memstage run --ram-limit`: when RSS passed the RAM of the machine being played.
 struct RamLimitReport {
   uint64_t limit_bytes = 0;
@@ -223,6 +243,9 @@ struct Report {
   std::vector<StackStageFigures> stack_figures;
   std::optional<RamLimitReport> ram_limit;  // only when it was passed
   std::optional<DeviceReport> device;       // only when the program used device memory
+  // Live bytes per stack over time; absent when the capture has no snapshots of them
+  // (stats mode).
+  std::optional<GrowthReport> growth;
   std::vector<std::string> warnings;  // a truncated trace, lost events, ...
 
   const Frame& frame(FrameIndex index) const { return frames[index]; }
