@@ -874,6 +874,34 @@ def scenario_thread_churn(s):
     s.counts_consistent(report, "thread_churn")
 
 
+def scenario_fork_threads(s):
+    """Forks while four other threads allocate: every child ends within 10 s and both sides write complete traces."""
+    forks = 16
+    out, report, t = s.traced_as_untraced("run", [s.program("fork_threads"), "truth.json", str(forks)], timeout=120)
+    if not t:
+        return
+    children = t["child_pids"]
+    s.eq(len(children), forks, "program: children forked")
+    traces = sorted(n for n in os.listdir(out) if n.startswith("trace."))
+    expected = sorted(["trace.%d.mst" % t["parent_pid"]] + ["trace.%d.mst" % pid for pid in children])
+    s.eq(traces, expected, "one trace per process")
+    by_pid = {p["pid"]: p for p in report["processes"]}
+    for pid in [t["parent_pid"]] + children:
+        p = by_pid.get(pid)
+        if not s.check(p is not None, "process %d in the report" % pid):
+            continue
+        s.eq(p["complete"], True, "process %d: its trace is complete" % pid)
+        if pid != t["parent_pid"]:
+            s.check(p["peak_heap_bytes"] >= t["child_bytes"], "child %d: peak heap %d >= %d"
+                    % (pid, p["peak_heap_bytes"], t["child_bytes"]))
+    child_report = s.report_json(os.path.join(out, "trace.%d.mst" % children[-1]), "child_report")
+    s.expect_chain(child_report, t["child_bytes"], ["child_alloc", "main"], "the last child")
+    s.check(report["totals"]["allocations"] >= t["worker_allocations"],
+            "parent: %d allocations counted >= the workers' %d" % (report["totals"]["allocations"], t["worker_allocations"]))
+    s.check(not any("lost" in w for w in report["warnings"]), "no events lost: %r" % report["warnings"])
+    s.counts_consistent(report, "fork_threads")
+
+
 def scenario_address_space(s):
     """Under a 1 GB address-space limit, the program gets (almost) as many 10 MB blocks traced as untraced."""
     _, report, t = s.traced_as_untraced("run", [s.program("address_space"), "truth.json"], timeout=60)
@@ -989,6 +1017,7 @@ SCENARIOS = {
     "heap_peak_sample": scenario_heap_peak_sample,
     "own_allocator": scenario_own_allocator,
     "exec": scenario_exec,
+    "fork_threads": scenario_fork_threads,
 }
 
 
