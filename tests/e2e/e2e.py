@@ -902,6 +902,24 @@ def scenario_fork_threads(s):
     s.counts_consistent(report, "fork_threads")
 
 
+def scenario_handoff(s):
+    """Eight threads pass blocks of one size round a ring: every free precedes the reuse of its address."""
+    _, report, t = s.traced_as_untraced("run", [s.program("handoff"), "truth.json", "20000"], timeout=120)
+    if not t:
+        return
+    handed = [g for g in report["leaks"] if has_function(g["stack"], "hand_over")]
+    s.eq(sum(g["blocks"] for g in handed), 0,
+         "blocks from hand_over() read as leaked (a reuse ordered before the free of its address)")
+    kept = [g for g in report["leaks"] if has_function(g["stack"], "keep_some")]
+    s.eq(sum(g["blocks"] for g in kept), t["kept_blocks"], "blocks kept by keep_some()")
+    s.eq(sum(g["bytes"] for g in kept), t["kept_blocks"] * t["kept_size"], "bytes kept by keep_some()")
+    s.check(report["totals"]["allocations"] >= t["handed"],
+            "allocations %d >= blocks handed %d" % (report["totals"]["allocations"], t["handed"]))
+    s.check(not any("lost" in w or "unknown" in w for w in report["warnings"]),
+            "no events lost, no unknown frees: %r" % report["warnings"])
+    s.counts_consistent(report, "handoff")
+
+
 def scenario_address_space(s):
     """Under a 1 GB address-space limit, the program gets (almost) as many 10 MB blocks traced as untraced."""
     _, report, t = s.traced_as_untraced("run", [s.program("address_space"), "truth.json"], timeout=60)
@@ -1018,6 +1036,7 @@ SCENARIOS = {
     "own_allocator": scenario_own_allocator,
     "exec": scenario_exec,
     "fork_threads": scenario_fork_threads,
+    "handoff": scenario_handoff,
 }
 
 
