@@ -11,6 +11,7 @@
 #include "profiler/trace/trace_reader.h"
 #include "reports/analysis/allocator_frames.h"
 #include "reports/analysis/device_memory.h"
+#include "reports/analysis/growth.h"
 #include "reports/analysis/live_heap.h"
 #include "reports/analysis/module_index.h"
 #include "reports/analysis/suffix_sums.h"
@@ -198,13 +199,27 @@ class FirstPass : public trace::TraceVisitor {
   std::vector<TimelinePoint> timeline;
   uint64_t interval_heap_max = 0;
 
+  // Growth over time, full mode: live bytes per stack taken as the events replay, first
+  // every sampling tick (10 ms: a run of seconds still gets a hundred points), the
+  // spacing doubling as the run goes on so that at most 256 snapshots are held.
+  GrowthAggregator growth{[] {
+    GrowthOptions o;
+    o.initial_interval_s = 0.01;
+    return o;
+  }()};
+  StackLiveBytesReplay stack_live;
+  bool full_mode() const { return have_info && info.mode == trace::Mode::kFull; }
+
   int innermost() const { return open.empty() ? -1 : open.back(); }
 
   void on_process_info(const ProcessInfo& i) override {
     info = i;
     have_info = true;
   }
-  void on_time(uint64_t t) override { now_ns = std::max(now_ns, t); }
+  void on_time(uint64_t t) override {
+    now_ns = std::max(now_ns, t);
+    if (full_mode()) stack_live.tick(now_ns / kNsPerS, growth);
+  }
   void on_modules(const std::vector<Module>& m) override {
     uint64_t bytes = 0;
     for (const Module& module : m) bytes += sizeof(Module) + module.path.size() + module.segments.size() * sizeof(trace::Segment);
@@ -256,6 +271,7 @@ class FirstPass : public trace::TraceVisitor {
     f.stage = stage;
     ++f.allocations;
     f.bytes_allocated += size;
+    stack_live.add(stack, static_cast<int64_t>(size));
     if (stage >= 0) {
       StageInstance& s = stages[stage];
       ++s.allocations;
@@ -273,6 +289,7 @@ class FirstPass : public trace::TraceVisitor {
     }
     const AllocationInfo* block = &heap.info(info);
     ++frees;
+    stack_live.add(block->stack, -static_cast<int64_t>(block->size));
     if (!open.empty()) ++stages[open.back()].frees;
     if (block->stage >= 0) live_self_bytes.add(static_cast<size_t>(block->stage), -static_cast<int64_t>(block->size));
     if (temporary) {
@@ -483,6 +500,7 @@ class FirstPass : public trace::TraceVisitor {
   // The run is over: stages still open end with it.
   void finish() {
     add_timeline_point();
+    if (full_mode()) stack_live.flush(now_ns / kNsPerS, growth);
     device.count_leaks();
     while (!open.empty()) {
       const int index = open.back();
@@ -1211,6 +1229,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   if (run_top.size() > options.top_stacks) run_top.resize(options.top_stacks);
   for (StackBytes& sb : run_top) sb.stack = stacks.index_of(sb.stack);
   report.top_stacks_at_peak = std::move(run_top);
+
+  if (pass.full_mode()) report.growth = pass.growth.report([&](uint32_t stack) { return stacks.index_of(stack); });
 
   if (pass.ram_limit) {
     report.ram_limit = pass.ram_limit;

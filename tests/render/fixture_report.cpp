@@ -327,6 +327,29 @@ Report make_fixture_report(const FixtureOptions& options) {
             [](const StackBytes& a, const StackBytes& b) { return a.bytes > b.bytes; });
   if (r.top_stacks_at_peak.size() > 20) r.top_stacks_at_peak.resize(20);
 
+  // Growth over time: leak_a and leak_b's stacks rise steadily from 0.5 s to the end, with
+  // some churn around the line; snapshots every 0.1 s.
+  GrowthReport growth;
+  growth.interval_s = 0.1;
+  std::mt19937 churn(options.seed);
+  for (size_t k : {2, 3}) {
+    GrowingStack g;
+    g.stack = figures[k].stack;
+    g.since_s = 0.5;
+    g.bytes_per_s = static_cast<double>(figures[k].leaked_bytes) / (kDurationS - g.since_s);
+    g.r_squared = 0.97;
+    for (int i = 0; i <= 125; ++i) {
+      const double t = 0.1 * i;
+      const double line = t < g.since_s ? 0 : 1 + g.bytes_per_s * (t - g.since_s);
+      const double noise = t < g.since_s ? 0 : std::uniform_real_distribution<double>(0, 0.04)(churn) * line;
+      g.series.push_back(GrowthPoint{t, static_cast<uint64_t>(line + noise)});
+    }
+    g.live_bytes = g.series.back().live_bytes;
+    growth.stacks.push_back(std::move(g));
+  }
+  growth.snapshots = growth.stacks.front().series.size();
+  r.growth = std::move(growth);
+
   ProcessReport main_process;
   main_process.pid = 31337;
   main_process.parent_pid = 31000;

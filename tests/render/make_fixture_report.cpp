@@ -1,7 +1,8 @@
 // Writes the fixture report through every renderer of reports/render, for the browser test,
 // the `go tool pprof` test and for looking at by hand:
 //   make_fixture_report OUTDIR [--stacks N] [--stats]
-// --stats drops what stats mode does not record (stacks, their figures, stages' stacks).
+// --stats drops what stats mode does not record (stacks, their figures, stages' stacks,
+// growth).
 //   -> OUTDIR/report.html, OUTDIR/report.trace.json, OUTDIR/report.pb.gz
 #include <cstdlib>
 #include <filesystem>
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     report.stack_figures.clear();
     report.top_stacks_at_peak.clear();
     report.leaks.clear();
+    report.growth.reset();
     for (auto& stage : report.stages) stage.top_stacks_at_peak.clear();
   }
   const bool ok = write_file(dir / "report.html", memstage::reports::render_html(report)) &&

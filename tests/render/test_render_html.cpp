@@ -87,6 +87,13 @@ TEST_CASE("HTML report holds what its sections need", "[html]") {
   }
   CHECK(leaked == report.totals.leaked_bytes);
   CHECK(allocated == report.totals.bytes_allocated);
+  // Growth over time: each growing stack with its site, its series and its whole stack.
+  REQUIRE(data["growth"]["stacks"].size() == report.growth->stacks.size());
+  const auto& growing = data["growth"]["stacks"][0];
+  CHECK(frames[growing["site"].get<size_t>()][0] == "leak_a");
+  CHECK(growing["series"]["t_s"].size() == report.growth->stacks[0].series.size());
+  CHECK(growing["bytes_per_s"] == report.growth->stacks[0].bytes_per_s);
+  CHECK(data["stacks"].contains(std::to_string(growing["stack"].get<int>())));
 }
 
 TEST_CASE("HTML report: top allocation sites are program frames, one row each", "[html]") {

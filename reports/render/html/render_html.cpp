@@ -501,6 +501,31 @@ json leaks_json(const Report& report, FrameTable& frames, std::vector<StackIndex
   return json{{"groups", std::move(out)}, {"total_groups", sorted.size()}};
 }
 
+// Growth over time: the growing stacks with their series (at most 256 points each, the
+// analysis's bound) for a small chart apiece. Null when the capture has no snapshots.
+json growth_json(const Report& report, FrameTable& frames, std::vector<StackIndex>& used_stacks) {
+  if (!report.growth) return nullptr;
+  json stacks = json::array();
+  for (const GrowingStack& g : report.growth->stacks) {
+    json t = json::array(), live = json::array();
+    for (const GrowthPoint& p : g.series) {
+      t.push_back(p.t_s);
+      live.push_back(p.live_bytes);
+    }
+    stacks.push_back({{"stack", g.stack},
+                      {"site", site_json(report, g.stack, frames)},
+                      {"bytes_per_s", g.bytes_per_s},
+                      {"live_bytes", g.live_bytes},
+                      {"since_s", g.since_s},
+                      {"r_squared", g.r_squared},
+                      {"series", {{"t_s", std::move(t)}, {"live_bytes", std::move(live)}}}});
+    used_stacks.push_back(g.stack);
+  }
+  return json{{"interval_s", report.growth->interval_s},
+              {"snapshots", report.growth->snapshots},
+              {"stacks", std::move(stacks)}};
+}
+
 json stack_bytes_json(const std::vector<StackBytes>& stacks, std::vector<StackIndex>& used_stacks) {
   json out = json::array();
   for (size_t i = 0; i < stacks.size() && i < kMaxStageTopStacks; ++i) {
@@ -587,10 +612,11 @@ json page_data(const Report& report) {
   }
   data["processes"] = std::move(processes);
   data["leaks"] = leaks_json(report, frames, used_stacks);
+  data["growth"] = growth_json(report, frames, used_stacks);
   data["top_sites"] = top_sites_json(report, frames, used_stacks);
   data["flame"] = flame_json(report, frames);
 
-  // Full stacks only for what the page lists (leaks, top sites, stacks at peaks).
+  // Full stacks only for what the page lists (leaks, growth, top sites, stacks at peaks).
   std::sort(used_stacks.begin(), used_stacks.end());
   used_stacks.erase(std::unique(used_stacks.begin(), used_stacks.end()), used_stacks.end());
   json stacks = json::object();

@@ -938,6 +938,65 @@
     });
   }
 
+  // Stacks whose live bytes grow steadily: per stack its rate, a small chart of its live
+  // bytes at every snapshot with the fitted line since it last held nothing, and its stack.
+  function renderGrowth() {
+    const growth = data.growth;
+    const note = document.getElementById('growth-note');
+    const host = document.getElementById('growth');
+    if (!growth) {
+      note.append(`Not measured: a ${data.mode}-mode capture has no snapshots of live bytes per stack.`);
+      return;
+    }
+    const every = `${fmtExactCount(growth.snapshots)} snapshots of live bytes per stack, ${fmtSeconds(growth.interval_s)} apart`;
+    if (!growth.stacks.length) {
+      note.append(`No stack's live bytes grew steadily over the run (${every}).`);
+      return;
+    }
+    note.append(`Stacks whose live bytes rose steadily over the run, fastest first: a least-squares line since the ` +
+      `stack last held nothing, kept when it explains the series (R²), no single moment brings most of the rise, ` +
+      `and the rise goes on to the end; a constant buffer, a one-off burst or a full cache is not listed (${every}).`);
+    growth.stacks.forEach((g, i) => {
+      const d = el('details', { class: 'leak growth', open: i < 3 ? 'open' : null });
+      d.append(el('summary', {},
+        el('span', { class: 'amount' }, `+${fmtBytes(g.bytes_per_s)}/s`),
+        el('span', {}, `${fmtBytes(g.live_bytes)} live at the end · since ${fmtSeconds(g.since_s)} · R² ${g.r_squared.toFixed(2)}`),
+        el('span', { class: 'frame-name' }, siteName(g))),
+      growthChart(g), framesTable(g.stack));
+      host.append(d);
+    });
+  }
+
+  function growthChart(g) {
+    const t = g.series.t_s, live = g.series.live_bytes;
+    const width = 420, height = 110, margin = { left: 62, right: 10, top: 8, bottom: 20 };
+    const plotWidth = width - margin.left - margin.right, plotHeight = height - margin.top - margin.bottom;
+    const t0 = t.length ? t[0] : 0, t1 = t.length ? t[t.length - 1] : 1;
+    const yMax = Math.max(1, ...live) * 1.08;
+    const xOf = (time) => margin.left + ((time - t0) / (t1 - t0 || 1)) * plotWidth;
+    const yOf = (bytes) => margin.top + plotHeight - (bytes / yMax) * plotHeight;
+    const root = svg('svg', { class: 'growth-chart', viewBox: `0 0 ${width} ${height}`, width, height, role: 'img',
+      'aria-label': `live bytes of ${siteName(g)} over time` });
+    const axis = svg('g', { class: 'axis' });
+    for (const v of [0, yMax / 1.08]) {
+      axis.append(svg('line', { x1: margin.left, x2: width - margin.right, y1: yOf(v), y2: yOf(v) }),
+        svg('text', { x: margin.left - 6, y: yOf(v) + 4, 'text-anchor': 'end' }, fmtBytes(v)));
+    }
+    axis.append(svg('text', { x: margin.left, y: height - 5, 'text-anchor': 'start' }, fmtSeconds(t0)),
+      svg('text', { x: width - margin.right, y: height - 5, 'text-anchor': 'end' }, fmtSeconds(t1)));
+    let d = '';
+    t.forEach((time, k) => { d += `${k ? 'L' : 'M'}${xOf(time).toFixed(1)},${yOf(live[k]).toFixed(1)}`; });
+    // The fitted line through the window's mean, drawn over the window.
+    const inWindow = t.map((time, k) => [time, live[k]]).filter(([time]) => time >= g.since_s);
+    const tMean = inWindow.reduce((a, p) => a + p[0], 0) / (inWindow.length || 1);
+    const yMean = inWindow.reduce((a, p) => a + p[1], 0) / (inWindow.length || 1);
+    const fitAt = (time) => yMean + g.bytes_per_s * (time - tMean);
+    root.append(axis,
+      svg('path', { d, fill: 'none', stroke: 'var(--heap)', 'stroke-width': 1.6 }),
+      svg('line', { class: 'growth-fit', x1: xOf(g.since_s), y1: yOf(fitAt(g.since_s)), x2: xOf(t1), y2: yOf(fitAt(t1)) }));
+    return root;
+  }
+
   function renderSites() {
     const host = document.getElementById('sites');
     const sites = data.top_sites || {};
@@ -983,6 +1042,7 @@
   updateFlame();
   renderRss();
   renderLeaks();
+  renderGrowth();
   renderSites();
   document.getElementById('timeline-reset').addEventListener('click', () => zoomTimeline(0, runEnd));
   if (data.device) document.getElementById('device-legend').hidden = false;

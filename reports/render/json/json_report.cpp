@@ -174,6 +174,29 @@ Json report_to_json(const Report& r) {
   }
   j["leaks"] = std::move(leaks);
 
+  // Growth over time: null where the capture has no snapshots of live bytes per stack.
+  if (r.growth) {
+    Json growth = Json::array();
+    for (const GrowingStack& g : r.growth->stacks) {
+      Json t = Json::array(), live = Json::array();
+      for (const GrowthPoint& p : g.series) {
+        t.push_back(p.t_s);
+        live.push_back(p.live_bytes);
+      }
+      growth.push_back(Json{{"bytes_per_s", g.bytes_per_s},
+                            {"live_bytes", g.live_bytes},
+                            {"since_s", g.since_s},
+                            {"r_squared", g.r_squared},
+                            {"stack", stack_json(r, g.stack)},
+                            {"series", Json{{"t_s", std::move(t)}, {"live_bytes", std::move(live)}}}});
+    }
+    j["growth"] = std::move(growth);
+    j["growth_snapshots"] = Json{{"count", r.growth->snapshots}, {"interval_s", r.growth->interval_s}};
+  } else {
+    j["growth"] = nullptr;
+    j["growth_snapshots"] = nullptr;
+  }
+
   Json timeline = Json::array();
   for (const TimelinePoint& p : r.timeline) {
     timeline.push_back(Json{{"t_s", p.t_s},

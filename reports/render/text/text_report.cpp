@@ -186,6 +186,19 @@ std::string render_text(const Report& r, const TextOptions& options) {
     if (r.leaks.size() > options.stacks) out += fmt::format("  ... {} more\n", r.leaks.size() - options.stacks);
   }
 
+  if (r.growth && !r.growth->stacks.empty()) {
+    out += fmt::format("\ngrowing over time (live bytes rising steadily; a least-squares fit over {} snapshots {:.2g} s apart)\n",
+                       r.growth->snapshots, r.growth->interval_s);
+    for (size_t i = 0; i < std::min(options.stacks, r.growth->stacks.size()); ++i) {
+      const GrowingStack& g = r.growth->stacks[i];
+      out += fmt::format("  +{}/s, {} live at the end, since {:.2f} s (R² {:.2f})\n",
+                         format_bytes(static_cast<uint64_t>(g.bytes_per_s)), format_bytes(g.live_bytes), g.since_s,
+                         g.r_squared);
+      append_stack(out, r, g.stack, options.frames);
+    }
+    if (r.growth->stacks.size() > options.stacks) out += fmt::format("  ... {} more\n", r.growth->stacks.size() - options.stacks);
+  }
+
   if (r.device && !r.device->top_stacks_at_peak.empty()) {
     out += fmt::format("\ndevice memory held at the device peak ({})\n", format_bytes(r.device->totals.peak_bytes));
     for (size_t i = 0; i < std::min(options.stacks, r.device->top_stacks_at_peak.size()); ++i) {

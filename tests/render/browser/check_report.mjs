@@ -5,6 +5,7 @@
 // - no console errors, no page errors, no network requests, no dialogs;
 // - timeline, stage table and flame graph drawn with a non-zero size;
 // - clicking a flame-graph frame zooms into it; dragging across the timeline zooms it;
+// - a chart per growing stack (growth over time), or a note saying why there is none;
 // - top allocation sites are program frames (no malloc, operator new, std:: plumbing), each
 //   once per list;
 // - every stage name is shown as text, and the page holds no <img> and no inline event
@@ -127,6 +128,21 @@ try {
       if (repeated.length) fail(`allocation sites listed twice: ${[...new Set(repeated)].join(', ')}`);
     }
   }
+  // Growth over time: a chart per growing stack (series and fitted line), or a note
+  // saying why none is listed.
+  const growth = await page.evaluate(() => {
+    const data = JSON.parse(document.getElementById('memstage-data').textContent);
+    const charts = [...document.querySelectorAll('#growth svg.growth-chart')].map((c) => {
+      const r = c.getBoundingClientRect();
+      return { width: r.width, height: r.height, paths: c.querySelectorAll('path').length, fits: c.querySelectorAll('.growth-fit').length };
+    });
+    return { expected: data.growth ? data.growth.stacks.length : 0, charts, note: document.getElementById('growth-note').textContent };
+  });
+  if (growth.charts.length !== growth.expected) fail(`growth: ${growth.charts.length} charts for ${growth.expected} growing stacks`);
+  for (const c of growth.charts) {
+    if (!(c.width > 0 && c.height > 0) || c.paths !== 1 || c.fits !== 1) fail(`growth chart not drawn: ${JSON.stringify(c)}`);
+  }
+  if (!growth.note) fail('growth: no note above the growing stacks');
   const markup = await page.evaluate(() => {
     const handlers = [];
     for (const e of document.querySelectorAll('*')) {

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""tests/growth: a program that leaks steadily from one site, holds a constant buffer at
+another and allocates a one-off burst at a third (tests/growth/growing.cpp) runs ~4 s
+under `memstage run`. The report's `growth` must name the leaking site first, at its true
+rate within 30 %, and list neither the buffer nor the burst; the text summary must show
+it. Same checks as the end-to-end tests (tests/e2e/e2e.py's Scenario).
+
+usage: check_growth.py --memstage PATH --program PATH --work DIR [--validator PATH]
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import e2e  # noqa: E402
+
+
+def check(s, program):
+    truth_path = s.truth_file("growing")
+    out, report = s.traced("run", [program, truth_path])
+    truth = s.read_truth("growing")
+    growth = report["growth"]
+    snapshots = report["growth_snapshots"]
+    if not s.check(isinstance(growth, list) and snapshots, "growth measured in full mode"):
+        return
+    print("growth: %d snapshots %.3f s apart; %d growing stacks" % (snapshots["count"], snapshots["interval_s"],
+                                                                    len(growth)))
+    for g in growth:
+        print("  %.0f B/s, %d live, since %.2f s, R2 %.3f\n%s" % (g["bytes_per_s"], g["live_bytes"], g["since_s"],
+                                                                  g["r_squared"], e2e.format_stack(g["stack"], 6)))
+    # Between 128 and 256 snapshots are held whatever the run's length.
+    s.check(128 <= snapshots["count"] <= 256, "snapshots held: expected 128..256, got %d" % snapshots["count"])
+    if not s.check(growth, "growth lists the leaking site"):
+        return
+    first = growth[0]
+    top = e2e.user_frames(first["stack"])
+    s.check(top and e2e.base_name(top[0].get("function")) == "leak_step",
+            "growth[0] is leak_step's stack, got:\n" + e2e.format_stack(first["stack"]))
+    if top:
+        s.eq(top[0].get("line"), truth["leak_line"], "growth[0]: the leak's source line")
+    rate, true_rate = first["bytes_per_s"], truth["leak_bytes_per_s"]
+    s.check(abs(rate - true_rate) <= 0.3 * true_rate,
+            "growth[0].bytes_per_s %.0f within 30 %% of the true %d (%.1f %% off)"
+            % (rate, true_rate, 100.0 * (rate - true_rate) / true_rate))
+    print("leak rate: reported %.0f B/s, true %d B/s (%.1f %% off)"
+          % (rate, true_rate, 100.0 * (rate - true_rate) / true_rate))
+    s.eq(first["live_bytes"], truth["leaked_bytes"], "growth[0].live_bytes: everything leak_step leaked")
+    for name in ("hold_buffer", "burst", "churn"):
+        listed = [g for g in growth if e2e.has_function(g["stack"], name)]
+        s.check(not listed, "growth lists %s's stack (%s)" % (name, "a constant buffer" if name == "hold_buffer"
+                                                              else "a one-off burst" if name == "burst" else "churn"))
+    series = first["series"]
+    s.eq(len(series["t_s"]), snapshots["count"], "growth[0].series: a point per snapshot")
+
+    text = s.run([s.memstage, "report", out, "--format", "text"])
+    body = text.stdout.decode(errors="replace")
+    s.check("growing over time" in body and "leak_step" in body.split("growing over time", 1)[-1],
+            "the text summary lists leak_step under 'growing over time'")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memstage", required=True)
+    parser.add_argument("--program", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--validator")
+    args = parser.parse_args()
+    args.programs = os.path.dirname(os.path.abspath(args.program))
+    s = e2e.Scenario(args)
+    try:
+        check(s, os.path.abspath(args.program))
+    except SystemExit as e:
+        return e.code
+    return s.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
