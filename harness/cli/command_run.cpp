@@ -1,4 +1,4 @@
-// memstage run [-o DIR] [--mode full|stats] [--max-depth N] -- CMD ARGS...
+// memstage run [-o DIR] [--mode full|stats|aggregate] [--max-depth N] -- CMD ARGS...
 // Runs CMD with the tracer preloaded, writes the traces, run.json, report.json and
 // report.html into DIR, prints a summary on stderr and exits with CMD's exit code.
 #include <unistd.h>
@@ -31,6 +31,7 @@ struct RunFlags {
   std::string mode = "full";
   unsigned max_depth = 64;
   unsigned sample_interval_ms = 10;
+  double snapshot_interval_s = 1.0;
   bool no_follow_fork = false;
   bool quiet = false;
   std::string ram_limit;
@@ -72,8 +73,8 @@ std::string default_output_dir(const std::string& program) {
 
 int run(const RunFlags& flags) {
   if (flags.command.empty()) throw CliError("run: no command given (memstage run [options] -- CMD ARGS...)");
-  if (flags.mode != "full" && flags.mode != "stats") {
-    throw CliError("run: --mode must be full or stats, not '" + flags.mode + "'");
+  if (flags.mode != "full" && flags.mode != "stats" && flags.mode != "aggregate") {
+    throw CliError("run: --mode must be full, stats or aggregate, not '" + flags.mode + "'");
   }
   uint64_t ram_limit_bytes = 0;
   if (!flags.ram_limit.empty()) {
@@ -108,6 +109,7 @@ int run(const RunFlags& flags) {
       {"MEMSTAGE_MODE", flags.mode},
       {"MEMSTAGE_MAX_DEPTH", std::to_string(flags.max_depth)},
       {"MEMSTAGE_SAMPLE_INTERVAL_MS", std::to_string(flags.sample_interval_ms)},
+      {"MEMSTAGE_SNAPSHOT_INTERVAL_MS", std::to_string(static_cast<unsigned>(flags.snapshot_interval_s * 1000 + 0.5))},
       {"MEMSTAGE_FOLLOW_FORK", flags.no_follow_fork ? "0" : "1"},
       {"MEMSTAGE_RAM_LIMIT_BYTES", std::to_string(ram_limit_bytes)},
       {"MEMSTAGE_RAM_LIMIT_ACTION", flags.ram_limit_action},
@@ -171,7 +173,14 @@ void register_run(CLI::App& app, CommandAction& action) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* cmd = app.add_subcommand("run", "Run a command under the tracer and report on it");
   cmd->add_option("-o,--output", flags->output_dir, "Folder for traces and reports (default memstage.PROG.PID)");
-  cmd->add_option("--mode", flags->mode, "full: every event with its stack; stats: counters only")
+  cmd->add_option("--mode", flags->mode,
+                  "full: every event with its stack; stats: counters only; aggregate: every event with its "
+                  "stack, folded in the process into figures per stack and stage (a capture that does not grow "
+                  "with the run's length)")
+      ->capture_default_str();
+  cmd->add_option("--snapshot-interval", flags->snapshot_interval_s,
+                  "Aggregate mode: seconds between snapshots of its figures (what a killed run is reported up to)")
+      ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
   cmd->add_option("--max-depth", flags->max_depth, "Frames kept per stack")
       ->check(CLI::Range(1, 256))

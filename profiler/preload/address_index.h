@@ -1,5 +1,7 @@
-// The writer's map from a live block's address to its allocation info id, so that a free
-// is written as the info of the block it frees (trace_format.h). Writer thread only.
+// The writer's map from a live block's address to what the writer knows of it: in full
+// mode its allocation info id, so that a free is written as the info of the block it
+// frees (trace_format.h); in aggregate mode its size and site (aggregate.h). Writer
+// thread only.
 #pragma once
 
 #include <cstdint>
@@ -8,10 +10,11 @@
 
 namespace memstage::preload {
 
-class AddressIndex {
+template <class Value>
+class AddressMap {
  public:
-  // Records that `address` holds a block of info `index`, replacing what it held before.
-  void put(uint64_t address, uint64_t index) {
+  // Records that `address` holds a block described by `index`, replacing what it held before.
+  void put(uint64_t address, const Value& index) {
     if ((count_ + 1) * 4 > capacity_ * 3 && !grow()) return;
     uint64_t i = slot_of(address);
     while (slots_[i].address != 0 && slots_[i].address != address) i = (i + 1) & (capacity_ - 1);
@@ -19,8 +22,8 @@ class AddressIndex {
     slots_[i] = Slot{address, index};
   }
 
-  // The info of the block at `address`, removed from the map; false if unknown.
-  bool take(uint64_t address, uint64_t& index) {
+  // What the block at `address` is, removed from the map; false if unknown.
+  bool take(uint64_t address, Value& index) {
     if (capacity_ == 0) return false;
     uint64_t i = slot_of(address);
     while (slots_[i].address != address) {
@@ -38,7 +41,7 @@ class AddressIndex {
         hole = j;
       }
     }
-    slots_[hole] = Slot{0, 0};
+    slots_[hole] = Slot{0, {}};
     --count_;
     return true;
   }
@@ -52,7 +55,7 @@ class AddressIndex {
  private:
   struct Slot {
     uint64_t address;  // 0: empty (malloc never returns 0 for a live block)
-    uint64_t index;
+    Value index;
   };
 
   uint64_t slot_of(uint64_t address) const {
@@ -81,5 +84,7 @@ class AddressIndex {
   uint64_t capacity_ = 0;
   uint64_t count_ = 0;
 };
+
+using AddressIndex = AddressMap<uint64_t>;
 
 }  // namespace memstage::preload

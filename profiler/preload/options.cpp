@@ -25,9 +25,12 @@ Options read_options() {
   }
   if (const char* mode = getenv("MEMSTAGE_MODE"); mode && strcmp(mode, "stats") == 0) {
     o.mode = trace::Mode::kStats;
+  } else if (mode && strcmp(mode, "aggregate") == 0) {
+    o.mode = trace::Mode::kAggregate;
   }
   read_uint("MEMSTAGE_MAX_DEPTH", 1, 256, o.max_depth);
   read_uint("MEMSTAGE_SAMPLE_INTERVAL_MS", 1, 10000, o.sample_interval_ms);
+  read_uint("MEMSTAGE_SNAPSHOT_INTERVAL_MS", 1, 3'600'000, o.snapshot_interval_ms);
   if (const char* limit = getenv("MEMSTAGE_RAM_LIMIT_BYTES"); limit && *limit) {
     char* end = nullptr;
     const unsigned long long bytes = strtoull(limit, &end, 10);

@@ -16,12 +16,15 @@ struct Options {
   // MEMSTAGE_OUTPUT: folder for trace.<pid>.mst files. Unset or longer than
   // kMaxOutputDirBytes: the tracer stays passive.
   char output_dir[kMaxOutputDirBytes + 1] = {};
-  // MEMSTAGE_MODE: "full" (every event with its stack) or "stats" (counters only).
+  // MEMSTAGE_MODE: "full" (every event with its stack), "stats" (counters only) or
+  // "aggregate" (every event with its stack, folded in process: aggregate.h).
   trace::Mode mode = trace::Mode::kFull;
   // MEMSTAGE_MAX_DEPTH: frames kept per stack.
   uint32_t max_depth = 64;
   // MEMSTAGE_SAMPLE_INTERVAL_MS: RSS sampling and flush tick.
   uint32_t sample_interval_ms = 10;
+  // MEMSTAGE_SNAPSHOT_INTERVAL_MS: aggregate mode writes its figures this often.
+  uint32_t snapshot_interval_ms = 1000;
   // MEMSTAGE_FOLLOW_FORK: 1 (a forked child writes its own trace) or 0 (children untraced).
   bool follow_fork = true;
   // MEMSTAGE_RAM_LIMIT_BYTES: plays a machine with this much RAM (0: no limit). When RSS

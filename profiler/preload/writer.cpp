@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "profiler/preload/address_index.h"
+#include "profiler/preload/aggregate.h"
 #include "profiler/preload/descriptors.h"
 #include "profiler/preload/allocation_infos.h"
 #include "profiler/preload/recording.h"
@@ -54,6 +55,8 @@ struct WriterState {
 
   AddressIndex live_blocks;  // address -> allocation info id
   AllocationInfos infos;
+  HeapAggregate aggregate;  // aggregate mode's figures, in place of the events
+  uint64_t next_snapshot_ns = 0;
   // The latest allocation, for kFreeLast.
   uint64_t last_alloc_address = 0;
   bool last_event_was_alloc = false;
@@ -154,6 +157,16 @@ uint8_t* reserve(size_t bytes) {
 }
 void commit(uint8_t* end) { w.raw_used = static_cast<size_t>(end - w.raw); }
 
+// The aggregate writes its records through this.
+class RawBufferSink final : public RecordSink {
+ public:
+  uint8_t* reserve(size_t bytes) override { return ::memstage::preload::reserve(bytes); }
+  void commit(uint8_t* end) override { ::memstage::preload::commit(end); }
+};
+RawBufferSink raw_sink;
+
+bool aggregate_mode() { return g_tracer.options.mode == trace::Mode::kAggregate; }
+
 void append_record(const uint8_t* bytes, size_t n) {
   if (n > kRawBytes) return;
   uint8_t* out = reserve(n);
@@ -177,18 +190,44 @@ void write_new_stack_nodes() {
 
 // Follows stage begins and ends (which arrive as ready records) to know the stage
 // instance of each allocation.
+// In aggregate mode the aggregate follows them too (a stage's figures come before its end).
 void track_stages(const uint8_t* record, uint32_t length) {
   if (length == 0) return;
   if (record[0] == static_cast<uint8_t>(Tag::kStageBegin)) {
     if (w.open_stage_depth < Tracer::kMaxStageDepth) w.open_stage_instances[w.open_stage_depth++] = w.stage_instances;
+    if (aggregate_mode()) w.aggregate.stage_begin(w.stage_instances);
     ++w.stage_instances;
   } else if (record[0] == static_cast<uint8_t>(Tag::kStageEnd) && w.open_stage_depth > 0) {
     --w.open_stage_depth;
+    if (aggregate_mode()) w.aggregate.stage_end(raw_sink);
   }
+}
+
+// Aggregate mode: the event is folded into the aggregate, nothing is written for it.
+void aggregate_event(const RawEvent& e) {
+  if (e.kind == EventKind::kFree) {
+    const bool temporary = w.last_event_was_alloc && e.a == w.last_alloc_address;
+    if (w.aggregate.free(e.a, temporary)) w.last_event_was_alloc = false;
+    return;
+  }
+  const uint32_t stage_plus_one = w.open_stage_depth ? w.open_stage_instances[w.open_stage_depth - 1] + 1 : 0;
+  if (!w.aggregate.allocate(e.a, e.b, e.stack_or_length, stage_plus_one)) {
+    g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  w.last_alloc_address = e.a;
+  w.last_event_was_alloc = true;
 }
 
 void write_event(const EventRing& ring, uint64_t index) {
   const RawEvent& e = ring.at(index);
+  if (aggregate_mode()) {
+    if (e.kind == EventKind::kAlloc || e.kind == EventKind::kRealloc || e.kind == EventKind::kFree) {
+      aggregate_event(e);
+      return;
+    }
+    w.aggregate.before_record(raw_sink);
+  }
   switch (e.kind) {
     case EventKind::kAlloc:
     case EventKind::kRealloc: {
@@ -230,7 +269,9 @@ void write_event(const EventRing& ring, uint64_t index) {
       break;
     }
     case EventKind::kEncoded: {
-      track_stages(static_cast<const uint8_t*>(static_cast<const void*>(&ring.at(index + 1))), e.stack_or_length);
+      const auto* record = static_cast<const uint8_t*>(static_cast<const void*>(&ring.at(index + 1)));
+      track_stages(record, e.stack_or_length);
+      const bool ram_limit = e.stack_or_length > 0 && record[0] == static_cast<uint8_t>(Tag::kRamLimit);
       // The payload may wrap around the ring's end: copy it slot by slot.
       uint32_t left = e.stack_or_length;
       uint8_t* out = reserve(left);
@@ -241,6 +282,7 @@ void write_event(const EventRing& ring, uint64_t index) {
         left -= n;
       }
       commit(out);
+      if (ram_limit && aggregate_mode()) w.aggregate.ram_limit(raw_sink);
       break;
     }
     case EventKind::kEncodedBlob:
@@ -338,13 +380,21 @@ void* writer_main(void*) {
       next_tick_ns = now + interval_ns;
     }
     drain(false);
-    if (w.raw_used >= kFlushAtRawBytes ||
-        (w.raw_used > 0 && monotonic_ns() - w.last_write_ns >= kFlushEveryNs)) {
+    if (aggregate_mode()) {
+      // A chunk per snapshot: a killed process leaves whole snapshots.
+      if (monotonic_ns() >= w.next_snapshot_ns) {
+        w.aggregate.snapshot(trace_time_ns(), raw_sink);
+        write_chunk();
+        w.next_snapshot_ns = monotonic_ns() + g_tracer.options.snapshot_interval_ms * 1'000'000ull;
+      }
+    } else if (w.raw_used >= kFlushAtRawBytes ||
+               (w.raw_used > 0 && monotonic_ns() - w.last_write_ns >= kFlushEveryNs)) {
       write_chunk();
     }
     if (g_tracer.options.ram_limit_stops && g_tracer.ram_limit_passed.load(std::memory_order_relaxed)) {
       // The machine being played has run out of RAM: what was recorded up to here is
       // written, then the program ends as under the OOM killer.
+      if (aggregate_mode()) w.aggregate.snapshot(trace_time_ns(), raw_sink);
       write_chunk();
       syscall(SYS_kill, getpid(), SIGKILL);
     }
@@ -479,6 +529,8 @@ bool writer_open(uint64_t parent_pid) {
   w.raw_used = 0;
   w.live_blocks.clear();
   w.infos.clear();
+  w.aggregate.reset();
+  w.next_snapshot_ns = monotonic_ns() + g_tracer.options.snapshot_interval_ms * 1'000'000ull;
   w.last_event_was_alloc = false;
   w.stage_instances = w.open_stage_depth = 0;
   w.stack_nodes_written = 0;
@@ -521,6 +573,7 @@ void writer_flush(bool final, bool from_signal) {
     lock_writer();
   }
   drain(final);
+  if (aggregate_mode()) w.aggregate.snapshot(trace_time_ns(), raw_sink);
   write_chunk();
   unlock_writer();
 }

@@ -56,7 +56,11 @@ struct ChunkHeader {
 };
 static_assert(sizeof(ChunkHeader) == 12);
 
-enum class Mode : uint8_t { kFull = 0, kStats = 1 };
+// kAggregate: every allocation is unwound as in full mode, but the tracer folds the events
+// into figures per (stack, stage instance) in process and writes those (the kAgg*
+// records) instead of the events, so the trace grows with distinct stacks and stages, not
+// with the run's length.
+enum class Mode : uint8_t { kFull = 0, kStats = 1, kAggregate = 2 };
 
 enum class Tag : uint8_t {
   // First record of the file: the process, the tracer's settings, the allocator.
@@ -164,6 +168,35 @@ enum class Tag : uint8_t {
   // A successful mprotect: the range becomes accessible (any of read, write, execute) or
   // not (PROT_NONE). Only anonymous mappings the trace knows of are affected.
   kMprotect = 33,
+
+  // Aggregate mode (Mode::kAggregate) writes no kAllocInfo, kAlloc, kFree, kRealloc or
+  // kFreeLast; these records stand for them. Tags between the kinds are unused.
+  //
+  // The heap between two other records: written before any record that follows heap
+  // events, with the live bytes then and the highest they reached since the previous
+  // kAggHeap (within one interval the time and the innermost stage are constant, so the
+  // peaks, their times and the timeline are those full mode computes from the events).
+  kAggHeap = 40,
+  // Closes a snapshot (every --snapshot-interval, at exit, exec and fatal signals): the
+  // totals then. A chunk is written right after it, so a killed process leaves a trace
+  // that reads up to its last snapshot. kAggSite and kAggStage records apply at once (each
+  // carries absolute figures); kAggPeakSite records before it replace the run peak's.
+  kAggSnapshot = 41,
+  // A (stack, stage instance) whose figures changed since the previous snapshot, with its
+  // figures so far: allocations, bytes, temporaries, live bytes and blocks. Live bytes
+  // per site at each snapshot are the growth over time.
+  kAggSite = 42,
+  // A stage instance's own figures the sites cannot give: frees made while it was the
+  // innermost stage, retained bytes at its end (live bytes allocated in it and the stages
+  // inside it), and the stacks holding the most memory at its peak (by stack, largest
+  // first; none when the heap never rose above its level at the stage's begin). Written
+  // when it ends, and for open stages with each snapshot (`closed` 0).
+  kAggStage = 43,
+  // A (stack, stage instance) holding memory at the run's heap peak. The kAggPeakSite
+  // records of one snapshot list every one; written when the peak moved since the last.
+  kAggPeakSite = 44,
+  // The stacks holding the most memory when RSS passed --ram-limit (after kRamLimit).
+  kAggRamLimitStacks = 45,
 };
 
 // What a device block is (kDeviceAlloc).

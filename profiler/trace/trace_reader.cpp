@@ -36,19 +36,22 @@ class ChunkDecoder {
       uint8_t tag;
       if (!source.get_tag(tag)) throw CorruptRecord(source.error);
       ++records;
-      if (tag == 0 || tag > records::kRecordKinds) {
+      if (!dispatch(tag, source, std::make_index_sequence<records::kRecordKinds>{})) {
         throw CorruptRecord("unknown record tag " + std::to_string(static_cast<int>(tag)));
       }
-      dispatch(tag, source, std::make_index_sequence<records::kRecordKinds>{});
       if (tag == static_cast<uint8_t>(Tag::kEnd)) ended = true;
     }
     return records;
   }
 
  private:
+  // False for a tag no record kind has.
   template <size_t... I>
-  void dispatch(uint8_t tag, records::FieldSource& source, std::index_sequence<I...>) {
-    ((tag == I + 1 ? (read_one<std::tuple_element_t<I, records::AllRecords>>(source), true) : false) || ...);
+  bool dispatch(uint8_t tag, records::FieldSource& source, std::index_sequence<I...>) {
+    return ((tag == static_cast<uint8_t>(std::tuple_element_t<I, records::AllRecords>::kTag)
+                 ? (read_one<std::tuple_element_t<I, records::AllRecords>>(source), true)
+                 : false) ||
+            ...);
   }
   template <class R>
   void read_one(records::FieldSource& source) {
@@ -185,6 +188,43 @@ class ChunkDecoder {
   }
   void handle(const records::Mprotect& r) { v_.on_mprotect(r.address, r.length, r.accessible != 0); }
   void handle(const records::Exec& r) { v_.on_exec(r.t_ns, std::string(r.path)); }
+  void handle(const records::AggHeap& r) { v_.on_agg_heap(r.live_bytes, r.high_bytes); }
+  void handle(const records::AggSnapshot& r) {
+    v_.on_agg_snapshot(AggSnapshotRecord{r.t_ns, r.allocations, r.frees, r.bytes_allocated, r.temporary_allocations});
+  }
+  void handle(const records::AggSite& r) {
+    check_stack(r.stack);
+    v_.on_agg_site(AggSiteRecord{static_cast<uint32_t>(r.stack), stage_of(r.stage_plus_one), r.allocations,
+                                 r.bytes_allocated, r.temporary_allocations, r.live_bytes, r.live_blocks});
+  }
+  void handle(const records::AggStage& r) {
+    if (r.stage >= stage_instances_) throw CorruptRecord("figures of a stage not begun");
+    agg_stage_.stage = static_cast<uint32_t>(r.stage);
+    agg_stage_.closed = r.closed != 0;
+    agg_stage_.frees = r.frees;
+    agg_stage_.retained_bytes = r.retained_bytes;
+    stack_bytes(r.top_stacks.items, agg_stage_.top_stacks);
+    v_.on_agg_stage(agg_stage_);
+  }
+  void handle(const records::AggPeakSite& r) {
+    check_stack(r.stack);
+    v_.on_agg_peak_site(AggPeakSiteRecord{static_cast<uint32_t>(r.stack), stage_of(r.stage_plus_one), r.bytes, r.blocks});
+  }
+  void handle(const records::AggRamLimitStacks& r) {
+    stack_bytes(r.stacks.items, ram_limit_stacks_);
+    v_.on_agg_ram_limit_stacks(ram_limit_stacks_);
+  }
+  int32_t stage_of(uint64_t stage_plus_one) const {
+    if (stage_plus_one > stage_instances_) throw CorruptRecord("figures of a stage not begun");
+    return static_cast<int32_t>(stage_plus_one) - 1;
+  }
+  void stack_bytes(std::span<const records::AggStackBytes> in, std::vector<AggStackBytes>& out) {
+    out.clear();
+    for (const auto& s : in) {
+      check_stack(s.stack);
+      out.push_back(AggStackBytes{static_cast<uint32_t>(s.stack), s.bytes, s.blocks});
+    }
+  }
 
   // An event names stack `id`: it must be defined. In a trace of stack nodes, the
   // visitor gets the whole stack now, the first time one names it.
@@ -224,6 +264,8 @@ class ChunkDecoder {
   std::vector<bool> delivered_;
   std::vector<uint64_t> ips_;
   uint32_t next_stage_name_id_ = 0;
+  AggStageRecord agg_stage_;
+  std::vector<AggStackBytes> ram_limit_stacks_;
 };
 
 }  // namespace

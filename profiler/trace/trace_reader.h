@@ -81,6 +81,43 @@ struct DeviceAllocRecord {
   uint32_t stack = 0;
 };
 
+// Aggregate mode's records (trace_format.h, kAggHeap and after). Stages are stage
+// instances, -1 outside any stage.
+struct AggStackBytes {
+  uint32_t stack = 0;
+  uint64_t bytes = 0;
+  uint64_t blocks = 0;
+};
+struct AggSnapshotRecord {
+  uint64_t t_ns = 0;
+  uint64_t allocations = 0;
+  uint64_t frees = 0;
+  uint64_t bytes_allocated = 0;
+  uint64_t temporary_allocations = 0;
+};
+struct AggSiteRecord {
+  uint32_t stack = 0;
+  int32_t stage = -1;
+  uint64_t allocations = 0;
+  uint64_t bytes_allocated = 0;
+  uint64_t temporary_allocations = 0;
+  uint64_t live_bytes = 0;
+  uint64_t live_blocks = 0;
+};
+struct AggStageRecord {
+  uint32_t stage = 0;
+  bool closed = false;
+  uint64_t frees = 0;
+  uint64_t retained_bytes = 0;
+  std::vector<AggStackBytes> top_stacks;  // at the stage's peak, largest first
+};
+struct AggPeakSiteRecord {
+  uint32_t stack = 0;
+  int32_t stage = -1;
+  uint64_t bytes = 0;
+  uint64_t blocks = 0;
+};
+
 // Receives the records in trace order. Every method has an empty default.
 class TraceVisitor {
  public:
@@ -125,6 +162,12 @@ class TraceVisitor {
   virtual void on_device_free(uint64_t /*t_ns*/, uint64_t /*address*/, DeviceMemory /*kind*/) {}
   virtual void on_device_cache(uint64_t /*t_ns*/, uint64_t /*reserved_bytes*/, uint64_t /*allocated_bytes*/) {}
   virtual void on_exec(uint64_t /*t_ns*/, const std::string& /*path*/) {}
+  virtual void on_agg_heap(uint64_t /*live_bytes*/, uint64_t /*high_bytes*/) {}
+  virtual void on_agg_snapshot(const AggSnapshotRecord&) {}
+  virtual void on_agg_site(const AggSiteRecord&) {}
+  virtual void on_agg_stage(const AggStageRecord&) {}
+  virtual void on_agg_peak_site(const AggPeakSiteRecord&) {}
+  virtual void on_agg_ram_limit_stacks(const std::vector<AggStackBytes>&) {}
 };
 
 struct ReadSummary {

@@ -237,25 +237,73 @@ struct Mprotect {
   MEMSTAGE_RECORD_FIELDS(address, length, accessible)
 };
 
+// ---- aggregate mode (trace_format.h, kAggHeap and after) ----
+
+struct AggStackBytes {
+  uint64_t stack = 0, bytes = 0, blocks = 0;
+  MEMSTAGE_RECORD_FIELDS(stack, bytes, blocks)
+};
+inline constexpr uint64_t kMaxAggStacks = 4096;
+
+struct AggHeap {
+  static constexpr Tag kTag = Tag::kAggHeap;
+  uint64_t live_bytes = 0, high_bytes = 0;
+  MEMSTAGE_RECORD_FIELDS(live_bytes, high_bytes)
+};
+struct AggSnapshot {
+  static constexpr Tag kTag = Tag::kAggSnapshot;
+  uint64_t t_ns = 0, allocations = 0, frees = 0, bytes_allocated = 0, temporary_allocations = 0;
+  MEMSTAGE_RECORD_FIELDS(t_ns, allocations, frees, bytes_allocated, temporary_allocations)
+};
+struct AggSite {
+  static constexpr Tag kTag = Tag::kAggSite;
+  uint64_t stack = 0, stage_plus_one = 0, allocations = 0, bytes_allocated = 0, temporary_allocations = 0,
+           live_bytes = 0, live_blocks = 0;
+  MEMSTAGE_RECORD_FIELDS(stack, stage_plus_one, allocations, bytes_allocated, temporary_allocations, live_bytes,
+                         live_blocks)
+};
+struct AggStage {
+  static constexpr Tag kTag = Tag::kAggStage;
+  uint64_t stage = 0, closed = 0, frees = 0, retained_bytes = 0;
+  List<AggStackBytes, kMaxAggStacks> top_stacks;
+  MEMSTAGE_RECORD_FIELDS(stage, closed, frees, retained_bytes, top_stacks)
+};
+struct AggPeakSite {
+  static constexpr Tag kTag = Tag::kAggPeakSite;
+  uint64_t stack = 0, stage_plus_one = 0, bytes = 0, blocks = 0;
+  MEMSTAGE_RECORD_FIELDS(stack, stage_plus_one, bytes, blocks)
+};
+struct AggRamLimitStacks {
+  static constexpr Tag kTag = Tag::kAggRamLimitStacks;
+  List<AggStackBytes, kMaxAggStacks> stacks;
+  MEMSTAGE_RECORD_FIELDS(stacks)
+};
+
 #undef MEMSTAGE_RECORD_FIELDS
 
-// Every record kind, in tag order. A reader dispatches on this list; a tag missing here
-// fails to compile below.
+// Every record kind, in tag order. A reader dispatches on this list. Tags are numbered in
+// blocks, one per feature (trace_format.h): the list may skip unused numbers.
 using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Realloc, Mmap, Munmap,
                               Mremap, StageName, StageBegin, StageEnd, Rss, AllocatorStats, Counters,
                               End, Signal, Lost, AllocInfo, FreeLast, RamLimit, PythonCode, PythonInfo,
                               DeepBindRemoved, StageLimitHit, DeviceAlloc, DeviceFree, DeviceCache,
-                              StackNode, Exec, MmapReserved, Mprotect>;
+                              StackNode, Exec, MmapReserved, Mprotect, AggHeap, AggSnapshot, AggSite,
+                              AggStage, AggPeakSite, AggRamLimitStacks>;
 
 namespace detail {
 template <class Tuple, size_t... I>
-constexpr bool tags_are_dense(std::index_sequence<I...>) {
-  return ((static_cast<size_t>(std::tuple_element_t<I, Tuple>::kTag) == I + 1) && ...);
+constexpr bool tags_ascend(std::index_sequence<I...>) {
+  size_t previous = 0;
+  return ((static_cast<size_t>(std::tuple_element_t<I, Tuple>::kTag) > previous &&
+           (previous = static_cast<size_t>(std::tuple_element_t<I, Tuple>::kTag), true)) &&
+          ...);
 }
 }  // namespace detail
-static_assert(detail::tags_are_dense<AllRecords>(std::make_index_sequence<std::tuple_size_v<AllRecords>>{}),
-              "AllRecords lists every Tag once, in tag order from 1");
+static_assert(detail::tags_ascend<AllRecords>(std::make_index_sequence<std::tuple_size_v<AllRecords>>{}),
+              "AllRecords lists each Tag once, in ascending tag order");
 inline constexpr size_t kRecordKinds = std::tuple_size_v<AllRecords>;
+// The highest tag in use: a reader treats a tag above it, or one in a gap, as corrupt.
+inline constexpr size_t kMaxTag = static_cast<size_t>(std::tuple_element_t<kRecordKinds - 1, AllRecords>::kTag);
 
 // ---- encoding ----
 

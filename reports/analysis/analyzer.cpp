@@ -210,6 +210,15 @@ class FirstPass : public trace::TraceVisitor {
   StackLiveBytesReplay stack_live;
   bool full_mode() const { return have_info && info.mode == trace::Mode::kFull; }
 
+  // Aggregate mode: the heap as kAggHeap records say, and the latest figures of each
+  // site, stage and the run's peak (the kAgg* records carry absolute figures).
+  uint64_t agg_live_bytes = 0;
+  std::unordered_map<uint64_t, trace::AggSiteRecord> agg_sites;  // by figure_key
+  std::unordered_map<uint32_t, trace::AggStageRecord> agg_stages;
+  std::vector<trace::AggPeakSiteRecord> agg_run_peak, agg_run_peak_pending;
+  std::optional<trace::AggSnapshotRecord> agg_snapshot;
+  std::optional<std::vector<trace::AggStackBytes>> agg_ram_limit_stacks;
+
   int innermost() const { return open.empty() ? -1 : open.back(); }
 
   void on_process_info(const ProcessInfo& i) override {
@@ -400,11 +409,33 @@ class FirstPass : public trace::TraceVisitor {
   }
 
   bool stats_mode() const { return info.mode == trace::Mode::kStats; }
+  bool aggregate_mode() const { return info.mode == trace::Mode::kAggregate; }
 
   // Stats mode sees no allocation events: its heap is what the allocator counts in use.
+  // Aggregate mode's is what the latest kAggHeap said.
   uint64_t heap_now() const {
     if (stats_mode()) return last_allocator ? last_allocator->stats.in_use_bytes : 0;
+    if (aggregate_mode()) return agg_live_bytes;
     return heap.live_bytes();
+  }
+
+  // The heap's highest since the previous record, reached at this record's time and
+  // stage (trace_format.h, kAggHeap): the same peaks as replaying the events.
+  void on_agg_heap(uint64_t live, uint64_t high) override {
+    ++events;
+    reach(high);
+    agg_live_bytes = live;
+  }
+  void on_agg_site(const trace::AggSiteRecord& r) override { agg_sites[figure_key(r.stack, r.stage)] = r; }
+  void on_agg_stage(const trace::AggStageRecord& r) override { agg_stages[r.stage] = r; }
+  void on_agg_peak_site(const trace::AggPeakSiteRecord& r) override { agg_run_peak_pending.push_back(r); }
+  void on_agg_snapshot(const trace::AggSnapshotRecord& r) override {
+    if (!agg_run_peak_pending.empty()) agg_run_peak = std::move(agg_run_peak_pending);
+    agg_run_peak_pending.clear();
+    agg_snapshot = r;
+  }
+  void on_agg_ram_limit_stacks(const std::vector<trace::AggStackBytes>& stacks) override {
+    agg_ram_limit_stacks = stacks;
   }
 
   static RssBreakdown breakdown_from(const AllocatorSample& a, uint64_t live) {
@@ -514,19 +545,28 @@ class FirstPass : public trace::TraceVisitor {
   KeptTextBudget& budget_;
 };
 
+// Which stacks held memory at the peaks: from the events (PeakSnapshots, full mode) or as
+// aggregate mode's tracer recorded them (stacks_at_peaks_of_aggregate).
+struct StacksAtPeaks {
+  static constexpr int kRamLimit = -2;  // a stage_peaks key: when RSS passed --ram-limit
+  // At the run's peak: live bytes and blocks per (stack, stage).
+  std::unordered_map<uint64_t, StackBytes> run_peak;
+  // At each stage's peak: live bytes per stack, largest first.
+  std::unordered_map<int, std::vector<StackBytes>> stage_peaks;
+};
+
 // Pass two: replays the events up to each peak and records which stacks held memory.
 //
 // A snapshot that walks every allocation info costs as much as there are infos; with one
 // per stage instance (a loop of 64k stages), that walk made the analysis quadratic. When
 // walking would cost more than keeping them, the stacks' live bytes are kept in order as
 // the events replay, and a stage's top stacks are read off the front.
-class PeakSnapshots : public trace::TraceVisitor {
+class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
  public:
   struct Target {
     uint64_t event;
     int stage;  // -1: the run's peak; kRamLimit: when RSS passed --ram-limit
   };
-  static constexpr int kRamLimit = -2;
   // `infos` and `events`: how many pass one saw, to choose how stage peaks are taken.
   PeakSnapshots(std::vector<Target> targets, uint64_t infos, uint64_t events) : targets_(std::move(targets)) {
     std::sort(targets_.begin(), targets_.end(), [](const Target& a, const Target& b) { return a.event < b.event; });
@@ -539,10 +579,6 @@ class PeakSnapshots : public trace::TraceVisitor {
     ordered_ = stage_snapshots * infos > kOrderedUpdateCost * events;
   }
 
-  // At the run's peak: live bytes and blocks per (stack, stage).
-  std::unordered_map<uint64_t, StackBytes> run_peak;
-  // At each stage's peak: live bytes per stack.
-  std::unordered_map<int, std::vector<StackBytes>> stage_peaks;
   size_t top_stacks = 20;
 
   void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
@@ -642,6 +678,60 @@ class PeakSnapshots : public trace::TraceVisitor {
   uint64_t last_top_event_ = UINT64_MAX;
   std::vector<StackBytes> last_top_;
 };
+
+// Aggregate mode: the tracer recorded the stacks at the peaks itself.
+StacksAtPeaks stacks_at_peaks_of_aggregate(const FirstPass& pass, size_t top_stacks) {
+  StacksAtPeaks out;
+  for (const auto& p : pass.agg_run_peak) {
+    StackBytes& s = out.run_peak[figure_key(p.stack, p.stage)];
+    s.stack = p.stack;
+    s.bytes += p.bytes;
+    s.blocks += p.blocks;
+  }
+  const auto listed = [&](const std::vector<trace::AggStackBytes>& stacks) {
+    std::vector<StackBytes> top;
+    for (const auto& s : stacks) {
+      if (top.size() == top_stacks) break;
+      top.push_back(StackBytes{s.stack, s.bytes, s.blocks});
+    }
+    return top;
+  };
+  for (const auto& [stage, r] : pass.agg_stages) {
+    if (!r.top_stacks.empty()) out.stage_peaks[static_cast<int>(stage)] = listed(r.top_stacks);
+  }
+  if (pass.agg_ram_limit_stacks) out.stage_peaks[StacksAtPeaks::kRamLimit] = listed(*pass.agg_ram_limit_stacks);
+  return out;
+}
+
+// Aggregate mode: the counts full mode takes from the events, from the latest snapshot
+// and the sites' and stages' latest figures.
+void apply_aggregate(FirstPass& pass) {
+  if (pass.agg_snapshot) {
+    pass.allocations = pass.agg_snapshot->allocations;
+    pass.frees = pass.agg_snapshot->frees;
+    pass.bytes_allocated = pass.agg_snapshot->bytes_allocated;
+    pass.temporary_allocations = pass.agg_snapshot->temporary_allocations;
+  }
+  for (const auto& [key, site] : pass.agg_sites) {
+    StackStageFigures& f = pass.figures[key];
+    f.stack = site.stack;
+    f.stage = site.stage;
+    f.allocations = site.allocations;
+    f.bytes_allocated = site.bytes_allocated;
+    f.temporary_allocations = site.temporary_allocations;
+    if (site.stage >= 0 && static_cast<size_t>(site.stage) < pass.stages.size()) {
+      StageInstance& s = pass.stages[site.stage];
+      s.allocations += site.allocations;
+      s.bytes_allocated += site.bytes_allocated;
+      s.temporary_allocations += site.temporary_allocations;
+    }
+  }
+  for (const auto& [stage, r] : pass.agg_stages) {
+    if (stage >= pass.stages.size()) continue;
+    pass.stages[stage].frees = r.frees;
+    pass.stages[stage].retained_bytes = r.retained_bytes;
+  }
+}
 
 constexpr size_t kMaxLeakSites = 500;
 
@@ -928,7 +1018,7 @@ DeviceReport device_report(const DeviceMemoryReplay& device, StackResolver& stac
 void warn_if_outside_malloc(const TraceFile& f, std::vector<std::string>& warnings) {
   constexpr uint64_t kMinProgramRssBytes = 64ull << 20;
   const FirstPass& p = f.pass;
-  if (p.info.mode != trace::Mode::kFull || p.peak_program_rss_bytes < kMinProgramRssBytes) return;
+  if ((p.info.mode != trace::Mode::kFull && !p.aggregate_mode()) || p.peak_program_rss_bytes < kMinProgramRssBytes) return;
   if (p.peak_heap_bytes * 20 > p.peak_program_rss_bytes) return;  // 5% or more through malloc
   std::string command = p.info.argv.empty() ? p.info.exe : p.info.argv[0];
   warnings.push_back(fmt::format(
@@ -986,6 +1076,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
       continue;
     }
     f->pass.finish();
+    if (f->pass.aggregate_mode()) apply_aggregate(f->pass);
     done_bytes += f->summary.file_bytes;
     if (!f->pass.have_info && trace_paths.size() > 1) {
       skipped.push_back(path + " holds no process record (it ends before its first chunk): skipped");
@@ -1008,10 +1099,22 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   if (!pass.have_info) throw trace::NotATraceError(main.path + " is not a memstage trace (no process record)");
 
   Report report;
-  report.mode = pass.info.mode == trace::Mode::kStats ? "stats" : "full";
+  report.mode = pass.stats_mode() ? "stats" : pass.aggregate_mode() ? "aggregate" : "full";
   report.allocator = pass.info.allocator.empty() ? "glibc" : pass.info.allocator;
   if (pass.python) report.python = PythonRun{pass.python->version, pass.python->allocator};
-  report.leaks_measured = pass.info.mode == trace::Mode::kFull;
+  report.leaks_measured = pass.info.mode == trace::Mode::kFull || pass.aggregate_mode();
+  if (pass.aggregate_mode()) {
+    report.capture_notes.push_back(
+        "aggregate mode: the tracer folded every allocation into figures per stack and stage in the process "
+        "and wrote no events, so the figures are exact but nothing can be replayed: stacks are known at each "
+        "stage's peak, at the run's peak and at exit only, and there is no per-allocation record (no event "
+        "list in the Chrome trace, no allocation order)");
+    if (!pass.ended && pass.agg_snapshot) {
+      report.capture_notes.push_back(fmt::format(
+          "the process did not end normally: counts, sites and leaks are as of its last snapshot, at {:.3f} s",
+          pass.agg_snapshot->t_ns / kNsPerS));
+    }
+  }
   // What memstage run saw (command, exit code) is about the process it started: a report
   // of another process's trace (a forked child) keeps that process's own.
   const bool run_is_this_process = run && (!run->pid || *run->pid == pass.info.pid);
@@ -1045,17 +1148,23 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   }
 
   // Pass two: stacks at the peaks.
+  StacksAtPeaks at_peaks;
   PeakSnapshots snapshots([&] {
     std::vector<PeakSnapshots::Target> targets;
     if (pass.peak_event) targets.push_back({pass.peak_event, -1});
     for (size_t i = 0; i < pass.stages.size(); ++i) {
       if (pass.stages[i].peak_event) targets.push_back({pass.stages[i].peak_event, static_cast<int>(i)});
     }
-    if (pass.ram_limit && pass.ram_limit_event) targets.push_back({pass.ram_limit_event, PeakSnapshots::kRamLimit});
+    if (pass.ram_limit && pass.ram_limit_event) targets.push_back({pass.ram_limit_event, StacksAtPeaks::kRamLimit});
     return targets;
   }(), pass.heap.infos().size(), pass.events);
   snapshots.top_stacks = options.top_stacks;
-  if (pass.info.mode == trace::Mode::kFull) trace::read_trace(main.path, snapshots, progress_for(total_bytes));
+  if (pass.info.mode == trace::Mode::kFull) {
+    trace::read_trace(main.path, snapshots, progress_for(total_bytes));
+    at_peaks = std::move(static_cast<StacksAtPeaks&>(snapshots));
+  } else if (pass.aggregate_mode()) {
+    at_peaks = stacks_at_peaks_of_aggregate(pass, options.top_stacks);
+  }
 
   StackResolver stacks(pass, report, options.symbolize);
 
@@ -1094,24 +1203,30 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   }
   t.fragmentation = fragmentation_of(t.rss_breakdown);
 
-  // Leaks, grouped by stack and stage, and per stage.
+  // Leaks, grouped by stack and stage, and per stage: the blocks live at the end, from
+  // the events or from aggregate mode's sites.
   std::unordered_map<uint64_t, StackBytes> leaks_by_key;
+  const auto count_leaked = [&](uint32_t stack, int stage, uint64_t bytes, uint64_t blocks) {
+    t.leaked_bytes += bytes;
+    t.leaked_blocks += blocks;
+    StackBytes& l = leaks_by_key[figure_key(stack, stage)];
+    l.stack = stack;
+    l.bytes += bytes;
+    l.blocks += blocks;
+    pass.figures[figure_key(stack, stage)].leaked_bytes += bytes;
+    if (stage >= 0) {
+      pass.stages[stage].leaked_bytes += bytes;
+      pass.stages[stage].leaked_blocks += blocks;
+    }
+  };
   for (size_t i = 0; i < pass.heap.infos().size(); ++i) {
     const uint64_t blocks = pass.heap.live_blocks()[i];
     if (!blocks) continue;
     const AllocationInfo& block = pass.heap.infos()[i];
-    const uint64_t bytes = blocks * block.size;
-    t.leaked_bytes += bytes;
-    t.leaked_blocks += blocks;
-    StackBytes& l = leaks_by_key[figure_key(block.stack, block.stage)];
-    l.stack = block.stack;
-    l.bytes += bytes;
-    l.blocks += blocks;
-    pass.figures[figure_key(block.stack, block.stage)].leaked_bytes += bytes;
-    if (block.stage >= 0) {
-      pass.stages[block.stage].leaked_bytes += bytes;
-      pass.stages[block.stage].leaked_blocks += blocks;
-    }
+    count_leaked(block.stack, block.stage, blocks * block.size, blocks);
+  }
+  for (const auto& [key, site] : pass.agg_sites) {
+    if (site.live_blocks) count_leaked(site.stack, site.stage, site.live_bytes, site.live_blocks);
   }
   std::vector<std::pair<uint64_t, StackBytes>> leak_list(leaks_by_key.begin(), leaks_by_key.end());
   std::sort(leak_list.begin(), leak_list.end(), [](const auto& a, const auto& b) {
@@ -1185,7 +1300,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
                                       : estimated_breakdown(s.peak_heap_bytes, s.peak_rss_bytes, pass.last_tracer_bytes,
                                                             s.peak_heap_ns / kNsPerS);
     f.fragmentation = fragmentation_of(f.rss_breakdown);
-    if (auto it = snapshots.stage_peaks.find(static_cast<int>(i)); it != snapshots.stage_peaks.end()) {
+    if (auto it = at_peaks.stage_peaks.find(static_cast<int>(i)); it != at_peaks.stage_peaks.end()) {
       for (const StackBytes& sb : it->second) {
         r.top_stacks_at_peak.push_back(StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks});
       }
@@ -1202,7 +1317,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   }
 
   // Per stack and stage figures, with the bytes live at the run's peak.
-  for (const auto& [key, live] : snapshots.run_peak) {
+  for (const auto& [key, live] : at_peaks.run_peak) {
     StackStageFigures& f = pass.figures[key];
     f.stack = live.stack;
     f.stage = static_cast<int>(static_cast<uint32_t>(key)) - 1;
@@ -1220,7 +1335,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     f.stack = stacks.index_of(f.stack);
     report.stack_figures.push_back(f);
   }
-  for (const auto& [key, live] : snapshots.run_peak) run_peak_by_stack[live.stack].blocks += live.blocks;
+  for (const auto& [key, live] : at_peaks.run_peak) run_peak_by_stack[live.stack].blocks += live.blocks;
   std::vector<StackBytes> run_top;
   for (const auto& [stack, sb] : run_peak_by_stack) run_top.push_back(sb);
   std::sort(run_top.begin(), run_top.end(), [](const StackBytes& a, const StackBytes& b) {
@@ -1241,7 +1356,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
                                                                 : fmt::format("{:.0f} MiB", limit / (1ull << 20)),
                                           stage >= 0 ? "at stage " + report.stages[stage].path + " " : "",
                                           pass.ram_limit->t_s));
-    if (auto it = snapshots.stage_peaks.find(PeakSnapshots::kRamLimit); it != snapshots.stage_peaks.end()) {
+    if (auto it = at_peaks.stage_peaks.find(StacksAtPeaks::kRamLimit); it != at_peaks.stage_peaks.end()) {
       for (const StackBytes& sb : it->second) {
         report.ram_limit->top_stacks.push_back(StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks});
       }

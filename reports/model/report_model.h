@@ -247,6 +247,8 @@ struct Report {
   // (stats mode).
   std::optional<GrowthReport> growth;
   std::vector<std::string> warnings;  // a truncated trace, lost events, ...
+  // What the way it was captured cannot give (aggregate mode: no events to replay).
+  std::vector<std::string> capture_notes;
 
   const Frame& frame(FrameIndex index) const { return frames[index]; }
 };

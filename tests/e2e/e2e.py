@@ -120,12 +120,13 @@ class Scenario:
         print("$ %s  -> exit %d in %.2f s" % (" ".join(command), proc.returncode, elapsed), flush=True)
         return proc
 
-    def traced(self, name, command, expect_exit=0, mode=None):
-        """memstage run -o WORK/name [--mode MODE] -- COMMAND: returns (folder, report)."""
+    def traced(self, name, command, expect_exit=0, mode=None, run_flags=()):
+        """memstage run -o WORK/name [--mode MODE] [RUN_FLAGS] -- COMMAND: returns (folder, report)."""
         out = os.path.join(self.work, name)
         argv = [self.memstage, "run", "-o", out]
         if mode:
             argv += ["--mode", mode]
+        argv += list(run_flags)
         proc = self.run(argv + ["--"] + command)
         with open(out + ".stderr", "wb") as f:
             f.write(proc.stderr)
@@ -374,9 +375,9 @@ def scenario_peak(s):
     s.check(stage_by_path(stats, "measure") is not None, "stats mode: stage measure in the report")
 
 
-def scenario_stages(s):
+def scenario_stages(s, mode=None):
     """Nested stages: paths, order, per-stage peak, retained, leaked, allocations."""
-    _, report = s.traced("run", [s.program("stages"), s.truth_file("stages")])
+    _, report = s.traced("run", [s.program("stages"), s.truth_file("stages")], mode=mode)
     t = s.read_truth("stages")
     s.counts_consistent(report, "stages")
     got = report["stages"]
@@ -571,9 +572,10 @@ def scenario_exit(s):
     s.counts_consistent(report, "_exit")
 
 
-def scenario_sigkill(s):
+def scenario_sigkill(s, mode=None, run_flags=()):
     """SIGKILL after 1 s: exit 137, the 50 MiB flushed before are in the report, a warning says so."""
-    _, report = s.traced("run", [s.program("sigkill"), s.truth_file("sigkill")], expect_exit=137)
+    _, report = s.traced("run", [s.program("sigkill"), s.truth_file("sigkill")], expect_exit=137, mode=mode,
+                         run_flags=run_flags)
     t = s.read_truth("sigkill")
     s.eq(report["exit_code"], 137, "report exit_code")
     s.eq(report["signal"], 9, "report signal")
@@ -1038,6 +1040,93 @@ SCENARIOS = {
     "fork_threads": scenario_fork_threads,
     "handoff": scenario_handoff,
 }
+
+
+def frames_key(stack):
+    """A stack as what it says (function, file, line per frame): two runs of one program
+    give the same keys, whatever their stacks' indices."""
+    return tuple((f.get("function"), file_base(f), f.get("line")) for f in stack)
+
+
+def figures_by_mode(s, name, command, what):
+    """The program under full mode and under aggregate mode: (full report, aggregate report)."""
+    _, full = s.traced(name + ".full", command + [s.truth_file(name + ".full")])
+    _, aggregate = s.traced(name + ".aggregate", command + [s.truth_file(name + ".aggregate")], mode="aggregate")
+    s.eq(aggregate["mode"], "aggregate", "%s: mode" % what)
+    s.check(any("aggregate mode" in n for n in aggregate.get("capture_notes", [])),
+            "%s: the report says what aggregate mode cannot give: %r" % (what, aggregate.get("capture_notes")))
+    return full, aggregate
+
+
+def same_figures(s, full, aggregate, what):
+    """Aggregate mode's figures are full mode's: totals, every stage, leaks by stack, the
+    stacks at the run's and each stage's peak."""
+    for key in ("peak_heap_bytes", "allocations", "frees", "bytes_allocated", "temporary_allocations",
+                "leaked_bytes", "leaked_blocks"):
+        s.eq(aggregate["totals"][key], full["totals"][key], "%s: totals.%s aggregate == full" % (what, key))
+    s.eq([st["path"] for st in aggregate["stages"]], [st["path"] for st in full["stages"]], "%s: stage paths" % what)
+
+    def top(entries):
+        return sorted((frames_key(e["stack"]), e["bytes"], e["blocks"]) for e in entries)
+    for a, f in zip(aggregate["stages"], full["stages"]):
+        where = "%s: stage %s" % (what, f["path"])
+        for key in ("peak_heap_bytes", "allocations", "frees", "bytes_allocated", "temporary_allocations",
+                    "retained_bytes", "leaked_bytes", "leaked_blocks"):
+            s.eq(a[key], f[key], "%s: %s aggregate == full" % (where, key))
+        if len(f["top_stacks_at_peak"]) < 20:  # complete lists: ties at the cut would be listed in any order
+            s.eq(top(a["top_stacks_at_peak"]), top(f["top_stacks_at_peak"]), "%s: stacks at its peak" % where)
+    if len(full["totals"]["top_stacks_at_peak"]) < 20:
+        s.eq(top(aggregate["totals"]["top_stacks_at_peak"]), top(full["totals"]["top_stacks_at_peak"]),
+             "%s: stacks at the run's peak" % what)
+
+    def leaks(report):
+        return sorted((frames_key(g["stack"]), g["stage"] or "", g["bytes"], g["blocks"]) for g in report["leaks"])
+    s.eq(leaks(aggregate), leaks(full), "%s: leaks by stack and stage" % what)
+
+
+def scenario_aggregate(s):
+    """--mode aggregate gives full mode's figures on the exact programs (stages, peak, leaks)."""
+    for program in ("stages", "peak", "leaks"):
+        full, aggregate = figures_by_mode(s, program, [s.program(program)], program)
+        same_figures(s, full, aggregate, program)
+    # And the truth the stages program knows, through the same checks as full mode's.
+    scenario_stages(s, mode="aggregate")
+
+
+def trace_bytes(folder):
+    return sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder) if n.endswith(".mst"))
+
+
+def scenario_aggregate_size(s):
+    """An aggregated capture does not grow with the calls: 4 x the calls, at most 1.2 x the bytes."""
+    # The RSS timeline grows with wall time in every mode (a few bytes a tick; the 1-hour
+    # figure of harness/bench counts it): one tick a second keeps it out of this count.
+    sizes = {}
+    for iterations in (250000, 1000000):
+        name = "churn.%d" % iterations
+        out, report = s.traced(name, [s.program("churn"), s.truth_file(name), str(iterations)], mode="aggregate",
+                               run_flags=("--sample-interval", "1000"))
+        sizes[iterations] = trace_bytes(out)
+        churn = stage_by_path(report, "churn")
+        if s.check(churn is not None, "%s: stage churn" % name):
+            s.check(churn["allocations"] == iterations, "%s: allocations in the stage %d == %d"
+                    % (name, churn["allocations"], iterations))
+            s.eq(churn["leaked_bytes"], 0, "%s: nothing leaked in the stage" % name)
+    print("capture bytes: %r" % sizes)
+    s.check(sizes[1000000] <= 1.2 * sizes[250000], "capture of 4 x the calls %d bytes <= 1.2 x %d"
+            % (sizes[1000000], sizes[250000]))
+
+
+def scenario_aggregate_sigkill(s):
+    """A SIGKILLed aggregate run reports up to its last snapshot: the 50 MiB held, by their stack."""
+    scenario_sigkill(s, mode="aggregate", run_flags=("--snapshot-interval", "0.2"))
+
+
+SCENARIOS.update({
+    "aggregate": scenario_aggregate,
+    "aggregate_size": scenario_aggregate_size,
+    "aggregate_sigkill": scenario_aggregate_sigkill,
+})
 
 
 def main():

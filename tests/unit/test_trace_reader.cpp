@@ -166,8 +166,8 @@ TEST_CASE("an unknown record tag is corruption") {
   TraceBuilder b;
   b.process().chunk();
   std::string bytes = b.bytes();
-  // A chunk of one byte: tag kRecordKinds + 1.
-  const uint8_t raw[] = {static_cast<uint8_t>(trace::records::kRecordKinds + 1)};
+  // A chunk of one byte: tag kMaxTag + 1.
+  const uint8_t raw[] = {static_cast<uint8_t>(trace::records::kMaxTag + 1)};
   std::vector<uint8_t> out(ZSTD_compressBound(1));
   const size_t n = ZSTD_compress(out.data(), out.size(), raw, 1, 1);
   trace::ChunkHeader h{trace::kChunkMagic, static_cast<uint32_t>(n), 1};

@@ -565,6 +565,7 @@ json page_data(const Report& report) {
                                  : json(nullptr);
   data["totals"] = figures_json(report.totals);
   data["warnings"] = report.warnings;
+  if (!report.capture_notes.empty()) data["capture_notes"] = report.capture_notes;
   data["worst_stage"] = worst_stage(report);
 
   json stages = json::array();

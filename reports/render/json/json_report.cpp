@@ -232,6 +232,7 @@ Json report_to_json(const Report& r) {
     j["ram_limit"] = nullptr;
   }
   j["warnings"] = r.warnings;
+  if (!r.capture_notes.empty()) j["capture_notes"] = r.capture_notes;
   return j;
 }
 

@@ -104,6 +104,7 @@ std::string render_text(const Report& r, const TextOptions& options) {
     }
   }
   for (const auto& w : r.warnings) out += fmt::format("  warning: {}\n", terminal_text(w));
+  for (const auto& n : r.capture_notes) out += fmt::format("  note: {}\n", terminal_text(n));
 
   if (r.processes.size() > 1) {
     // Every process with its own peaks: the first one's figures above say nothing of the

@@ -1,0 +1,339 @@
+#include "profiler/preload/aggregate.h"
+
+#include <cstring>
+
+#include "profiler/preload/tracer_memory.h"
+
+namespace memstage::preload {
+
+namespace records = trace::records;
+
+template <class T>
+bool TracerArray<T>::resize(size_t n) {
+  if (n <= size_) return true;
+  if (n > capacity_) {
+    size_t capacity = capacity_ ? capacity_ : 4096 / sizeof(T) + 1;
+    while (capacity < n) capacity *= 2;
+    auto* bigger = static_cast<T*>(tracer_map(capacity * sizeof(T)));
+    if (!bigger) return false;
+    if (data_) {
+      memcpy(static_cast<void*>(bigger), data_, size_ * sizeof(T));
+      tracer_unmap(data_, capacity_ * sizeof(T));
+    }
+    data_ = bigger;
+    capacity_ = capacity;
+  }
+  // Entries past size_ may hold what was there before a clear_keeping_memory.
+  memset(static_cast<void*>(data_ + size_), 0, (n - size_) * sizeof(T));
+  size_ = n;
+  return true;
+}
+
+template <class T>
+void TracerArray<T>::release() {
+  if (data_) tracer_unmap(data_, capacity_ * sizeof(T));
+  data_ = nullptr;
+  size_ = capacity_ = 0;
+}
+
+namespace {
+
+uint64_t site_key(uint32_t stack, uint32_t stage_plus_one) {
+  return static_cast<uint64_t>(stack) << 32 | stage_plus_one;
+}
+uint64_t slot_hash(uint64_t key) {
+  const uint64_t h = key * 0x9e3779b97f4a7c15ull;
+  return h ^ (h >> 29);
+}
+
+// Largest bytes first, then the lower stack id: the order full mode's analysis lists.
+bool ranks_before(const records::AggStackBytes& a, const records::AggStackBytes& b) {
+  return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
+}
+
+}  // namespace
+
+void HeapAggregate::reset() {
+  blocks_.clear();
+  sites_.release();
+  stacks_.release();
+  stack_index_.release();
+  slots_.release();
+  slot_count_ = 0;
+  changed_sites_.release();
+  peak_stale_sites_.release();
+  stage_stale_stacks_.release();
+  stages_.release();
+  if (levels_) tracer_unmap(levels_, trace::kMaxStageDepth * sizeof(Level));
+  levels_ = nullptr;
+  depth_ = 0;
+  saved_outer_level_ = -1;
+  live_bytes_ = interval_high_bytes_ = run_peak_bytes_ = 0;
+  heap_moved_ = run_copy_pending_ = stage_copy_pending_ = run_peak_moved_ = false;
+  allocations_ = frees_ = bytes_allocated_ = temporary_allocations_ = 0;
+}
+
+bool HeapAggregate::grow_slots() {
+  TracerArray<SiteSlot> old = slots_;
+  const size_t capacity = old.size() ? old.size() * 2 : 4096;
+  slots_ = TracerArray<SiteSlot>();
+  if (!slots_.resize(capacity)) {
+    slots_ = old;
+    return false;
+  }
+  for (size_t i = 0; i < old.size(); ++i) {
+    if (!old[i].site_plus_one) continue;
+    size_t j = slot_hash(old[i].key) & (capacity - 1);
+    while (slots_[j].site_plus_one) j = (j + 1) & (capacity - 1);
+    slots_[j] = old[i];
+  }
+  old.release();
+  return true;
+}
+
+// UINT32_MAX when out of memory.
+uint32_t HeapAggregate::site_of(uint32_t stack, uint32_t stage_plus_one) {
+  if ((slot_count_ + 1) * 4 > slots_.size() * 3 && !grow_slots()) return UINT32_MAX;
+  const uint64_t key = site_key(stack, stage_plus_one);
+  const size_t mask = slots_.size() - 1;
+  size_t i = slot_hash(key) & mask;
+  for (; slots_[i].site_plus_one; i = (i + 1) & mask) {
+    if (slots_[i].key == key) return slots_[i].site_plus_one - 1;
+  }
+  if (stack >= stack_index_.size() && !stack_index_.resize(stack + 1)) return UINT32_MAX;
+  if (!stack_index_[stack]) {
+    if (!stacks_.push_back(StackLive{stack, 0, 0, 0, 0, 0})) return UINT32_MAX;
+    stack_index_[stack] = static_cast<uint32_t>(stacks_.size());
+  }
+  Site site{};
+  site.stack = stack;
+  site.stage_plus_one = stage_plus_one;
+  site.stack_index = stack_index_[stack] - 1;
+  if (!sites_.push_back(site)) return UINT32_MAX;
+  slots_[i] = SiteSlot{key, static_cast<uint32_t>(sites_.size())};
+  ++slot_count_;
+  return static_cast<uint32_t>(sites_.size() - 1);
+}
+
+// Every change is listed once per copy: what the next copy or snapshot must look at.
+void HeapAggregate::note_change(Site& site) {
+  const auto index = static_cast<uint32_t>(&site - &sites_[0]);
+  if (!site.changed && changed_sites_.push_back(index)) site.changed = 1;
+  if (!site.peak_stale && peak_stale_sites_.push_back(index)) site.peak_stale = 1;
+  StackLive& s = stacks_[site.stack_index];
+  if (!s.stale && stage_stale_stacks_.push_back(site.stack_index)) s.stale = 1;
+}
+
+bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one) {
+  if (stage_plus_one > stages_.size() && !stages_.resize(stage_plus_one)) return false;
+  const uint32_t index = site_of(stack, stage_plus_one);
+  if (index == UINT32_MAX) return false;
+  Site& site = sites_[index];
+  ++site.allocations;
+  site.bytes_allocated += size;
+  site.live_bytes += size;
+  ++site.live_blocks;
+  StackLive& s = stacks_[site.stack_index];
+  s.live_bytes += size;
+  ++s.live_blocks;
+  note_change(site);
+  if (stage_plus_one) stages_[stage_plus_one - 1].live_self_bytes += static_cast<int64_t>(size);
+  ++allocations_;
+  bytes_allocated_ += size;
+  blocks_.put(address, Block{size, index});
+
+  live_bytes_ += size;
+  heap_moved_ = true;
+  if (live_bytes_ > interval_high_bytes_) interval_high_bytes_ = live_bytes_;
+  if (live_bytes_ > run_peak_bytes_) {
+    run_peak_bytes_ = live_bytes_;
+    run_copy_pending_ = true;
+  }
+  // As full mode's analysis: a new high raises the innermost stage's peak; its parents
+  // take it when it ends.
+  if (depth_ > 0 && live_bytes_ > levels_[depth_ - 1].peak_bytes) {
+    levels_[depth_ - 1].peak_bytes = live_bytes_;
+    levels_[depth_ - 1].where = PeakStacks::kSaved;
+    stage_copy_pending_ = true;
+  }
+  return true;
+}
+
+bool HeapAggregate::free(uint64_t address, bool temporary) {
+  Block block;
+  if (!blocks_.take(address, block)) return false;
+  // The heap is at a high until now: the copies must hold it before it goes down.
+  make_copies_current();
+  Site& site = sites_[block.site];
+  site.live_bytes -= block.size;
+  --site.live_blocks;
+  StackLive& s = stacks_[site.stack_index];
+  s.live_bytes -= block.size;
+  --s.live_blocks;
+  note_change(site);
+  if (site.stage_plus_one) stages_[site.stage_plus_one - 1].live_self_bytes -= static_cast<int64_t>(block.size);
+  if (depth_ > 0) ++stages_[levels_[depth_ - 1].instance].frees;
+  ++frees_;
+  if (temporary) {
+    ++site.temporary_allocations;
+    ++temporary_allocations_;
+  }
+  live_bytes_ -= block.size;
+  heap_moved_ = true;
+  return true;
+}
+
+void HeapAggregate::make_copies_current() {
+  if (run_copy_pending_) {
+    for (size_t i = 0; i < peak_stale_sites_.size(); ++i) {
+      Site& site = sites_[peak_stale_sites_[i]];
+      site.peak_bytes = site.live_bytes;
+      site.peak_blocks = site.live_blocks;
+      site.peak_stale = 0;
+    }
+    peak_stale_sites_.clear_keeping_memory();
+    run_copy_pending_ = false;
+    run_peak_moved_ = true;
+  }
+  if (stage_copy_pending_) {
+    // The copy is about to move to the innermost stage's new high: an outer stage whose
+    // peak it holds lists its stacks first.
+    if (saved_outer_level_ >= 0) list_saved_level(levels_[saved_outer_level_]);
+    saved_outer_level_ = -1;
+    for (size_t i = 0; i < stage_stale_stacks_.size(); ++i) {
+      StackLive& s = stacks_[stage_stale_stacks_[i]];
+      s.saved_bytes = s.live_bytes;
+      s.saved_blocks = s.live_blocks;
+      s.stale = 0;
+    }
+    stage_stale_stacks_.clear_keeping_memory();
+    stage_copy_pending_ = false;
+  }
+}
+
+uint32_t HeapAggregate::top_stacks(bool saved, records::AggStackBytes* out) const {
+  uint32_t n = 0;
+  for (size_t i = 0; i < stacks_.size(); ++i) {
+    const StackLive& s = stacks_[i];
+    const records::AggStackBytes candidate{s.stack, saved ? s.saved_bytes : s.live_bytes,
+                                           saved ? s.saved_blocks : s.live_blocks};
+    if (candidate.blocks == 0) continue;
+    if (n == kTopStacks && !ranks_before(candidate, out[n - 1])) continue;
+    // Insertion into the sorted list (kTopStacks is small).
+    uint32_t j = n < kTopStacks ? n++ : n - 1;
+    while (j > 0 && ranks_before(candidate, out[j - 1])) {
+      out[j] = out[j - 1];
+      --j;
+    }
+    out[j] = candidate;
+  }
+  return n;
+}
+
+void HeapAggregate::list_saved_level(Level& level) {
+  if (level.where != PeakStacks::kSaved) return;
+  level.top_count = top_stacks(true, level.top);
+  level.where = PeakStacks::kListed;
+}
+
+void HeapAggregate::stage_begin(uint32_t instance) {
+  if (!levels_) {
+    levels_ = static_cast<Level*>(tracer_map(trace::kMaxStageDepth * sizeof(Level)));
+    if (!levels_) return;
+  }
+  if (depth_ == trace::kMaxStageDepth) return;  // the tracer never records deeper
+  if (instance >= stages_.size() && !stages_.resize(instance + 1)) return;
+  make_copies_current();
+  if (depth_ > 0 && levels_[depth_ - 1].where == PeakStacks::kSaved) saved_outer_level_ = static_cast<int>(depth_ - 1);
+  Level& level = levels_[depth_++];
+  level.instance = instance;
+  level.where = PeakStacks::kNone;
+  level.top_count = 0;
+  level.peak_bytes = live_bytes_;
+}
+
+uint64_t HeapAggregate::retained_bytes(uint32_t instance) const {
+  // Stages are numbered in the order they begin: the ones from `instance` on are it and
+  // the stages inside it.
+  int64_t retained = 0;
+  for (size_t i = instance; i < stages_.size(); ++i) retained += stages_[i].live_self_bytes;
+  return retained > 0 ? static_cast<uint64_t>(retained) : 0;
+}
+
+void HeapAggregate::write_stage(const Level& level, bool closed, RecordSink& out) {
+  records::AggStage record;
+  record.stage = level.instance;
+  record.closed = closed ? 1 : 0;
+  record.frees = stages_[level.instance].frees;
+  record.retained_bytes = retained_bytes(level.instance);
+  records::AggStackBytes listed[kTopStacks];
+  if (level.where == PeakStacks::kSaved) {
+    record.top_stacks.items = {listed, top_stacks(true, listed)};
+  } else {
+    record.top_stacks.items = {level.top, level.top_count};
+  }
+  out.commit(records::encode(out.reserve(records::max_encoded_bytes(record)), record));
+}
+
+void HeapAggregate::stage_end(RecordSink& out) {
+  if (depth_ == 0) return;
+  make_copies_current();
+  Level& level = levels_[depth_ - 1];
+  list_saved_level(level);
+  write_stage(level, true, out);
+  --depth_;
+  if (depth_ == 0) return;
+  // The parent is the innermost stage again: if its peak is in the stage copy, the copy
+  // is its own again.
+  if (saved_outer_level_ == static_cast<int>(depth_ - 1)) saved_outer_level_ = -1;
+  Level& parent = levels_[depth_ - 1];
+  if (level.peak_bytes > parent.peak_bytes) {
+    parent.peak_bytes = level.peak_bytes;
+    parent.where = level.where;
+    parent.top_count = level.top_count;
+    memcpy(parent.top, level.top, level.top_count * sizeof(level.top[0]));
+  }
+}
+
+void HeapAggregate::before_record(RecordSink& out) {
+  if (!heap_moved_) return;
+  const records::AggHeap record{live_bytes_, interval_high_bytes_};
+  out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggHeap>()), record));
+  interval_high_bytes_ = live_bytes_;
+  heap_moved_ = false;
+}
+
+void HeapAggregate::ram_limit(RecordSink& out) {
+  records::AggStackBytes listed[kTopStacks];
+  records::AggRamLimitStacks record;
+  record.stacks.items = {listed, top_stacks(false, listed)};
+  out.commit(records::encode(out.reserve(records::max_encoded_bytes(record)), record));
+}
+
+void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
+  before_record(out);
+  make_copies_current();
+  for (size_t i = 0; i < changed_sites_.size(); ++i) {
+    Site& site = sites_[changed_sites_[i]];
+    site.changed = 0;
+    const records::AggSite record{site.stack,           site.stage_plus_one,  site.allocations,
+                                  site.bytes_allocated, site.temporary_allocations, site.live_bytes,
+                                  site.live_blocks};
+    out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSite>()), record));
+  }
+  changed_sites_.clear_keeping_memory();
+  for (uint32_t i = 0; i < depth_; ++i) write_stage(levels_[i], false, out);
+  if (run_peak_moved_) {
+    for (size_t i = 0; i < sites_.size(); ++i) {
+      const Site& site = sites_[i];
+      if (!site.peak_blocks) continue;
+      const records::AggPeakSite record{site.stack, site.stage_plus_one, site.peak_bytes, site.peak_blocks};
+      out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggPeakSite>()), record));
+    }
+    run_peak_moved_ = false;
+  }
+  const records::AggSnapshot record{t_ns, allocations_, frees_, bytes_allocated_, temporary_allocations_};
+  out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSnapshot>()), record));
+}
+
+}  // namespace memstage::preload

@@ -1,0 +1,158 @@
+// Aggregate mode's in-process figures (trace_format.h, kAggHeap and after): the writer
+// thread folds each allocation and free, in the process's event order, into figures per
+// site, a (stack, stage instance), and writes those instead of the events. What it writes
+// grows with the distinct sites and stages, not with the run's length.
+//
+// The stacks holding memory at a peak are exact without copying every site at every new
+// high: the current live bytes per site (and per stack) are kept beside a saved copy at
+// the peak, with a list of the entries changed since the copy was last made equal. A new
+// high only marks the copy stale; the first event that lowers the heap after it (or a
+// stage edge, a snapshot) copies the changed entries alone. Each change is copied at most
+// once: amortised O(1) per event. Two copies are kept: per site at the run's peak, and per
+// stack at the peak of the innermost open stage (an outer stage whose peak is in that copy
+// takes its top stacks out of it before it is overwritten). Full mode's analysis takes
+// the same figures from the events (reports/analysis); the e2e tests hold the two equal.
+//
+// Writer thread only; all memory from tracer_map.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "profiler/preload/address_index.h"
+#include "profiler/trace/trace_format.h"
+#include "profiler/trace/trace_records.h"
+
+namespace memstage::preload {
+
+// Where the aggregate's records go: the writer's raw chunk buffer.
+class RecordSink {
+ public:
+  virtual uint8_t* reserve(size_t bytes) = 0;  // room for `bytes` more
+  virtual void commit(uint8_t* end) = 0;       // what was written ends here
+ protected:
+  ~RecordSink() = default;
+};
+
+// A growable array of trivially copyable, zero-initialisable T in tracer memory.
+template <class T>
+class TracerArray {
+ public:
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  size_t size() const { return size_; }
+  // Grows to at least n entries, the new ones zeroed; false when out of memory.
+  bool resize(size_t n);
+  bool push_back(const T& v) {
+    if (!resize(size_ + 1)) return false;
+    data_[size_ - 1] = v;
+    return true;
+  }
+  void clear_keeping_memory() { size_ = 0; }
+  void release();
+
+ private:
+  T* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
+class HeapAggregate {
+ public:
+  // The most stacks listed at a stage's peak or at the RAM limit (the analysis lists 20
+  // by default).
+  static constexpr uint32_t kTopStacks = 32;
+
+  void reset();  // forgets everything and gives its memory back
+
+  // An allocation (or a realloc's allocation half) of `size` bytes at `address` in stage
+  // instance stage_plus_one - 1 (0: outside any stage). False when out of memory: the
+  // event is lost.
+  bool allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one);
+  // A free; `temporary`: of the latest allocation, nothing allocated since. False for a
+  // block it never saw allocated (nothing changes).
+  bool free(uint64_t address, bool temporary);
+  // Stage edges, in event order; `instance` numbered by the order stages begin.
+  void stage_begin(uint32_t instance);
+  void stage_end(RecordSink& out);
+  // Before any other record: the heap since the previous one (kAggHeap), if it moved.
+  void before_record(RecordSink& out);
+  // After a kRamLimit record: the stacks holding the most now.
+  void ram_limit(RecordSink& out);
+  // Writes the sites changed since the last snapshot, the open stages, the run's peak if
+  // it moved, and kAggSnapshot with the totals.
+  void snapshot(uint64_t t_ns, RecordSink& out);
+
+ private:
+  struct Block {
+    uint64_t size;
+    uint32_t site;
+  };
+  struct Site {
+    uint32_t stack;
+    uint32_t stage_plus_one;
+    uint32_t stack_index;  // into stacks_
+    uint8_t changed;       // since the last snapshot, listed in changed_sites_
+    uint8_t peak_stale;    // since the run peak's copy, listed in peak_stale_sites_
+    uint64_t allocations, bytes_allocated, temporary_allocations, live_bytes, live_blocks;
+    uint64_t peak_bytes, peak_blocks;  // the copy at the run's peak
+  };
+  struct StackLive {
+    uint32_t stack;
+    uint8_t stale;  // since the stage peak's copy, listed in stage_stale_stacks_
+    uint64_t live_bytes, live_blocks;
+    uint64_t saved_bytes, saved_blocks;  // the copy at the innermost stage's peak
+  };
+  struct StageFigures {
+    int64_t live_self_bytes;  // live bytes allocated in this instance itself
+    uint64_t frees;           // made while it was the innermost stage
+  };
+  enum class PeakStacks : uint8_t { kNone, kSaved, kListed };
+  struct Level {
+    uint32_t instance;
+    PeakStacks where;
+    uint32_t top_count;
+    uint64_t peak_bytes;
+    trace::records::AggStackBytes top[kTopStacks];
+  };
+  // (stack, stage_plus_one) -> site index + 1, open addressing, never removed.
+  struct SiteSlot {
+    uint64_t key;
+    uint32_t site_plus_one;
+  };
+
+  uint32_t site_of(uint32_t stack, uint32_t stage_plus_one);
+  bool grow_slots();
+  void note_change(Site& site);
+  void make_copies_current();
+  // The top stacks by live bytes (saved: the stage peak's copy; else now), largest first.
+  uint32_t top_stacks(bool saved, trace::records::AggStackBytes* out) const;
+  void list_saved_level(Level& level);
+  uint64_t retained_bytes(uint32_t instance) const;
+  void write_stage(const Level& level, bool closed, RecordSink& out);
+
+  AddressMap<Block> blocks_;
+  TracerArray<Site> sites_;
+  TracerArray<StackLive> stacks_;
+  TracerArray<uint32_t> stack_index_;  // stack id -> stacks_ index + 1 (0: none yet)
+  TracerArray<SiteSlot> slots_;
+  uint64_t slot_count_ = 0;
+  TracerArray<uint32_t> changed_sites_;
+  TracerArray<uint32_t> peak_stale_sites_;
+  TracerArray<uint32_t> stage_stale_stacks_;
+  TracerArray<StageFigures> stages_;
+  Level* levels_ = nullptr;  // kMaxStageDepth, mapped on the first stage
+  uint32_t depth_ = 0;
+  int saved_outer_level_ = -1;  // an outer level whose peak is the stage copy, or -1
+
+  uint64_t live_bytes_ = 0;
+  uint64_t interval_high_bytes_ = 0;
+  bool heap_moved_ = false;
+  uint64_t run_peak_bytes_ = 0;
+  bool run_copy_pending_ = false;    // a new run high since the copy was made current
+  bool stage_copy_pending_ = false;  // a new high of the innermost stage, likewise
+  bool run_peak_moved_ = false;      // since the last snapshot wrote it
+  uint64_t allocations_ = 0, frees_ = 0, bytes_allocated_ = 0, temporary_allocations_ = 0;
+};
+
+}  // namespace memstage::preload
