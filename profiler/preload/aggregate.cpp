@@ -260,18 +260,14 @@ uint64_t HeapAggregate::retained_bytes(uint32_t instance) const {
   return retained > 0 ? static_cast<uint64_t>(retained) : 0;
 }
 
-void HeapAggregate::write_stage(const Level& level, bool closed, RecordSink& out) {
+void HeapAggregate::write_stage(uint32_t instance, bool closed, const records::AggStackBytes* top, uint32_t count,
+                                RecordSink& out) {
   records::AggStage record;
-  record.stage = level.instance;
+  record.stage = instance;
   record.closed = closed ? 1 : 0;
-  record.frees = stages_[level.instance].frees;
-  record.retained_bytes = retained_bytes(level.instance);
-  records::AggStackBytes listed[kTopStacks];
-  if (level.where == PeakStacks::kSaved) {
-    record.top_stacks.items = {listed, top_stacks(true, listed)};
-  } else {
-    record.top_stacks.items = {level.top, level.top_count};
-  }
+  record.frees = stages_[instance].frees;
+  record.retained_bytes = retained_bytes(instance);
+  record.top_stacks.items = {top, count};
   out.commit(records::encode(out.reserve(records::max_encoded_bytes(record)), record));
 }
 
@@ -280,7 +276,7 @@ void HeapAggregate::stage_end(RecordSink& out) {
   make_copies_current();
   Level& level = levels_[depth_ - 1];
   list_saved_level(level);
-  write_stage(level, true, out);
+  write_stage(level.instance, true, level.top, level.top_count, out);
   --depth_;
   if (depth_ == 0) return;
   // The parent is the innermost stage again: if its peak is in the stage copy, the copy
@@ -322,7 +318,24 @@ void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
     out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSite>()), record));
   }
   changed_sites_.clear_keeping_memory();
-  for (uint32_t i = 0; i < depth_; ++i) write_stage(levels_[i], false, out);
+  // The open stages as if they ended now, as the analysis ends them: an inner stage's
+  // peak passes to the stage around it when higher (the levels themselves stay as they are).
+  records::AggStackBytes carried[kTopStacks];
+  uint32_t carried_count = 0;
+  uint64_t carried_peak = 0;
+  for (uint32_t i = depth_; i-- > 0;) {
+    const Level& level = levels_[i];
+    if (i + 1 == depth_ || level.peak_bytes >= carried_peak) {
+      carried_peak = level.peak_bytes;
+      if (level.where == PeakStacks::kSaved) {
+        carried_count = top_stacks(true, carried);
+      } else {
+        carried_count = level.top_count;
+        memcpy(carried, level.top, level.top_count * sizeof(level.top[0]));
+      }
+    }
+    write_stage(level.instance, false, carried, carried_count, out);
+  }
   if (run_peak_moved_) {
     for (size_t i = 0; i < sites_.size(); ++i) {
       const Site& site = sites_[i];

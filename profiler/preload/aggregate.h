@@ -129,7 +129,8 @@ class HeapAggregate {
   uint32_t top_stacks(bool saved, trace::records::AggStackBytes* out) const;
   void list_saved_level(Level& level);
   uint64_t retained_bytes(uint32_t instance) const;
-  void write_stage(const Level& level, bool closed, RecordSink& out);
+  void write_stage(uint32_t instance, bool closed, const trace::records::AggStackBytes* top, uint32_t count,
+                   RecordSink& out);
 
   AddressMap<Block> blocks_;
   TracerArray<Site> sites_;

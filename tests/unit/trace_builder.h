@@ -97,6 +97,12 @@ class TraceBuilder {
     return *this;
   }
 
+  // Records already encoded (the tracer's own encoders, as aggregate mode's).
+  TraceBuilder& raw(const uint8_t* bytes, size_t n) {
+    raw_.insert(raw_.end(), bytes, bytes + n);
+    return *this;
+  }
+
   // Closes the current chunk: records after this go into the next one.
   TraceBuilder& chunk() {
     if (raw_.empty()) return *this;

@@ -1,0 +1,191 @@
+// Aggregate mode's in-process figures (profiler/preload/aggregate.h) against full mode's
+// analysis of the same event stream: random streams of allocations, frees and nested
+// stages, written once as full mode's events and once through the aggregate, analysed,
+// and every figure compared.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <tuple>
+
+#include "profiler/preload/aggregate.h"
+#include "reports/analysis/analyzer.h"
+#include "tests/unit/trace_builder.h"
+
+using memstage::testing::TraceBuilder;
+namespace preload = memstage::preload;
+namespace reports = memstage::reports;
+namespace trace = memstage::trace;
+
+namespace {
+
+class BufferSink final : public preload::RecordSink {
+ public:
+  explicit BufferSink(TraceBuilder& b) : builder_(b) {}
+  uint8_t* reserve(size_t bytes) override {
+    buffer_.resize(bytes);
+    return buffer_.data();
+  }
+  void commit(uint8_t* end) override { builder_.raw(buffer_.data(), static_cast<size_t>(end - buffer_.data())); }
+
+ private:
+  TraceBuilder& builder_;
+  std::vector<uint8_t> buffer_;
+};
+
+reports::Report analyze(TraceBuilder& b, const std::string& name) {
+  const std::string path = (std::filesystem::temp_directory_path() / ("memstage_aggregate_" + name + ".mst")).string();
+  b.write(path);
+  reports::AnalysisOptions options;
+  options.symbolize = false;
+  return reports::analyze({path}, std::nullopt, options);
+}
+
+// A stack as its return addresses: the two reports number their stacks apart.
+std::vector<uint64_t> addresses(const reports::Report& r, reports::StackIndex stack) {
+  std::vector<uint64_t> out;
+  for (auto f : r.stacks[stack].frames) out.push_back(r.frame(f).address);
+  return out;
+}
+using Listed = std::vector<std::tuple<std::vector<uint64_t>, uint64_t, uint64_t>>;
+Listed listed(const reports::Report& r, const std::vector<reports::StackBytes>& stacks) {
+  Listed out;
+  for (const auto& s : stacks) out.emplace_back(addresses(r, s.stack), s.bytes, s.blocks);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+Listed leaks(const reports::Report& r) {
+  Listed out;
+  for (const auto& l : r.leaks) out.emplace_back(addresses(r, l.stack), l.bytes, l.blocks * 1000 + (l.stage + 1));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+using Figures = std::vector<std::tuple<std::vector<uint64_t>, int, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>>;
+Figures figures(const reports::Report& r) {
+  Figures out;
+  for (const auto& f : r.stack_figures) {
+    out.emplace_back(addresses(r, f.stack), f.stage, f.allocations, f.bytes_allocated, f.temporary_allocations,
+                     f.live_at_peak_bytes, f.leaked_bytes);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void same_figures(const reports::MemoryFigures& a, const reports::MemoryFigures& f) {
+  CHECK(a.peak_heap_bytes == f.peak_heap_bytes);
+  CHECK(a.peak_heap_time_s == f.peak_heap_time_s);
+  CHECK(a.allocations == f.allocations);
+  CHECK(a.frees == f.frees);
+  CHECK(a.bytes_allocated == f.bytes_allocated);
+  CHECK(a.temporary_allocations == f.temporary_allocations);
+  CHECK(a.leaked_bytes == f.leaked_bytes);
+  CHECK(a.leaked_blocks == f.leaked_blocks);
+}
+
+}  // namespace
+
+TEST_CASE("aggregate mode's figures are full mode's on random streams of nested stages") {
+  const unsigned seed = GENERATE(1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u);
+  std::mt19937 random(seed);
+  constexpr int kStacks = 8;
+  TraceBuilder full, aggregated;
+  full.process(100, trace::Mode::kFull);
+  aggregated.process(100, trace::Mode::kAggregate);
+  for (int i = 0; i < kStacks; ++i) {
+    full.stack({0x1000u + 0x10u * i, 0x9000});
+    aggregated.stack({0x1000u + 0x10u * i, 0x9000});
+  }
+  full.stage_name("s");
+  aggregated.stage_name("s");
+
+  preload::HeapAggregate aggregate;
+  BufferSink sink(aggregated);
+  std::vector<uint64_t> live;
+  std::vector<uint32_t> open_stages;
+  uint32_t stage_instances = 0;
+  uint64_t next_address = 0x10000, t_ns = 0, last_alloc = 0;
+  bool last_was_alloc = false;
+  const auto both_record = [&](auto record_into) {
+    aggregate.before_record(sink);
+    record_into(full);
+    record_into(aggregated);
+  };
+  for (int op = 0; op < 4000; ++op) {
+    const int what = static_cast<int>(random() % 100);
+    if (what < 45) {  // an allocation; sizes collide so that sites hold many blocks
+      const auto stack = static_cast<uint32_t>(random() % kStacks);
+      const uint64_t size = (random() % 4 == 0) ? 4096 * (1 + random() % 8) : 16 * (1 + random() % 8);
+      const uint64_t address = next_address += 0x10;
+      const uint32_t stage_plus_one = open_stages.empty() ? 0 : open_stages.back() + 1;
+      full.alloc(address, size, stack);
+      REQUIRE(aggregate.allocate(address, size, static_cast<uint32_t>(aggregated.stack_node(stack)), stage_plus_one));
+      live.push_back(address);
+      last_alloc = address;
+      last_was_alloc = true;
+    } else if (what < 82) {  // a free: often the latest block (a temporary)
+      if (live.empty()) continue;
+      const size_t i = random() % 3 == 0 ? live.size() - 1 : random() % live.size();
+      const uint64_t address = live[i];
+      live.erase(live.begin() + static_cast<ptrdiff_t>(i));
+      full.free(address);
+      REQUIRE(aggregate.free(address, last_was_alloc && address == last_alloc));
+      last_was_alloc = false;
+    } else if (what < 88) {
+      if (open_stages.size() == 4) continue;
+      t_ns += 1000;
+      aggregate.before_record(sink);
+      aggregate.stage_begin(stage_instances);
+      full.stage_begin(0, t_ns);
+      aggregated.stage_begin(0, t_ns);
+      open_stages.push_back(stage_instances++);
+    } else if (what < 94) {
+      if (open_stages.empty()) continue;
+      t_ns += 1000;
+      aggregate.before_record(sink);
+      aggregate.stage_end(sink);
+      full.stage_end(t_ns);
+      aggregated.stage_end(t_ns);
+      open_stages.pop_back();
+    } else if (what < 98) {
+      t_ns += 1000;
+      both_record([&](TraceBuilder& b) { b.time(t_ns).rss(t_ns, 1 << 20); });
+    } else {
+      aggregate.snapshot(t_ns, sink);  // in between: figures written twice, the later ones count
+    }
+  }
+  // Half the runs end normally, half as a killed process with stages open.
+  const bool ends = seed % 2 == 0;
+  while (ends && !open_stages.empty()) {
+    aggregate.before_record(sink);
+    aggregate.stage_end(sink);
+    full.stage_end(t_ns);
+    aggregated.stage_end(t_ns);
+    open_stages.pop_back();
+  }
+  aggregate.snapshot(t_ns, sink);
+  if (ends) {
+    full.end(t_ns + 1);
+    aggregated.end(t_ns + 1);
+  }
+  const auto f = analyze(full, "full" + std::to_string(seed));
+  const auto a = analyze(aggregated, "aggregated" + std::to_string(seed));
+  aggregate.reset();
+
+  INFO("seed " << seed);
+  CHECK(a.mode == "aggregate");
+  same_figures(a.totals, f.totals);
+  CHECK(listed(a, a.top_stacks_at_peak) == listed(f, f.top_stacks_at_peak));
+  REQUIRE(a.stages.size() == f.stages.size());
+  for (size_t i = 0; i < f.stages.size(); ++i) {
+    INFO("stage " << i);
+    same_figures(a.stages[i].figures, f.stages[i].figures);
+    CHECK(a.stages[i].retained_bytes == f.stages[i].retained_bytes);
+    CHECK(a.stages[i].closed == f.stages[i].closed);
+    CHECK(listed(a, a.stages[i].top_stacks_at_peak) == listed(f, f.stages[i].top_stacks_at_peak));
+  }
+  CHECK(leaks(a) == leaks(f));
+  CHECK(figures(a) == figures(f));
+  REQUIRE(a.timeline.size() == f.timeline.size());
+  for (size_t i = 0; i < f.timeline.size(); ++i) CHECK(a.timeline[i].heap_bytes == f.timeline[i].heap_bytes);
+}
