@@ -5,12 +5,13 @@
 #     that a noisy machine slows all variants alike; prints median wall times and the
 #     ratio of each median to the untraced median of the same rounds:
 #       churn   the churn program, 2 threads x ITERATIONS malloc/free
-#               (untraced, memstage run --mode full, --mode stats, heaptrack)
+#               (untraced, memstage run --mode full, --mode stats, --mode aggregate,
+#               heaptrack; CHURN_VARIANTS picks a subset, e.g. "untraced full aggregate")
 #       sqlite  sqlite3 :memory:, 200k inserts and 2 indexes (untraced, full, heaptrack)
 #       torch   python3 torch_small.py: import torch, 10 backward passes of a small MLP
 #               (untraced, full, heaptrack); also the tracer's own memory (tracer_bytes,
 #               the highest the trace recorded) and the untraced run's max RSS
-#     and the trace sizes of the churn (memstage's / heaptrack's).
+#     and the trace sizes of the churn (memstage's full and aggregate / heaptrack's).
 # Usage: [MEMSTAGE_BUILD=build] harness/bench/overhead.sh [ITERATIONS_PER_THREAD] [ROUNDS] [WORKLOADS]
 #   WORKLOADS: comma-separated subset of churn,sqlite,torch (default all three)
 set -euo pipefail
@@ -68,6 +69,7 @@ run_one() {
     untraced) /usr/bin/time -f "%M" -o "$out/maxrss_kb" "${cmd[@]}" > /dev/null 2>&1 ;;
     full) "$bin" run -q -o "$out" -- "${cmd[@]}" > /dev/null 2>&1 ;;
     stats) "$bin" run -q --mode stats -o "$out" -- "${cmd[@]}" > /dev/null 2>&1 ;;
+    aggregate) "$bin" run -q --mode aggregate -o "$out" -- "${cmd[@]}" > /dev/null 2>&1 ;;
     heaptrack) heaptrack -o "$out/trace" "${cmd[@]}" > /dev/null 2>&1 ;;
   esac
   end=$(date +%s.%N)
@@ -75,6 +77,9 @@ run_one() {
   cp "$work/times" "${OVERHEAD_TIMES:-/dev/null}" 2>/dev/null || true  # survives an interrupted run
   if [ "$workload" = churn ] && [ "$variant" = full ]; then
     du -cb "$out"/trace.*.mst | tail -n1 | awk '{print "full_trace", $1}' >> "$work/sizes"
+  fi
+  if [ "$workload" = churn ] && [ "$variant" = aggregate ]; then
+    du -cb "$out"/trace.*.mst | tail -n1 | awk '{print "aggregate_trace", $1}' >> "$work/sizes"
   fi
   if [ "$workload" = churn ] && [ "$variant" = heaptrack ]; then
     du -cb "$out"/trace* | tail -n1 | awk '{print "heaptrack_trace", $1}' >> "$work/sizes"
@@ -92,7 +97,7 @@ touch "$work/times" "$work/sizes" "$work/tracer_bytes" "$work/maxrss"
 for r in $(seq "$rounds"); do
   for workload in ${workloads//,/ }; do
     case $workload in
-      churn) variants="untraced full stats heaptrack" ;;
+      churn) variants=${CHURN_VARIANTS:-untraced full stats aggregate heaptrack} ;;
       *) variants="untraced full heaptrack" ;;
     esac
     for variant in $variants; do run_one "$workload" "$variant"; done
@@ -123,6 +128,9 @@ for w, kbs in rss.items():
 sizes = {}
 for line in open(f"{work}/sizes"):
     k, v = line.split(); sizes.setdefault(k, []).append(int(v))
+if "full_trace" in sizes and "aggregate_trace" in sizes:
+    fs, ags = statistics.median(sizes["full_trace"]), statistics.median(sizes["aggregate_trace"])
+    print(f"  churn trace size: full {fs/2**20:.1f} MiB, aggregate {ags/2**10:.1f} KiB")
 if "full_trace" in sizes and "heaptrack_trace" in sizes:
     fs, hs = statistics.median(sizes["full_trace"]), statistics.median(sizes["heaptrack_trace"])
     print(f"  churn trace size: memstage {fs/2**20:.1f} MiB, heaptrack {hs/2**20:.1f} MiB, ratio {fs/hs:.2f}")
