@@ -426,13 +426,19 @@ class FirstPass : public trace::TraceVisitor {
     reach(high);
     agg_live_bytes = live;
   }
-  void on_agg_site(const trace::AggSiteRecord& r) override { agg_sites[figure_key(r.stack, r.stage)] = r; }
+  // Each snapshot's sites feed growth over time: live bytes per stack at its moment.
+  void on_agg_site(const trace::AggSiteRecord& r) override {
+    trace::AggSiteRecord& site = agg_sites[figure_key(r.stack, r.stage)];
+    stack_live.add(r.stack, static_cast<int64_t>(r.live_bytes) - static_cast<int64_t>(site.live_bytes));
+    site = r;
+  }
   void on_agg_stage(const trace::AggStageRecord& r) override { agg_stages[r.stage] = r; }
   void on_agg_peak_site(const trace::AggPeakSiteRecord& r) override { agg_run_peak_pending.push_back(r); }
   void on_agg_snapshot(const trace::AggSnapshotRecord& r) override {
     if (!agg_run_peak_pending.empty()) agg_run_peak = std::move(agg_run_peak_pending);
     agg_run_peak_pending.clear();
     agg_snapshot = r;
+    stack_live.flush(r.t_ns / kNsPerS, growth);
   }
   void on_agg_ram_limit_stacks(const std::vector<trace::AggStackBytes>& stacks) override {
     agg_ram_limit_stacks = stacks;
@@ -1345,7 +1351,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   for (StackBytes& sb : run_top) sb.stack = stacks.index_of(sb.stack);
   report.top_stacks_at_peak = std::move(run_top);
 
-  if (pass.full_mode()) report.growth = pass.growth.report([&](uint32_t stack) { return stacks.index_of(stack); });
+  if (pass.full_mode() || pass.aggregate_mode()) report.growth = pass.growth.report([&](uint32_t stack) { return stacks.index_of(stack); });
 
   if (pass.ram_limit) {
     report.ram_limit = pass.ram_limit;
