@@ -367,4 +367,51 @@ Report make_fixture_report(const FixtureOptions& options) {
   return r;
 }
 
+void add_loop_stages(Report& r, size_t batches) {
+  const double start_s = r.duration_s;
+  for (size_t i = 0; i < batches; ++i) {
+    const double t = start_s + 0.001 * static_cast<double>(i);
+    for (int nested = 0; nested < 2; ++nested) {
+      StageReport st;
+      st.name = nested ? "forward" : "serve_batch";
+      st.path = nested ? "serve_batch/forward" : "serve_batch";
+      st.parent = nested ? static_cast<int>(r.stages.size()) - 1 : -1;
+      st.depth = nested;
+      st.start_s = t + 0.0001 * nested;
+      st.end_s = t + 0.0009;
+      st.figures.peak_heap_bytes = 200 * MiB + (i % 97) * 4096;
+      st.figures.peak_heap_time_s = t + 0.0005;
+      st.figures.peak_rss_bytes = 400 * MiB;
+      st.figures.allocations = 10;
+      st.figures.frees = 9;
+      st.figures.bytes_allocated = 10 * 4096;
+      st.figures.leaked_bytes = nested ? 4096 : 0;
+      st.figures.leaked_blocks = nested ? 1 : 0;
+      st.retained_bytes = st.figures.leaked_bytes;
+      st.top_stacks_at_peak = {StackBytes{static_cast<StackIndex>(i % r.stacks.size()), 4096, 1}};
+      const int index = static_cast<int>(r.stages.size());
+      r.stages.push_back(std::move(st));
+      StackStageFigures f;
+      f.stack = static_cast<StackIndex>((i * 7 + nested) % r.stacks.size());
+      f.stage = index;
+      f.allocations = 10;
+      f.bytes_allocated = 10 * 4096;
+      f.leaked_bytes = nested ? 4096 : 0;
+      r.stack_figures.push_back(f);
+      if (nested) r.leaks.push_back(Leak{4096, 1, index, f.stack});
+      r.totals.allocations += 10;
+      r.totals.bytes_allocated += 10 * 4096;
+      r.totals.leaked_bytes += f.leaked_bytes;
+      r.totals.leaked_blocks += nested;
+    }
+    TimelinePoint p;
+    p.t_s = t + 0.0005;
+    p.heap_bytes = 200 * MiB + (i % 97) * 4096;
+    p.rss_bytes = 400 * MiB;
+    p.stage = static_cast<int>(r.stages.size()) - 1;
+    r.timeline.push_back(p);
+  }
+  r.duration_s = start_s + 0.001 * static_cast<double>(batches);
+}
+
 }  // namespace memstage::tests

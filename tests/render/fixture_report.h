@@ -23,4 +23,9 @@ struct FixtureOptions {
 // `leak_a` leaks most, `leak_b` less; the densifying stack holds most memory at the peak.
 reports::Report make_fixture_report(const FixtureOptions& options = {});
 
+// A long run's tail: after the fixture's run, `batches` batches of 1 ms, each a stage
+// "serve_batch" with a nested "forward", each with its stack figures, a timeline point
+// and a leak: what a service that marks every request adds per request.
+void add_loop_stages(reports::Report& report, size_t batches);
+
 }  // namespace memstage::tests

@@ -1,6 +1,7 @@
 // Writes the fixture report through every renderer of reports/render, for the browser test,
 // the `go tool pprof` test and for looking at by hand:
-//   make_fixture_report OUTDIR [--stacks N] [--stats]
+//   make_fixture_report OUTDIR [--stacks N] [--stats] [--batches N]
+// --batches N adds N stage-marked batches after the run (a long run's page, add_loop_stages).
 // --stats drops what stats mode does not record (stacks, their figures, stages' stacks,
 // growth).
 //   -> OUTDIR/report.html, OUTDIR/report.trace.json, OUTDIR/report.pb.gz
@@ -28,19 +29,22 @@ bool write_file(const std::filesystem::path& path, const std::string& content) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: make_fixture_report OUTDIR [--stacks N] [--stats]\n";
+    std::cerr << "usage: make_fixture_report OUTDIR [--stacks N] [--stats] [--batches N]\n";
     return 2;
   }
   const std::filesystem::path dir = argv[1];
   memstage::tests::FixtureOptions options;
   bool stats_mode = false;
+  size_t batches = 0;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--stacks" && i + 1 < argc) options.stack_count = std::strtoull(argv[++i], nullptr, 10);
     if (arg == "--stats") stats_mode = true;
+    if (arg == "--batches" && i + 1 < argc) batches = std::strtoull(argv[++i], nullptr, 10);
   }
   std::filesystem::create_directories(dir);
   auto report = memstage::tests::make_fixture_report(options);
+  if (batches) memstage::tests::add_loop_stages(report, batches);
   if (stats_mode) {
     report.mode = "stats";
     report.stacks.clear();

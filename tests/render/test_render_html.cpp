@@ -173,3 +173,29 @@ TEST_CASE("HTML report stays small and quick with 100,000 distinct stacks", "[ht
   for (const auto& h : data["timeline"]["heap_bytes"]) max_heap = std::max(max_heap, h.get<uint64_t>());
   CHECK(max_heap == report.totals.peak_heap_bytes);
 }
+
+TEST_CASE("HTML report stays small however many stage instances a long run marks", "[html]") {
+  auto report = memstage::tests::make_fixture_report();
+  const std::string short_page = render_html(report);
+  const size_t fixture_stages = report.stages.size();
+  memstage::tests::add_loop_stages(report, 50000);  // 50 s of 1 ms batches, each two stages
+  const std::string page = render_html(report);
+  const json data = json::parse(data_block(page));
+  // The instances that share a path are one row each: the page grows by two rows, not 100,000.
+  REQUIRE(data["stages"].size() == fixture_stages + 2);
+  CHECK(data["stage_instances"] == fixture_stages + 100000);
+  const auto& batch = data["stages"][fixture_stages];
+  CHECK(batch["path"] == "serve_batch");
+  CHECK(batch["instances"] == 50000);
+  CHECK(batch["figures"]["allocations"] == 50000 * 10);
+  CHECK(batch["figures"]["peak_heap_bytes"] == 200 * 1048576 + 96 * 4096);
+  const auto& forward = data["stages"][fixture_stages + 1];
+  CHECK(forward["parent"] == fixture_stages);
+  CHECK(forward["figures"]["leaked_bytes"] == 50000ull * 4096);
+  // Every timeline point and flame figure names a row.
+  for (const auto& s : data["timeline"]["stage"]) CHECK(s.get<int>() < static_cast<int>(data["stages"].size()));
+  for (const auto& f : data["flame"]["figures"]) CHECK(f[1].get<int>() < static_cast<int>(data["stages"].size()));
+  // 100,000 stage instances and 50,000 timeline points add a few hundred kilobytes at most.
+  INFO("fixture page " << short_page.size() << " bytes, with the long tail " << page.size());
+  CHECK(page.size() < short_page.size() + 1'000'000);
+}

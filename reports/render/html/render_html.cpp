@@ -1,7 +1,8 @@
 // Builds the HTML report: the page's data as one JSON block plus the embedded template,
 // stylesheet and script. Everything the page draws is prepared here in sizes a browser
 // handles quickly: the flame graph's call tree is pruned of frames too small to see, the
-// timeline is thinned to a few thousand points, lists are cut to their largest entries.
+// timeline is thinned to a few thousand points, lists are cut to their largest entries,
+// and past a thousand stage instances those sharing a path are one row (page_stages.h).
 #include "reports/render/html/render_html.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/render/html/html_assets.h"
+#include "reports/render/html/page_stages.h"
 
 namespace memstage::reports {
 namespace {
@@ -232,20 +234,20 @@ std::array<uint64_t, kMetrics> metrics_of(const StackStageFigures& f) {
   return {f.live_at_peak_bytes, f.leaked_bytes, f.bytes_allocated, f.allocations};
 }
 
-// Stage indices of each stage and its descendants, for the page's "filter by stage",
-// which includes nested stages.
-std::vector<std::vector<int>> stage_subtrees(const Report& report) {
-  std::vector<std::vector<int>> subtree(report.stages.size());
-  for (int s = 0; s < static_cast<int>(report.stages.size()); ++s) {
-    for (int a = s, guard = 0; a >= 0 && a < static_cast<int>(report.stages.size()) && guard < 1000;
-         a = report.stages[a].parent, ++guard) {
+// Stage rows of each row and its descendants, for the page's "filter by stage", which
+// includes nested stages.
+std::vector<std::vector<int>> stage_subtrees(const std::vector<StageReport>& stages) {
+  std::vector<std::vector<int>> subtree(stages.size());
+  for (int s = 0; s < static_cast<int>(stages.size()); ++s) {
+    for (int a = s, guard = 0; a >= 0 && a < static_cast<int>(stages.size()) && guard < 1000;
+         a = stages[a].parent, ++guard) {
       subtree[a].push_back(s);
     }
   }
   return subtree;
 }
 
-json flame_json(const Report& report, FrameTable& frames) {
+json flame_json(const Report& report, const PageStages& stages, FrameTable& frames) {
   CallTree tree(report);
   std::vector<uint32_t> leaf_of_stack(report.stacks.size(), UINT32_MAX);
   auto leaf = [&](StackIndex s) -> uint32_t {
@@ -260,9 +262,9 @@ json flame_json(const Report& report, FrameTable& frames) {
   // Views the page can show: all stages, and each stage with its nested ones.
   std::vector<std::vector<size_t>> views(1);
   for (size_t i = 0; i < report.stack_figures.size(); ++i) views[0].push_back(i);
-  const auto subtrees = stage_subtrees(report);
+  const auto subtrees = stage_subtrees(stages.rows());
   std::unordered_map<int, std::vector<size_t>> by_stage;
-  for (size_t i = 0; i < report.stack_figures.size(); ++i) by_stage[report.stack_figures[i].stage].push_back(i);
+  for (size_t i = 0; i < report.stack_figures.size(); ++i) by_stage[stages.row(report.stack_figures[i].stage)].push_back(i);
   for (const auto& subtree : subtrees) {
     std::vector<size_t> view;
     for (int s : subtree) {
@@ -329,7 +331,7 @@ json flame_json(const Report& report, FrameTable& frames) {
   for (size_t i = 0; i < report.stack_figures.size(); ++i) {
     const uint32_t n = kept_ancestor[figure_leaf[i]];
     const auto& f = report.stack_figures[i];
-    auto& m = merged[{new_id[n], f.stage}];
+    auto& m = merged[{new_id[n], stages.row(f.stage)}];
     const auto v = metrics_of(f);
     for (size_t k = 0; k < kMetrics; ++k) m[k] += v[k];
   }
@@ -348,7 +350,7 @@ json flame_json(const Report& report, FrameTable& frames) {
               {"prune_share", share}};
 }
 
-json timeline_json(const Report& report) {
+json timeline_json(const Report& report, const PageStages& stages) {
   const auto& points = report.timeline;
   std::vector<size_t> keep;
   if (points.size() <= kTimelineMaxPoints) {
@@ -377,7 +379,7 @@ json timeline_json(const Report& report) {
     heap.push_back(points[i].heap_bytes);
     rss.push_back(points[i].rss_bytes);
     tracer.push_back(points[i].tracer_bytes);
-    stage.push_back(points[i].stage);
+    stage.push_back(stages.row(points[i].stage));
   }
   return json{{"t_s", std::move(t)},
               {"heap_bytes", std::move(heap)},
@@ -469,7 +471,8 @@ json top_sites_json(const Report& report, FrameTable& frames, std::vector<StackI
 }
 
 // Leaks grouped by stack (a stack may leak in several stages), largest first.
-json leaks_json(const Report& report, FrameTable& frames, std::vector<StackIndex>& used_stacks) {
+json leaks_json(const Report& report, const PageStages& stages, FrameTable& frames,
+                std::vector<StackIndex>& used_stacks) {
   struct Group {
     StackIndex stack = 0;
     uint64_t bytes = 0, blocks = 0;
@@ -481,7 +484,8 @@ json leaks_json(const Report& report, FrameTable& frames, std::vector<StackIndex
     g.stack = leak.stack;
     g.bytes += leak.bytes;
     g.blocks += leak.blocks;
-    if (std::find(g.stages.begin(), g.stages.end(), leak.stage) == g.stages.end()) g.stages.push_back(leak.stage);
+    const int stage = stages.row(leak.stage);
+    if (std::find(g.stages.begin(), g.stages.end(), stage) == g.stages.end()) g.stages.push_back(stage);
   }
   std::vector<Group> sorted;
   sorted.reserve(groups.size());
@@ -535,14 +539,14 @@ json stack_bytes_json(const std::vector<StackBytes>& stacks, std::vector<StackIn
   return out;
 }
 
-int worst_stage(const Report& report) {
+int worst_stage(const std::vector<StageReport>& stages) {
   int worst = -1;
-  for (int s = 0; s < static_cast<int>(report.stages.size()); ++s) {
+  for (int s = 0; s < static_cast<int>(stages.size()); ++s) {
     // A stage's peak is the process's while it was open, so a parent ties with the child
     // where the peak happened; the child says more.
-    const auto peak = report.stages[s].figures.peak_heap_bytes;
-    if (worst < 0 || peak > report.stages[worst].figures.peak_heap_bytes ||
-        (peak == report.stages[worst].figures.peak_heap_bytes && report.stages[s].depth > report.stages[worst].depth)) {
+    const auto peak = stages[s].figures.peak_heap_bytes;
+    if (worst < 0 || peak > stages[worst].figures.peak_heap_bytes ||
+        (peak == stages[worst].figures.peak_heap_bytes && stages[s].depth > stages[worst].depth)) {
       worst = s;
     }
   }
@@ -566,11 +570,17 @@ json page_data(const Report& report) {
   data["totals"] = figures_json(report.totals);
   data["warnings"] = report.warnings;
   if (!report.capture_notes.empty()) data["capture_notes"] = report.capture_notes;
-  data["worst_stage"] = worst_stage(report);
+  const PageStages page_stages(report);
+  data["worst_stage"] = worst_stage(page_stages.rows());
+  // How many stage instances the run had; more than the rows when instances sharing a
+  // path were merged into one (PageStages).
+  data["stage_instances"] = report.stages.size();
 
   json stages = json::array();
-  for (const auto& s : report.stages) {
+  for (size_t row = 0; row < page_stages.rows().size(); ++row) {
+    const StageReport& s = page_stages.rows()[row];
     stages.push_back({{"name", s.name},
+                      {"instances", page_stages.instances(row)},
                       {"path", s.path},
                       {"parent", s.parent},
                       {"depth", s.depth},
@@ -583,7 +593,7 @@ json page_data(const Report& report) {
   }
   data["stages"] = std::move(stages);
   data["top_stacks_at_peak"] = stack_bytes_json(report.top_stacks_at_peak, used_stacks);
-  data["timeline"] = timeline_json(report);
+  data["timeline"] = timeline_json(report, page_stages);
   // Device memory (CUDA) over time, a step line beside the heap: every change is a point
   // (the analysis already bucketed a long series).
   if (report.device) {
@@ -612,10 +622,10 @@ json page_data(const Report& report) {
                          {"exec_path", p.exec_path}});
   }
   data["processes"] = std::move(processes);
-  data["leaks"] = leaks_json(report, frames, used_stacks);
+  data["leaks"] = leaks_json(report, page_stages, frames, used_stacks);
   data["growth"] = growth_json(report, frames, used_stacks);
   data["top_sites"] = top_sites_json(report, frames, used_stacks);
-  data["flame"] = flame_json(report, frames);
+  data["flame"] = flame_json(report, page_stages, frames);
 
   // Full stacks only for what the page lists (leaks, growth, top sites, stacks at peaks).
   std::sort(used_stacks.begin(), used_stacks.end());

@@ -499,6 +499,12 @@
   function renderStageTable() {
     const table = document.getElementById('stage-table');
     clear(table);
+    const merged = document.getElementById('stages-merged');
+    if (merged && data.stage_instances > stages.length && !merged.textContent) {
+      merged.textContent = `${fmtExactCount(data.stage_instances)} stage instances: those that share a path are one row ` +
+        '(×N), from the first one\'s start to the last one\'s end, with the highest peaks and the summed counts, so that the page stays small for a long run.';
+      merged.hidden = false;
+    }
     if (!stages.length) {
       table.append(el('tbody', {}, el('tr', {}, el('td', { class: 'empty' }, 'No stages were marked in this run.'))));
       return;
@@ -548,6 +554,8 @@
           row.append(el('td', { class: 'stage-name', style: `padding-left: ${10 + 18 * s.depth}px`, title: s.path },
             el('span', { class: 'stage-dot', style: `background: ${stageColor(i)}` }), el('span', { class: 'stage-label' }, s.name),
             s.closed === false ? el('span', { class: 'badge open' }, 'not ended') : null,
+            s.instances > 1 ? el('span', { class: 'badge', title: 'instances of this stage merged into one row: first start to last end, highest peaks, summed counts' },
+              `×${fmtExactCount(s.instances)}`) : null,
             i === data.worst_stage ? el('span', { class: 'badge worst' }, 'worst') : null));
         } else {
           const td = el('td', { class: c.bar ? 'cell-bar' : null }, c.show(s));
