@@ -62,13 +62,6 @@ int high_base() {
 int remember(int fd, int partner) {
   uint64_t device, inode;
   if (!identity(fd, device, inode)) return -1;
-  // The kernel handed out this number, so whatever the tracer remembered under it was
-  // closed behind its back (the program's closefrom): forget that, or find() could meet
-  // the stale entry first and judge this new file lost.
-  for (Owned& o : g_owned) {
-    int stale = fd;
-    o.fd.compare_exchange_strong(stale, -1, std::memory_order_acq_rel);
-  }
   for (Owned& o : g_owned) {
     int expected = -1;
     if (!o.fd.compare_exchange_strong(expected, kClaiming, std::memory_order_acquire)) continue;
