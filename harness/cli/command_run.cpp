@@ -14,11 +14,8 @@
 #include "harness/cli/preload_path.h"
 #include "harness/cli/report_files.h"
 #include "harness/gate/gate.h"
-#include "profiler/preload/options.h"
 #include "harness/cli/sizes.h"
-#include "harness/files/output_files.h"
 #include "reports/render/text/terminal_text.h"
-#include "reports/render/text/text_report.h"
 
 namespace memstage::harness {
 
@@ -56,17 +53,6 @@ void add_python_environment(const RunFlags& flags, const std::string& preload,
   if (flags.python_allocator == "malloc") env.emplace_back("PYTHONMALLOC", "malloc");
 }
 
-// A fresh folder for this run: traces from an earlier run in it would mix into this one.
-void prepare_output_dir(const std::string& dir) {
-  std::error_code ec;
-  files::create_output_folder(dir);
-  if (access(dir.c_str(), W_OK) != 0) throw CliError("output folder " + dir + " is not writable");
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.starts_with("trace.") && name.ends_with(".mst")) fs::remove(entry.path(), ec);
-  }
-}
-
 std::string default_output_dir(const std::string& program) {
   return "memstage." + fs::path(program).filename().string() + "." + std::to_string(getpid());
 }
@@ -94,11 +80,6 @@ int run(const RunFlags& flags) {
                                                                 : flags.output_dir)
                               .lexically_normal()
                               .string();
-  // The tracer names its files inside the folder with paths that must fit PATH_MAX.
-  if (dir.size() > preload::kMaxOutputDirBytes) {
-    throw CliError("run: the output folder's path is " + std::to_string(dir.size()) + " bytes; at most " +
-                   std::to_string(preload::kMaxOutputDirBytes) + " are supported");
-  }
   prepare_output_dir(dir);
 
   std::string ld_preload = preload;
@@ -121,15 +102,6 @@ int run(const RunFlags& flags) {
   // disk, a broken trace) is said, what can be is kept, and CMD's exit status is ours.
   // --budget: with nothing to gate, a CMD that succeeded gets 2, not a pass.
   const int failed_exit = !flags.budget_path.empty() && child.exit_code == 0 ? 2 : child.exit_code;
-  const auto write_or_say = [](const std::string& path, const std::string& content) {
-    try {
-      files::write_output_file(path, content);
-      return true;
-    } catch (const files::OutputError& e) {
-      fprintf(stderr, "memstage: %s\n", e.what());
-      return false;
-    }
-  };
   reports::RunInfo info{flags.command, child.pid, child.exit_code, child.signal, child.duration_s};
   write_or_say(dir + "/run.json", run_info_json(info));
   if (reports::find_traces(dir).empty()) {
@@ -138,23 +110,7 @@ int run(const RunFlags& flags) {
             reports::terminal_text(flags.command[0]).c_str());
     return failed_exit;
   }
-  reports::Report report;
-  try {
-    report = analyze_path(dir, true, info);
-  } catch (const CliError& e) {
-    fprintf(stderr, "memstage: %s (the traces are kept in %s)\n", e.what(), reports::terminal_text(dir).c_str());
-    return failed_exit;
-  }
-  const bool json_written = write_or_say(dir + "/report.json", render(report, ReportFormat::kJson));
-  const bool html_written = write_or_say(dir + "/report.html", render(report, ReportFormat::kHtml));
-  if (!flags.quiet) {
-    const std::string summary = reports::render_text(report);
-    fprintf(stderr, "%s\n", summary.c_str());
-    if (json_written && html_written) {
-      fprintf(stderr, "memstage: wrote %s/report.json and report.html\n", reports::terminal_text(dir).c_str());
-    }
-  }
-  if (!json_written) return failed_exit;
+  if (!write_reports(dir, info, flags.quiet)) return failed_exit;
   // --budget (harness/gate): CMD's own failure wins; otherwise the gate's 0 or 1.
   if (!flags.budget_path.empty()) {
     gate::GateOptions gate_options;

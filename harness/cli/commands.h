@@ -10,6 +10,7 @@ namespace memstage::harness {
 using CommandAction = std::function<int()>;
 
 void register_run(CLI::App& app, CommandAction& action);
+void register_attach(CLI::App& app, CommandAction& action);
 void register_report(CLI::App& app, CommandAction& action);
 void register_scale(CLI::App& app, CommandAction& action);
 void register_gate(CLI::App& app, CommandAction& action);

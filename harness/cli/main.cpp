@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "memstage " MEMSTAGE_VERSION);
   CommandAction action;
   register_run(app, action);
+  register_attach(app, action);
   register_report(app, action);
   register_scale(app, action);
   register_gate(app, action);

@@ -1,16 +1,22 @@
 #include "harness/cli/report_files.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/cli_error.h"
 #include "harness/cli/progress_bar.h"
+#include "harness/files/output_files.h"
+#include "profiler/preload/options.h"
 #include "profiler/trace/trace_reader.h"
 #include "reports/render/export/chrome_trace.h"
 #include "reports/render/export/pprof.h"
 #include "reports/render/html/render_html.h"
 #include "reports/render/json/json_report.h"
+#include "reports/render/text/terminal_text.h"
 #include "reports/render/text/text_report.h"
 
 namespace memstage::harness {
@@ -90,6 +96,51 @@ std::string render(const reports::Report& report, ReportFormat format) {
     case ReportFormat::kPprof: return reports::render_pprof(report);
   }
   return {};
+}
+
+void prepare_output_dir(const std::string& dir) {
+  // The tracer names its files inside the folder with paths that must fit PATH_MAX.
+  if (dir.size() > preload::kMaxOutputDirBytes) {
+    throw CliError("the output folder's path is " + std::to_string(dir.size()) + " bytes; at most " +
+                   std::to_string(preload::kMaxOutputDirBytes) + " are supported");
+  }
+  std::error_code ec;
+  files::create_output_folder(dir);
+  if (access(dir.c_str(), W_OK) != 0) throw CliError("output folder " + dir + " is not writable");
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("trace.") && name.ends_with(".mst")) fs::remove(entry.path(), ec);
+  }
+}
+
+bool write_or_say(const std::string& path, const std::string& content) {
+  try {
+    files::write_output_file(path, content);
+    return true;
+  } catch (const files::OutputError& e) {
+    fprintf(stderr, "memstage: %s\n", e.what());
+    return false;
+  }
+}
+
+bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet) {
+  reports::Report report;
+  try {
+    report = analyze_path(dir, true, run);
+  } catch (const CliError& e) {
+    fprintf(stderr, "memstage: %s (the traces are kept in %s)\n", e.what(), reports::terminal_text(dir).c_str());
+    return false;
+  }
+  const bool json_written = write_or_say(dir + "/report.json", render(report, ReportFormat::kJson));
+  const bool html_written = write_or_say(dir + "/report.html", render(report, ReportFormat::kHtml));
+  if (!quiet) {
+    const std::string summary = reports::render_text(report);
+    fprintf(stderr, "%s\n", summary.c_str());
+    if (json_written && html_written) {
+      fprintf(stderr, "memstage: wrote %s/report.json and report.html\n", reports::terminal_text(dir).c_str());
+    }
+  }
+  return json_written;
 }
 
 }  // namespace memstage::harness

@@ -24,4 +24,18 @@ enum class ReportFormat { kJson, kText, kHtml, kChrome, kPprof };
 ReportFormat parse_format(const std::string& name);
 std::string render(const reports::Report& report, ReportFormat format);
 
+// A fresh folder for a run's traces (`run`, `attach`): traces from an earlier run in it
+// would mix into this one. Throws CliError when its path is too long for the tracer's
+// file names or it cannot be written.
+void prepare_output_dir(const std::string& dir);
+
+// Writes `path`; on failure (a full disk) says so on stderr and returns false.
+bool write_or_say(const std::string& path, const std::string& content);
+
+// The end of `run` and `attach`: analyses the folder's traces, writes report.json and
+// report.html into it and, unless `quiet`, prints the text summary on stderr. What cannot
+// be analysed or written is said on stderr, the traces kept. True when report.json was
+// written.
+bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet);
+
 }  // namespace memstage::harness

@@ -15,6 +15,7 @@
 #include <atomic>
 
 #include "profiler/preload/descriptors.h"
+#include "profiler/preload/got_hooks.h"
 #include "profiler/preload/python_frames.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/tracer.h"
@@ -84,43 +85,51 @@ void* bootstrap_alloc(size_t size, size_t alignment) {
 }
 size_t bootstrap_size(const void* p) { return static_cast<const size_t*>(p)[-1]; }
 
+// `scope`: RTLD_NEXT when preloaded (the definitions after this library's); RTLD_DEFAULT
+// when attached (got_hooks.cpp: loaded late, outside the global scope, RTLD_NEXT would
+// search only this library's own dependencies and find libc's, while the program may
+// call another allocator's). A name not found there keeps what it had.
 template <typename F>
-void resolve_one(F& slot, const char* name) {
-  slot = reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+void resolve_one(void* scope, F& slot, const char* name) {
+  if (void* f = dlsym(scope, name)) slot = reinterpret_cast<F>(f);
+}
+
+void resolve_all(void* scope) {
+  resolve_one(scope, real.malloc, "malloc");
+  resolve_one(scope, real.free, "free");
+  resolve_one(scope, real.calloc, "calloc");
+  resolve_one(scope, real.realloc, "realloc");
+  resolve_one(scope, real.posix_memalign, "posix_memalign");
+  resolve_one(scope, real.aligned_alloc, "aligned_alloc");
+  resolve_one(scope, real.memalign, "memalign");
+  resolve_one(scope, real.valloc, "valloc");
+  resolve_one(scope, real.pvalloc, "pvalloc");
+  resolve_one(scope, real.malloc_usable_size, "malloc_usable_size");
+  resolve_one(scope, real.mmap, "mmap");
+  resolve_one(scope, real.munmap, "munmap");
+  resolve_one(scope, real.mprotect, "mprotect");
+  resolve_one(scope, real.mremap, "mremap");
+  resolve_one(scope, real.dlopen, "dlopen");
+  resolve_one(scope, real.dlclose, "dlclose");
+  resolve_one(scope, real.execve, "execve");
+  resolve_one(scope, real.execvp, "execvp");
+  resolve_one(scope, real.execvpe, "execvpe");
+  resolve_one(scope, real.fexecve, "fexecve");
+  resolve_one(scope, real.exit_now, "_exit");
+  resolve_one(scope, real.exit_now_c99, "_Exit");
+  resolve_one(scope, real.read, "read");
+  resolve_one(scope, real.close, "close");
+  resolve_one(scope, real.pipe2, "pipe2");
+  Dl_info info;
+  g_glibc_allocator = real.malloc_usable_size && dladdr(reinterpret_cast<void*>(real.malloc_usable_size), &info) &&
+                      info.dli_fname && strstr(info.dli_fname, "/libc.so");
 }
 
 bool resolve_slow() {
   int expected = 0;
   if (!g_resolve_state.compare_exchange_strong(expected, 1)) return false;
-  resolve_one(real.malloc, "malloc");
-  resolve_one(real.free, "free");
-  resolve_one(real.calloc, "calloc");
-  resolve_one(real.realloc, "realloc");
-  resolve_one(real.posix_memalign, "posix_memalign");
-  resolve_one(real.aligned_alloc, "aligned_alloc");
-  resolve_one(real.memalign, "memalign");
-  resolve_one(real.valloc, "valloc");
-  resolve_one(real.pvalloc, "pvalloc");
-  resolve_one(real.malloc_usable_size, "malloc_usable_size");
-  resolve_one(real.mmap, "mmap");
-  resolve_one(real.munmap, "munmap");
-  resolve_one(real.mprotect, "mprotect");
-  resolve_one(real.mremap, "mremap");
-  resolve_one(real.dlopen, "dlopen");
-  resolve_one(real.dlclose, "dlclose");
-  resolve_one(real.execve, "execve");
-  resolve_one(real.execvp, "execvp");
-  resolve_one(real.execvpe, "execvpe");
-  resolve_one(real.fexecve, "fexecve");
-  resolve_one(real.exit_now, "_exit");
-  resolve_one(real.exit_now_c99, "_Exit");
-  resolve_one(real.read, "read");
-  resolve_one(real.close, "close");
-  resolve_one(real.pipe2, "pipe2");
+  resolve_all(RTLD_NEXT);
   find_loader_text();
-  Dl_info info;
-  g_glibc_allocator = real.malloc_usable_size && dladdr(reinterpret_cast<void*>(real.malloc_usable_size), &info) &&
-                      info.dli_fname && strstr(info.dli_fname, "/libc.so");
   g_resolve_state.store(2, std::memory_order_release);
   return true;
 }
@@ -194,6 +203,11 @@ __attribute__((destructor)) void memstage_preload_fini() {
 }
 
 }  // namespace
+
+void resolve_from_program() {
+  resolve();
+  resolve_all(RTLD_DEFAULT);
+}
 
 size_t real_usable_size(void* p) {
   return real.malloc_usable_size && p ? real.malloc_usable_size(p) : 0;
@@ -440,6 +454,7 @@ MEMSTAGE_EXPORT void* dlopen(const char* file, int mode) {
     RecordingGuard guard;
     const int saved_errno = errno;
     record_modules_changed();
+    got_hooks_after_dlopen();
     errno = saved_errno;
   }
   return handle;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "profiler/preload/options.h"
 #include "profiler/trace/trace_format.h"
 
 namespace memstage::preload {
@@ -29,9 +30,17 @@ size_t real_usable_size(void* p);
 // The usable size of a block the program is about to free or realloc, read without
 // touching more than the allocator itself will (interpose.cpp).
 size_t usable_size_before_free(void* p);
+// Attaching (got_hooks.cpp): the functions the tracer forwards to become those the
+// program's own lookups find (its allocator, not necessarily libc's) (interpose.cpp).
+void resolve_from_program();
 
+// Starts recording with the options of the environment (`memstage run`), or with these
+// (`memstage attach`, got_hooks.cpp).
 void start_tracer();
+void start_tracer_with(const Options& options);
 void finish_trace();
+// Puts back the default action of the fatal signals the tracer handles (detach).
+void remove_signal_handlers();
 // exec is about to replace the process with `path` (nullptr: fexecve): records it and
 // writes what is buffered.
 void flush_before_exec(const char* path);

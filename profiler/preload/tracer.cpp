@@ -252,6 +252,21 @@ void install_signal_handlers() {
   }
 }
 
+}  // namespace
+
+void remove_signal_handlers() {
+  for (int signo : kFatalSignals) {
+    struct sigaction current{};
+    if (sigaction(signo, nullptr, &current) != 0 || current.sa_handler != on_fatal_signal) continue;
+    struct sigaction action{};
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    sigaction(signo, &action, nullptr);
+  }
+}
+
+namespace {
+
 bool map_process_mark() {
   auto* page = static_cast<ProcessMark*>(tracer_map(sizeof(ProcessMark)));
   // Without MADV_WIPEONFORK (Linux < 4.14) a raw clone child would wait on a writer it has not.
@@ -659,8 +674,10 @@ void finish_trace() {
   g_tracer.process->recording.store(false);
 }
 
-void start_tracer() {
-  g_tracer.options = read_options();
+void start_tracer() { start_tracer_with(read_options()); }
+
+void start_tracer_with(const Options& options) {
+  g_tracer.options = options;
   if (g_tracer.options.output_dir[0] == '\0') return;
   g_tracer.start_monotonic_ns = monotonic_ns();
   dl_iterate_phdr(find_own_text, nullptr);

@@ -197,6 +197,12 @@ enum class Tag : uint8_t {
   kAggPeakSite = 44,
   // The stacks holding the most memory when RSS passed --ram-limit (after kRamLimit).
   kAggRamLimitStacks = 45,
+
+  // The tracer was attached to a process already running (`memstage attach`), at this
+  // time: what the process allocated before it is unknown to the trace (its frees are not
+  // recorded), and what is live at the trace's end is what was allocated since and not
+  // freed by the time it detached, not necessarily a leak.
+  kAttached = 50,
 };
 
 // What a device block is (kDeviceAlloc).

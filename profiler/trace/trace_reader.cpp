@@ -225,6 +225,7 @@ class ChunkDecoder {
       out.push_back(AggStackBytes{static_cast<uint32_t>(s.stack), s.bytes, s.blocks});
     }
   }
+  void handle(const records::Attached& r) { v_.on_attached(r.t_ns); }
 
   // An event names stack `id`: it must be defined. In a trace of stack nodes, the
   // visitor gets the whole stack now, the first time one names it.

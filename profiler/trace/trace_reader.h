@@ -168,6 +168,8 @@ class TraceVisitor {
   virtual void on_agg_stage(const AggStageRecord&) {}
   virtual void on_agg_peak_site(const AggPeakSiteRecord&) {}
   virtual void on_agg_ram_limit_stacks(const std::vector<AggStackBytes>&) {}
+  // The tracer was attached to the running process at t_ns (trace_format.h, kAttached).
+  virtual void on_attached(uint64_t /*t_ns*/) {}
 };
 
 struct ReadSummary {

@@ -279,6 +279,12 @@ struct AggRamLimitStacks {
   MEMSTAGE_RECORD_FIELDS(stacks)
 };
 
+struct Attached {
+  static constexpr Tag kTag = Tag::kAttached;
+  uint64_t t_ns = 0;
+  MEMSTAGE_RECORD_FIELDS(t_ns)
+};
+
 #undef MEMSTAGE_RECORD_FIELDS
 
 // Every record kind, in tag order. A reader dispatches on this list. Tags are numbered in
@@ -288,9 +294,10 @@ using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Re
                               End, Signal, Lost, AllocInfo, FreeLast, RamLimit, PythonCode, PythonInfo,
                               DeepBindRemoved, StageLimitHit, DeviceAlloc, DeviceFree, DeviceCache,
                               StackNode, Exec, MmapReserved, Mprotect, AggHeap, AggSnapshot, AggSite,
-                              AggStage, AggPeakSite, AggRamLimitStacks>;
+                              AggStage, AggPeakSite, AggRamLimitStacks, Attached>;
 
 namespace detail {
+// Tags are numbered in blocks reserved for kinds in the making, so they may leave gaps.
 template <class Tuple, size_t... I>
 constexpr bool tags_ascend(std::index_sequence<I...>) {
   size_t previous = 0;

@@ -192,6 +192,7 @@ class FirstPass : public trace::TraceVisitor {
   std::unordered_map<uint64_t, trace::PythonCode> python_codes;
   std::optional<trace::PythonInfo> python;
   std::vector<std::string> deep_bind_modules;
+  bool attached = false;
   std::vector<std::vector<uint64_t>> stacks;
   std::vector<int> stack_snapshot;  // module snapshot current when the stack was read
   std::unordered_map<uint64_t, StackStageFigures> figures;
@@ -515,6 +516,7 @@ class FirstPass : public trace::TraceVisitor {
     budget_.charge(sizeof(std::string) + path.size(), "module paths");
     deep_bind_modules.push_back(path);
   }
+  void on_attached(uint64_t) override { attached = true; }
   void on_stage_limit(uint64_t t, trace::StageLimit limit, uint64_t limit_value, uint64_t begins) override {
     auto& dropped = dropped_stage_begins[static_cast<size_t>(limit)];
     if (!dropped) dropped = DroppedStageBegins{t, limit_value, 0};
@@ -1121,6 +1123,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
           pass.agg_snapshot->t_ns / kNsPerS));
     }
   }
+  report.attached = pass.attached;
   // What memstage run saw (command, exit code) is about the process it started: a report
   // of another process's trace (a forked child) keeps that process's own.
   const bool run_is_this_process = run && (!run->pid || *run->pid == pass.info.pid);

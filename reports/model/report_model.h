@@ -231,6 +231,10 @@ struct Report {
   // Full mode follows every block to its free; stats mode counts and does not, so its
   // leak figures are not measured (0, not "nothing leaked").
   bool leaks_measured = true;
+  // The tracer was attached to the process while it ran (`memstage attach`): what it
+  // allocated before is unknown (its frees are ignored), and the leak figures count what
+  // was allocated while attached and still held when the tracer detached.
+  bool attached = false;
   std::optional<PythonRun> python;
   MemoryFigures totals;
   std::vector<StageReport> stages;  // sorted by start_s

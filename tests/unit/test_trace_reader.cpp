@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <string>
 
 #include "profiler/trace/trace_reader.h"
 #include "tests/unit/trace_builder.h"
@@ -163,22 +164,26 @@ TEST_CASE("records with lists and strings read back as the record table encodes 
 }
 
 TEST_CASE("an unknown record tag is corruption") {
-  TraceBuilder b;
-  b.process().chunk();
-  std::string bytes = b.bytes();
-  // A chunk of one byte: tag kMaxTag + 1.
-  const uint8_t raw[] = {static_cast<uint8_t>(trace::records::kMaxTag + 1)};
-  std::vector<uint8_t> out(ZSTD_compressBound(1));
-  const size_t n = ZSTD_compress(out.data(), out.size(), raw, 1, 1);
-  trace::ChunkHeader h{trace::kChunkMagic, static_cast<uint32_t>(n), 1};
-  bytes.append(reinterpret_cast<const char*>(&h), sizeof(h));
-  bytes.append(reinterpret_cast<const char*>(out.data()), n);
-  const std::string path = temp_path("unknown_tag.mst");
-  write_bytes(path, bytes);
-  Counting v;
-  const auto summary = trace::read_trace(path, v);
-  CHECK(summary.truncated);
-  CHECK(summary.truncation.find("unknown record tag") != std::string::npos);
+  // The tag after the last known one, and one between known kinds (51: in attach's block,
+  // unused).
+  for (const uint8_t tag : {static_cast<uint8_t>(trace::records::kMaxTag + 1), uint8_t{51}}) {
+    TraceBuilder b;
+    b.process().chunk();
+    std::string bytes = b.bytes();
+    // A chunk of one byte: the tag.
+    const uint8_t raw[] = {tag};
+    std::vector<uint8_t> out(ZSTD_compressBound(1));
+    const size_t n = ZSTD_compress(out.data(), out.size(), raw, 1, 1);
+    trace::ChunkHeader h{trace::kChunkMagic, static_cast<uint32_t>(n), 1};
+    bytes.append(reinterpret_cast<const char*>(&h), sizeof(h));
+    bytes.append(reinterpret_cast<const char*>(out.data()), n);
+    const std::string path = temp_path("unknown_tag.mst");
+    write_bytes(path, bytes);
+    Counting v;
+    const auto summary = trace::read_trace(path, v);
+    CHECK(summary.truncated);
+    CHECK(summary.truncation.find("unknown record tag " + std::to_string(tag)) != std::string::npos);
+  }
 }
 
 TEST_CASE("stages nested deeper, or named longer, than the tracer writes are corruption") {

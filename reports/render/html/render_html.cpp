@@ -561,6 +561,7 @@ json page_data(const Report& report) {
   data["command"] = report.command;
   data["exit_code"] = report.exit_code ? json(*report.exit_code) : json(nullptr);
   data["leaks_measured"] = report.leaks_measured;
+  data["attached"] = report.attached;
   data["signal"] = report.signal ? json(*report.signal) : json(nullptr);
   data["duration_s"] = report.duration_s;
   data["allocator"] = report.allocator;

@@ -199,6 +199,9 @@
     header.append(
       el('h1', {}, 'memstage report'),
       el('div', { class: 'command', title: 'command' }, command || '(no command recorded)'),
+      ...(data.attached ? [el('div', { class: 'attached' }, 'Attached to the running process: memory allocated before ' +
+        'attaching is unknown (its frees are ignored); what is "leaked" below was allocated while attached and ' +
+        'still held when memstage detached.')] : []),
       el('div', { class: 'figures' },
         figure('Peak heap', fmtBytes(totals.peak_heap_bytes),
           `at ${fmtSeconds(totals.peak_heap_time_s)}` + (peakStage >= 0 ? `, in ${stagePath(peakStage)}` : ''), 'highlight'),
@@ -209,7 +212,10 @@
           worst >= 0 ? `peak heap ${fmtBytes(stages[worst].figures.peak_heap_bytes)}` + (stages[worst].path !== stages[worst].name ? ` · ${stages[worst].path}` : '') : 'no stages marked'),
         data.leaks_measured === false
           ? figure('Leaked', 'not measured', `${data.mode} mode counts allocations; it does not follow blocks to their free`)
-          : figure('Leaked', fmtBytes(totals.leaked_bytes), `${fmtExactCount(totals.leaked_blocks || 0)} blocks never freed`),
+          : data.attached
+            ? figure('Held at detach', fmtBytes(totals.leaked_bytes),
+              `${fmtExactCount(totals.leaked_blocks || 0)} blocks allocated while attached and not freed by detach`)
+            : figure('Leaked', fmtBytes(totals.leaked_bytes), `${fmtExactCount(totals.leaked_blocks || 0)} blocks never freed`),
         figure('Allocations', fmtCount(totals.allocations),
           `${fmtBytes(totals.bytes_allocated)} in total · ${fmtCount(totals.temporary_allocations)} temporary`),
         figure('Fragmentation', totals.fragmentation ? (100 * totals.fragmentation.ratio).toFixed(1) + '%' : '–',

@@ -108,6 +108,7 @@ Json report_to_json(const Report& r) {
   j["allocator"] = r.allocator;
   j["mode"] = r.mode;
   j["leaks_measured"] = r.leaks_measured;
+  j["attached"] = r.attached;
   j["python"] = r.python ? Json{{"version", r.python->version}, {"allocator", r.python->allocator}} : Json(nullptr);
 
   const MemoryFigures& t = r.totals;

@@ -68,8 +68,13 @@ std::string render_text(const Report& r, const TextOptions& options) {
                                                        format_bytes(t.peak_program_rss_bytes),
                                                        format_bytes(t.tracer_peak_bytes))
                                          : "");
+  if (r.attached) {
+    out += "  attached     to the running process: memory allocated before attaching is unknown (its frees are "
+           "ignored); \"leaked\" is what was allocated while attached and still held at detach\n";
+  }
   if (r.leaks_measured) {
-    out += fmt::format("  leaked       {} in {} blocks\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks));
+    out += fmt::format("  leaked       {} in {} blocks{}\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks),
+                       r.attached ? " (held at detach)" : "");
   } else {
     out += fmt::format("  leaked       not measured ({} mode counts allocations; it does not follow blocks)\n", r.mode);
   }

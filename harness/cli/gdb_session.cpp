@@ -1,0 +1,137 @@
+#include "harness/cli/gdb_session.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "harness/cli/cli_error.h"
+
+extern char** environ;
+
+namespace memstage::harness {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double now_s() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+// "$12 = (void *) 0x7f" -> "(void *) 0x7f"; nothing for other lines.
+std::optional<std::string> call_value(const std::string& line) {
+  if (line.size() < 4 || line[0] != '$') return std::nullopt;
+  size_t i = 1;
+  while (i < line.size() && isdigit(static_cast<unsigned char>(line[i]))) ++i;
+  if (i == 1 || line.compare(i, 3, " = ") != 0) return std::nullopt;
+  return line.substr(i + 3);
+}
+
+}  // namespace
+
+std::optional<std::string> find_gdb() {
+  const char* path = getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) continue;
+    const std::string candidate = dir + "/gdb";
+    if (access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate)) return candidate;
+  }
+  return std::nullopt;
+}
+
+std::string gdb_string_literal(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+GdbResult gdb_call(const std::string& gdb, pid_t pid, const std::vector<std::string>& calls, double timeout_s) {
+  std::vector<std::string> args = {gdb, "-batch", "-nx", "-q", "-p", std::to_string(pid),
+                                   // Nothing downloaded, no scripts of the target's run.
+                                   "-iex", "set debuginfod enabled off", "-iex", "set auto-load no",
+                                   "-iex", "set confirm off", "-iex", "set pagination off"};
+  for (const std::string& call : calls) {
+    args.push_back("-ex");
+    args.push_back("call " + call);
+  }
+  args.push_back("-ex");
+  args.push_back("detach");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw CliError(std::string("attach: pipe: ") + strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  pid_t child = 0;
+  const int spawned = posix_spawn(&child, gdb.c_str(), &actions, &attributes, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  close(pipe_fds[1]);
+  if (spawned != 0) {
+    close(pipe_fds[0]);
+    throw CliError("attach: cannot start " + gdb + ": " + strerror(spawned));
+  }
+
+  GdbResult result;
+  const double deadline = now_s() + timeout_s;
+  char buffer[4096];
+  for (;;) {
+    const double left_s = deadline - now_s();
+    if (left_s <= 0) {
+      result.timed_out = true;
+      kill(-child, SIGKILL);
+      break;
+    }
+    pollfd p{pipe_fds[0], POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(left_s * 1000) + 1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;
+    const ssize_t n = read(pipe_fds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    result.output.append(buffer, static_cast<size_t>(n));
+  }
+  close(pipe_fds[0]);
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::stringstream lines(result.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (auto value = call_value(line)) result.values.push_back(*value);
+  }
+  return result;
+}
+
+}  // namespace memstage::harness

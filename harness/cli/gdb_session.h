@@ -1,0 +1,32 @@
+// gdb in batch mode as `memstage attach` uses it: attach to a process, call functions in
+// it, detach. What gdb printed and the values of the calls come back.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace memstage::harness {
+
+// The gdb program on PATH, or nothing.
+std::optional<std::string> find_gdb();
+
+struct GdbResult {
+  // The value of each call that returned one, in order ("$1 = 0" gives "0"; "(void *)
+  // 0x7f..." is kept whole).
+  std::vector<std::string> values;
+  std::string output;  // stdout and stderr together
+  bool timed_out = false;
+};
+
+// Attaches gdb to `pid`, runs each of `calls` ("(int) f(1)") as `call`, and detaches. gdb
+// runs in a process group of its own, so that a Ctrl-C at the terminal never reaches it
+// in the middle of a call; it is stopped after `timeout_s`.
+GdbResult gdb_call(const std::string& gdb, pid_t pid, const std::vector<std::string>& calls, double timeout_s);
+
+// `text` as a C string literal for gdb's expression parser.
+std::string gdb_string_literal(const std::string& text);
+
+}  // namespace memstage::harness
