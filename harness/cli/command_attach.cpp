@@ -245,11 +245,12 @@ int attach(const AttachFlags& flags) {
   const std::string options = "output=" + dir + "\nmode=" + flags.mode + "\nmax_depth=" +
                               std::to_string(flags.max_depth) +
                               "\nsample_interval_ms=" + std::to_string(flags.sample_interval_ms);
-  const GdbResult started = gdb_call(*gdb, pid,
-                                     {"(void *) dlopen(" + gdb_string_literal(preload) + ", 2)",
-                                      "(char *) dlerror()",
-                                      "(int) memstage_attach_start(" + gdb_string_literal(options) + ")"},
-                                     kGdbTimeoutS);
+  // dlopen is libc's (glibc 2.34 on); RTLD_NOW (2): every symbol bound before the first call.
+  const GdbResult started = gdb_batch(*gdb, pid,
+                                      {"sharedlibrary libc\\.so", "call (void *) dlopen(" + gdb_string_literal(preload) + ", 2)",
+                                       "call (char *) dlerror()", "sharedlibrary libmemstage_preload",
+                                       "call (int) memstage_attach_start(" + gdb_string_literal(options) + ")"},
+                                      kGdbTimeoutS);
   const std::vector<std::string>& values = started.values;
   if (values.empty()) gdb_failed(pid, started, "attaching to");
   if (values[0].ends_with(" 0x0")) {
@@ -278,7 +279,8 @@ int attach(const AttachFlags& flags) {
     usleep(20000);
   }
   if (!ended) {
-    const GdbResult stopped = gdb_call(*gdb, pid, {"(int) memstage_attach_stop()"}, kGdbTimeoutS);
+    const GdbResult stopped = gdb_batch(
+        *gdb, pid, {"sharedlibrary libmemstage_preload", "call (int) memstage_attach_stop()"}, kGdbTimeoutS);
     if (stopped.values.empty() || stopped.values[0] != "0") {
       if (!process_alive(pid)) {
         ended = true;

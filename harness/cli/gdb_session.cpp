@@ -67,14 +67,15 @@ std::string gdb_string_literal(const std::string& text) {
   return out + "\"";
 }
 
-GdbResult gdb_call(const std::string& gdb, pid_t pid, const std::vector<std::string>& calls, double timeout_s) {
+GdbResult gdb_batch(const std::string& gdb, pid_t pid, const std::vector<std::string>& commands, double timeout_s) {
   std::vector<std::string> args = {gdb, "-batch", "-nx", "-q", "-p", std::to_string(pid),
                                    // Nothing downloaded, no scripts of the target's run.
                                    "-iex", "set debuginfod enabled off", "-iex", "set auto-load no",
-                                   "-iex", "set confirm off", "-iex", "set pagination off"};
-  for (const std::string& call : calls) {
+                                   "-iex", "set confirm off", "-iex", "set pagination off",
+                                   "-iex", "set auto-solib-add off"};
+  for (const std::string& command : commands) {
     args.push_back("-ex");
-    args.push_back("call " + call);
+    args.push_back(command);
   }
   args.push_back("-ex");
   args.push_back("detach");

@@ -21,10 +21,12 @@ struct GdbResult {
   bool timed_out = false;
 };
 
-// Attaches gdb to `pid`, runs each of `calls` ("(int) f(1)") as `call`, and detaches. gdb
-// runs in a process group of its own, so that a Ctrl-C at the terminal never reaches it
-// in the middle of a call; it is stopped after `timeout_s`.
-GdbResult gdb_call(const std::string& gdb, pid_t pid, const std::vector<std::string>& calls, double timeout_s);
+// Attaches gdb to `pid`, runs `commands` ("call (int) f(1)") and detaches. gdb stops every
+// thread of the process while it is attached, so it reads the symbols of no library but
+// those a command asks for ("sharedlibrary libc\\.so"): less to read while it waits. gdb runs in a
+// process group of its own, so that a Ctrl-C at the terminal never reaches it in the
+// middle of a call; it is stopped after `timeout_s`.
+GdbResult gdb_batch(const std::string& gdb, pid_t pid, const std::vector<std::string>& commands, double timeout_s);
 
 // `text` as a C string literal for gdb's expression parser.
 std::string gdb_string_literal(const std::string& text);

@@ -1008,6 +1008,129 @@ def scenario_exec(s):
     s.check("exit code unknown" in proc.stdout.decode(errors="replace"), "the text report says the exit code is unknown")
 
 
+def scenario_attach(s):
+    """memstage attach on running programs (full and stats mode): the growing site is named, the report says memory
+    from before attach is unknown, the program ends as it would have; no process, no gdb, a static program, another
+    user's process: one-line errors."""
+    program = s.program("attach_target")
+    rounds = "600"  # 20 ms each: long enough for gdb's two visits on a busy machine
+    targets = {}
+    # Side by side: one left alone, one attached in full mode, one in stats mode.
+    for kind in ("plain", "full", "stats"):
+        cwd = os.path.join(s.work, kind + ".cwd")
+        os.makedirs(cwd)
+        ready = os.path.join(cwd, "ready")
+        proc = subprocess.Popen([program, os.path.join(cwd, "truth.json"), ready, rounds], cwd=cwd,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        targets[kind] = (proc, cwd, ready)
+    for kind, (proc, _, ready) in targets.items():
+        deadline = time.monotonic() + 20
+        while not os.path.exists(ready) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not s.check(os.path.exists(ready), "%s: the target started its loop" % kind):
+            for p, _, _ in targets.values():
+                p.kill()
+            raise SystemExit(s.finish())
+
+    plain = targets["plain"][0]
+    # The refusals, on a live process.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    proc = s.run([s.memstage, "attach", str(gone.pid)])
+    s.eq(proc.returncode, 2, "attach to a pid that ended: exit code")
+    s.one_line_error(proc, "attach to a pid that ended", "no process with pid %d" % gone.pid)
+    proc = s.run([s.memstage, "attach", str(plain.pid)], env=dict(os.environ, PATH="/nonexistent"))
+    s.eq(proc.returncode, 2, "attach without gdb on PATH: exit code")
+    s.one_line_error(proc, "attach without gdb on PATH", "gdb is not installed")
+    static = s.program("static_sleeper")
+    if os.path.exists(static):
+        sleeper = subprocess.Popen([static])
+        try:
+            proc = s.run([s.memstage, "attach", str(sleeper.pid)])
+        finally:
+            sleeper.kill()
+            sleeper.wait()
+        s.eq(proc.returncode, 2, "attach to a static program: exit code")
+        s.one_line_error(proc, "attach to a static program", "is statically linked")
+    else:
+        print("NOTE: no static_sleeper (the C library's static archive is missing): the static refusal is unchecked")
+    # Another user's process: memstage as nobody against ours (root), or as us against pid 1 when that is another's.
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() == 0 and setpriv:
+        proc = s.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", s.memstage, "attach", str(plain.pid)])
+        s.eq(proc.returncode, 2, "attach as nobody to root's process: exit code")
+        s.one_line_error(proc, "attach as nobody to root's process", "no permission to trace pid %d" % plain.pid)
+    elif os.geteuid() != 0 and os.stat("/proc/1").st_uid != os.geteuid():
+        proc = s.run([s.memstage, "attach", "1"])
+        s.eq(proc.returncode, 2, "attach to pid 1 (another user's): exit code")
+        s.one_line_error(proc, "attach to pid 1 (another user's)", "no permission to trace pid 1")
+    else:
+        print("NOTE: neither root with setpriv nor another user's pid 1: the permission refusal is unchecked here")
+
+    # Attached for 1 s each, both at once.
+    attaches = {}
+    for mode in ("full", "stats"):
+        out = os.path.join(s.work, mode)
+        argv = [s.memstage, "attach", str(targets[mode][0].pid), "-o", out, "--mode", mode, "--duration", "1"]
+        print("$ " + " ".join(argv), flush=True)
+        attaches[mode] = (subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE), out)
+    for mode, (proc, out) in attaches.items():
+        stdout, stderr = proc.communicate(timeout=300)
+        text = stderr.decode(errors="replace")
+        with open(out + ".stderr", "w") as f:
+            f.write(text)
+        s.eq(proc.returncode, 0, "%s: exit code of memstage attach" % mode)
+        s.check("ended while attached" not in text, "%s: the target outlived the attach:\n%s" % (mode, text))
+    results = {}
+    for kind, (proc, cwd, _) in targets.items():
+        stdout, stderr = proc.communicate(timeout=120)
+        results[kind] = (proc.returncode, stdout, stderr)
+    for mode in ("full", "stats"):
+        s.eq(results[mode][0], 7, "%s: exit status of the attached program" % mode)
+        s.eq(results[mode][0], results["plain"][0], "%s: exit status attached == untouched" % mode)
+        s.eq(results[mode][1], results["plain"][1], "%s: stdout attached == untouched" % mode)
+        s.eq(results[mode][2], results["plain"][2], "%s: stderr attached == untouched" % mode)
+    s.check(results["plain"][1].endswith(b"done, 600 blocks freed\n"), "the program printed to its end")
+
+    truth_path = os.path.join(targets["full"][1], "truth.json")
+    with open(truth_path) as f:
+        truth = json.load(f)
+    reports = {}
+    for mode in ("full", "stats"):
+        path = os.path.join(attaches[mode][1], "report.json")
+        if not s.check(os.path.exists(path), "%s: report.json written" % mode):
+            continue
+        s.reports.append(path)
+        with open(path) as f:
+            reports[mode] = json.load(f)
+        s.eq(reports[mode].get("attached"), True, "%s: the report says it was attached" % mode)
+        s.check(reports[mode]["totals"]["allocations"] > 0, "%s: allocations were counted while attached" % mode)
+    full = reports.get("full")
+    if full:
+        # The growing site: first in what was held at the peak and in what was still held at detach.
+        for key, groups in (("top_stacks_at_peak", full["totals"].get("top_stacks_at_peak") or []),
+                            ("leaks", full.get("leaks") or [])):
+            if not s.check(groups, "full: %s is not empty" % key):
+                continue
+            top = groups[0]
+            frames = user_frames(top["stack"])
+            s.eq(base_name(frames[0].get("function")) if frames else None, "grow", "full: %s[0] is grow()'s" % key)
+            if frames:
+                s.eq(frames[0].get("line"), truth["grow_line"], "full: %s[0]'s line is grow()'s" % key)
+            s.eq(top["bytes"] % truth["grow_bytes"], 0, "full: %s[0] is whole 64 KiB blocks" % key)
+            s.check(top["bytes"] >= 10 * truth["grow_bytes"], "full: %s[0] holds %d bytes: 10 or more rounds' blocks"
+                    % (key, top["bytes"]))
+        # Blocks allocated before attach are unknown; their frees (in the middle of the run) are ignored.
+        for group in full["leaks"]:
+            s.check(not has_function(group["stack"], "before_attach"), "full: no block from before attach is held")
+        s.counts_consistent(full, "full")
+        text = s.run([s.memstage, "report", attaches["full"][1], "--format", "text"]).stdout.decode(errors="replace")
+        s.check("memory allocated before attaching is unknown" in text, "full: the text summary says memory from "
+                "before attach is unknown")
+        html = open(os.path.join(attaches["full"][1], "report.html"), encoding="utf-8").read()
+        s.check('"attached":true' in html.replace(" ", ""), "full: the page's data says it was attached")
+
+
 SCENARIOS = {
     "leaks": scenario_leaks,
     "peak": scenario_peak,
@@ -1039,6 +1162,7 @@ SCENARIOS = {
     "exec": scenario_exec,
     "fork_threads": scenario_fork_threads,
     "handoff": scenario_handoff,
+    "attach": scenario_attach,
 }
 
 

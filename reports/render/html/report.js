@@ -199,9 +199,11 @@
     header.append(
       el('h1', {}, 'memstage report'),
       el('div', { class: 'command', title: 'command' }, command || '(no command recorded)'),
-      ...(data.attached ? [el('div', { class: 'attached' }, 'Attached to the running process: memory allocated before ' +
-        'attaching is unknown (its frees are ignored); what is "leaked" below was allocated while attached and ' +
-        'still held when memstage detached.')] : []),
+      ...(data.attached ? [el('div', { class: 'note' }, data.leaks_measured === false
+        ? 'Attached to the running process: calls are counted from attach on; the heap figures are the allocator\'s ' +
+          'own, memory allocated before attaching included.'
+        : 'Attached to the running process: memory allocated before attaching is unknown (its frees are ignored); ' +
+          'what is "leaked" below was allocated while attached and still held when memstage detached.')] : []),
       el('div', { class: 'figures' },
         figure('Peak heap', fmtBytes(totals.peak_heap_bytes),
           `at ${fmtSeconds(totals.peak_heap_time_s)}` + (peakStage >= 0 ? `, in ${stagePath(peakStage)}` : ''), 'highlight'),

@@ -69,8 +69,13 @@ std::string render_text(const Report& r, const TextOptions& options) {
                                                        format_bytes(t.tracer_peak_bytes))
                                          : "");
   if (r.attached) {
-    out += "  attached     to the running process: memory allocated before attaching is unknown (its frees are "
-           "ignored); \"leaked\" is what was allocated while attached and still held at detach\n";
+    // A mode that follows blocks knows only those allocated while attached; one that
+    // counts takes the heap from the allocator, which knows them all.
+    out += r.leaks_measured
+               ? "  attached     to the running process: memory allocated before attaching is unknown (its frees "
+                 "are ignored); \"leaked\" is what was allocated while attached and still held at detach\n"
+               : "  attached     to the running process: calls are counted from attach on; the heap figures are the "
+                 "allocator's own, memory allocated before attaching included\n";
   }
   if (r.leaks_measured) {
     out += fmt::format("  leaked       {} in {} blocks{}\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks),
