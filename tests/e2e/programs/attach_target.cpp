@@ -4,7 +4,7 @@
 // grows memory from one site, grow() (64 KiB per round, held to the end), while a second
 // thread churns short-lived blocks. It prints a checksum of everything it computed every
 // 10 rounds and exits with status 7, so that a run with attach and one without can be
-// compared byte for byte. Usage: attach_target TRUTH READY_FILE [ROUNDS]; READY_FILE is
+// compared byte for byte. Every ten rounds are a stage. Usage: attach_target TRUTH READY_FILE [ROUNDS]; READY_FILE is
 // created once the loop runs. Truth: grow()'s line and block size.
 #include <pthread.h>
 #include <time.h>
@@ -12,6 +12,8 @@
 #include <atomic>
 #include <string>
 #include <vector>
+
+#include <memstage/stage.h>
 
 #include "e2e_common.h"
 
@@ -86,10 +88,15 @@ int main(int argc, char** argv) {
         free(before[i]);
       }
     }
+    // Stage markers are no-ops until the tracer is attached, and again after.
+    if (round % 10 == 0) memstage_stage_begin("ten rounds");
     char* p = grow(round);
     held.push_back(p);
     for (size_t i = 0; i < kGrowBytes; i += 4096) checksum = checksum * 31 + static_cast<unsigned char>(p[i]);
-    if (round % 10 == 9) printf("round %d held %zu checksum %llu\n", round + 1, held.size(), checksum);
+    if (round % 10 == 9) {
+      printf("round %d held %zu checksum %llu\n", round + 1, held.size(), checksum);
+      memstage_stage_end();
+    }
     sleep_ms(20);
   }
   g_stop.store(true);
