@@ -210,7 +210,9 @@ int walk_object(dl_phdr_info* info, size_t, void* data) {
 
 void walk_objects(Walk walk) {
   pthread_mutex_lock(&g_hooks_mutex);
-  dl_iterate_phdr(walk_object, &walk);
+  // A dlopen that saw the tracer attached may get here after the detach put every slot
+  // back: it must not hook them again.
+  if (walk == Walk::kRestore || g_active.load(std::memory_order_acquire)) dl_iterate_phdr(walk_object, &walk);
   pthread_mutex_unlock(&g_hooks_mutex);
 }
 

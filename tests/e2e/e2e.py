@@ -15,6 +15,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -1067,13 +1068,22 @@ def scenario_attach(s):
     else:
         print("NOTE: neither root with setpriv nor another user's pid 1: the permission refusal is unchecked here")
 
-    # Attached for 1 s each, both at once.
+    # Attached for about 1 s each, both at once: full mode for --duration 1, stats mode until a SIGINT (Ctrl-C)
+    # 1 s after its trace appeared.
     attaches = {}
     for mode in ("full", "stats"):
         out = os.path.join(s.work, mode)
-        argv = [s.memstage, "attach", str(targets[mode][0].pid), "-o", out, "--mode", mode, "--duration", "1"]
+        argv = [s.memstage, "attach", str(targets[mode][0].pid), "-o", out, "--mode", mode]
+        if mode == "full":
+            argv += ["--duration", "1"]
         print("$ " + " ".join(argv), flush=True)
         attaches[mode] = (subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE), out)
+    trace = os.path.join(attaches["stats"][1], "trace.%d.mst" % targets["stats"][0].pid)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(trace) and attaches["stats"][0].poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(1)
+    attaches["stats"][0].send_signal(signal.SIGINT)
     for mode, (proc, out) in attaches.items():
         stdout, stderr = proc.communicate(timeout=300)
         text = stderr.decode(errors="replace")
