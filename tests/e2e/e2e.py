@@ -1133,6 +1133,12 @@ def scenario_attach(s):
             s.eq(held % truth["grow_bytes"], 0, "full: %s: grow() holds whole 64 KiB blocks" % key)
             s.check(held >= 10 * truth["grow_bytes"], "full: %s: grow() holds %d bytes: 10 or more rounds' blocks"
                     % (key, held))
+        # Growth over time names the growing site first.
+        growth = full.get("growth") or []
+        if s.check(growth, "full: the report lists stacks growing over time"):
+            frames = user_frames(growth[0]["stack"])
+            s.eq(base_name(frames[0].get("function")) if frames else None, "grow", "full: growth[0] is grow()'s")
+            s.check(growth[0]["bytes_per_s"] > 0, "full: grow() grows at %.0f bytes/s" % growth[0]["bytes_per_s"])
         # Blocks allocated before attach are unknown; their frees (in the middle of the run) are ignored.
         for group in full["leaks"]:
             s.check(not has_function(group["stack"], "before_attach"), "full: no block from before attach is held")
