@@ -1,4 +1,4 @@
-// memstage attach PID [-o DIR] [--mode full|stats] [--duration SECONDS] [--max-depth N]
+// memstage attach PID [-o DIR] [--mode full|stats|aggregate] [--duration SECONDS] [--max-depth N]
 // Loads the tracer into a running process through gdb (dlopen, then
 // memstage_attach_start: profiler/preload/got_hooks.h), records until the duration ends,
 // Ctrl-C, or the process ends, detaches (memstage_attach_stop) and writes the usual
@@ -205,8 +205,8 @@ double now_s() {
 
 int attach(const AttachFlags& flags) {
   const int pid = flags.pid;
-  if (flags.mode != "full" && flags.mode != "stats") {
-    throw CliError("attach: --mode must be full or stats, not '" + flags.mode + "'");
+  if (flags.mode != "full" && flags.mode != "stats" && flags.mode != "aggregate") {
+    throw CliError("attach: --mode must be full, stats or aggregate, not '" + flags.mode + "'");
   }
   if (pid <= 0 || !process_exists(pid)) throw CliError("attach: no process with pid " + pid_text(pid));
   if (pid == getpid()) throw CliError("attach: pid " + pid_text(pid) + " is memstage itself");
@@ -304,7 +304,9 @@ void register_attach(CLI::App& app, CommandAction& action) {
       "attach", "Load the tracer into a running process, record until the duration ends or Ctrl-C, and report");
   cmd->add_option("pid", flags->pid, "The process")->required();
   cmd->add_option("-o,--output", flags->output_dir, "Folder for the trace and reports (default memstage.PROG.PID)");
-  cmd->add_option("--mode", flags->mode, "full: every event with its stack; stats: counters only")
+  cmd->add_option("--mode", flags->mode,
+                  "full: every event with its stack; stats: counters only; aggregate: every allocation's stack, "
+                  "folded in the process")
       ->capture_default_str();
   cmd->add_option("--duration", flags->duration_s, "Seconds to record (default: until Ctrl-C or the process ends)")
       ->check(CLI::PositiveNumber);

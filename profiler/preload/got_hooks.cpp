@@ -268,6 +268,8 @@ bool parse_options(const char* text, Options& o) {
         o.mode = trace::Mode::kFull;
       } else if (value_length == 5 && memcmp(value, "stats", 5) == 0) {
         o.mode = trace::Mode::kStats;
+      } else if (value_length == 9 && memcmp(value, "aggregate", 9) == 0) {
+        o.mode = trace::Mode::kAggregate;
       } else {
         return false;
       }

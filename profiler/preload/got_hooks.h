@@ -16,7 +16,7 @@ void got_hooks_after_dlopen();
 
 extern "C" {
 // `options`: lines "key=value": output (the folder for the trace, required), mode
-// (full or stats), max_depth, sample_interval_ms. Returns 0 once recording, else an
+// (full, stats or aggregate), max_depth, sample_interval_ms. Returns 0 once recording, else an
 // AttachError.
 int memstage_attach_start(const char* options);
 // Puts every slot back, writes the end of the trace and closes it; the writer thread ends.

@@ -1016,8 +1016,8 @@ def scenario_attach(s):
     program = s.program("attach_target")
     rounds = "600"  # 20 ms each: long enough for gdb's two visits on a busy machine
     targets = {}
-    # Side by side: one left alone, one attached in full mode, one in stats mode.
-    for kind in ("plain", "full", "stats"):
+    # Side by side: one left alone, one attached in each mode.
+    for kind in ("plain", "full", "stats", "aggregate"):
         cwd = os.path.join(s.work, kind + ".cwd")
         os.makedirs(cwd)
         ready = os.path.join(cwd, "ready")
@@ -1068,13 +1068,13 @@ def scenario_attach(s):
     else:
         print("NOTE: neither root with setpriv nor another user's pid 1: the permission refusal is unchecked here")
 
-    # Attached for about 1 s each, both at once: full mode for --duration 1, stats mode until a SIGINT (Ctrl-C)
-    # 1 s after its trace appeared.
+    # Attached for about 1 s each, all at once: full and aggregate mode for --duration 1, stats mode until a
+    # SIGINT (Ctrl-C) 1 s after its trace appeared.
     attaches = {}
-    for mode in ("full", "stats"):
+    for mode in ("full", "stats", "aggregate"):
         out = os.path.join(s.work, mode)
         argv = [s.memstage, "attach", str(targets[mode][0].pid), "-o", out, "--mode", mode]
-        if mode == "full":
+        if mode != "stats":
             argv += ["--duration", "1"]
         print("$ " + " ".join(argv), flush=True)
         attaches[mode] = (subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE), out)
@@ -1095,7 +1095,7 @@ def scenario_attach(s):
     for kind, (proc, cwd, _) in targets.items():
         stdout, stderr = proc.communicate(timeout=120)
         results[kind] = (proc.returncode, stdout, stderr)
-    for mode in ("full", "stats"):
+    for mode in ("full", "stats", "aggregate"):
         s.eq(results[mode][0], 7, "%s: exit status of the attached program" % mode)
         s.eq(results[mode][0], results["plain"][0], "%s: exit status attached == untouched" % mode)
         s.eq(results[mode][1], results["plain"][1], "%s: stdout attached == untouched" % mode)
@@ -1106,7 +1106,7 @@ def scenario_attach(s):
     with open(truth_path) as f:
         truth = json.load(f)
     reports = {}
-    for mode in ("full", "stats"):
+    for mode in ("full", "stats", "aggregate"):
         path = os.path.join(attaches[mode][1], "report.json")
         if not s.check(os.path.exists(path), "%s: report.json written" % mode):
             continue
@@ -1115,13 +1115,15 @@ def scenario_attach(s):
             reports[mode] = json.load(f)
         s.eq(reports[mode].get("attached"), True, "%s: the report says it was attached" % mode)
         s.check(reports[mode]["totals"]["allocations"] > 0, "%s: allocations were counted while attached" % mode)
-    full = reports.get("full")
-    if full:
+    for mode in ("full", "aggregate"):
+        report = reports.get(mode)
+        if not report:
+            continue
         # The growing site: first in what was held at the peak and in what was still held at detach (leak groups
         # are per stage: summed by site).
-        for key, groups in (("top_stacks_at_peak", full["totals"].get("top_stacks_at_peak") or []),
-                            ("leaks", full.get("leaks") or [])):
-            if not s.check(groups, "full: %s is not empty" % key):
+        for key, groups in (("top_stacks_at_peak", report["totals"].get("top_stacks_at_peak") or []),
+                            ("leaks", report.get("leaks") or [])):
+            if not s.check(groups, "%s: %s is not empty" % (mode, key)):
                 continue
             by_site = {}
             for group in groups:
@@ -1129,19 +1131,22 @@ def scenario_attach(s):
                 site = (base_name(frames[0].get("function")), frames[0].get("line")) if frames else None
                 by_site[site] = by_site.get(site, 0) + group["bytes"]
             site, held = max(by_site.items(), key=lambda item: item[1])
-            s.eq(site, ("grow", truth["grow_line"]), "full: the site holding most in %s" % key)
-            s.eq(held % truth["grow_bytes"], 0, "full: %s: grow() holds whole 64 KiB blocks" % key)
-            s.check(held >= 10 * truth["grow_bytes"], "full: %s: grow() holds %d bytes: 10 or more rounds' blocks"
-                    % (key, held))
+            s.eq(site, ("grow", truth["grow_line"]), "%s: the site holding most in %s" % (mode, key))
+            s.eq(held % truth["grow_bytes"], 0, "%s: %s: grow() holds whole 64 KiB blocks" % (mode, key))
+            s.check(held >= 10 * truth["grow_bytes"], "%s: %s: grow() holds %d bytes: 10 or more rounds' blocks"
+                    % (mode, key, held))
+        # Blocks allocated before attach are unknown; their frees (in the middle of the run) are ignored.
+        for group in report["leaks"]:
+            s.check(not has_function(group["stack"], "before_attach"), "%s: no block from before attach is held"
+                    % mode)
+    full = reports.get("full")
+    if full:
         # Growth over time names the growing site first.
         growth = full.get("growth") or []
         if s.check(growth, "full: the report lists stacks growing over time"):
             frames = user_frames(growth[0]["stack"])
             s.eq(base_name(frames[0].get("function")) if frames else None, "grow", "full: growth[0] is grow()'s")
             s.check(growth[0]["bytes_per_s"] > 0, "full: grow() grows at %.0f bytes/s" % growth[0]["bytes_per_s"])
-        # Blocks allocated before attach are unknown; their frees (in the middle of the run) are ignored.
-        for group in full["leaks"]:
-            s.check(not has_function(group["stack"], "before_attach"), "full: no block from before attach is held")
         s.counts_consistent(full, "full")
         # The stage markers' weak references reach the tracer once attached.
         stages = [st for st in full["stages"] if st["name"] == "ten rounds"]
