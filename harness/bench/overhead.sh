@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Tracer overhead, per call and whole-process. Build first (scripts/build.sh).
-#  1. Google Benchmark: a malloc/free pair untraced, under --mode stats and --mode full.
+#  1. Google Benchmark: a malloc/free pair untraced, under --mode stats, full and sample.
 #  2. Whole programs, ROUNDS rounds with every variant interleaved inside each round, so
 #     that a noisy machine slows all variants alike; prints median wall times and the
 #     ratio of each median to the untraced median of the same rounds:
 #       churn   the churn program, 2 threads x ITERATIONS malloc/free
 #               (untraced, memstage run --mode full, --mode stats, --mode aggregate,
+#               --mode sample at the default rate and at each rate of SAMPLE_RATES,
 #               heaptrack; CHURN_VARIANTS picks a subset, e.g. "untraced full aggregate")
 #       sqlite  sqlite3 :memory:, 200k inserts and 2 indexes (untraced, full, heaptrack)
 #       torch   python3 torch_small.py: import torch, 10 backward passes of a small MLP
 #               (untraced, full, heaptrack); also the tracer's own memory (tracer_bytes,
 #               the highest the trace recorded) and the untraced run's max RSS
 #     and the trace sizes of the churn (memstage's full and aggregate / heaptrack's).
-# Usage: [MEMSTAGE_BUILD=build] harness/bench/overhead.sh [ITERATIONS_PER_THREAD] [ROUNDS] [WORKLOADS]
+# Usage: [MEMSTAGE_BUILD=build] [SAMPLE_RATES=64KiB,1MiB] harness/bench/overhead.sh [ITERATIONS_PER_THREAD] [ROUNDS] [WORKLOADS]
 #   WORKLOADS: comma-separated subset of churn,sqlite,torch (default all three)
+#   SAMPLE_RATES: more --sample-rate values to run the churn at (variants sample@RATE)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 iterations=${1:-7500000}
@@ -30,7 +32,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 echo "== per call (Google Benchmark), ns per malloc/free pair"
-for mode in untraced stats full; do
+for mode in untraced stats full sample; do
   rm -rf "$work/gb" && mkdir -p "$work/gb"
   if [ "$mode" = untraced ]; then
     "$bench" --benchmark_format=csv 2>/dev/null > "$work/gb.$mode.csv"
@@ -43,14 +45,15 @@ python3 - "$work" <<'PY'
 import csv, sys
 work = sys.argv[1]
 rows = {}
-for mode in ("untraced", "stats", "full"):
+modes = ("untraced", "stats", "full", "sample")
+for mode in modes:
     with open(f"{work}/gb.{mode}.csv") as f:
         lines = [l for l in f if l.startswith('"') or l.startswith("name")]
     for r in csv.DictReader(lines):
         rows.setdefault(r["name"], {})[mode] = float(r["cpu_time"])
-print(f"  {'benchmark':<40} {'untraced':>9} {'stats':>9} {'full':>9}")
+print(f"  {'benchmark':<40}" + "".join(f" {m:>9}" for m in modes))
 for name, t in rows.items():
-    print(f"  {name:<40} {t['untraced']:9.1f} {t['stats']:9.1f} {t['full']:9.1f}")
+    print(f"  {name:<40}" + "".join(f" {t[m]:9.1f}" for m in modes))
 PY
 
 # One timed run: WORKLOAD VARIANT. Appends "workload variant seconds" to $work/times.
@@ -70,6 +73,8 @@ run_one() {
     full) "$bin" run -q -o "$out" -- "${cmd[@]}" > /dev/null 2>&1 ;;
     stats) "$bin" run -q --mode stats -o "$out" -- "${cmd[@]}" > /dev/null 2>&1 ;;
     aggregate) "$bin" run -q --mode aggregate -o "$out" -- "${cmd[@]}" > /dev/null 2>&1 ;;
+    sample) "$bin" run -q --mode sample -o "$out" -- "${cmd[@]}" > /dev/null 2>&1 ;;
+    sample@*) "$bin" run -q --mode sample --sample-rate "${variant#sample@}" -o "$out" -- "${cmd[@]}" > /dev/null 2>&1 ;;
     heaptrack) heaptrack -o "$out/trace" "${cmd[@]}" > /dev/null 2>&1 ;;
   esac
   end=$(date +%s.%N)
@@ -97,7 +102,10 @@ touch "$work/times" "$work/sizes" "$work/tracer_bytes" "$work/maxrss"
 for r in $(seq "$rounds"); do
   for workload in ${workloads//,/ }; do
     case $workload in
-      churn) variants=${CHURN_VARIANTS:-untraced full stats aggregate heaptrack} ;;
+      churn)
+        variants=${CHURN_VARIANTS:-untraced full stats aggregate sample heaptrack}
+        for rate in ${SAMPLE_RATES//,/ }; do variants+=" sample@$rate"; done
+        ;;
       *) variants="untraced full heaptrack" ;;
     esac
     for variant in $variants; do run_one "$workload" "$variant"; done

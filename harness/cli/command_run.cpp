@@ -1,4 +1,4 @@
-// memstage run [-o DIR] [--mode full|stats|aggregate] [--max-depth N] -- CMD ARGS...
+// memstage run [-o DIR] [--mode full|stats|aggregate|sample] [--sample-rate BYTES] [--max-depth N] -- CMD ARGS...
 // Runs CMD with the tracer preloaded, writes the traces, run.json, report.json and
 // report.html into DIR, prints a summary on stderr and exits with CMD's exit code.
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include "harness/cli/preload_path.h"
 #include "harness/cli/report_files.h"
 #include "harness/gate/gate.h"
+#include "profiler/preload/options.h"
 #include "harness/cli/sizes.h"
 #include "reports/render/text/terminal_text.h"
 
@@ -26,6 +27,7 @@ namespace {
 struct RunFlags {
   std::string output_dir;
   std::string mode = "full";
+  std::string sample_rate;  // --sample-rate: sample mode's mean bytes between samples
   unsigned max_depth = 64;
   unsigned sample_interval_ms = 10;
   double snapshot_interval_s = 1.0;
@@ -59,8 +61,17 @@ std::string default_output_dir(const std::string& program) {
 
 int run(const RunFlags& flags) {
   if (flags.command.empty()) throw CliError("run: no command given (memstage run [options] -- CMD ARGS...)");
-  if (flags.mode != "full" && flags.mode != "stats" && flags.mode != "aggregate") {
-    throw CliError("run: --mode must be full, stats or aggregate, not '" + flags.mode + "'");
+  if (flags.mode != "full" && flags.mode != "stats" && flags.mode != "aggregate" && flags.mode != "sample") {
+    throw CliError("run: --mode must be full, stats, aggregate or sample, not '" + flags.mode + "'");
+  }
+  uint64_t sample_rate_bytes = preload::kDefaultSampleRateBytes;
+  if (!flags.sample_rate.empty()) {
+    if (flags.mode != "sample") throw CliError("run: --sample-rate is for --mode sample");
+    const auto bytes = parse_size(flags.sample_rate);
+    if (!bytes || *bytes == 0 || *bytes > (1ull << 40)) {
+      throw CliError("run: --sample-rate takes a size from 1 byte to 1TiB like 256KiB, not '" + flags.sample_rate + "'");
+    }
+    sample_rate_bytes = *bytes;
   }
   uint64_t ram_limit_bytes = 0;
   if (!flags.ram_limit.empty()) {
@@ -88,6 +99,7 @@ int run(const RunFlags& flags) {
       {"LD_PRELOAD", ld_preload},
       {"MEMSTAGE_OUTPUT", dir},
       {"MEMSTAGE_MODE", flags.mode},
+      {"MEMSTAGE_SAMPLE_RATE_BYTES", std::to_string(sample_rate_bytes)},
       {"MEMSTAGE_MAX_DEPTH", std::to_string(flags.max_depth)},
       {"MEMSTAGE_SAMPLE_INTERVAL_MS", std::to_string(flags.sample_interval_ms)},
       {"MEMSTAGE_SNAPSHOT_INTERVAL_MS", std::to_string(static_cast<unsigned>(flags.snapshot_interval_s * 1000 + 0.5))},
@@ -132,12 +144,16 @@ void register_run(CLI::App& app, CommandAction& action) {
   cmd->add_option("--mode", flags->mode,
                   "full: every event with its stack; stats: counters only; aggregate: every event with its "
                   "stack, folded in the process into figures per stack and stage (a capture that does not grow "
-                  "with the run's length)")
+                  "with the run's length); sample: allocations sampled by bytes (stacks, leaks and sites estimated; "
+                  "heap peaks exact)")
       ->capture_default_str();
   cmd->add_option("--snapshot-interval", flags->snapshot_interval_s,
                   "Aggregate mode: seconds between snapshots of its figures (what a killed run is reported up to)")
       ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
+  cmd->add_option("--sample-rate", flags->sample_rate,
+                  "Sample mode: one sample per this many bytes allocated on average (default 256KiB; "
+                  "docs/sample-mode.md)");
   cmd->add_option("--max-depth", flags->max_depth, "Frames kept per stack")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();

@@ -177,6 +177,11 @@ void* traced_alloc_result(void* p, size_t size) {
     if (p) count_allocation(size);
     return p;
   }
+  if (sample_mode()) {
+    ThreadState* ts = current_thread_state();
+    if (p && ts) sample_alloc(ts, p, size, false);
+    return p;
+  }
   if (p) {
     const int saved_errno = errno;
     record_alloc(p, size, false);
@@ -249,6 +254,11 @@ MEMSTAGE_EXPORT void free(void* p) {
     return real.free(p);
   }
   RecordingGuard guard;
+  if (sample_mode()) {
+    // Before the real free, as below.
+    if (ThreadState* ts = current_thread_state()) sample_free(ts, p);
+    return real.free(p);
+  }
   const int saved_errno = errno;
   // Before the real free: once it returns, another thread may get the same address.
   record_free(p);

@@ -27,6 +27,13 @@ Options read_options() {
     o.mode = trace::Mode::kStats;
   } else if (mode && strcmp(mode, "aggregate") == 0) {
     o.mode = trace::Mode::kAggregate;
+  } else if (mode && strcmp(mode, "sample") == 0) {
+    o.mode = trace::Mode::kSample;
+  }
+  if (const char* rate = getenv("MEMSTAGE_SAMPLE_RATE_BYTES"); rate && *rate) {
+    char* end = nullptr;
+    const unsigned long long bytes = strtoull(rate, &end, 10);
+    if (*end == '\0' && bytes > 0 && bytes <= (1ull << 40)) o.sample_rate_bytes = bytes;
   }
   read_uint("MEMSTAGE_MAX_DEPTH", 1, 256, o.max_depth);
   read_uint("MEMSTAGE_SAMPLE_INTERVAL_MS", 1, 10000, o.sample_interval_ms);

@@ -12,13 +12,19 @@ namespace memstage::preload {
 // stay under PATH_MAX (4096). `memstage run` refuses a longer folder.
 inline constexpr size_t kMaxOutputDirBytes = 4000;
 
+inline constexpr uint64_t kDefaultSampleRateBytes = 256 * 1024;
+
 struct Options {
   // MEMSTAGE_OUTPUT: folder for trace.<pid>.mst files. Unset or longer than
   // kMaxOutputDirBytes: the tracer stays passive.
   char output_dir[kMaxOutputDirBytes + 1] = {};
-  // MEMSTAGE_MODE: "full" (every event with its stack), "stats" (counters only) or
-  // "aggregate" (every event with its stack, folded in process: aggregate.h).
+  // MEMSTAGE_MODE: "full" (every event with its stack), "stats" (counters only),
+  // "aggregate" (every event with its stack, folded in process: aggregate.h) or "sample"
+  // (allocations sampled by bytes, exact heap counters).
   trace::Mode mode = trace::Mode::kFull;
+  // MEMSTAGE_SAMPLE_RATE_BYTES: sample mode's mean spacing of samples in bytes allocated
+  // (docs/sample-mode.md says how the default was chosen).
+  uint64_t sample_rate_bytes = kDefaultSampleRateBytes;
   // MEMSTAGE_MAX_DEPTH: frames kept per stack.
   uint32_t max_depth = 64;
   // MEMSTAGE_SAMPLE_INTERVAL_MS: RSS sampling and flush tick.

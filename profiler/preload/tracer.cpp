@@ -195,13 +195,7 @@ void push_rss(ThreadState* ts) {
 // run takes a few hundred such samples however long it runs. Asking the allocator walks
 // its free lists (mallinfo2): at most once a sampling interval here; a high in between
 // leaves the question to the writer's next tick.
-void track_live_bytes(ThreadState* ts, int64_t delta) {
-  ts->unfolded_live_bytes += delta;
-  if (ts->unfolded_live_bytes < kFoldLiveBytes && ts->unfolded_live_bytes > -kFoldLiveBytes) return;
-  const int64_t live = g_tracer.approx_live_bytes.fetch_add(ts->unfolded_live_bytes,
-                                                            std::memory_order_relaxed) +
-                       ts->unfolded_live_bytes;
-  ts->unfolded_live_bytes = 0;
+void note_live_bytes(ThreadState* ts, int64_t live) {
   const int64_t sampled = g_tracer.rss_sampled_at_live_bytes.load(std::memory_order_relaxed);
   const int64_t step = sampled / 64 > (1 << 20) ? sampled / 64 : (1 << 20);
   if (live > sampled + step) {
@@ -214,6 +208,61 @@ void track_live_bytes(ThreadState* ts, int64_t delta) {
     push_samples(ts, allocator_due);
   }
 }
+
+void track_live_bytes(ThreadState* ts, int64_t delta) {
+  ts->unfolded_live_bytes += delta;
+  if (ts->unfolded_live_bytes < kFoldLiveBytes && ts->unfolded_live_bytes > -kFoldLiveBytes) return;
+  const int64_t live = g_tracer.approx_live_bytes.fetch_add(ts->unfolded_live_bytes,
+                                                            std::memory_order_relaxed) +
+                       ts->unfolded_live_bytes;
+  ts->unfolded_live_bytes = 0;
+  note_live_bytes(ts, live);
+}
+
+// Sample mode: the live heap and its high since the previous record (trace_format.h,
+// kHeapCounters), the calling thread's own change added first, and the call counters.
+void push_heap_counters(ThreadState* ts) {
+  fold_heap_bytes(ts);
+  const int64_t live = g_tracer.heap_live_bytes.load(std::memory_order_relaxed);
+  const int64_t high = g_tracer.heap_high_bytes.exchange(live, std::memory_order_relaxed);
+  const auto positive = [](int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : 0; };
+  push_record(ts, records::HeapCounters{trace_time_ns(), positive(live), positive(high > live ? high : live)});
+  push_counters(ts);
+}
+
+// Sample mode: a sampled allocation is recorded as in full mode, with its stack, and its
+// block marked so that its free is recorded too.
+void record_sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
+  if (!g_tracer.sampled_blocks.add(reinterpret_cast<uint64_t>(p))) {
+    g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const uint32_t stack = capture_stack(ts);
+  push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc, reinterpret_cast<uint64_t>(p), size, stack);
+}
+
+}  // namespace
+
+void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
+  const int saved_errno = errno;
+  if (!ts->sampler.started()) {
+    // The thread's first allocation: its own sequence of samples.
+    const uint64_t seed = monotonic_ns() ^ (static_cast<uint64_t>(current_tid()) << 32) ^ reinterpret_cast<uint64_t>(ts);
+    ts->sampler.start(g_tracer.options.sample_rate_bytes, seed * 0x9e3779b97f4a7c15ull);
+    if (ts->sampler.sample(size)) record_sampled_alloc(ts, p, size, from_realloc);
+  } else {
+    record_sampled_alloc(ts, p, size, from_realloc);
+  }
+  errno = saved_errno;
+}
+
+void sampled_free(ThreadState* ts, void* p) {
+  const int saved_errno = errno;
+  push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0);
+  errno = saved_errno;
+}
+
+namespace {
 
 void write_signal_record(int signo) {
   ThreadState* ts = current_thread_state();
@@ -318,6 +367,9 @@ void after_fork_child() {
   g_tracer.rss_sampled_at_live_bytes.store(0);
   g_tracer.allocator_sampled_at_high_ns.store(0);
   g_tracer.allocator_sample_pending.store(false);
+  // The child's heap is the parent's blocks it inherits; the other threads' uncounted
+  // changes are the parent's.
+  g_tracer.heap_high_bytes.store(g_tracer.heap_live_bytes.load());
   g_tracer.process->recording.store(g_tracer.options.follow_fork);
   writer_after_fork_child(g_tracer.options.follow_fork);
   t_in_tracer = false;
@@ -386,7 +438,22 @@ void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length) {
   ts->ring.publish(1 + payload_slots);
 }
 
+void fold_heap_bytes(ThreadState* ts) {
+  const int64_t unfolded = ts->heap_unfolded_bytes;
+  const int64_t before = g_tracer.heap_live_bytes.fetch_add(unfolded, std::memory_order_relaxed);
+  // The highest this thread took the heap to since its last fold, the others' changes as
+  // they stood then.
+  const int64_t high = before + ts->heap_unfolded_high_bytes;
+  int64_t seen = g_tracer.heap_high_bytes.load(std::memory_order_relaxed);
+  while (high > seen && !g_tracer.heap_high_bytes.compare_exchange_weak(seen, high, std::memory_order_relaxed)) {
+  }
+  ts->heap_unfolded_bytes = 0;
+  ts->heap_unfolded_high_bytes = 0;
+  if (unfolded > 0) note_live_bytes(ts, before + unfolded);
+}
+
 void push_samples(ThreadState* ts, bool with_allocator_stats) {
+  if (sample_mode()) push_heap_counters(ts);
   push_rss(ts);
   if (with_allocator_stats) {
     const AllocatorStats stats = read_allocator_stats();
@@ -395,17 +462,19 @@ void push_samples(ThreadState* ts, bool with_allocator_stats) {
                                               stats.mapped_bytes});
     }
   }
-  if (g_tracer.options.mode == trace::Mode::kStats) {
-    uint64_t allocations = 0, frees = 0, bytes = 0;
-    const uint32_t n = g_tracer.thread_count.load(std::memory_order_acquire);
-    for (uint32_t i = 0; i < n; ++i) {
-      const ThreadState* t = g_tracer.threads[i];
-      allocations += t->allocations.load(std::memory_order_relaxed);
-      frees += t->frees.load(std::memory_order_relaxed);
-      bytes += t->bytes_allocated.load(std::memory_order_relaxed);
-    }
-    push_record(ts, records::Counters{trace_time_ns(), allocations, frees, bytes});
+  if (g_tracer.options.mode == trace::Mode::kStats) push_counters(ts);
+}
+
+void push_counters(ThreadState* ts) {
+  uint64_t allocations = 0, frees = 0, bytes = 0;
+  const uint32_t n = g_tracer.thread_count.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < n; ++i) {
+    const ThreadState* t = g_tracer.threads[i];
+    allocations += t->allocations.load(std::memory_order_relaxed);
+    frees += t->frees.load(std::memory_order_relaxed);
+    bytes += t->bytes_allocated.load(std::memory_order_relaxed);
   }
+  push_record(ts, records::Counters{trace_time_ns(), allocations, frees, bytes});
 }
 
 namespace {
@@ -469,6 +538,7 @@ uint32_t encode_modules(uint8_t* out, uint32_t capacity) {
 void record_alloc(void* p, size_t size, bool from_realloc) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
+  if (sample_mode()) return sample_alloc(ts, p, size, from_realloc);
   const size_t usable = real_usable_size(p);
   const uint32_t stack = capture_stack(ts);
   track_live_bytes(ts, static_cast<int64_t>(usable));
@@ -479,6 +549,7 @@ void record_alloc(void* p, size_t size, bool from_realloc) {
 void record_free(void* p) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
+  if (sample_mode()) return sample_free(ts, p);
   const size_t usable = usable_size_before_free(p);
   // A large block goes back to the OS at once: sample RSS while it still counts.
   if (usable >= kSampleBeforeFreeBytes) push_rss(ts);
@@ -610,6 +681,8 @@ void record_stage_begin(const char* name) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
   const size_t length = name ? strnlen(name, trace::kMaxStageNameBytes) : 0;
+  // The heap's high and the calls until now belong to the enclosing stage.
+  if (sample_mode()) push_heap_counters(ts);
   pthread_mutex_lock(&g_tracer.stage_mutex);
   if (g_tracer.open_stage_count == Tracer::kMaxStageDepth) {
     ++g_tracer.open_past_depth;

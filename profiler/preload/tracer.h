@@ -8,8 +8,10 @@
 #include <atomic>
 #include <cstdint>
 
+#include "profiler/preload/byte_sampler.h"
 #include "profiler/preload/event_ring.h"
 #include "profiler/preload/options.h"
+#include "profiler/preload/sampled_blocks.h"
 #include "profiler/preload/stack_table.h"
 #include "profiler/preload/tracer_memory.h"
 #include "profiler/trace/trace_records.h"
@@ -28,6 +30,11 @@ struct ThreadState {
   std::atomic<uint64_t> bytes_allocated{0};
   // Change of live bytes (usable sizes) not yet folded into Tracer::approx_live_bytes.
   int64_t unfolded_live_bytes = 0;
+  // Sample mode: which allocations are recorded, and the heap counted on every call: the
+  // change not yet added to Tracer::heap_live_bytes, and its highest since then.
+  ByteSampler sampler;
+  int64_t heap_unfolded_bytes = 0;
+  int64_t heap_unfolded_high_bytes = 0;
   // The thread that owns it (kernel thread id). Its key destructor marks it exiting: the
   // thread may still allocate on its way out (later TLS destructors, the C library), with
   // this same state. Once the thread is gone and the writer has drained the ring, the next
@@ -93,6 +100,13 @@ struct Tracer {
   std::atomic<uint64_t> allocator_sampled_at_high_ns{0};
   std::atomic<bool> allocator_sample_pending{false};
 
+  // Sample mode: the live heap (usable sizes), exact but for what threads have not added
+  // yet (at most trace::kHeapFoldBytes each), the highest since the last kHeapCounters,
+  // and the sampled blocks that may be live.
+  std::atomic<int64_t> heap_live_bytes{0};
+  std::atomic<int64_t> heap_high_bytes{0};
+  SampledBlocks sampled_blocks;
+
   std::atomic<uint64_t> lost_events{0};
   std::atomic<bool> ram_limit_passed{false};
   uint64_t start_monotonic_ns = 0;
@@ -142,8 +156,11 @@ inline void push_record(ThreadState* ts, const Record& record) {
   uint8_t buf[trace::records::max_encoded_bytes<Record>()];
   push_encoded(ts, buf, static_cast<uint32_t>(trace::records::encode(buf, record) - buf));
 }
-// Pushes one RSS record and one allocator-statistics record (and counters in stats mode).
+// Pushes one RSS record and one allocator-statistics record (and counters in stats and
+// sample modes).
 void push_samples(ThreadState* ts, bool with_allocator_stats);
+// Pushes the process's call counters (kCounters), summed over the threads.
+void push_counters(ThreadState* ts);
 // Encodes the module list (dl_iterate_phdr) as a kModules record into `out` (capacity
 // bytes); returns the length, 0 if it did not fit.
 uint32_t encode_modules(uint8_t* out, uint32_t capacity);
@@ -161,5 +178,38 @@ inline void count_free() {
   ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 inline bool stats_mode() { return g_tracer.options.mode == trace::Mode::kStats; }
+inline bool sample_mode() { return g_tracer.options.mode == trace::Mode::kSample; }
+
+// Sample mode: records an allocation the sampler chose, or the free of a sampled block
+// (keep errno).
+void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc);
+void sampled_free(ThreadState* ts, void* p);
+// The usable size of a live block (interpose.cpp).
+size_t usable_size_before_free(void* p);
+
+// Sample mode: adds the thread's change of live heap to the process's, raising the high.
+void fold_heap_bytes(ThreadState* ts);
+// Sample mode: counts `delta` bytes of live heap (usable sizes) on every malloc and free.
+inline void count_heap_bytes(ThreadState* ts, int64_t delta) {
+  const int64_t unfolded = ts->heap_unfolded_bytes + delta;
+  ts->heap_unfolded_bytes = unfolded;
+  if (unfolded > ts->heap_unfolded_high_bytes) ts->heap_unfolded_high_bytes = unfolded;
+  constexpr auto kFold = static_cast<int64_t>(trace::kHeapFoldBytes);
+  if (__builtin_expect(unfolded >= kFold || unfolded <= -kFold, 0)) fold_heap_bytes(ts);
+}
+
+// Sample mode's whole cost for an allocation not sampled, or a free of a block not
+// sampled: counters, the heap count, the sampler's countdown or the sampled-block filter.
+inline void sample_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
+  ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
+  count_heap_bytes(ts, static_cast<int64_t>(usable_size_before_free(p)));
+  if (__builtin_expect(ts->sampler.sample(size), 0)) sampled_alloc(ts, p, size, from_realloc);
+}
+inline void sample_free(ThreadState* ts, void* p) {
+  ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  count_heap_bytes(ts, -static_cast<int64_t>(usable_size_before_free(p)));
+  if (__builtin_expect(g_tracer.sampled_blocks.take(reinterpret_cast<uint64_t>(p)), 0)) sampled_free(ts, p);
+}
 
 }  // namespace memstage::preload

@@ -253,9 +253,13 @@ void write_event(const EventRing& ring, uint64_t index) {
     case EventKind::kFree: {
       uint64_t info;
       if (!w.live_blocks.take(e.a, info)) break;
+      // Sample mode: "nothing allocated in between" (kFreeLast) cannot be said when most
+      // allocations are not recorded.
+      const bool sampled = sample_mode();
       uint8_t* out = reserve(records::max_encoded_bytes<records::Free>());
-      out = w.last_event_was_alloc && e.a == w.last_alloc_address ? records::encode(out, records::FreeLast{})
-                                                                  : records::encode(out, records::Free{info});
+      out = !sampled && w.last_event_was_alloc && e.a == w.last_alloc_address
+                ? records::encode(out, records::FreeLast{})
+                : records::encode(out, records::Free{info});
       w.last_event_was_alloc = false;
       commit(out);
       break;
@@ -474,6 +478,10 @@ void write_process_info(uint64_t parent_pid) {
   record.argv.items = {argv, argc};
   record.allocator = allocator_name();
   commit(records::encode(reserve(records::max_encoded_bytes(record)), record));
+  if (sample_mode()) {
+    const records::Sampling sampling{g_tracer.options.sample_rate_bytes};
+    commit(records::encode(reserve(records::max_encoded_bytes(sampling)), sampling));
+  }
   if (argv) tracer_unmap(argv, argv_bytes);
   tracer_unmap(exe, kProcBytes);
   tracer_unmap(cmdline, kProcBytes);

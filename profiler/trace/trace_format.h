@@ -60,7 +60,9 @@ static_assert(sizeof(ChunkHeader) == 12);
 // into figures per (stack, stage instance) in process and writes those (the kAgg*
 // records) instead of the events, so the trace grows with distinct stacks and stages, not
 // with the run's length.
-enum class Mode : uint8_t { kFull = 0, kStats = 1, kAggregate = 2 };
+// kSample: allocations sampled by bytes (a Poisson process over the bytes allocated, see
+// kSampling), with exact heap counters (kHeapCounters) and call counters (kCounters).
+enum class Mode : uint8_t { kFull = 0, kStats = 1, kAggregate = 2, kSample = 3 };
 
 enum class Tag : uint8_t {
   // First record of the file: the process, the tracer's settings, the allocator.
@@ -168,6 +170,20 @@ enum class Tag : uint8_t {
   // A successful mprotect: the range becomes accessible (any of read, write, execute) or
   // not (PROT_NONE). Only anonymous mappings the trace knows of are affected.
   kMprotect = 33,
+  // Sample mode (once, before any allocation event): kAlloc, kRealloc and kFree name only
+  // the blocks sampled. The sampler marks the points of a Poisson process over the bytes
+  // allocated, one every rate_bytes on average (an exponential countdown of bytes per
+  // thread): an allocation of size s holding a point is sampled, with probability
+  // 1 - exp(-s / rate_bytes); one of rate_bytes or more always is. Its size is exact; a
+  // reader unbiases by the inverse of that probability.
+  kSampling = 36,
+  // Sample mode: the live heap (usable sizes of the blocks live, counted on every malloc
+  // and free, sampled or not) and the highest it was since the previous kHeapCounters.
+  // Written every tick, right before a stage begins and after, before a stage ends, and at
+  // heap highs; so a stage's peak is the highest high_bytes inside it, and the run's the
+  // highest of all. Threads count on their own and add up every kHeapFoldBytes: in a program
+  // of several threads a figure can miss up to that much per other thread.
+  kHeapCounters = 37,
 
   // Aggregate mode (Mode::kAggregate) writes no kAllocInfo, kAlloc, kFree, kRealloc or
   // kFreeLast; these records stand for them. Tags between the kinds are unused.
@@ -204,6 +220,9 @@ enum class Tag : uint8_t {
   // freed by the time it detached, not necessarily a leak.
   kAttached = 50,
 };
+
+// Sample mode: what a thread counts before adding it to the process's live heap.
+inline constexpr uint64_t kHeapFoldBytes = 16 * 1024;
 
 // What a device block is (kDeviceAlloc).
 enum class DeviceMemory : uint8_t {

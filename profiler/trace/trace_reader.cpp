@@ -188,6 +188,8 @@ class ChunkDecoder {
   }
   void handle(const records::Mprotect& r) { v_.on_mprotect(r.address, r.length, r.accessible != 0); }
   void handle(const records::Exec& r) { v_.on_exec(r.t_ns, std::string(r.path)); }
+  void handle(const records::Sampling& r) { v_.on_sampling(r.rate_bytes); }
+  void handle(const records::HeapCounters& r) { v_.on_heap_counters(r.t_ns, r.live_bytes, r.high_bytes); }
   void handle(const records::AggHeap& r) { v_.on_agg_heap(r.live_bytes, r.high_bytes); }
   void handle(const records::AggSnapshot& r) {
     v_.on_agg_snapshot(AggSnapshotRecord{r.t_ns, r.allocations, r.frees, r.bytes_allocated, r.temporary_allocations});

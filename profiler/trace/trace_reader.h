@@ -162,6 +162,10 @@ class TraceVisitor {
   virtual void on_device_free(uint64_t /*t_ns*/, uint64_t /*address*/, DeviceMemory /*kind*/) {}
   virtual void on_device_cache(uint64_t /*t_ns*/, uint64_t /*reserved_bytes*/, uint64_t /*allocated_bytes*/) {}
   virtual void on_exec(uint64_t /*t_ns*/, const std::string& /*path*/) {}
+  // Sample mode: the sampler's mean spacing in bytes (trace_format.h, kSampling).
+  virtual void on_sampling(uint64_t /*rate_bytes*/) {}
+  // Sample mode: the live heap, and the highest it was since the previous such record.
+  virtual void on_heap_counters(uint64_t /*t_ns*/, uint64_t /*live_bytes*/, uint64_t /*high_bytes*/) {}
   virtual void on_agg_heap(uint64_t /*live_bytes*/, uint64_t /*high_bytes*/) {}
   virtual void on_agg_snapshot(const AggSnapshotRecord&) {}
   virtual void on_agg_site(const AggSiteRecord&) {}

@@ -237,6 +237,17 @@ struct Mprotect {
   MEMSTAGE_RECORD_FIELDS(address, length, accessible)
 };
 
+struct Sampling {
+  static constexpr Tag kTag = Tag::kSampling;
+  uint64_t rate_bytes = 0;
+  MEMSTAGE_RECORD_FIELDS(rate_bytes)
+};
+struct HeapCounters {
+  static constexpr Tag kTag = Tag::kHeapCounters;
+  uint64_t t_ns = 0, live_bytes = 0, high_bytes = 0;
+  MEMSTAGE_RECORD_FIELDS(t_ns, live_bytes, high_bytes)
+};
+
 // ---- aggregate mode (trace_format.h, kAggHeap and after) ----
 
 struct AggStackBytes {
@@ -293,7 +304,7 @@ using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Re
                               Mremap, StageName, StageBegin, StageEnd, Rss, AllocatorStats, Counters,
                               End, Signal, Lost, AllocInfo, FreeLast, RamLimit, PythonCode, PythonInfo,
                               DeepBindRemoved, StageLimitHit, DeviceAlloc, DeviceFree, DeviceCache,
-                              StackNode, Exec, MmapReserved, Mprotect, AggHeap, AggSnapshot, AggSite,
+                              StackNode, Exec, MmapReserved, Mprotect, Sampling, HeapCounters, AggHeap, AggSnapshot, AggSite,
                               AggStage, AggPeakSite, AggRamLimitStacks, Attached>;
 
 namespace detail {

@@ -220,6 +220,11 @@ class FirstPass : public trace::TraceVisitor {
   std::optional<trace::AggSnapshotRecord> agg_snapshot;
   std::optional<std::vector<trace::AggStackBytes>> agg_ram_limit_stacks;
 
+  // Sample mode: the sampler's rate, the allocations sampled, and the exact live heap.
+  uint64_t sample_rate_bytes = 0;
+  uint64_t samples = 0;
+  uint64_t counted_live_bytes = 0;
+
   int innermost() const { return open.empty() ? -1 : open.back(); }
 
   void on_process_info(const ProcessInfo& i) override {
@@ -264,7 +269,16 @@ class FirstPass : public trace::TraceVisitor {
   }
 
   void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
-    heap.define(id, AllocationInfo{size, stack, stage});
+    heap.define(id, allocation_info(size, stack, stage, sample_rate_bytes));
+  }
+
+  void on_sampling(uint64_t rate_bytes) override { sample_rate_bytes = rate_bytes; }
+
+  // Sample mode's heap figures: exact, counted on every call (on_alloc's are estimates).
+  void on_heap_counters(uint64_t t, uint64_t live, uint64_t high) override {
+    now_ns = std::max(now_ns, t);
+    counted_live_bytes = live;
+    reach(std::max(high, live));
   }
 
   void on_alloc(uint32_t info, bool) override {
@@ -274,14 +288,20 @@ class FirstPass : public trace::TraceVisitor {
     const uint64_t size = a.size;
     const uint32_t stack = a.stack;
     const int stage = a.stage;
-    ++allocations;
-    bytes_allocated += size;
     StackStageFigures& f = figures[figure_key(stack, stage)];
     f.stack = stack;
     f.stage = stage;
-    ++f.allocations;
+    f.allocations += blocks_counted(a, 1);
     f.bytes_allocated += size;
     stack_live.add(stack, static_cast<int64_t>(size));
+    if (sample_mode()) {
+      // The totals and stage counts come from the tracer's counters (on_counters).
+      ++samples;
+      if (stage >= 0) live_self_bytes.add(static_cast<size_t>(stage), static_cast<int64_t>(size));
+      return;
+    }
+    ++allocations;
+    bytes_allocated += size;
     if (stage >= 0) {
       StageInstance& s = stages[stage];
       ++s.allocations;
@@ -298,7 +318,7 @@ class FirstPass : public trace::TraceVisitor {
       return;
     }
     const AllocationInfo* block = &heap.info(info);
-    ++frees;
+    if (!sample_mode()) ++frees;
     stack_live.add(block->stack, -static_cast<int64_t>(block->size));
     if (!open.empty()) ++stages[open.back()].frees;
     if (block->stage >= 0) live_self_bytes.add(static_cast<size_t>(block->stage), -static_cast<int64_t>(block->size));
@@ -411,12 +431,17 @@ class FirstPass : public trace::TraceVisitor {
 
   bool stats_mode() const { return info.mode == trace::Mode::kStats; }
   bool aggregate_mode() const { return info.mode == trace::Mode::kAggregate; }
+  bool sample_mode() const { return info.mode == trace::Mode::kSample; }
+  // Per-stage allocation counts come from the tracer's process-wide counters.
+  bool counts_from_counters() const { return stats_mode() || sample_mode(); }
 
   // Stats mode sees no allocation events: its heap is what the allocator counts in use.
-  // Aggregate mode's is what the latest kAggHeap said.
+  // Aggregate mode's is what the latest kAggHeap said. Sample mode sees a sample of the
+  // events: its heap is what the tracer counted.
   uint64_t heap_now() const {
     if (stats_mode()) return last_allocator ? last_allocator->stats.in_use_bytes : 0;
     if (aggregate_mode()) return agg_live_bytes;
+    if (sample_mode()) return counted_live_bytes;
     return heap.live_bytes();
   }
 
@@ -590,8 +615,9 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
   size_t top_stacks = 20;
 
   void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
-    heap_.define(id, AllocationInfo{size, stack, stage});
+    heap_.define(id, allocation_info(size, stack, stage, sample_rate_bytes_));
   }
+  void on_sampling(uint64_t rate_bytes) override { sample_rate_bytes_ = rate_bytes; }
   void on_alloc(uint32_t info, bool) override {
     ++events_;
     heap_.allocate(info);
@@ -617,10 +643,10 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
     if (live.blocks) stacks_by_bytes_.erase({live.bytes, info.stack});
     if (direction > 0) {
       live.bytes += info.size;
-      ++live.blocks;
+      live.blocks += blocks_counted(info, 1);
     } else {
       live.bytes -= info.size;
-      --live.blocks;
+      live.blocks -= blocks_counted(info, 1);
     }
     if (live.blocks) stacks_by_bytes_.insert({live.bytes, info.stack});
   }
@@ -638,7 +664,7 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
         StackBytes& s = run_peak[figure_key(infos[i].stack, infos[i].stage)];
         s.stack = infos[i].stack;
         s.bytes += live[i] * infos[i].size;
-        s.blocks += live[i];
+        s.blocks += blocks_counted(infos[i], live[i]);
       }
       return;
     }
@@ -660,7 +686,7 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
         StackBytes& agg = by_stack[infos[i].stack];
         agg.stack = infos[i].stack;
         agg.bytes += live[i] * infos[i].size;
-        agg.blocks += live[i];
+        agg.blocks += blocks_counted(infos[i], live[i]);
       }
       top.reserve(by_stack.size());
       for (const auto& [stack, s] : by_stack) top.push_back(s);
@@ -680,6 +706,7 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
   size_t next_ = 0;
   uint64_t events_ = 0;
   LiveHeap heap_;
+  uint64_t sample_rate_bytes_ = 0;
   bool ordered_ = false;
   std::vector<StackBytes> stack_live_;  // per stack, when ordered_
   std::set<std::pair<uint64_t, uint32_t>, ByBytesDescending> stacks_by_bytes_;  // (bytes, stack) with blocks live
@@ -1038,6 +1065,26 @@ void warn_if_outside_malloc(const TraceFile& f, std::vector<std::string>& warnin
                         : ""));
 }
 
+std::string rate_text(uint64_t bytes) {
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} bytes", bytes);
+}
+
+SamplingReport sampling_report(uint64_t rate_bytes, uint64_t samples) {
+  const auto percent = [&](double bytes) { return 100 * trace::relative_standard_error(bytes, rate_bytes); };
+  const std::string rate = rate_text(rate_bytes);
+  return SamplingReport{
+      rate_bytes, samples,
+      fmt::format("sample mode: allocations were sampled about once per {} allocated ({} samples). Stacks, leaks "
+                  "and sites, their bytes and blocks, are estimates: one of B bytes made of allocations under {} "
+                  "is off by about sqrt({} / B) (one standard error: {:.0f}% at 1 MiB, {:.0f}% at 16 MiB, {:.0f}% at "
+                  "256 MiB); allocations of {} or more are all recorded at their exact size. The heap peaks, of the "
+                  "run and of each stage, and the counts of allocations, frees and bytes allocated are exact; "
+                  "temporaries are not measured.",
+                  rate, samples, rate, rate, percent(1 << 20), percent(16 << 20), percent(256 << 20), rate)};
+}
+
 }  // namespace
 
 std::vector<std::string> find_traces(const std::string& dir) {
@@ -1107,10 +1154,12 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   if (!pass.have_info) throw trace::NotATraceError(main.path + " is not a memstage trace (no process record)");
 
   Report report;
-  report.mode = pass.stats_mode() ? "stats" : pass.aggregate_mode() ? "aggregate" : "full";
+  const bool sampled = pass.sample_mode();
+  report.mode = pass.stats_mode() ? "stats" : pass.aggregate_mode() ? "aggregate" : sampled ? "sample" : "full";
+  if (sampled) report.sampling = sampling_report(pass.sample_rate_bytes, pass.samples);
   report.allocator = pass.info.allocator.empty() ? "glibc" : pass.info.allocator;
   if (pass.python) report.python = PythonRun{pass.python->version, pass.python->allocator};
-  report.leaks_measured = pass.info.mode == trace::Mode::kFull || pass.aggregate_mode();
+  report.leaks_measured = pass.info.mode == trace::Mode::kFull || pass.aggregate_mode() || sampled;
   if (pass.aggregate_mode()) {
     report.capture_notes.push_back(
         "aggregate mode: the tracer folded every allocation into figures per stack and stage in the process "
@@ -1168,7 +1217,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     return targets;
   }(), pass.heap.infos().size(), pass.events);
   snapshots.top_stacks = options.top_stacks;
-  if (pass.info.mode == trace::Mode::kFull) {
+  if (pass.info.mode == trace::Mode::kFull || sampled) {
     trace::read_trace(main.path, snapshots, progress_for(total_bytes));
     at_peaks = std::move(static_cast<StacksAtPeaks&>(snapshots));
   } else if (pass.aggregate_mode()) {
@@ -1229,10 +1278,10 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     }
   };
   for (size_t i = 0; i < pass.heap.infos().size(); ++i) {
-    const uint64_t blocks = pass.heap.live_blocks()[i];
+    uint64_t blocks = pass.heap.live_blocks()[i];
     if (!blocks) continue;
     const AllocationInfo& block = pass.heap.infos()[i];
-    count_leaked(block.stack, block.stage, blocks * block.size, blocks);
+    count_leaked(block.stack, block.stage, blocks * block.size, blocks_counted(block, blocks));
   }
   for (const auto& [key, site] : pass.agg_sites) {
     if (site.live_blocks) count_leaked(site.stack, site.stage, site.live_bytes, site.live_blocks);
@@ -1261,7 +1310,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   // Stages. Stats mode's counters are process-wide: a stage's own share is its span minus
   // its children's.
-  std::vector<CountersRecord> children_counters(pass.info.mode == trace::Mode::kStats ? pass.stages.size() : 0);
+  std::vector<CountersRecord> children_counters(pass.counts_from_counters() ? pass.stages.size() : 0);
   for (size_t j = 0; j < children_counters.size(); ++j) {
     const int parent = pass.stages[j].parent;
     if (parent < 0) continue;
@@ -1288,7 +1337,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     f.peak_program_rss_bytes = s.peak_program_rss_bytes;
     f.tracer_peak_bytes = s.tracer_peak_bytes;
     f.mmap_peak_bytes = s.mmap_peak_bytes;
-    if (pass.info.mode == trace::Mode::kStats) {
+    if (pass.counts_from_counters()) {
       CountersRecord own = s.counters_inclusive;
       own.allocations -= children_counters[i].allocations;
       own.frees -= children_counters[i].frees;
@@ -1296,7 +1345,13 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
       f.allocations = own.allocations;
       f.frees = own.frees;
       f.bytes_allocated = own.bytes_allocated;
-    } else {
+    }
+    if (sampled) {
+      // Estimated from the samples.
+      f.leaked_bytes = s.leaked_bytes;
+      f.leaked_blocks = s.leaked_blocks;
+      r.retained_bytes = s.retained_bytes;
+    } else if (!pass.counts_from_counters()) {
       f.allocations = s.allocations;
       f.frees = s.frees;
       f.bytes_allocated = s.bytes_allocated;

@@ -3,16 +3,34 @@
 // heap is a count of live blocks per info: exact, and as small as the distinct infos.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
+
+#include "profiler/trace/sampling.h"
 
 namespace memstage::reports {
 
 struct AllocationInfo {
-  uint64_t size = 0;
+  uint64_t size = 0;  // bytes a block stands for: its size, or in sample mode its estimate
   uint32_t stack = 0;
   int32_t stage = -1;  // stage instance innermost at allocation, -1 outside any
+  double blocks_per_block = 1;  // sample mode: how many allocations one sampled block stands for
 };
+
+// The info of a trace's kAllocInfo. In sample mode (sample_rate_bytes > 0) each block is
+// a sample, weighted by the inverse of its chance to be sampled (trace/sampling.h), so
+// that every sum of bytes or blocks made of them is an unbiased estimate.
+inline AllocationInfo allocation_info(uint64_t size, uint32_t stack, int32_t stage, uint64_t sample_rate_bytes) {
+  if (sample_rate_bytes == 0) return AllocationInfo{size, stack, stage, 1};
+  return AllocationInfo{static_cast<uint64_t>(std::llround(trace::bytes_per_sample(size, sample_rate_bytes))), stack,
+                        stage, trace::blocks_per_sample(size, sample_rate_bytes)};
+}
+
+// `blocks` live blocks of `info`, as allocations counted (estimated in sample mode).
+inline uint64_t blocks_counted(const AllocationInfo& info, uint64_t blocks) {
+  return static_cast<uint64_t>(std::llround(static_cast<double>(blocks) * info.blocks_per_block));
+}
 
 class LiveHeap {
  public:

@@ -219,6 +219,18 @@ struct PythonRun {
   std::string allocator;
 };
 
+// Sample mode (`memstage run --mode sample`): which figures are estimates, and how good.
+// Allocations were sampled by bytes at `rate_bytes` (profiler/trace/sampling.h): stacks,
+// leaks, sites, their bytes and blocks are unbiased estimates; the heap peaks, per stage
+// and for the run, and the counts of allocations, frees and bytes allocated are exact;
+// temporaries are not measured.
+struct SamplingReport {
+  uint64_t rate_bytes = 0;
+  uint64_t samples = 0;  // allocations recorded with their stacks
+  // What is estimated, what is exact and the expected error, in words, for every renderer.
+  std::string note;
+};
+
 struct Report {
   std::vector<std::string> command;
   // Unknown when the report comes from traces alone (memstage's own process was killed
@@ -236,6 +248,7 @@ struct Report {
   // was allocated while attached and still held when the tracer detached.
   bool attached = false;
   std::optional<PythonRun> python;
+  std::optional<SamplingReport> sampling;  // sample mode only
   MemoryFigures totals;
   std::vector<StageReport> stages;  // sorted by start_s
   std::vector<StackBytes> top_stacks_at_peak;  // at the run's peak

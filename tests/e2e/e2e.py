@@ -1156,6 +1156,66 @@ def scenario_attach(s):
                 "before attach is unknown")
         html = open(os.path.join(attaches["full"][1], "report.html"), encoding="utf-8").read()
         s.check('"attached":true' in html.replace(" ", ""), "full: the page's data says it was attached")
+def rounding_allowance(full_report, figures):
+    """What counting usable sizes can add to a peak of requested sizes: glibc rounds a block
+    up to 16 bytes with an 8-byte header (at most 24 bytes more for tiny ones), and a block it
+    maps on its own (128 KiB and up by default) up to a page. Per block live at the peak, from
+    the full run's stacks at that peak (the whole list when it has fewer than 20 entries)."""
+    top = figures["top_stacks_at_peak"]
+    if len(top) >= 20:
+        return None
+    allowance = 0
+    for e in top:
+        average = e["bytes"] / max(e["blocks"], 1)
+        allowance += e["blocks"] * (4096 + 16 if average >= 128 * 1024 else 24)
+    return allowance
+
+
+def scenario_sample_mode(s):
+    """--mode sample: exact peaks (to allocator rounding) on the exact programs, a leak found by its stack."""
+    for program, stages in (("peak", ("measure",)), ("stages", None)):
+        _, full = s.traced(program + "_full", [s.program(program), s.truth_file(program + "_full")])
+        _, sample = s.traced(program + "_sample", [s.program(program), s.truth_file(program + "_sample")],
+                             mode="sample")
+        s.eq(sample["mode"], "sample", "%s: mode" % program)
+        sampling = sample.get("sampling") or {}
+        s.eq(sampling.get("rate_bytes"), 256 * 1024, "%s: the default rate in the report" % program)
+        s.check("are estimates" in sampling.get("note", ""), "%s: the report says what is estimated" % program)
+        pairs = [("run", full["totals"], sample["totals"])]
+        full_stages = {st["path"]: st for st in full["stages"]}
+        sample_stages = {st["path"]: st for st in sample["stages"]}
+        s.eq(sorted(sample_stages), sorted(full_stages), "%s: the same stages" % program)
+        for path in stages or sorted(full_stages):
+            if path in full_stages and path in sample_stages:
+                pairs.append(("stage " + path, full_stages[path], sample_stages[path]))
+        run_allowance = rounding_allowance(full, full["totals"])
+        for where, f, m in pairs:
+            # A stage's peak holds the blocks live then (its stacks), and those of the stages
+            # around it (in the run's peak for these programs, which free nothing earlier).
+            stage_allowance = rounding_allowance(full, f)
+            allowance = None if run_allowance is None or stage_allowance is None else max(run_allowance, stage_allowance)
+            got, exact = m["peak_heap_bytes"], f["peak_heap_bytes"]
+            print("%s %s: full %d, sample %d (usable sizes), allowance %s" % (program, where, exact, got, allowance))
+            s.check(got >= exact, "%s %s: sample mode's peak %d counts usable sizes, at least full mode's %d"
+                    % (program, where, got, exact))
+            limit = allowance if allowance is not None else max(64 * 1024, exact // 100)
+            s.check(got - exact <= limit, "%s %s: sample mode's peak %d within allocator rounding (%d) of full "
+                    "mode's %d" % (program, where, got, limit, exact))
+            s.eq(m["allocations"], f["allocations"], "%s %s: allocations, counted on every call" % (program, where))
+
+    # The leaks program: 10 x 1 MiB from leak_b, found by its stack.
+    _, report = s.traced("leaks_sample", [s.program("leaks"), s.truth_file("leaks_sample")], mode="sample")
+    t = s.read_truth("leaks_sample")
+    mine = [g for g in report["leaks"] if has_function(g["stack"], "leak_b")]
+    truth_bytes = t["blocks_b"] * t["size_b"]
+    got = sum(g["bytes"] for g in mine)
+    print("leak_b: %d bytes estimated, %d true" % (got, truth_bytes))
+    s.check(abs(got - truth_bytes) <= 0.3 * truth_bytes,
+            "leak_b: %d bytes estimated within 30%% of %d" % (got, truth_bytes))
+    for g in mine:
+        top = user_frames(g["stack"])
+        if s.check(top, "leak_b: a leak stack with program frames"):
+            s.eq(top[0]["line"], t["leak_b_line"], "leak_b: top frame's line")
 
 
 SCENARIOS = {
@@ -1190,6 +1250,7 @@ SCENARIOS = {
     "fork_threads": scenario_fork_threads,
     "handoff": scenario_handoff,
     "attach": scenario_attach,
+    "sample_mode": scenario_sample_mode,
 }
 
 

@@ -211,3 +211,47 @@ TEST_CASE("a process whose memory does not go through malloc gets a warning") {
   small.process(52).rss(1'000'000, 20 * kMiB, 0).end(1'000'000);
   CHECK_FALSE(has_warning(analyze({write_trace(small, "small")}), "went through malloc"));
 }
+
+TEST_CASE("sample mode: peaks from the heap counters, stacks and leaks weighted, and the report says which is which") {
+  constexpr uint64_t kRate = 256 * 1024;
+  TraceBuilder b;
+  b.process(60, memstage::trace::Mode::kSample);
+  b.record(records::Sampling{kRate});
+  b.stack({0x10}).stack({0x20});
+  b.stage_name("load");
+  b.record(records::HeapCounters{1'000'000, 1 * kMiB, 1 * kMiB});
+  b.stage_begin(0, 1'000'000);
+  b.alloc(0x1000, 100, 0);      // a small sample: stands for about the rate
+  b.alloc(0x2000, 2 * kMiB, 1);  // past the rate: itself
+  b.record(records::HeapCounters{2'000'000, 5 * kMiB, 9 * kMiB});  // the stage's high: 9 MiB
+  b.record(records::HeapCounters{3'000'000, 4 * kMiB, 5 * kMiB});
+  b.stage_end(3'000'000);
+  b.record(records::HeapCounters{4'000'000, 6 * kMiB, 7 * kMiB});
+  b.record(records::Counters{4'000'000, 1000, 900, 50 * kMiB});
+  b.free(0x1000);
+  b.end(4'000'000);
+  const auto r = analyze({write_trace(b, "sample_mode")});
+  CHECK(r.mode == "sample");
+  REQUIRE(r.sampling);
+  CHECK(r.sampling->rate_bytes == kRate);
+  CHECK(r.sampling->samples == 2);
+  CHECK(r.totals.peak_heap_bytes == 9 * kMiB);
+  REQUIRE(r.stages.size() == 1);
+  CHECK(r.stages[0].figures.peak_heap_bytes == 9 * kMiB);
+  // Counts are the tracer's, exact; the leak is the 2 MiB block, exact too.
+  CHECK(r.totals.allocations == 1000);
+  CHECK(r.totals.frees == 900);
+  CHECK(r.totals.bytes_allocated == 50 * kMiB);
+  REQUIRE(r.leaks.size() == 1);
+  CHECK(r.leaks[0].bytes == 2 * kMiB);
+  CHECK(r.leaks[0].blocks == 1);
+  // The 100-byte sample stood for 100 / (1 - exp(-100 / rate)) bytes in the stage's stacks.
+  uint64_t small_site_bytes = 0;
+  for (const auto& f : r.stack_figures) {
+    if (f.bytes_allocated < kMiB) small_site_bytes = f.bytes_allocated;
+  }
+  CHECK(small_site_bytes == static_cast<uint64_t>(std::llround(100 / -std::expm1(-100.0 / kRate))));
+  const std::string text = reports::render_text(r);
+  CHECK(text.find("are estimates") != std::string::npos);
+  CHECK(text.find("temporaries not measured") != std::string::npos);
+}

@@ -566,6 +566,8 @@ json page_data(const Report& report) {
   data["duration_s"] = report.duration_s;
   data["allocator"] = report.allocator;
   data["mode"] = report.mode;
+  data["sampling"] = report.sampling ? json{{"rate_bytes", report.sampling->rate_bytes}, {"note", report.sampling->note}}
+                                     : json(nullptr);
   data["python"] = report.python ? json{{"version", report.python->version}, {"allocator", report.python->allocator}}
                                  : json(nullptr);
   data["totals"] = figures_json(report.totals);

@@ -219,7 +219,8 @@
               `${fmtExactCount(totals.leaked_blocks || 0)} blocks allocated while attached and not freed by detach`)
             : figure('Leaked', fmtBytes(totals.leaked_bytes), `${fmtExactCount(totals.leaked_blocks || 0)} blocks never freed`),
         figure('Allocations', fmtCount(totals.allocations),
-          `${fmtBytes(totals.bytes_allocated)} in total · ${fmtCount(totals.temporary_allocations)} temporary`),
+          `${fmtBytes(totals.bytes_allocated)} in total · ` +
+            (data.sampling ? 'temporaries not measured' : `${fmtCount(totals.temporary_allocations)} temporary`)),
         figure('Fragmentation', totals.fragmentation ? (100 * totals.fragmentation.ratio).toFixed(1) + '%' : '–',
           `${fmtBytes(Math.max(0, (rb.allocator_resident_bytes || 0) - (rb.live_bytes || 0)))} free of ${fmtBytes(rb.allocator_resident_bytes || 0)} the allocator holds` +
             (totals.fragmentation && totals.fragmentation.estimated ? ' · estimated' : '') +
@@ -230,6 +231,8 @@
           (data.python ? ` · Python ${String(data.python.version).split(' ')[0]}, ${data.python.allocator === 'malloc'
             ? 'PYTHONMALLOC=malloc' : 'pymalloc (small objects counted by arena, as mmap)'}` : ''))));
 
+    // Sample mode: which figures are estimates, said before any of them is read.
+    if (data.sampling) header.append(el('p', { class: 'sampling-note' }, data.sampling.note));
     const warnings = data.warnings || [];
     if (warnings.length) {
       const box = document.getElementById('warnings-section');

@@ -109,6 +109,13 @@ Json report_to_json(const Report& r) {
   j["mode"] = r.mode;
   j["leaks_measured"] = r.leaks_measured;
   j["attached"] = r.attached;
+  j["sampling"] = r.sampling ? Json{{"rate_bytes", r.sampling->rate_bytes},
+                                    {"samples", r.sampling->samples},
+                                    {"estimated", {"stacks", "leaks", "sites"}},
+                                    {"exact", {"peak_heap_bytes", "allocations", "frees", "bytes_allocated"}},
+                                    {"relative_standard_error", "sqrt(rate_bytes / bytes)"},
+                                    {"note", r.sampling->note}}
+                             : Json(nullptr);
   j["python"] = r.python ? Json{{"version", r.python->version}, {"allocator", r.python->allocator}} : Json(nullptr);
 
   const MemoryFigures& t = r.totals;

@@ -83,8 +83,10 @@ std::string render_text(const Report& r, const TextOptions& options) {
   } else {
     out += fmt::format("  leaked       not measured ({} mode counts allocations; it does not follow blocks)\n", r.mode);
   }
-  out += fmt::format("  allocations  {} ({} temporary), {} allocated in all\n", format_count(t.allocations),
-                     format_count(t.temporary_allocations), format_bytes(t.bytes_allocated));
+  out += fmt::format("  allocations  {} ({}), {} allocated in all\n", format_count(t.allocations),
+                     r.sampling ? "temporaries not measured" : format_count(t.temporary_allocations) + " temporary",
+                     format_bytes(t.bytes_allocated));
+  if (r.sampling) out += fmt::format("  estimates    {}\n", terminal_text(r.sampling->note));
   // Said with its moment: the allocator is sampled at heap highs, stage edges, start and exit.
   // With its bytes: a program with almost no heap has a few KiB of arena and nothing live,
   // "100%" of nearly nothing.

@@ -1,0 +1,71 @@
+// Sample mode: which live blocks were sampled, so that a free of one is recorded and the
+// many frees of blocks never sampled cost almost nothing. Lock-free, allocation-free.
+//
+// Two tables indexed by a hash of the address: a counting filter (how many sampled blocks
+// live in each bucket) that a free reads first, and the sampled addresses themselves (open
+// addressing, a freed one leaves a tombstone that a later insert reuses). Sampled blocks
+// are rare (one per rate_bytes allocated), so almost every bucket counts zero and a free
+// costs one load from a 16 KiB table; only a free in a bucket holding a sampled block
+// searches the addresses. The freeing thread itself takes the address out and lowers the
+// bucket, so a hot address that was sampled once is fast again at its next free.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace memstage::preload {
+
+class SampledBlocks {
+ public:
+  // 16 KiB: stays in a core's L1 cache beside the program's data (a 256 KiB table made
+  // the churn benchmark's frees miss it).
+  static constexpr uint32_t kBuckets = 1u << 12;
+  static constexpr uint32_t kSlots = 1u << 16;  // 512 KiB, touched only by sampled blocks
+  static constexpr uint32_t kMaxProbes = 64;
+
+  // Before the block is handed to the program (any free of it comes after). False when
+  // its neighbourhood of the table is full: the block is then not recorded at all.
+  bool add(uint64_t address) {
+    uint32_t slot = hash(address) & (kSlots - 1);
+    for (uint32_t probe = 0; probe < kMaxProbes; ++probe, slot = (slot + 1) & (kSlots - 1)) {
+      uint64_t held = slots_[slot].load(std::memory_order_relaxed);
+      while (held == kEmpty || held == kTombstone) {
+        if (slots_[slot].compare_exchange_weak(held, address, std::memory_order_relaxed)) {
+          buckets_[bucket_of(address)].fetch_add(1, std::memory_order_relaxed);
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  // True (and forgotten) when `address` is a sampled block live: its free is recorded.
+  bool take(uint64_t address) {
+    if (__builtin_expect(buckets_[bucket_of(address)].load(std::memory_order_relaxed) == 0, 1)) return false;
+    uint32_t slot = hash(address) & (kSlots - 1);
+    for (uint32_t probe = 0; probe < kMaxProbes; ++probe, slot = (slot + 1) & (kSlots - 1)) {
+      uint64_t held = slots_[slot].load(std::memory_order_relaxed);
+      if (held == kEmpty) return false;
+      // A block is freed once: no other thread takes the same address meanwhile.
+      if (held == address && slots_[slot].compare_exchange_strong(held, kTombstone, std::memory_order_relaxed)) {
+        buckets_[bucket_of(address)].fetch_sub(1, std::memory_order_relaxed);
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  static constexpr uint64_t kEmpty = 0;      // malloc never returns 0 or 1 for a block
+  static constexpr uint64_t kTombstone = 1;
+  static uint64_t hash(uint64_t address) { return ((address >> 4) * 0x9e3779b97f4a7c15ull) >> 32; }
+  static uint32_t bucket_of(uint64_t address) {
+    return static_cast<uint32_t>(((address >> 4) * 0xbf58476d1ce4e5b9ull) >> 52);
+  }
+  static_assert(kBuckets == 1u << 12, "bucket_of keeps the top 12 bits");
+
+  std::atomic<uint32_t> buckets_[kBuckets] = {};
+  std::atomic<uint64_t> slots_[kSlots] = {};
+};
+
+}  // namespace memstage::preload
