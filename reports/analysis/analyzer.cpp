@@ -12,6 +12,7 @@
 #include "reports/analysis/allocator_frames.h"
 #include "reports/analysis/device_memory.h"
 #include "reports/analysis/growth.h"
+#include "reports/analysis/job_clock.h"
 #include "reports/analysis/live_heap.h"
 #include "reports/analysis/module_index.h"
 #include "reports/analysis/suffix_sums.h"
@@ -199,6 +200,10 @@ class FirstPass : public trace::TraceVisitor {
 
   std::vector<TimelinePoint> timeline;
   uint64_t interval_heap_max = 0;
+  // Per timeline point: the event that reached its heap (pass two replays up to it when
+  // the point is where this process stood at the job's peak).
+  std::vector<uint64_t> timeline_heap_events;
+  uint64_t interval_heap_event = 0;
 
   // Growth over time, full mode: live bytes per stack taken as the events replay, first
   // every sampling tick (10 ms: a run of seconds still gets a hundred points), the
@@ -252,7 +257,10 @@ class FirstPass : public trace::TraceVisitor {
   }
 
   void reach(uint64_t live) {
-    interval_heap_max = std::max(interval_heap_max, live);
+    if (live > interval_heap_max) {
+      interval_heap_max = live;
+      interval_heap_event = events;
+    }
     if (live > peak_heap_bytes) {
       peak_heap_bytes = live;
       peak_heap_ns = now_ns;
@@ -558,7 +566,9 @@ class FirstPass : public trace::TraceVisitor {
   void add_timeline_point() {
     const uint64_t heap_bytes = std::max(interval_heap_max, heap_now());
     timeline.push_back(TimelinePoint{now_ns / kNsPerS, heap_bytes, last_rss_bytes, last_tracer_bytes, innermost()});
+    timeline_heap_events.push_back(heap_now() >= interval_heap_max ? events : interval_heap_event);
     interval_heap_max = heap_now();
+    interval_heap_event = events;
   }
 
   // The run is over: stages still open end with it.
@@ -582,6 +592,7 @@ class FirstPass : public trace::TraceVisitor {
 // aggregate mode's tracer recorded them (stacks_at_peaks_of_aggregate).
 struct StacksAtPeaks {
   static constexpr int kRamLimit = -2;  // a stage_peaks key: when RSS passed --ram-limit
+  static constexpr int kJobPeak = -3;   // a stage_peaks key: where this process stood at the job's heap peak
   // At the run's peak: live bytes and blocks per (stack, stage).
   std::unordered_map<uint64_t, StackBytes> run_peak;
   // At each stage's peak: live bytes per stack, largest first.
@@ -947,6 +958,59 @@ struct TraceFile {
   trace::ReadSummary summary;
 };
 
+// The job (report_model.h JobReport) from every process's first pass: its figures, and
+// the event each process is to be replayed up to for the stacks held at the job's peak.
+struct JobPlan {
+  std::vector<size_t> order;  // files in Report::processes order: the main one first
+  JobReport job;
+  std::vector<double> start_s, end_s;
+  std::vector<uint64_t> heap_at_peak_bytes;
+  std::vector<uint64_t> event_at_peak;  // 0: nothing to replay
+};
+
+JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t main_index, size_t max_points) {
+  JobPlan plan;
+  plan.order.push_back(main_index);
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (i != main_index) plan.order.push_back(i);
+  }
+  uint64_t zero_ns = UINT64_MAX;
+  for (const auto& f : files) zero_ns = std::min(zero_ns, f->pass.info.start_realtime_ns);
+  std::vector<Series> heap, rss;
+  for (size_t i : plan.order) {
+    const FirstPass& p = files[i]->pass;
+    const double offset_s = static_cast<double>(p.info.start_realtime_ns - zero_ns) / kNsPerS;
+    Series h{offset_s, {}}, r{offset_s, {}};
+    h.samples.reserve(p.timeline.size());
+    r.samples.reserve(p.timeline.size());
+    for (const TimelinePoint& point : p.timeline) {
+      h.samples.push_back(Sample{offset_s + point.t_s, point.heap_bytes});
+      r.samples.push_back(Sample{offset_s + point.t_s, point.rss_bytes});
+    }
+    plan.start_s.push_back(offset_s);
+    plan.end_s.push_back(offset_s + p.now_ns / kNsPerS);
+    plan.job.clock_resolution_s = std::max(plan.job.clock_resolution_s, p.info.sample_interval_ns / kNsPerS);
+    heap.push_back(std::move(h));
+    rss.push_back(std::move(r));
+  }
+  std::vector<Sample> heap_sums;
+  const JobPeak heap_peak = highest_sum(heap, Hold::kIntervalEndingAt, &heap_sums);
+  const JobPeak rss_peak = highest_sum(rss, Hold::kUntilNext);
+  plan.job.peak_heap_bytes = heap_peak.bytes;
+  plan.job.peak_heap_time_s = heap_peak.t_s;
+  plan.job.peak_rss_bytes = rss_peak.bytes;
+  plan.job.peak_rss_time_s = rss_peak.t_s;
+  for (size_t n = 0; n < plan.order.size(); ++n) {
+    const int64_t k = heap_peak.sample_at_peak[n];
+    const FirstPass& p = files[plan.order[n]]->pass;
+    plan.heap_at_peak_bytes.push_back(k >= 0 ? heap[n].samples[k].bytes : 0);
+    plan.event_at_peak.push_back(k >= 0 && p.info.mode == trace::Mode::kFull ? p.timeline_heap_events[k] : 0);
+  }
+  // One process: its own timeline is the job's.
+  if (files.size() > 1) plan.job.timeline = job_timeline(heap, rss, heap_sums, heap_peak, max_points);
+  return plan;
+}
+
 std::vector<TimelinePoint> downsample(std::vector<TimelinePoint> points, size_t max_points,
                                       const TimelinePoint& peak) {
   points.push_back(peak);
@@ -1205,10 +1269,13 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
         dropped->limit, dropped->begins, dropped->first_t_ns / kNsPerS));
   }
 
+  JobPlan job = plan_job(files, main_index, options.max_timeline_points);
+
   // Pass two: stacks at the peaks.
   StacksAtPeaks at_peaks;
   PeakSnapshots snapshots([&] {
     std::vector<PeakSnapshots::Target> targets;
+    if (job.event_at_peak[0]) targets.push_back({job.event_at_peak[0], PeakSnapshots::kJobPeak});
     if (pass.peak_event) targets.push_back({pass.peak_event, -1});
     for (size_t i = 0; i < pass.stages.size(); ++i) {
       if (pass.stages[i].peak_event) targets.push_back({pass.stages[i].peak_event, static_cast<int>(i)});
@@ -1458,13 +1525,40 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     }
     return r;
   };
-  report.processes.push_back(process_report(pass));
-  report.processes.back().exit_code = report.exit_code;
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (i == main_index) continue;
-    report.processes.push_back(process_report(files[i]->pass));
+  // In the job's order: the process memstage started first.
+  for (size_t n = 0; n < job.order.size(); ++n) {
+    ProcessReport process = process_report(files[job.order[n]]->pass);
+    process.start_s = job.start_s[n];
+    process.end_s = job.end_s[n];
+    process.heap_at_job_peak_bytes = job.heap_at_peak_bytes[n];
+    report.processes.push_back(std::move(process));
   }
+  report.processes.front().exit_code = report.exit_code;
   for (size_t i = 0; i < files.size(); ++i) warn_if_outside_malloc(*files[i], report.warnings);
+
+  // The stacks held at the job's peak, in every process that held heap then.
+  report.job = std::move(job.job);
+  std::vector<JobStack>& job_stacks = report.job.top_stacks_at_peak;
+  if (auto it = at_peaks.stage_peaks.find(StacksAtPeaks::kJobPeak); it != at_peaks.stage_peaks.end()) {
+    for (const StackBytes& sb : it->second) {
+      job_stacks.push_back(JobStack{0, StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks}});
+    }
+  }
+  for (size_t n = 1; n < job.order.size(); ++n) {
+    if (!job.event_at_peak[n]) continue;
+    TraceFile& file = *files[job.order[n]];
+    PeakSnapshots held({{job.event_at_peak[n], PeakSnapshots::kJobPeak}}, file.pass.heap.infos().size(),
+                       file.pass.events);
+    held.top_stacks = options.top_stacks;
+    trace::read_trace(file.path, held);
+    StackResolver resolver(file.pass, report, options.symbolize);
+    for (const StackBytes& sb : held.stage_peaks[PeakSnapshots::kJobPeak]) {
+      job_stacks.push_back(JobStack{n, StackBytes{resolver.index_of(sb.stack), sb.bytes, sb.blocks}});
+    }
+  }
+  std::stable_sort(job_stacks.begin(), job_stacks.end(),
+                   [](const JobStack& a, const JobStack& b) { return a.held.bytes > b.held.bytes; });
+  if (job_stacks.size() > options.top_stacks) job_stacks.resize(options.top_stacks);
   return report;
 }
 

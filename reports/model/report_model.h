@@ -168,6 +168,41 @@ struct ProcessReport {
   std::string exec_path;
   std::optional<int> exit_code;  // known for the process memstage started only
   std::optional<int> signal;
+  // On the job's clock (JobReport): when its trace started and its last record.
+  double start_s = 0;
+  double end_s = 0;
+  uint64_t heap_at_job_peak_bytes = 0;  // its share of JobReport::peak_heap_bytes
+};
+
+// One process's stack among those holding memory at the job's peak.
+struct JobStack {
+  size_t process = 0;  // index into Report::processes
+  StackBytes held;
+};
+
+// The job's clock at one instant: sums over the processes alive then.
+struct JobTimelinePoint {
+  double t_s = 0;
+  uint64_t heap_bytes = 0;
+  uint64_t rss_bytes = 0;
+  std::vector<uint64_t> process_heap_bytes;  // per Report::processes entry
+};
+
+// Every traced process of a run (forked workers, exec'd programs, ranks) taken together,
+// on one clock: t = 0 when the earliest process's trace started. Each peak is the highest
+// sum over the processes alive at the same instant (docs/architecture.md, "the job").
+// Heap figures are known to the tracer's sampling interval: within one interval each
+// process counts at its highest (clock_resolution_s says how wide that is).
+struct JobReport {
+  uint64_t peak_heap_bytes = 0;
+  double peak_heap_time_s = 0;
+  uint64_t peak_rss_bytes = 0;
+  double peak_rss_time_s = 0;
+  std::optional<uint64_t> peak_pss_bytes;  // null until the traces carry PSS samples
+  std::optional<uint64_t> peak_uss_bytes;
+  double clock_resolution_s = 0;
+  std::vector<JobStack> top_stacks_at_peak;  // across processes, largest first
+  std::vector<JobTimelinePoint> timeline;  // empty for one process (Report::timeline is its)
 };
 
 // Per stack and stage: the figures behind flame graphs and the top allocation sites.
@@ -255,6 +290,7 @@ struct Report {
   std::vector<Leak> leaks;          // largest first
   std::vector<TimelinePoint> timeline;
   std::vector<ProcessReport> processes;  // the traced process first
+  JobReport job;
   std::vector<Frame> frames;  // each distinct frame once (see FrameInterner)
   std::vector<Stack> stacks;
   std::vector<StackStageFigures> stack_figures;

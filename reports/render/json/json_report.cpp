@@ -96,6 +96,36 @@ Json device_json(const Report& r) {
   return j;
 }
 
+Json optional_bytes(const std::optional<uint64_t>& v) { return v ? Json(*v) : Json(nullptr); }
+
+Json job_json(const Report& r) {
+  const JobReport& job = r.job;
+  Json tops = Json::array();
+  for (const JobStack& s : job.top_stacks_at_peak) {
+    Json top = stack_bytes_json(r, s.held);
+    top["process"] = s.process;
+    top["pid"] = s.process < r.processes.size() ? r.processes[s.process].pid : 0;
+    tops.push_back(std::move(top));
+  }
+  Json timeline = Json::array();
+  for (const JobTimelinePoint& p : job.timeline) {
+    timeline.push_back(Json{{"t_s", p.t_s},
+                            {"heap_bytes", p.heap_bytes},
+                            {"rss_bytes", p.rss_bytes},
+                            {"process_heap_bytes", p.process_heap_bytes}});
+  }
+  return Json{{"processes", r.processes.size()},
+              {"peak_heap_bytes", job.peak_heap_bytes},
+              {"peak_heap_time_s", job.peak_heap_time_s},
+              {"peak_rss_bytes", job.peak_rss_bytes},
+              {"peak_rss_time_s", job.peak_rss_time_s},
+              {"peak_pss_bytes", optional_bytes(job.peak_pss_bytes)},
+              {"peak_uss_bytes", optional_bytes(job.peak_uss_bytes)},
+              {"clock_resolution_s", job.clock_resolution_s},
+              {"top_stacks_at_peak", std::move(tops)},
+              {"timeline", std::move(timeline)}};
+}
+
 }  // namespace
 
 Json report_to_json(const Report& r) {
@@ -227,9 +257,13 @@ Json report_to_json(const Report& r) {
                              {"ended", p.ended},
                              {"exec_path", p.ended == "exec" ? Json(p.exec_path) : Json(nullptr)},
                              {"exit_code", p.exit_code ? Json(*p.exit_code) : Json(nullptr)},
-                             {"signal", p.signal ? Json(*p.signal) : Json(nullptr)}});
+                             {"signal", p.signal ? Json(*p.signal) : Json(nullptr)},
+                             {"start_s", p.start_s},
+                             {"end_s", p.end_s},
+                             {"heap_at_job_peak_bytes", p.heap_at_job_peak_bytes}});
   }
   j["processes"] = std::move(processes);
+  j["job"] = job_json(r);
   if (r.ram_limit) {
     const RamLimitReport& l = *r.ram_limit;
     Json tops = Json::array();

@@ -46,6 +46,42 @@ void append_stack(std::string& out, const Report& r, StackIndex index, size_t ma
   }
 }
 
+std::string process_label(const Report& r, size_t index) {
+  if (index >= r.processes.size()) return "?";
+  const ProcessReport& p = r.processes[index];
+  std::string name = p.command.empty() ? std::string("?") : p.command.front();
+  if (const size_t slash = name.rfind('/'); slash != std::string::npos) name = name.substr(slash + 1);
+  return fmt::format("pid {} ({})", p.pid, name);
+}
+
+// The whole job first: what the machine had to hold, all processes at one instant.
+void append_job(std::string& out, const Report& r, const TextOptions& options) {
+  const JobReport& job = r.job;
+  out += fmt::format("  job of {} processes, summed at each instant (to {:.0f} ms):\n", r.processes.size(),
+                     1000 * job.clock_resolution_s);
+  out += fmt::format("    peak heap  {} at {:.3f} s\n", format_bytes(job.peak_heap_bytes), job.peak_heap_time_s);
+  out += fmt::format("    peak RSS   {} at {:.3f} s (pages shared between processes count in each)\n",
+                     format_bytes(job.peak_rss_bytes), job.peak_rss_time_s);
+  if (job.peak_pss_bytes) {
+    out += fmt::format("    peak PSS   {} (shared pages counted once), private {}\n", format_bytes(*job.peak_pss_bytes),
+                       format_bytes(job.peak_uss_bytes.value_or(0)));
+  }
+  for (size_t i = 0; i < r.processes.size(); ++i) {
+    if (!r.processes[i].heap_at_job_peak_bytes) continue;
+    out += fmt::format("      {:>10} in {}\n", format_bytes(r.processes[i].heap_at_job_peak_bytes), process_label(r, i));
+  }
+  if (!job.top_stacks_at_peak.empty()) {
+    out += fmt::format("    held at the job's peak:\n");
+    for (size_t i = 0; i < std::min(options.stacks, job.top_stacks_at_peak.size()); ++i) {
+      const JobStack& s = job.top_stacks_at_peak[i];
+      out += fmt::format("    {} in {} blocks in {}\n", format_bytes(s.held.bytes), format_count(s.held.blocks),
+                         process_label(r, s.process));
+      append_stack(out, r, s.held.stack, std::min<size_t>(options.frames, 4));
+    }
+  }
+  out += fmt::format("  the traced command, pid {}:\n", r.processes[0].pid);
+}
+
 }  // namespace
 
 std::string render_text(const Report& r, const TextOptions& options) {
@@ -62,6 +98,7 @@ std::string render_text(const Report& r, const TextOptions& options) {
                            ? "PYTHONMALLOC=malloc: every object is in the heap figures"
                            : "pymalloc: objects up to 512 B are counted by their arenas, as mmap");
   }
+  if (r.processes.size() > 1) append_job(out, r, options);
   out += fmt::format("  peak heap    {} at {:.3f} s\n", format_bytes(t.peak_heap_bytes), t.peak_heap_time_s);
   out += fmt::format("  peak RSS     {}{}\n", format_bytes(t.peak_rss_bytes),
                      t.tracer_peak_bytes ? fmt::format(" (the program's own {}; the tracer's own memory up to {}, apart)",
