@@ -1,4 +1,4 @@
-// memstage report TRACE_OR_DIR [--format json|text|html|chrome|pprof] [-o FILE]
+// memstage report TRACE_OR_DIR... [--format json|text|html|chrome|pprof] [-o FILE]
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,14 +14,16 @@ namespace memstage::harness {
 
 void register_report(CLI::App& app, CommandAction& action) {
   struct Flags {
-    std::string input;
+    std::vector<std::string> inputs;
     std::string format = "text";
     std::string output;
     bool no_symbolize = false;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("report", "Analyse a run's traces again and write a report");
-  cmd->add_option("input", flags->input, "A run's output folder or one trace file")->required();
+  cmd->add_option("input", flags->inputs,
+                  "A run's output folder or one trace file; several make one job (e.g. one run per host)")
+      ->required();
   cmd->add_option("-f,--format", flags->format, "json, text, html, chrome (Perfetto) or pprof")
       ->capture_default_str();
   cmd->add_option("-o,--output", flags->output, "Write here instead of to stdout");
@@ -29,7 +31,7 @@ void register_report(CLI::App& app, CommandAction& action) {
   cmd->callback([flags, &action] {
     action = [flags] {
       const ReportFormat format = parse_format(flags->format);
-      const auto report = analyze_path(flags->input, !flags->no_symbolize);
+      const auto report = analyze_paths(flags->inputs, !flags->no_symbolize);
       for (const auto& warning : report.warnings) fprintf(stderr, "memstage: warning: %s\n", reports::terminal_text(warning).c_str());
       const std::string content = render(report, format);
       if (!flags->output.empty()) {

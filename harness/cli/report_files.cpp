@@ -78,6 +78,34 @@ reports::Report analyze_path(const std::string& path, bool symbolize, std::optio
   }
 }
 
+reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize) {
+  if (paths.size() == 1) return analyze_path(paths.front(), symbolize);
+  std::vector<std::string> traces;
+  std::error_code ec;
+  for (const auto& path : paths) {
+    if (fs::is_directory(path, ec)) {
+      const auto found = reports::find_traces(path);
+      if (found.empty()) throw CliError(path + " holds no memstage trace (trace.*.mst)");
+      traces.insert(traces.end(), found.begin(), found.end());
+    } else if (fs::exists(path, ec)) {
+      traces.push_back(path);
+    } else {
+      throw CliError(path + ": no such file or directory");
+    }
+  }
+  const std::string& first = paths.front();
+  const std::string dir = fs::is_directory(first, ec) ? first : fs::path(first).parent_path().string();
+  ProgressBar progress("analysing");
+  reports::AnalysisOptions options;
+  options.symbolize = symbolize;
+  options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
+  try {
+    return reports::analyze(traces, read_run_info(dir.empty() ? "." : dir), options);
+  } catch (const std::runtime_error& e) {
+    throw CliError(e.what());
+  }
+}
+
 ReportFormat parse_format(const std::string& name) {
   if (name == "json") return ReportFormat::kJson;
   if (name == "text") return ReportFormat::kText;

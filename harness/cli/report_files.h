@@ -20,6 +20,11 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir);
 reports::Report analyze_path(const std::string& path, bool symbolize = true,
                              std::optional<reports::RunInfo> run = std::nullopt);
 
+// Several runs as one job (the ranks of a job that ran on several hosts, each host's run
+// in its own folder): every trace of every folder or file, on one clock; the first
+// folder's run.json gives the command. One path is analyze_path.
+reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize = true);
+
 enum class ReportFormat { kJson, kText, kHtml, kChrome, kPprof };
 ReportFormat parse_format(const std::string& name);
 std::string render(const reports::Report& report, ReportFormat format);

@@ -6,8 +6,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <sys/utsname.h>
+#include <time.h>
+
 #include <atomic>
 #include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
 
 #include "profiler/preload/descriptors.h"
 
@@ -15,6 +21,9 @@ namespace memstage::preload {
 namespace {
 
 std::atomic<int> g_statm_fd{-1};
+std::atomic<int> g_smaps_rollup_fd{-1};
+std::atomic<uint64_t> g_shares_last_ns{0};  // trace time of the last smaps_rollup read (0: none)
+std::atomic<uint64_t> g_shares_cost_ns{0};  // how long it took
 uint64_t g_page_bytes = 4096;
 
 enum class Allocator { kGlibc, kJemalloc, kTcmalloc, kMimalloc };
@@ -45,7 +54,91 @@ uint64_t tcmalloc_property(const char* name) {
   return g_tc_property(name, &value) ? value : 0;
 }
 
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// "Key:   123 kB" lines: the value of `key` in bytes, 0 when absent.
+uint64_t kib_field(const char* text, const char* end, const char* key) {
+  const size_t key_length = strlen(key);
+  for (const char* line = text; line < end;) {
+    const char* next = static_cast<const char*>(memchr(line, '\n', static_cast<size_t>(end - line)));
+    if (!next) next = end;
+    if (static_cast<size_t>(next - line) > key_length && memcmp(line, key, key_length) == 0 && line[key_length] == ':') {
+      uint64_t v = 0;
+      for (const char* c = line + key_length + 1; c < next; ++c) {
+        if (*c >= '0' && *c <= '9') v = v * 10 + static_cast<uint64_t>(*c - '0');
+      }
+      return v * 1024;
+    }
+    line = next + 1;
+  }
+  return 0;
+}
+
+// The first of the variables that is set to a number: its value + 1, else 0.
+uint64_t env_number_plus_one(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const char* v = getenv(name);
+    if (!v || *v < '0' || *v > '9') continue;
+    uint64_t n = 0;
+    for (; *v >= '0' && *v <= '9'; ++v) n = n * 10 + static_cast<uint64_t>(*v - '0');
+    if (*v == '\0') return n + 1;
+  }
+  return 0;
+}
+
+void open_memory_shares_source() {
+  const int fd = adopt_descriptor(
+      static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC)));
+  const int old = g_smaps_rollup_fd.exchange(fd);
+  if (old >= 0) release_descriptor(old);
+}
+
 }  // namespace
+
+bool read_memory_shares_if_due(uint64_t now_ns, bool edge, MemoryShares& out) {
+  if (descriptor_lost(g_smaps_rollup_fd.load())) open_memory_shares_source();
+  const int fd = g_smaps_rollup_fd.load();
+  if (fd < 0) return false;
+  uint64_t last = g_shares_last_ns.load(std::memory_order_relaxed);
+  const uint64_t cost = g_shares_cost_ns.load(std::memory_order_relaxed);
+  if (last != 0) {
+    const uint64_t since = now_ns > last ? now_ns - last : 0;
+    if (since < 20 * cost || (!edge && since < 100'000'000)) return false;
+  }
+  // One thread reads at a time; the others skip this sample.
+  if (!g_shares_last_ns.compare_exchange_strong(last, now_ns == 0 ? 1 : now_ns, std::memory_order_relaxed)) return false;
+  const uint64_t start = monotonic_ns();
+  char buf[4096];
+  const long n = syscall(SYS_pread64, fd, buf, sizeof(buf), 0);
+  g_shares_cost_ns.store(monotonic_ns() - start, std::memory_order_relaxed);
+  if (n <= 0) return false;
+  const char* end = buf + n;
+  out.pss_bytes = kib_field(buf, end, "Pss");
+  out.pss_anon_bytes = kib_field(buf, end, "Pss_Anon");
+  out.pss_file_bytes = kib_field(buf, end, "Pss_File");
+  out.pss_shmem_bytes = kib_field(buf, end, "Pss_Shmem");
+  out.shared_bytes = kib_field(buf, end, "Shared_Clean") + kib_field(buf, end, "Shared_Dirty");
+  out.private_bytes = kib_field(buf, end, "Private_Clean") + kib_field(buf, end, "Private_Dirty");
+  return out.pss_bytes != 0;
+}
+
+JobPlaceInEnv read_job_place(char* host, size_t host_capacity) {
+  JobPlaceInEnv place;
+  place.rank_plus_one = env_number_plus_one({"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"});
+  place.local_rank_plus_one = env_number_plus_one({"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"});
+  place.world_size_plus_one = env_number_plus_one({"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"});
+  utsname names{};
+  if (host_capacity && syscall(SYS_uname, &names) == 0) {
+    place.host_length = strnlen(names.nodename, sizeof(names.nodename));
+    if (place.host_length > host_capacity) place.host_length = host_capacity;
+    memcpy(host, names.nodename, place.host_length);
+  }
+  return place;
+}
 
 void open_rss_source() {
   const int fd = adopt_descriptor(
@@ -53,6 +146,10 @@ void open_rss_source() {
   // Threads may find it lost together: each opens its own, the last one stays.
   const int old = g_statm_fd.exchange(fd);
   if (old >= 0) release_descriptor(old);
+  // After fork: the child's own file, read at its first sample.
+  open_memory_shares_source();
+  g_shares_last_ns.store(0, std::memory_order_relaxed);
+  g_shares_cost_ns.store(0, std::memory_order_relaxed);
   g_page_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 

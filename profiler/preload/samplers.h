@@ -2,6 +2,7 @@
 // allocator's own accounting. Neither allocates.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace memstage::preload {
@@ -10,6 +11,26 @@ namespace memstage::preload {
 void open_rss_source();
 // Resident set size in bytes, 0 if unreadable.
 uint64_t read_rss_bytes();
+
+// How much of RSS is shared with other processes (/proc/self/smaps_rollup), in bytes.
+struct MemoryShares {
+  uint64_t pss_bytes = 0, pss_anon_bytes = 0, pss_file_bytes = 0, pss_shmem_bytes = 0;
+  uint64_t shared_bytes = 0;   // Shared_Clean + Shared_Dirty
+  uint64_t private_bytes = 0;  // Private_Clean + Private_Dirty: the USS
+};
+// Reads smaps_rollup when it is due: at most one read per 20 times the last read's cost
+// (the kernel walks every page table of the process: milliseconds per 100 MiB resident,
+// against microseconds for statm), so that it takes at most 5 % of one core; and, except
+// at stage edges (`edge`), at least 100 ms apart. False when not due or unreadable.
+bool read_memory_shares_if_due(uint64_t now_ns, bool edge, MemoryShares& out);
+
+// Where the process stands in a distributed job, from its environment (trace_format.h
+// kJobPlace): rank + 1 etc., 0 when not set. `host` receives the host name.
+struct JobPlaceInEnv {
+  uint64_t rank_plus_one = 0, local_rank_plus_one = 0, world_size_plus_one = 0;
+  size_t host_length = 0;
+};
+JobPlaceInEnv read_job_place(char* host, size_t host_capacity);
 
 struct AllocatorStats {
   uint64_t in_use_bytes = 0;    // counted as used by the allocator (with rounding)

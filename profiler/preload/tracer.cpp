@@ -455,6 +455,12 @@ void fold_heap_bytes(ThreadState* ts) {
 void push_samples(ThreadState* ts, bool with_allocator_stats) {
   if (sample_mode()) push_heap_counters(ts);
   push_rss(ts);
+  MemoryShares shares;
+  const uint64_t now_ns = trace_time_ns();
+  if (read_memory_shares_if_due(now_ns, with_allocator_stats, shares)) {
+    push_record(ts, records::MemoryShares{now_ns, shares.pss_bytes, shares.pss_anon_bytes, shares.pss_file_bytes,
+                                          shares.pss_shmem_bytes, shares.shared_bytes, shares.private_bytes});
+  }
   if (with_allocator_stats) {
     const AllocatorStats stats = read_allocator_stats();
     if (stats.valid) {

@@ -487,6 +487,14 @@ void write_process_info(uint64_t parent_pid) {
   tracer_unmap(cmdline, kProcBytes);
 }
 
+void write_job_place() {
+  char host[256];
+  const JobPlaceInEnv place = read_job_place(host, sizeof(host));
+  const records::JobPlace record{std::string_view(host, place.host_length), place.rank_plus_one,
+                                 place.local_rank_plus_one, place.world_size_plus_one};
+  commit(records::encode(reserve(records::max_encoded_bytes(record)), record));
+}
+
 void write_modules() {
   constexpr uint32_t kModuleBytes = 1u << 20;
   auto* buf = static_cast<uint8_t*>(tracer_map(kModuleBytes));
@@ -545,6 +553,7 @@ bool writer_open(uint64_t parent_pid) {
   w.write_failed = false;
   w.lost_written = g_tracer.lost_events.load(std::memory_order_relaxed);
   write_process_info(parent_pid);
+  write_job_place();
   write_modules();
   write_open_stages();
   write_chunk();

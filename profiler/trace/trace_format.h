@@ -170,6 +170,17 @@ enum class Tag : uint8_t {
   // A successful mprotect: the range becomes accessible (any of read, write, execute) or
   // not (PROT_NONE). Only anonymous mappings the trace knows of are affected.
   kMprotect = 33,
+  // How much of RSS is shared with other processes, from /proc/self/smaps_rollup: PSS (a
+  // page shared by n processes counts 1/n) and its anonymous, file and shmem parts, the
+  // shared and the private resident bytes. Costly to read (the kernel walks every page
+  // table), so sampled less often than RSS (samplers.cpp says how) and at stage edges.
+  kMemoryShares = 34,
+  // Where the process stands in a distributed job, read from its environment at start
+  // (once, after kProcessInfo): the host name; rank, local rank and world size, each
+  // + 1 (0: not set). Rank: RANK (torchrun), OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID;
+  // local rank: LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID; world size:
+  // WORLD_SIZE, OMPI_COMM_WORLD_SIZE, PMI_SIZE, SLURM_NTASKS.
+  kJobPlace = 35,
   // Sample mode (once, before any allocation event): kAlloc, kRealloc and kFree name only
   // the blocks sampled. The sampler marks the points of a Poisson process over the bytes
   // allocated, one every rate_bytes on average (an exponential countdown of bytes per

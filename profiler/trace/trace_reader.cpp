@@ -181,6 +181,15 @@ class ChunkDecoder {
     v_.on_device_free(r.t_ns, r.address, static_cast<DeviceMemory>(r.kind));
   }
   void handle(const records::DeviceCache& r) { v_.on_device_cache(r.t_ns, r.reserved_bytes, r.allocated_bytes); }
+  void handle(const records::MemoryShares& r) {
+    v_.on_memory_shares(MemorySharesRecord{r.t_ns, r.pss_bytes, r.pss_anon_bytes, r.pss_file_bytes, r.pss_shmem_bytes,
+                                           r.shared_bytes, r.private_bytes});
+  }
+  void handle(const records::JobPlace& r) {
+    const auto minus_one = [](uint64_t v) { return v ? std::optional<uint64_t>(v - 1) : std::nullopt; };
+    v_.on_job_place(JobPlace{std::string(r.host), minus_one(r.rank_plus_one), minus_one(r.local_rank_plus_one),
+                             minus_one(r.world_size_plus_one)});
+  }
 
   void handle(const records::MmapReserved& r) {
     check_stack(r.stack);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -65,6 +66,23 @@ struct PythonCode {
   uint64_t first_line = 0;
   std::string file;
   std::string function;  // qualified name (Class.method), "<module>" for a module's body
+};
+
+// From /proc/self/smaps_rollup (trace_format.h kMemoryShares).
+struct MemorySharesRecord {
+  uint64_t t_ns = 0;
+  uint64_t pss_bytes = 0;
+  uint64_t pss_anon_bytes = 0;
+  uint64_t pss_file_bytes = 0;
+  uint64_t pss_shmem_bytes = 0;
+  uint64_t shared_bytes = 0;   // resident and mapped by other processes too
+  uint64_t private_bytes = 0;  // resident and this process's alone (USS)
+};
+
+// Where the process stands in a distributed job (trace_format.h kJobPlace).
+struct JobPlace {
+  std::string host;
+  std::optional<uint64_t> rank, local_rank, world_size;
 };
 
 struct PythonInfo {
@@ -174,6 +192,8 @@ class TraceVisitor {
   virtual void on_agg_ram_limit_stacks(const std::vector<AggStackBytes>&) {}
   // The tracer was attached to the running process at t_ns (trace_format.h, kAttached).
   virtual void on_attached(uint64_t /*t_ns*/) {}
+  virtual void on_memory_shares(const MemorySharesRecord&) {}
+  virtual void on_job_place(const JobPlace&) {}
 };
 
 struct ReadSummary {

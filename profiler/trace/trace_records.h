@@ -247,6 +247,19 @@ struct HeapCounters {
   uint64_t t_ns = 0, live_bytes = 0, high_bytes = 0;
   MEMSTAGE_RECORD_FIELDS(t_ns, live_bytes, high_bytes)
 };
+struct MemoryShares {
+  static constexpr Tag kTag = Tag::kMemoryShares;
+  uint64_t t_ns = 0, pss_bytes = 0, pss_anon_bytes = 0, pss_file_bytes = 0, pss_shmem_bytes = 0, shared_bytes = 0,
+           private_bytes = 0;
+  MEMSTAGE_RECORD_FIELDS(t_ns, pss_bytes, pss_anon_bytes, pss_file_bytes, pss_shmem_bytes, shared_bytes,
+                         private_bytes)
+};
+struct JobPlace {
+  static constexpr Tag kTag = Tag::kJobPlace;
+  std::string_view host;
+  uint64_t rank_plus_one = 0, local_rank_plus_one = 0, world_size_plus_one = 0;
+  MEMSTAGE_RECORD_FIELDS(host, rank_plus_one, local_rank_plus_one, world_size_plus_one)
+};
 
 // ---- aggregate mode (trace_format.h, kAggHeap and after) ----
 
@@ -304,8 +317,8 @@ using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Re
                               Mremap, StageName, StageBegin, StageEnd, Rss, AllocatorStats, Counters,
                               End, Signal, Lost, AllocInfo, FreeLast, RamLimit, PythonCode, PythonInfo,
                               DeepBindRemoved, StageLimitHit, DeviceAlloc, DeviceFree, DeviceCache,
-                              StackNode, Exec, MmapReserved, Mprotect, Sampling, HeapCounters, AggHeap, AggSnapshot, AggSite,
-                              AggStage, AggPeakSite, AggRamLimitStacks, Attached>;
+                              StackNode, Exec, MmapReserved, Mprotect, MemoryShares, JobPlace, Sampling, HeapCounters,
+                              AggHeap, AggSnapshot, AggSite, AggStage, AggPeakSite, AggRamLimitStacks, Attached>;
 
 namespace detail {
 // Tags are numbered in blocks reserved for kinds in the making, so they may leave gaps.

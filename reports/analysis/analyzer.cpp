@@ -194,6 +194,8 @@ class FirstPass : public trace::TraceVisitor {
   std::optional<trace::PythonInfo> python;
   std::vector<std::string> deep_bind_modules;
   bool attached = false;
+  std::vector<trace::MemorySharesRecord> shares;
+  trace::JobPlace place;
   std::vector<std::vector<uint64_t>> stacks;
   std::vector<int> stack_snapshot;  // module snapshot current when the stack was read
   std::unordered_map<uint64_t, StackStageFigures> figures;
@@ -562,6 +564,11 @@ class FirstPass : public trace::TraceVisitor {
   // The exec went through: nothing ended the process after it (a failed exec returns
   // and the program goes on to its own end).
   bool replaced_by_exec() const { return exec_path && !ended && !signal; }
+  void on_memory_shares(const trace::MemorySharesRecord& r) override {
+    now_ns = std::max(now_ns, r.t_ns);
+    shares.push_back(r);
+  }
+  void on_job_place(const trace::JobPlace& p) override { place = p; }
 
   void add_timeline_point() {
     const uint64_t heap_bytes = std::max(interval_heap_max, heap_now());
@@ -966,6 +973,7 @@ struct JobPlan {
   std::vector<double> start_s, end_s;
   std::vector<uint64_t> heap_at_peak_bytes;
   std::vector<uint64_t> event_at_peak;  // 0: nothing to replay
+  std::vector<std::optional<uint64_t>> peak_pss_bytes, peak_uss_bytes;
 };
 
 JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t main_index, size_t max_points) {
@@ -976,7 +984,8 @@ JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t ma
   }
   uint64_t zero_ns = UINT64_MAX;
   for (const auto& f : files) zero_ns = std::min(zero_ns, f->pass.info.start_realtime_ns);
-  std::vector<Series> heap, rss;
+  std::vector<Series> heap, rss, pss, uss;
+  bool any_shares = false;
   for (size_t i : plan.order) {
     const FirstPass& p = files[i]->pass;
     const double offset_s = static_cast<double>(p.info.start_realtime_ns - zero_ns) / kNsPerS;
@@ -992,6 +1001,27 @@ JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t ma
     plan.job.clock_resolution_s = std::max(plan.job.clock_resolution_s, p.info.sample_interval_ns / kNsPerS);
     heap.push_back(std::move(h));
     rss.push_back(std::move(r));
+    Series ps{offset_s, {}}, us{offset_s, {}};
+    std::optional<uint64_t> peak_pss, peak_uss;
+    for (const trace::MemorySharesRecord& s : p.shares) {
+      ps.samples.push_back(Sample{offset_s + s.t_ns / kNsPerS, s.pss_bytes});
+      us.samples.push_back(Sample{offset_s + s.t_ns / kNsPerS, s.private_bytes});
+      peak_pss = std::max(peak_pss.value_or(0), s.pss_bytes);
+      peak_uss = std::max(peak_uss.value_or(0), s.private_bytes);
+    }
+    // A process's PSS holds until its end, not only until its last (sparse) sample.
+    if (!ps.samples.empty()) {
+      any_shares = true;
+      const double end_s = offset_s + p.now_ns / kNsPerS;
+      if (end_s > ps.samples.back().t_s) {
+        ps.samples.push_back(Sample{end_s, ps.samples.back().bytes});
+        us.samples.push_back(Sample{end_s, us.samples.back().bytes});
+      }
+    }
+    plan.peak_pss_bytes.push_back(peak_pss);
+    plan.peak_uss_bytes.push_back(peak_uss);
+    pss.push_back(std::move(ps));
+    uss.push_back(std::move(us));
   }
   std::vector<Sample> heap_sums;
   const JobPeak heap_peak = highest_sum(heap, Hold::kIntervalEndingAt, &heap_sums);
@@ -1000,6 +1030,12 @@ JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t ma
   plan.job.peak_heap_time_s = heap_peak.t_s;
   plan.job.peak_rss_bytes = rss_peak.bytes;
   plan.job.peak_rss_time_s = rss_peak.t_s;
+  if (any_shares) {
+    const JobPeak pss_peak = highest_sum(pss, Hold::kUntilNext);
+    plan.job.peak_pss_bytes = pss_peak.bytes;
+    plan.job.peak_pss_time_s = pss_peak.t_s;
+    plan.job.peak_uss_bytes = highest_sum(uss, Hold::kUntilNext).bytes;
+  }
   for (size_t n = 0; n < plan.order.size(); ++n) {
     const int64_t k = heap_peak.sample_at_peak[n];
     const FirstPass& p = files[plan.order[n]]->pass;
@@ -1007,7 +1043,15 @@ JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t ma
     plan.event_at_peak.push_back(k >= 0 && p.info.mode == trace::Mode::kFull ? p.timeline_heap_events[k] : 0);
   }
   // One process: its own timeline is the job's.
-  if (files.size() > 1) plan.job.timeline = job_timeline(heap, rss, heap_sums, heap_peak, max_points);
+  if (files.size() > 1) {
+    plan.job.timeline = job_timeline(heap, rss, heap_sums, heap_peak, max_points);
+    if (any_shares) {
+      for (JobTimelinePoint& point : plan.job.timeline) {
+        point.pss_bytes = 0;
+        for (const Series& s : pss) *point.pss_bytes += value_at(s, point.t_s, Hold::kUntilNext);
+      }
+    }
+  }
   return plan;
 }
 
@@ -1211,7 +1255,10 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   });
   size_t main_index = 0;
   for (size_t i = 1; i < files.size(); ++i) {
-    if (files[i]->pass.info.pid == files[0]->pass.info.pid) main_index = i;
+    // Same pid on the same host: the traced command exec'd (pids of other hosts may clash).
+    if (files[i]->pass.info.pid == files[0]->pass.info.pid && files[i]->pass.place.host == files[0]->pass.place.host) {
+      main_index = i;
+    }
   }
   TraceFile& main = *files[main_index];
   FirstPass& pass = main.pass;
@@ -1527,10 +1574,17 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   };
   // In the job's order: the process memstage started first.
   for (size_t n = 0; n < job.order.size(); ++n) {
-    ProcessReport process = process_report(files[job.order[n]]->pass);
+    const FirstPass& p = files[job.order[n]]->pass;
+    ProcessReport process = process_report(p);
     process.start_s = job.start_s[n];
     process.end_s = job.end_s[n];
     process.heap_at_job_peak_bytes = job.heap_at_peak_bytes[n];
+    process.peak_pss_bytes = job.peak_pss_bytes[n];
+    process.peak_uss_bytes = job.peak_uss_bytes[n];
+    process.host = p.place.host;
+    process.rank = p.place.rank;
+    process.local_rank = p.place.local_rank;
+    process.world_size = p.place.world_size;
     report.processes.push_back(std::move(process));
   }
   report.processes.front().exit_code = report.exit_code;

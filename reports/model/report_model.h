@@ -172,6 +172,14 @@ struct ProcessReport {
   double start_s = 0;
   double end_s = 0;
   uint64_t heap_at_job_peak_bytes = 0;  // its share of JobReport::peak_heap_bytes
+  // Sampled from /proc/self/smaps_rollup less often than RSS; absent without samples.
+  std::optional<uint64_t> peak_pss_bytes;
+  std::optional<uint64_t> peak_uss_bytes;  // resident pages private to it
+  // Where it stood in a distributed job (its environment: RANK, LOCAL_RANK, ...).
+  std::string host;
+  std::optional<uint64_t> rank;
+  std::optional<uint64_t> local_rank;
+  std::optional<uint64_t> world_size;
 };
 
 // One process's stack among those holding memory at the job's peak.
@@ -185,6 +193,7 @@ struct JobTimelinePoint {
   double t_s = 0;
   uint64_t heap_bytes = 0;
   uint64_t rss_bytes = 0;
+  std::optional<uint64_t> pss_bytes;  // with PSS samples
   std::vector<uint64_t> process_heap_bytes;  // per Report::processes entry
 };
 
@@ -198,7 +207,11 @@ struct JobReport {
   double peak_heap_time_s = 0;
   uint64_t peak_rss_bytes = 0;
   double peak_rss_time_s = 0;
-  std::optional<uint64_t> peak_pss_bytes;  // null until the traces carry PSS samples
+  // PSS counts a page shared by n processes 1/n in each, so shared copy-on-write pages
+  // count once in the job; USS counts only each process's private pages. Absent when no
+  // trace has PSS samples (the kernel has no smaps_rollup).
+  std::optional<uint64_t> peak_pss_bytes;
+  double peak_pss_time_s = 0;
   std::optional<uint64_t> peak_uss_bytes;
   double clock_resolution_s = 0;
   std::vector<JobStack> top_stacks_at_peak;  // across processes, largest first

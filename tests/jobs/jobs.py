@@ -8,6 +8,7 @@ Built on tests/e2e/e2e.py (its Scenario runs programs under memstage and validat
 report against the schema). One scenario per CTest test (tests/jobs/CMakeLists.txt).
 """
 import argparse
+import json
 import os
 import sys
 
@@ -64,13 +65,60 @@ def scenario_workers(s):
     # Summed RSS counts the parent's 40 MiB in every worker too.
     s.check(job.get("peak_rss_bytes", 0) >= truth + 3 * t["parent_bytes"] * 0.9,
             "summed RSS %d counts the shared 40 MiB in each worker" % job.get("peak_rss_bytes", 0))
+    # Summed PSS counts the shared 40 MiB once: well under summed RSS, about the truth.
+    pss = job.get("peak_pss_bytes")
+    if s.check(pss is not None, "job.peak_pss_bytes present (smaps_rollup sampled)"):
+        s.check(pss < 0.6 * job["peak_rss_bytes"], "summed PSS %d well under summed RSS %d" % (pss, job["peak_rss_bytes"]))
+        s.check(truth * 0.95 <= pss <= truth + 3 * t["parent_bytes"] * 0.5,
+                "summed PSS %d counts the shared pages about once (heap held: %d)" % (pss, truth))
     text = s.run([s.memstage, "report", out, "--format", "text"]).stdout.decode(errors="replace")
     s.check(text.splitlines()[1].lstrip().startswith("job of 4 processes") if len(text.splitlines()) > 1 else False,
             "the text summary leads with the job:\n" + "\n".join(text.splitlines()[:4]))
 
 
+def scenario_ranks(s):
+    """A 2-rank torch.distributed job (gloo) launched as torchrun does: both ranks by number, their
+    combined peak; the same ranks traced into a folder each (as on two hosts), one report over both."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs", "torch_ranks.py")
+    python = s.python
+    out, report = s.traced("one_run", [python, script, "launch", s.truth_file("one_run")], mode="stats")
+    check_ranks(s, report, s.read_truth("one_run"), "one run")
+    folders = [os.path.join(s.work, "host%d" % r) for r in range(2)]
+    prefix = [s.memstage, "run", "--mode", "stats", "-o", os.path.join(s.work, "host{rank}"), "--"]
+    proc = s.run([python, script, "launch", s.truth_file("two_runs")] + prefix, timeout=300)
+    s.eq(proc.returncode, 0, "two runs: the launcher's exit code")
+    proc = s.run([s.memstage, "report", "--format", "json"] + folders)
+    if not s.eq(proc.returncode, 0, "memstage report HOST0 HOST1: exit code"):
+        print(proc.stderr.decode(errors="replace"))
+        return
+    path = os.path.join(s.work, "two_runs.json")
+    with open(path, "wb") as f:
+        f.write(proc.stdout)
+    s.reports.append(path)
+    report = json.loads(proc.stdout)
+    s.eq(len(report["processes"]), 2, "memstage report HOST0 HOST1: one job of the two ranks")
+    # The launcher's children are `memstage run` here, not the ranks: match by rank alone.
+    truth = s.read_truth("two_runs")
+    truth["pids"] = [p["pid"] for p in report["processes"]]
+    check_ranks(s, report, truth, "memstage report HOST0 HOST1")
+
+
+def check_ranks(s, report, truth, what):
+    ranks = sorted(p["rank"] for p in report["processes"] if p.get("rank") is not None and p["pid"] in truth["pids"])
+    s.eq(ranks, [0, 1], "%s: the ranks' processes carry their rank" % what)
+    job = report.get("job", {})
+    got = job.get("peak_heap_bytes", 0)
+    s.check(got >= truth["job_held_bytes"], "%s: the job's heap peak %d holds both ranks' tensors (%d)"
+            % (what, got, truth["job_held_bytes"]))
+    by_rank = {p["rank"]: p for p in report["processes"] if p.get("rank") is not None and p["pid"] in truth["pids"]}
+    for rank, held in enumerate(truth["held_bytes"]):
+        share = by_rank.get(rank, {}).get("heap_at_job_peak_bytes", 0)
+        s.check(share >= held, "%s: rank %d holds its %d bytes at the job's peak (%d)" % (what, rank, held, share))
+
+
 SCENARIOS = {
     "workers": scenario_workers,
+    "ranks": scenario_ranks,
 }
 
 
@@ -81,8 +129,10 @@ def main():
     parser.add_argument("--programs", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--validator")
+    parser.add_argument("--python", default=sys.executable, help="a python with torch (jobs.ranks)")
     args = parser.parse_args()
     s = e2e.Scenario(args)
+    s.python = args.python
     print("jobs.%s: %s" % (args.scenario, SCENARIOS[args.scenario].__doc__), flush=True)
     try:
         SCENARIOS[args.scenario](s)

@@ -96,7 +96,7 @@ Json device_json(const Report& r) {
   return j;
 }
 
-Json optional_bytes(const std::optional<uint64_t>& v) { return v ? Json(*v) : Json(nullptr); }
+Json optional_number(const std::optional<uint64_t>& v) { return v ? Json(*v) : Json(nullptr); }
 
 Json job_json(const Report& r) {
   const JobReport& job = r.job;
@@ -112,6 +112,7 @@ Json job_json(const Report& r) {
     timeline.push_back(Json{{"t_s", p.t_s},
                             {"heap_bytes", p.heap_bytes},
                             {"rss_bytes", p.rss_bytes},
+                            {"pss_bytes", optional_number(p.pss_bytes)},
                             {"process_heap_bytes", p.process_heap_bytes}});
   }
   return Json{{"processes", r.processes.size()},
@@ -119,8 +120,9 @@ Json job_json(const Report& r) {
               {"peak_heap_time_s", job.peak_heap_time_s},
               {"peak_rss_bytes", job.peak_rss_bytes},
               {"peak_rss_time_s", job.peak_rss_time_s},
-              {"peak_pss_bytes", optional_bytes(job.peak_pss_bytes)},
-              {"peak_uss_bytes", optional_bytes(job.peak_uss_bytes)},
+              {"peak_pss_bytes", optional_number(job.peak_pss_bytes)},
+              {"peak_pss_time_s", job.peak_pss_time_s},
+              {"peak_uss_bytes", optional_number(job.peak_uss_bytes)},
               {"clock_resolution_s", job.clock_resolution_s},
               {"top_stacks_at_peak", std::move(tops)},
               {"timeline", std::move(timeline)}};
@@ -260,7 +262,13 @@ Json report_to_json(const Report& r) {
                              {"signal", p.signal ? Json(*p.signal) : Json(nullptr)},
                              {"start_s", p.start_s},
                              {"end_s", p.end_s},
-                             {"heap_at_job_peak_bytes", p.heap_at_job_peak_bytes}});
+                             {"heap_at_job_peak_bytes", p.heap_at_job_peak_bytes},
+                             {"peak_pss_bytes", optional_number(p.peak_pss_bytes)},
+                             {"peak_uss_bytes", optional_number(p.peak_uss_bytes)},
+                             {"host", p.host},
+                             {"rank", optional_number(p.rank)},
+                             {"local_rank", optional_number(p.local_rank)},
+                             {"world_size", optional_number(p.world_size)}});
   }
   j["processes"] = std::move(processes);
   j["job"] = job_json(r);

@@ -51,7 +51,12 @@ std::string process_label(const Report& r, size_t index) {
   const ProcessReport& p = r.processes[index];
   std::string name = p.command.empty() ? std::string("?") : p.command.front();
   if (const size_t slash = name.rfind('/'); slash != std::string::npos) name = name.substr(slash + 1);
-  return fmt::format("pid {} ({})", p.pid, name);
+  // Hosts only matter when the job ran on more than one.
+  const bool hosts = std::any_of(r.processes.begin(), r.processes.end(),
+                                 [&](const ProcessReport& q) { return q.host != r.processes.front().host; });
+  const std::string where = hosts ? " on " + p.host : "";
+  if (p.rank) return fmt::format("rank {} (pid {} {}{})", *p.rank, p.pid, name, where);
+  return fmt::format("pid {} ({}{})", p.pid, name, where);
 }
 
 // The whole job first: what the machine had to hold, all processes at one instant.
@@ -63,8 +68,8 @@ void append_job(std::string& out, const Report& r, const TextOptions& options) {
   out += fmt::format("    peak RSS   {} at {:.3f} s (pages shared between processes count in each)\n",
                      format_bytes(job.peak_rss_bytes), job.peak_rss_time_s);
   if (job.peak_pss_bytes) {
-    out += fmt::format("    peak PSS   {} (shared pages counted once), private {}\n", format_bytes(*job.peak_pss_bytes),
-                       format_bytes(job.peak_uss_bytes.value_or(0)));
+    out += fmt::format("    peak PSS   {} at {:.3f} s (shared pages counted once); private pages {}\n",
+                       format_bytes(*job.peak_pss_bytes), job.peak_pss_time_s, format_bytes(job.peak_uss_bytes.value_or(0)));
   }
   for (size_t i = 0; i < r.processes.size(); ++i) {
     if (!r.processes[i].heap_at_job_peak_bytes) continue;
