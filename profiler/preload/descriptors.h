@@ -1,7 +1,6 @@
-// The descriptors the tracer opens for itself: the trace file, /proc/self/statm,
-// /proc/self/smaps_rollup and libunwind's memory-validation pipe. The program may close
-// any number, or be handed one the tracer had (closefrom(3), then open: daemons and
-// shells do). So the tracer keeps its
+// The descriptors the tracer opens for itself: the trace file, /proc/self/statm and
+// libunwind's memory-validation pipe. The program may close any number, or be handed one
+// the tracer had (closefrom(3), then open: daemons and shells do). So the tracer keeps its
 // own at high numbers, away from those the program is given, remembers which file each
 // is (device and inode), and checks before using one that it still is: it never reads,
 // writes or closes a descriptor that has become the program's, and opens its own again.

@@ -21,7 +21,6 @@ namespace memstage::preload {
 namespace {
 
 std::atomic<int> g_statm_fd{-1};
-std::atomic<int> g_smaps_rollup_fd{-1};
 std::atomic<uint64_t> g_shares_last_ns{0};  // trace time of the last smaps_rollup read (0: none)
 std::atomic<uint64_t> g_shares_cost_ns{0};  // how long it took
 uint64_t g_page_bytes = 4096;
@@ -90,19 +89,9 @@ uint64_t env_number_plus_one(std::initializer_list<const char*> names) {
   return 0;
 }
 
-void open_memory_shares_source() {
-  const int fd = adopt_descriptor(
-      static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC)));
-  const int old = g_smaps_rollup_fd.exchange(fd);
-  if (old >= 0) release_descriptor(old);
-}
-
 }  // namespace
 
 bool read_memory_shares_if_due(uint64_t now_ns, bool edge, MemoryShares& out) {
-  if (descriptor_lost(g_smaps_rollup_fd.load())) open_memory_shares_source();
-  const int fd = g_smaps_rollup_fd.load();
-  if (fd < 0) return false;
   uint64_t last = g_shares_last_ns.load(std::memory_order_relaxed);
   const uint64_t cost = g_shares_cost_ns.load(std::memory_order_relaxed);
   if (last != 0) {
@@ -112,8 +101,13 @@ bool read_memory_shares_if_due(uint64_t now_ns, bool edge, MemoryShares& out) {
   // One thread reads at a time; the others skip this sample.
   if (!g_shares_last_ns.compare_exchange_strong(last, now_ns == 0 ? 1 : now_ns, std::memory_order_relaxed)) return false;
   const uint64_t start = monotonic_ns();
+  // Opened for each read, unlike statm: a read costs milliseconds, the open microseconds,
+  // and a descriptor held for long is one more the program can close under the tracer.
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return false;
   char buf[4096];
   const long n = syscall(SYS_pread64, fd, buf, sizeof(buf), 0);
+  syscall(SYS_close, fd);
   g_shares_cost_ns.store(monotonic_ns() - start, std::memory_order_relaxed);
   if (n <= 0) return false;
   const char* end = buf + n;
@@ -146,8 +140,7 @@ void open_rss_source() {
   // Threads may find it lost together: each opens its own, the last one stays.
   const int old = g_statm_fd.exchange(fd);
   if (old >= 0) release_descriptor(old);
-  // After fork: the child's own file, read at its first sample.
-  open_memory_shares_source();
+  // After fork: the child reads its own smaps_rollup at its first sample.
   g_shares_last_ns.store(0, std::memory_order_relaxed);
   g_shares_cost_ns.store(0, std::memory_order_relaxed);
   g_page_bytes = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));

@@ -69,7 +69,9 @@ def scenario_workers(s):
     pss = job.get("peak_pss_bytes")
     if s.check(pss is not None, "job.peak_pss_bytes present (smaps_rollup sampled)"):
         s.check(pss < 0.6 * job["peak_rss_bytes"], "summed PSS %d well under summed RSS %d" % (pss, job["peak_rss_bytes"]))
-        s.check(truth * 0.95 <= pss <= truth + 3 * t["parent_bytes"] * 0.5,
+        # PSS is sampled sparsely (docs/jobs.md): its peak may fall short of the instant; it
+        # must never count the shared pages once per worker.
+        s.check(t["parent_bytes"] < pss <= truth + 3 * t["parent_bytes"] * 0.5,
                 "summed PSS %d counts the shared pages about once (heap held: %d)" % (pss, truth))
     text = s.run([s.memstage, "report", out, "--format", "text"]).stdout.decode(errors="replace")
     s.check(text.splitlines()[1].lstrip().startswith("job of 4 processes") if len(text.splitlines()) > 1 else False,
