@@ -54,7 +54,8 @@ std::string process_label(const Report& r, size_t index) {
   // Hosts only matter when the job ran on more than one.
   const bool hosts = std::any_of(r.processes.begin(), r.processes.end(),
                                  [&](const ProcessReport& q) { return q.host != r.processes.front().host; });
-  const std::string where = hosts ? " on " + p.host : "";
+  const std::string where = hosts ? " on " + terminal_text(p.host) : "";
+  name = terminal_text(name);
   if (p.rank) return fmt::format("rank {} (pid {} {}{})", *p.rank, p.pid, name, where);
   return fmt::format("pid {} ({}{})", p.pid, name, where);
 }
@@ -163,7 +164,8 @@ std::string render_text(const Report& r, const TextOptions& options) {
   if (r.processes.size() > 1) {
     // Every process with its own peaks: the first one's figures above say nothing of the
     // compilers and tools it started.
-    out += fmt::format("\nprocesses ({}; the figures above and below are the first one's)\n", r.processes.size());
+    out += fmt::format("\nprocesses ({}; but for the job's, the figures above and below are pid {}'s)\n",
+                       r.processes.size(), r.processes.front().pid);
     out += fmt::format("  {:>8} {:>10} {:>10}  {:<22} {}\n", "pid", "peak heap", "peak RSS", "ended", "command");
     for (const ProcessReport& p : r.processes) {
       // The program's name, not its folder, then its arguments.
@@ -172,6 +174,7 @@ std::string render_text(const Report& r, const TextOptions& options) {
         command_line += command_line.empty() ? a.substr(a.rfind('/') == std::string::npos ? 0 : a.rfind('/') + 1)
                                              : " " + a;
       }
+      if (p.rank) command_line = fmt::format("rank {}: {}", *p.rank, command_line);
       command_line = terminal_text(command_line);
       if (command_line.size() > 60) command_line = command_line.substr(0, 59) + "~";
       std::string ended = p.ended;
