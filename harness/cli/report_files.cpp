@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -50,21 +51,50 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir) {
   }
 }
 
-reports::Report analyze_path(const std::string& path, bool symbolize, std::optional<reports::RunInfo> run) {
+namespace {
+
+// The traces a path names: a trace file; a run's folder, its traces; a folder of runs' folders
+// (one per host, docs/jobs.md), the traces of each, folders in name order.
+std::vector<std::string> traces_of(const std::string& path) {
   std::error_code ec;
-  std::vector<std::string> traces;
-  std::string dir;
-  if (fs::is_directory(path, ec)) {
-    dir = path;
-    traces = reports::find_traces(path);
-    if (traces.empty()) throw CliError(path + " holds no memstage trace (trace.*.mst)");
-  } else if (fs::exists(path, ec)) {
-    dir = fs::path(path).parent_path().string();
-    if (dir.empty()) dir = ".";
-    traces = {path};
-  } else {
-    throw CliError(path + ": no such file or directory");
+  if (!fs::is_directory(path, ec)) {
+    if (!fs::exists(path, ec)) throw CliError(path + ": no such file or directory");
+    return {path};
   }
+  std::vector<std::string> traces = reports::find_traces(path);
+  if (traces.empty()) {
+    std::vector<std::string> runs;
+    for (const auto& entry : fs::directory_iterator(path, ec)) {
+      if (entry.is_directory(ec)) runs.push_back(entry.path().string());
+    }
+    std::sort(runs.begin(), runs.end());
+    for (const auto& run : runs) {
+      const auto found = reports::find_traces(run);
+      traces.insert(traces.end(), found.begin(), found.end());
+    }
+  }
+  if (traces.empty()) throw CliError(path + " holds no memstage trace (trace.*.mst), nor do its folders");
+  return traces;
+}
+
+}  // namespace
+
+reports::Report analyze_path(const std::string& path, bool symbolize, std::optional<reports::RunInfo> run) {
+  return analyze_paths({path}, symbolize, std::move(run));
+}
+
+reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize,
+                              std::optional<reports::RunInfo> run) {
+  std::vector<std::string> traces;
+  for (const auto& path : paths) {
+    const auto found = traces_of(path);
+    traces.insert(traces.end(), found.begin(), found.end());
+  }
+  // The run's record (exit code, duration) from the first path's folder.
+  std::error_code ec;
+  const std::string& first = paths.front();
+  std::string dir = fs::is_directory(first, ec) ? first : fs::path(first).parent_path().string();
+  if (dir.empty()) dir = ".";
   ProgressBar progress("analysing");
   reports::AnalysisOptions options;
   options.symbolize = symbolize;
@@ -73,34 +103,6 @@ reports::Report analyze_path(const std::string& path, bool symbolize, std::optio
     return reports::analyze(traces, run ? run : read_run_info(dir), options);
   } catch (const trace::NotATraceError& e) {
     throw CliError(e.what());
-  } catch (const std::runtime_error& e) {
-    throw CliError(e.what());
-  }
-}
-
-reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize) {
-  if (paths.size() == 1) return analyze_path(paths.front(), symbolize);
-  std::vector<std::string> traces;
-  std::error_code ec;
-  for (const auto& path : paths) {
-    if (fs::is_directory(path, ec)) {
-      const auto found = reports::find_traces(path);
-      if (found.empty()) throw CliError(path + " holds no memstage trace (trace.*.mst)");
-      traces.insert(traces.end(), found.begin(), found.end());
-    } else if (fs::exists(path, ec)) {
-      traces.push_back(path);
-    } else {
-      throw CliError(path + ": no such file or directory");
-    }
-  }
-  const std::string& first = paths.front();
-  const std::string dir = fs::is_directory(first, ec) ? first : fs::path(first).parent_path().string();
-  ProgressBar progress("analysing");
-  reports::AnalysisOptions options;
-  options.symbolize = symbolize;
-  options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
-  try {
-    return reports::analyze(traces, read_run_info(dir.empty() ? "." : dir), options);
   } catch (const std::runtime_error& e) {
     throw CliError(e.what());
   }

@@ -14,16 +14,18 @@ namespace memstage::harness {
 std::string run_info_json(const reports::RunInfo& run);
 std::optional<reports::RunInfo> read_run_info(const std::string& dir);
 
-// Analyses a folder of traces or a single trace file, with a progress bar on a terminal;
-// `run` (else the folder's run.json) gives the command, exit status and duration.
-// Throws CliError (exit 2) for input that is not a trace or a folder without traces.
+// Analyses a trace file, a run's folder of traces, or a folder of runs' folders (one per
+// host: docs/jobs.md), with a progress bar on a terminal; `run` (else the folder's
+// run.json) gives the command, exit status and duration. Throws CliError (exit 2) for
+// input that is not a trace or a folder without traces.
 reports::Report analyze_path(const std::string& path, bool symbolize = true,
                              std::optional<reports::RunInfo> run = std::nullopt);
 
 // Several runs as one job (the ranks of a job that ran on several hosts, each host's run
-// in its own folder): every trace of every folder or file, on one clock; the first
-// folder's run.json gives the command. One path is analyze_path.
-reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize = true);
+// in its own folder): every trace of every path, as analyze_path finds them, on one
+// clock; the first path's run.json gives the command.
+reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize = true,
+                              std::optional<reports::RunInfo> run = std::nullopt);
 
 enum class ReportFormat { kJson, kText, kHtml, kChrome, kPprof };
 ReportFormat parse_format(const std::string& name);

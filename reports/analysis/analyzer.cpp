@@ -1035,6 +1035,8 @@ JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t ma
     plan.job.peak_pss_bytes = pss_peak.bytes;
     plan.job.peak_pss_time_s = pss_peak.t_s;
     plan.job.peak_uss_bytes = highest_sum(uss, Hold::kUntilNext).bytes;
+    // A quarter more than PSS: beyond what the sparser PSS samples can miss.
+    plan.job.rss_overstates = 4 * plan.job.peak_rss_bytes > 5 * pss_peak.bytes;
   }
   for (size_t n = 0; n < plan.order.size(); ++n) {
     const int64_t k = heap_peak.sample_at_peak[n];

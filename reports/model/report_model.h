@@ -213,6 +213,9 @@ struct JobReport {
   std::optional<uint64_t> peak_pss_bytes;
   double peak_pss_time_s = 0;
   std::optional<uint64_t> peak_uss_bytes;
+  // Summed RSS well over summed PSS: the processes share many pages, and a sum of RSS
+  // (what per-process tools show) overstates the job (analyzer.cpp says how far is "well").
+  bool rss_overstates = false;
   double clock_resolution_s = 0;
   std::vector<JobStack> top_stacks_at_peak;  // across processes, largest first
   std::vector<JobTimelinePoint> timeline;  // empty for one process (Report::timeline is its)

@@ -85,8 +85,9 @@ def scenario_ranks(s):
     python = s.python
     out, report = s.traced("one_run", [python, script, "launch", s.truth_file("one_run")], mode="stats")
     check_ranks(s, report, s.read_truth("one_run"), "one run")
-    folders = [os.path.join(s.work, "host%d" % r) for r in range(2)]
-    prefix = [s.memstage, "run", "--mode", "stats", "-o", os.path.join(s.work, "host{rank}"), "--"]
+    job_folder = os.path.join(s.work, "job")
+    folders = [os.path.join(job_folder, "host%d" % r) for r in range(2)]
+    prefix = [s.memstage, "run", "--mode", "stats", "-o", os.path.join(job_folder, "host{rank}"), "--"]
     proc = s.run([python, script, "launch", s.truth_file("two_runs")] + prefix, timeout=300)
     s.eq(proc.returncode, 0, "two runs: the launcher's exit code")
     proc = s.run([s.memstage, "report", "--format", "json"] + folders)
@@ -103,6 +104,14 @@ def scenario_ranks(s):
     truth = s.read_truth("two_runs")
     truth["pids"] = [p["pid"] for p in report["processes"]]
     check_ranks(s, report, truth, "memstage report HOST0 HOST1")
+    # The folder that holds the hosts' folders is the same job.
+    proc = s.run([s.memstage, "report", "--format", "json", job_folder])
+    if s.eq(proc.returncode, 0, "memstage report JOB_FOLDER: exit code"):
+        whole = json.loads(proc.stdout)
+        s.eq(sorted(p["pid"] for p in whole["processes"]), sorted(truth["pids"]),
+             "memstage report JOB_FOLDER: the processes of both hosts' folders")
+        s.eq(whole["job"]["peak_heap_bytes"], report["job"]["peak_heap_bytes"],
+             "memstage report JOB_FOLDER: the job's peak, as with the folders named")
 
 
 def check_ranks(s, report, truth, what):
@@ -118,9 +127,53 @@ def check_ranks(s, report, truth, what):
         s.check(share >= held, "%s: rank %d holds its %d bytes at the job's peak (%d)" % (what, rank, held, share))
 
 
+def scenario_dataloader(s):
+    """DataLoader-style workers over a parent's dataset (examples/dataloader_cow): held as Python
+    objects, each worker copies the pages it reads (reference counts are written); as a numpy
+    array, they stay shared, and summed RSS overstates the job where summed PSS does not."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "dataloader_cow",
+                          "loader.py")
+    items = 1_000_000
+    runs = {}
+    for layout in ("objects", "numpy"):
+        out, report = s.traced(layout, [s.python, script, "--layout", layout, "--items", str(items),
+                                        "--truth", s.truth_file(layout)])
+        runs[layout] = (out, report, s.read_truth(layout))
+    objects, numpy_ = runs["objects"], runs["numpy"]
+    float_bytes = items * 24  # what a worker's reads copy: the float objects' pages (the list is only read)
+
+    def workers_uss(run):
+        _, report, truth = run
+        by_pid = {p["pid"]: p for p in report["processes"]}
+        s.eq(sorted(by_pid), sorted([truth["parent_pid"]] + truth["worker_pids"]),
+             "%s: the parent and its workers" % truth["layout"])
+        return [by_pid.get(pid, {}).get("peak_uss_bytes") or 0 for pid in truth["worker_pids"]]
+
+    copied = workers_uss(objects)
+    shared = workers_uss(numpy_)
+    for uss in copied:
+        s.check(uss >= 0.7 * float_bytes, "objects: a worker's private pages %.1f MiB hold its copy of the %.1f MiB "
+                "of float objects it read" % (uss / MIB, float_bytes / MIB))
+    s.check(max(shared) + 0.7 * float_bytes <= min(copied),
+            "numpy: each worker's private pages (%s MiB) stay under the objects' (%s MiB) by most of a dataset"
+            % ([round(u / MIB, 1) for u in shared], [round(u / MIB, 1) for u in copied]))
+    job_o, job_n = objects[1]["job"], numpy_[1]["job"]
+    s.check((job_o.get("peak_pss_bytes") or 0) >= (job_n.get("peak_pss_bytes") or 0) + 2 * 0.7 * float_bytes,
+            "the job's PSS with objects (%.1f MiB) is above numpy's (%.1f MiB) by at least two workers' copies"
+            % ((job_o.get("peak_pss_bytes") or 0) / MIB, (job_n.get("peak_pss_bytes") or 0) / MIB))
+    # With numpy the pages stay shared: summed RSS counts them in every process, PSS once.
+    rss, pss = job_n.get("peak_rss_bytes", 0), job_n.get("peak_pss_bytes") or 0
+    s.check(pss > 0 and rss >= 2 * pss, "numpy: summed RSS %.1f MiB overstates summed PSS %.1f MiB"
+            % (rss / MIB, pss / MIB))
+    s.eq(job_n.get("rss_overstates"), True, "numpy: job.rss_overstates")
+    text = s.run([s.memstage, "report", numpy_[0], "--format", "text"]).stdout.decode(errors="replace")
+    s.check("summed RSS overstates what the job holds" in text, "numpy: the text report says summed RSS overstates")
+
+
 SCENARIOS = {
     "workers": scenario_workers,
     "ranks": scenario_ranks,
+    "dataloader": scenario_dataloader,
 }
 
 

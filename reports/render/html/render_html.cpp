@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -539,6 +540,53 @@ json stack_bytes_json(const std::vector<StackBytes>& stacks, std::vector<StackIn
   return out;
 }
 
+template <class T>
+json optional_json(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+// The job (several processes on one clock): its peaks, its timeline as columns with one
+// column of heap per process (for the stacked chart), the stacks held at its peak.
+json job_json(const Report& report, std::vector<StackIndex>& used_stacks) {
+  const JobReport& job = report.job;
+  json t = json::array(), heap = json::array(), rss = json::array(), pss = json::array();
+  json per_process = json::array();
+  for (size_t i = 0; i < report.processes.size(); ++i) per_process.push_back(json::array());
+  bool any_pss = false;
+  for (const JobTimelinePoint& p : job.timeline) {
+    t.push_back(p.t_s);
+    heap.push_back(p.heap_bytes);
+    rss.push_back(p.rss_bytes);
+    pss.push_back(optional_json(p.pss_bytes));
+    any_pss = any_pss || p.pss_bytes.has_value();
+    for (size_t i = 0; i < per_process.size(); ++i) {
+      per_process[i].push_back(i < p.process_heap_bytes.size() ? p.process_heap_bytes[i] : 0);
+    }
+  }
+  json tops = json::array();
+  for (size_t i = 0; i < job.top_stacks_at_peak.size() && i < kMaxStageTopStacks; ++i) {
+    const JobStack& s = job.top_stacks_at_peak[i];
+    tops.push_back({{"process", s.process}, {"stack", s.held.stack}, {"bytes", s.held.bytes}, {"blocks", s.held.blocks}});
+    used_stacks.push_back(s.held.stack);
+  }
+  return json{{"peak_heap_bytes", job.peak_heap_bytes},
+              {"peak_heap_time_s", job.peak_heap_time_s},
+              {"peak_rss_bytes", job.peak_rss_bytes},
+              {"peak_rss_time_s", job.peak_rss_time_s},
+              {"peak_pss_bytes", optional_json(job.peak_pss_bytes)},
+              {"peak_pss_time_s", job.peak_pss_time_s},
+              {"peak_uss_bytes", optional_json(job.peak_uss_bytes)},
+              {"rss_overstates", job.rss_overstates},
+              {"clock_resolution_s", job.clock_resolution_s},
+              {"timeline",
+               {{"t_s", std::move(t)},
+                {"heap_bytes", std::move(heap)},
+                {"rss_bytes", std::move(rss)},
+                {"pss_bytes", any_pss ? std::move(pss) : json(nullptr)},
+                {"process_heap_bytes", std::move(per_process)}}},
+              {"top_stacks_at_peak", std::move(tops)}};
+}
+
 int worst_stage(const std::vector<StageReport>& stages) {
   int worst = -1;
   for (int s = 0; s < static_cast<int>(stages.size()); ++s) {
@@ -620,11 +668,23 @@ json page_data(const Report& report) {
                          {"command", p.command},
                          {"peak_heap_bytes", p.peak_heap_bytes},
                          {"peak_rss_bytes", p.peak_rss_bytes},
+                         {"peak_pss_bytes", optional_json(p.peak_pss_bytes)},
+                         {"peak_uss_bytes", optional_json(p.peak_uss_bytes)},
                          {"complete", p.complete},
                          {"ended", p.ended},
-                         {"exec_path", p.exec_path}});
+                         {"exec_path", p.exec_path},
+                         {"exit_code", optional_json(p.exit_code)},
+                         {"signal", optional_json(p.signal)},
+                         {"start_s", p.start_s},
+                         {"end_s", p.end_s},
+                         {"heap_at_job_peak_bytes", p.heap_at_job_peak_bytes},
+                         {"host", p.host},
+                         {"rank", optional_json(p.rank)},
+                         {"local_rank", optional_json(p.local_rank)},
+                         {"world_size", optional_json(p.world_size)}});
   }
   data["processes"] = std::move(processes);
+  data["job"] = report.processes.size() > 1 ? job_json(report, used_stacks) : json(nullptr);
   data["leaks"] = leaks_json(report, page_stages, frames, used_stacks);
   data["growth"] = growth_json(report, frames, used_stacks);
   data["top_sites"] = top_sites_json(report, frames, used_stacks);

@@ -123,6 +123,7 @@ Json job_json(const Report& r) {
               {"peak_pss_bytes", optional_number(job.peak_pss_bytes)},
               {"peak_pss_time_s", job.peak_pss_time_s},
               {"peak_uss_bytes", optional_number(job.peak_uss_bytes)},
+              {"rss_overstates", job.rss_overstates},
               {"clock_resolution_s", job.clock_resolution_s},
               {"top_stacks_at_peak", std::move(tops)},
               {"timeline", std::move(timeline)}};

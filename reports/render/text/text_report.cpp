@@ -72,10 +72,25 @@ void append_job(std::string& out, const Report& r, const TextOptions& options) {
     out += fmt::format("    peak PSS   {} at {:.3f} s (shared pages counted once); private pages {}\n",
                        format_bytes(*job.peak_pss_bytes), job.peak_pss_time_s, format_bytes(job.peak_uss_bytes.value_or(0)));
   }
-  for (size_t i = 0; i < r.processes.size(); ++i) {
-    if (!r.processes[i].heap_at_job_peak_bytes) continue;
-    out += fmt::format("      {:>10} in {}\n", format_bytes(r.processes[i].heap_at_job_peak_bytes), process_label(r, i));
+  if (job.rss_overstates) {
+    out += fmt::format("    summed RSS overstates what the job holds by {}: the processes share pages (copy-on-write\n"
+                       "    after fork, libraries) and RSS counts a shared page in each; PSS counts it once\n",
+                       format_bytes(job.peak_rss_bytes - *job.peak_pss_bytes));
   }
+  // Each process's heap at the job's peak; with PSS samples, its PSS and private pages at
+  // their highest (a forked worker that copies its parent's pages grows in private pages).
+  constexpr size_t kMaxProcessLines = 16;
+  size_t shown = 0;
+  for (size_t i = 0; i < r.processes.size(); ++i) {
+    const ProcessReport& p = r.processes[i];
+    if (!p.heap_at_job_peak_bytes && !p.peak_pss_bytes) continue;
+    if (++shown > kMaxProcessLines) continue;
+    out += fmt::format("      {:>10} in {}{}\n", format_bytes(p.heap_at_job_peak_bytes), process_label(r, i),
+                       p.peak_pss_bytes ? fmt::format("; PSS up to {}, private {}", format_bytes(*p.peak_pss_bytes),
+                                                      format_bytes(p.peak_uss_bytes.value_or(0)))
+                                        : "");
+  }
+  if (shown > kMaxProcessLines) out += fmt::format("      ... and {} more processes\n", shown - kMaxProcessLines);
   if (!job.top_stacks_at_peak.empty()) {
     out += fmt::format("    held at the job's peak:\n");
     for (size_t i = 0; i < std::min(options.stacks, job.top_stacks_at_peak.size()); ++i) {

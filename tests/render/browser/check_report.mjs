@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Loads a memstage HTML report from file:// in Debian's chromium (driven by playwright-core)
 // and checks that it works offline and safely:
-//   node check_report.mjs REPORT.html SCREENSHOT.png [--expect-text FILE]
+//   node check_report.mjs REPORT.html SCREENSHOT.png [--expect-text FILE] [--expect-job]
 // - no console errors, no page errors, no network requests, no dialogs;
 // - timeline, stage table and flame graph drawn with a non-zero size;
 // - clicking a flame-graph frame zooms into it; dragging across the timeline zooms it;
@@ -10,7 +10,11 @@
 //   once per list;
 // - every stage name is shown as text, and the page holds no <img> and no inline event
 //   handler attribute (names from the traced program never become markup);
-// - with --expect-text, FILE's contents appear on the page as text.
+// - with --expect-text, FILE's contents appear on the page as text;
+// - a report of several processes (required with --expect-job) shows the job: one tree
+//   entry per pid, nested under its parent's, whose shares of the job's peak add up to it;
+//   one stacked band per process that held heap; the job's peak marked, and the pointer
+//   over it reads the job's peak; when the report finds summed RSS well over summed PSS, a note says so.
 // Writes a full-page screenshot. Exits 0 when every check passes, 1 otherwise.
 // playwright-core comes from `npm ci` next to this script, or from the node_modules folder
 // named by MEMSTAGE_NODE_MODULES; the browser from MEMSTAGE_CHROMIUM or /usr/bin/chromium.
@@ -21,15 +25,17 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 function usage() {
-  console.error('usage: check_report.mjs REPORT.html SCREENSHOT.png [--expect-text FILE]');
+  console.error('usage: check_report.mjs REPORT.html SCREENSHOT.png [--expect-text FILE] [--expect-job]');
   process.exit(2);
 }
 
 const args = process.argv.slice(2);
 const positional = [];
 let expectText = null;
+let expectJob = false;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--expect-text' && i + 1 < args.length) expectText = fs.readFileSync(args[++i], 'utf8');
+  else if (args[i] === '--expect-job') expectJob = true;
   else positional.push(args[i]);
 }
 if (positional.length !== 2) usage();
@@ -180,6 +186,14 @@ try {
     }
   }
 
+  // The job view, drawn from the data and checked against it.
+  const jobData = await page.evaluate(() => {
+    const data = JSON.parse(document.getElementById('memstage-data').textContent);
+    return { processes: data.processes || [], job: data.job };
+  });
+  if (expectJob && !(jobData.processes.length > 1 && jobData.job)) fail('--expect-job: the report holds no job');
+  if (jobData.processes.length > 1 && jobData.job) await checkJob(page, jobData);
+
   // Dragging across the timeline zooms it: its time axis changes.
   const axisText = () => page.evaluate(() => [...document.querySelectorAll('#timeline .axis text')].map((t) => t.textContent).join('|'));
   const before = await axisText();
@@ -206,6 +220,69 @@ try {
 } finally {
   await context.close().catch(() => {});
   fs.rmSync(userDataDir, { recursive: true, force: true });
+}
+
+// As the page writes sizes (report.js fmtBytes).
+function fmtBytes(bytes) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let unit = 0;
+  while (unit < units.length - 1 && Math.abs(bytes) >= 1024 ** (unit + 1)) unit++;
+  const value = bytes / 1024 ** unit;
+  const digits = unit === 0 ? 0 : Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2;
+  return value.toFixed(digits) + ' ' + units[unit];
+}
+
+async function checkJob(page, { processes, job }) {
+  const section = await page.evaluate(() => {
+    const s = document.getElementById('job-section');
+    const chart = document.querySelector('#job-timeline svg');
+    const r = chart ? chart.getBoundingClientRect() : null;
+    return { hidden: !s || s.hidden, chart: r ? { width: r.width, height: r.height } : null };
+  });
+  if (section.hidden) fail('job: the job section is hidden for a report of several processes');
+  if (!section.chart || !(section.chart.width > 0 && section.chart.height > 0)) fail('job: no stacked timeline drawn');
+  const tree = await page.evaluate(() => [...document.querySelectorAll('#job-tree li.job-process')].map((li) => {
+    const up = li.parentElement.closest('li.job-process');
+    return { pid: Number(li.getAttribute('data-pid')), parent: up ? Number(up.getAttribute('data-pid')) : null,
+      heapAtPeak: Number(li.getAttribute('data-heap-at-job-peak')), text: li.querySelector('.job-process-head').textContent };
+  }));
+  const pids = [...new Set(processes.map((p) => p.pid))];
+  if (tree.length !== pids.length) fail(`job: ${tree.length} processes in the tree, ${pids.length} pids in the data`);
+  for (const p of processes) {
+    const node = tree.find((n) => n.pid === p.pid);
+    if (!node) { fail(`job: pid ${p.pid} missing from the process tree`); continue; }
+    if (!node.text.includes(`pid ${p.pid}`)) fail(`job: the tree entry of pid ${p.pid} does not name it`);
+    if (p.rank !== null && p.rank !== undefined && !node.text.includes(`rank ${p.rank}`)) fail(`job: pid ${p.pid} not named by its rank ${p.rank}`);
+    const parentTraced = p.parent_pid !== p.pid && pids.includes(p.parent_pid);
+    if (parentTraced && node.parent !== p.parent_pid) fail(`job: pid ${p.pid} is not under its parent ${p.parent_pid} (${node.parent})`);
+    if (!parentTraced && node.parent !== null) fail(`job: pid ${p.pid}, whose parent is not traced, is nested under ${node.parent}`);
+  }
+  const shares = tree.reduce((sum, n) => sum + n.heapAtPeak, 0);
+  if (shares !== job.peak_heap_bytes) fail(`job: the processes' shares of the job's peak add up to ${shares}, not ${job.peak_heap_bytes}`);
+  const bands = await page.evaluate(() => document.querySelectorAll('#job-timeline .job-band').length);
+  const holding = processes.filter((p, i) => (job.timeline.process_heap_bytes[i] || []).some((v) => v > 0)).length;
+  if (bands !== holding) fail(`job: ${bands} stacked bands, ${holding} processes held heap`);
+  const marker = await page.evaluate(() => {
+    const m = document.querySelector('#job-timeline .job-peak-marker');
+    if (!m) return null;
+    m.scrollIntoView({ block: 'center' });
+    const r = m.getBoundingClientRect();
+    return { bytes: Number(m.getAttribute('data-bytes')), x: r.left + r.width / 2, y: r.top + r.height / 2 };
+  });
+  if (!marker) {
+    fail('job: the job\'s peak is not marked');
+  } else {
+    if (marker.bytes !== job.peak_heap_bytes) fail(`job: the marked peak is ${marker.bytes}, the job's ${job.peak_heap_bytes}`);
+    await page.mouse.move(marker.x, marker.y + 20);
+    const tip = await page.evaluate(() => document.getElementById('tooltip').innerText);
+    const want = `job heap ${fmtBytes(job.peak_heap_bytes)}`;
+    if (!tip.includes(want)) fail(`job: the pointer at the peak reads ${JSON.stringify(tip)}, not ${want}`);
+    await page.mouse.move(0, 0);
+  }
+  if (job.rss_overstates) {
+    const note = await page.evaluate(() => { const n = document.getElementById('job-shared-note'); return n && !n.hidden ? n.textContent : ''; });
+    if (!note.includes('overstates')) fail('job: summed RSS is well over summed PSS and the page does not say so');
+  }
 }
 
 for (const e of consoleErrors) fail(`console error: ${e}`);
