@@ -124,6 +124,23 @@
     return lo > 0 ? text.slice(0, lo) + '…' : '';
   }
 
+  // A chart's grid and axes: bytes up the side every `step`, seconds along the bottom at
+  // a round step; returns the two groups to append.
+  function bytesTimeGrid({ yMax, step, yOf, t0, t1, xOf, margin, width, height, plotWidth, plotHeight }) {
+    const grid = svg('g', { class: 'grid' });
+    const axis = svg('g', { class: 'axis' });
+    for (let v = 0; v <= yMax; v += step) {
+      grid.append(svg('line', { x1: margin.left, x2: width - margin.right, y1: yOf(v), y2: yOf(v) }));
+      axis.append(svg('text', { x: margin.left - 6, y: yOf(v) + 4, 'text-anchor': 'end' }, fmtBytes(v)));
+    }
+    const tStep = niceStep(t1 - t0, Math.max(2, Math.floor(plotWidth / 110)));
+    for (let v = Math.ceil(t0 / tStep) * tStep; v <= t1 + 1e-12; v += tStep) {
+      grid.append(svg('line', { x1: xOf(v), x2: xOf(v), y1: margin.top, y2: margin.top + plotHeight }));
+      axis.append(svg('text', { x: xOf(v), y: height - 8, 'text-anchor': 'middle' }, fmtSeconds(Number(v.toPrecision(12)))));
+    }
+    return [grid, axis];
+  }
+
   function niceStep(range, count) {
     const raw = range / Math.max(1, count);
     if (!(raw > 0)) return 1;
@@ -395,17 +412,7 @@
     const step = niceStep(yMax / 1024 ** unit, 5) * 1024 ** unit;
     const yOf = (bytes) => margin.top + plotHeight - (bytes / yMax) * plotHeight;
     const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, height, role: 'img', 'aria-label': 'each process\'s heap, stacked, over time' });
-    const grid = svg('g', { class: 'grid' }), axis = svg('g', { class: 'axis' });
-    for (let v = 0; v <= yMax; v += step) {
-      grid.append(svg('line', { x1: margin.left, x2: width - margin.right, y1: yOf(v), y2: yOf(v) }));
-      axis.append(svg('text', { x: margin.left - 6, y: yOf(v) + 4, 'text-anchor': 'end' }, fmtBytes(v)));
-    }
-    const tStep = niceStep(t1 - t0, Math.max(2, Math.floor(plotWidth / 110)));
-    for (let v = Math.ceil(t0 / tStep) * tStep; v <= t1 + 1e-12; v += tStep) {
-      grid.append(svg('line', { x1: xOf(v), x2: xOf(v), y1: margin.top, y2: margin.top + plotHeight }));
-      axis.append(svg('text', { x: xOf(v), y: height - 8, 'text-anchor': 'middle' }, fmtSeconds(Number(v.toPrecision(12)))));
-    }
-    root.append(grid, axis);
+    root.append(...bytesTimeGrid({ yMax, step, yOf, t0, t1, xOf, margin, width, height, plotWidth, plotHeight }));
     // One band per process, in the order of processes, each on top of those before it.
     const below = new Array(n).fill(0);
     const bands = svg('g', { class: 'job-bands' });
@@ -534,18 +541,7 @@
       svg('rect', { x: margin.left, y: 0, width: plotWidth, height }))));
 
     // Grid and axes.
-    const grid = svg('g', { class: 'grid' });
-    const axis = svg('g', { class: 'axis' });
-    for (let v = 0; v <= yMax; v += step) {
-      grid.append(svg('line', { x1: margin.left, x2: width - margin.right, y1: yOf(v), y2: yOf(v) }));
-      axis.append(svg('text', { x: margin.left - 6, y: yOf(v) + 4, 'text-anchor': 'end' }, fmtBytes(v)));
-    }
-    const tStep = niceStep(t1 - t0, Math.max(2, Math.floor(plotWidth / 110)));
-    for (let v = Math.ceil(t0 / tStep) * tStep; v <= t1 + 1e-12; v += tStep) {
-      grid.append(svg('line', { x1: xOf(v), x2: xOf(v), y1: margin.top, y2: margin.top + plotHeight }));
-      axis.append(svg('text', { x: xOf(v), y: height - 8, 'text-anchor': 'middle' }, fmtSeconds(Number(v.toPrecision(12)))));
-    }
-    root.append(grid, axis);
+    root.append(...bytesTimeGrid({ yMax, step, yOf, t0, t1, xOf, margin, width, height, plotWidth, plotHeight }));
 
     // Stages: a band per nesting level above the plot, and the top level's spans behind it.
     const plotted = svg('g', { 'clip-path': `url(#${clipId})` });
