@@ -104,7 +104,7 @@ for r in $(seq "$rounds"); do
     case $workload in
       churn)
         variants=${CHURN_VARIANTS:-untraced full stats aggregate sample heaptrack}
-        for rate in ${SAMPLE_RATES//,/ }; do variants+=" sample@$rate"; done
+        for rate in ${SAMPLE_RATES:+${SAMPLE_RATES//,/ }}; do variants+=" sample@$rate"; done
         ;;
       *) variants="untraced full heaptrack" ;;
     esac
