@@ -26,7 +26,7 @@ bin=$build/bin/memstage
 churn=$build/bench/memstage_churn
 bench=$build/bench/memstage_bench_traced_malloc
 here=harness/bench
-preload=$(find "$build" -name libmemstage_preload.so -path "*memstage/*" | head -n1)
+preload=$build/lib/memstage/libmemstage_preload.so  # what memstage run preloads (not the test install copy)
 python=/usr/bin/python3  # Debian's, where python3-torch is installed
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
