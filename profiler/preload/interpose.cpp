@@ -237,18 +237,33 @@ size_t usable_size_before_free(void* p) {
 
 using namespace memstage::preload;
 
-MEMSTAGE_EXPORT void* malloc(size_t size) {
+namespace {
+
+// The common case of stats and sample modes, kept to a few loads and no guard: the state
+// of the calling thread when this call (from `caller`) is counted there, nullptr in every
+// other case (before start, the tracer's own calls, the loader's, a thread's first call,
+// full and aggregate modes), which takes the general path. Anything in these modes that
+// may allocate (unwinding a sampled call, sampling RSS at a new heap high) sets the
+// re-entry guard itself.
+__attribute__((always_inline)) inline ThreadState* counting_thread(const void* caller) {
+  ThreadState* ts = t_thread_state;
+  if (__builtin_expect(!ts || t_in_tracer || !recording(), 0)) return nullptr;
+  if (!stats_mode() && !sample_mode()) return nullptr;
+  if (__builtin_expect(called_from_loader(caller), 0)) return nullptr;
+  return ts;
+}
+
+__attribute__((noinline)) void* malloc_general(size_t size, const void* caller) {
   if (!resolve()) return bootstrap_alloc(size, 16);
-  if (!should_record_call(__builtin_return_address(0))) return real.malloc(size);
+  if (!should_record_call(caller)) return real.malloc(size);
   if (stats_mode()) return traced_alloc_result(real.malloc(size), size);
   RecordingGuard guard;
   return traced_alloc_result(real.malloc(size), size);
 }
 
-MEMSTAGE_EXPORT void free(void* p) {
-  if (!p || is_bootstrap(p)) return;
+__attribute__((noinline)) void free_general(void* p, const void* caller) {
   if (!resolve()) return;
-  if (!should_record_call(__builtin_return_address(0))) return real.free(p);
+  if (!should_record_call(caller)) return real.free(p);
   if (stats_mode()) {
     count_free();
     return real.free(p);
@@ -264,6 +279,37 @@ MEMSTAGE_EXPORT void free(void* p) {
   record_free(p);
   errno = saved_errno;
   real.free(p);
+}
+
+}  // namespace
+
+MEMSTAGE_EXPORT void* malloc(size_t size) {
+  if (ThreadState* ts = counting_thread(__builtin_return_address(0))) {
+    void* p = real.malloc(size);
+    if (__builtin_expect(p != nullptr, 1)) {
+      if (stats_mode()) {
+        count_allocation(ts, size);
+      } else {
+        sample_alloc(ts, p, size, false);
+      }
+    }
+    return p;
+  }
+  return malloc_general(size, __builtin_return_address(0));
+}
+
+MEMSTAGE_EXPORT void free(void* p) {
+  if (__builtin_expect(!p || is_bootstrap(p), 0)) return;
+  if (ThreadState* ts = counting_thread(__builtin_return_address(0))) {
+    // Before the real free, as in free_general.
+    if (stats_mode()) {
+      count_free(ts);
+    } else {
+      sample_free(ts, p);
+    }
+    return real.free(p);
+  }
+  free_general(p, __builtin_return_address(0));
 }
 
 MEMSTAGE_EXPORT void* calloc(size_t count, size_t size) {

@@ -244,6 +244,7 @@ void record_sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_reall
 }  // namespace
 
 void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
+  RecordingGuard guard;
   const int saved_errno = errno;
   if (!ts->sampler.started()) {
     // The thread's first allocation: its own sequence of samples.
@@ -257,6 +258,7 @@ void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
 }
 
 void sampled_free(ThreadState* ts, void* p) {
+  RecordingGuard guard;
   const int saved_errno = errno;
   push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0);
   errno = saved_errno;
@@ -439,6 +441,8 @@ void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length) {
 }
 
 void fold_heap_bytes(ThreadState* ts) {
+  RecordingGuard guard;
+  const int saved_errno = errno;
   const int64_t unfolded = ts->heap_unfolded_bytes;
   const int64_t before = g_tracer.heap_live_bytes.fetch_add(unfolded, std::memory_order_relaxed);
   // The highest this thread took the heap to since its last fold, the others' changes as
@@ -450,6 +454,7 @@ void fold_heap_bytes(ThreadState* ts) {
   ts->heap_unfolded_bytes = 0;
   ts->heap_unfolded_high_bytes = 0;
   if (unfolded > 0) note_live_bytes(ts, before + unfolded);
+  errno = saved_errno;
 }
 
 void push_samples(ThreadState* ts, bool with_allocator_stats) {

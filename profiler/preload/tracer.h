@@ -166,28 +166,31 @@ void push_counters(ThreadState* ts);
 uint32_t encode_modules(uint8_t* out, uint32_t capacity);
 
 // Stats mode: the whole cost of a traced call is these few increments.
-inline void count_allocation(uint64_t bytes) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
+inline void count_allocation(ThreadState* ts, uint64_t bytes) {
   ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
 }
-inline void count_free() {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
+inline void count_free(ThreadState* ts) {
   ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+inline void count_allocation(uint64_t bytes) {
+  if (ThreadState* ts = current_thread_state()) count_allocation(ts, bytes);
+}
+inline void count_free() {
+  if (ThreadState* ts = current_thread_state()) count_free(ts);
 }
 inline bool stats_mode() { return g_tracer.options.mode == trace::Mode::kStats; }
 inline bool sample_mode() { return g_tracer.options.mode == trace::Mode::kSample; }
 
 // Sample mode: records an allocation the sampler chose, or the free of a sampled block
-// (keep errno).
+// (keep errno; callable without the re-entry guard: they set it).
 void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc);
 void sampled_free(ThreadState* ts, void* p);
 // The usable size of a live block (interpose.cpp).
 size_t usable_size_before_free(void* p);
 
-// Sample mode: adds the thread's change of live heap to the process's, raising the high.
+// Sample mode: adds the thread's change of live heap to the process's, raising the high
+// (callable without the re-entry guard: it sets it, and keeps errno).
 void fold_heap_bytes(ThreadState* ts);
 // Sample mode: counts `delta` bytes of live heap (usable sizes) on every malloc and free.
 inline void count_heap_bytes(ThreadState* ts, int64_t delta) {
@@ -200,6 +203,7 @@ inline void count_heap_bytes(ThreadState* ts, int64_t delta) {
 
 // Sample mode's whole cost for an allocation not sampled, or a free of a block not
 // sampled: counters, the heap count, the sampler's countdown or the sampled-block filter.
+// Run without the re-entry guard (interpose.cpp's fast path): what else they call sets it.
 inline void sample_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
   ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
