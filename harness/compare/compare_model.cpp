@@ -36,7 +36,9 @@ std::map<std::string, StageAggregate> aggregate_stages(const Json& report, std::
     const std::string path = get_or<std::string>(st, "path", get_or<std::string>(st, "name", "?"));
     StageAggregate& agg = by_path[path];
     if (order && std::find(order->begin(), order->end(), path) == order->end()) order->push_back(path);
-    agg.duration_s += std::max(0.0, get_or<double>(st, "end_s", 0) - get_or<double>(st, "start_s", 0));
+    // A row grouping several instances of its path (stage_grouping) says how long they were open.
+    agg.duration_s += st.contains("open_s") ? get_or<double>(st, "open_s", 0)
+                                             : std::max(0.0, get_or<double>(st, "end_s", 0) - get_or<double>(st, "start_s", 0));
     const MemoryFigures m = memory_figures(st);
     if (!agg.seen) {
       agg.memory = m;

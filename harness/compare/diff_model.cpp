@@ -37,7 +37,10 @@ double number(const Json& j, const char* key) {
 std::map<std::string, double> figures(const Json& f, bool is_totals, const Json& report) {
   std::map<std::string, double> out;
   for (const MetricSpec& m : kMetrics) out[m.name] = number(f, m.name);
-  out["duration_s"] = is_totals ? number(report, "duration_s") : std::max(0.0, number(f, "end_s") - number(f, "start_s"));
+  // A row grouping several instances of its path (stage_grouping) says how long they were open.
+  out["duration_s"] = is_totals         ? number(report, "duration_s")
+                      : f.contains("open_s") ? number(f, "open_s")
+                                             : std::max(0.0, number(f, "end_s") - number(f, "start_s"));
   out["fragmentation"] = f.contains("fragmentation") ? number(f["fragmentation"], "ratio") : 0;
   out["allocator_resident_bytes"] = f.contains("rss_breakdown") ? number(f["rss_breakdown"], "allocator_resident_bytes") : 0;
   return out;

@@ -15,6 +15,7 @@
 #include "reports/analysis/job_clock.h"
 #include "reports/analysis/live_heap.h"
 #include "reports/analysis/module_index.h"
+#include "reports/analysis/stage_rows.h"
 #include "reports/analysis/suffix_sums.h"
 #include "reports/model/frame_interner.h"
 #include "reports/symbolize/symbolizer.h"
@@ -1138,12 +1139,14 @@ std::vector<DeviceTimelinePoint> bucket_device_timeline(const std::vector<Device
   return out;
 }
 
-DeviceReport device_report(const DeviceMemoryReplay& device, StackResolver& stacks, size_t top_stacks,
-                           size_t max_timeline_points) {
+DeviceReport device_report(const DeviceMemoryReplay& device, StackResolver& stacks, const StageRows& stage_rows,
+                           size_t top_stacks, size_t max_timeline_points) {
   DeviceReport d;
   d.totals = device.totals(kNsPerS);
   auto index_of = [&](uint32_t stack) { return stacks.index_of(stack); };
-  d.leaks = group_device_blocks(device.live_blocks(), index_of);
+  std::vector<DeviceMemoryReplay::Block> live = device.live_blocks();
+  for (auto& b : live) b.stage = stage_rows.row_of(b.stage);
+  d.leaks = group_device_blocks(live, index_of);
   // At the peak: by stack alone, whatever stage allocated.
   std::vector<DeviceMemoryReplay::Block> at_peak = device.at_peak();
   for (auto& b : at_peak) b.stage = -1;
@@ -1152,6 +1155,7 @@ DeviceReport device_report(const DeviceMemoryReplay& device, StackResolver& stac
     d.top_stacks_at_peak.push_back(StackBytes{l.stack, l.bytes, l.blocks});
   }
   d.timeline = bucket_device_timeline(device.timeline(), max_timeline_points);
+  for (DeviceTimelinePoint& p : d.timeline) p.stage = stage_rows.row_of(p.stage);
   d.unknown_frees = device.unknown_frees();
   return d;
 }
@@ -1320,6 +1324,29 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   JobPlan job = plan_job(files, main_index, options.max_timeline_points);
 
+  // Stage paths, each distinct one once, and the rows the stage instances are reported in
+  // (stage_rows.h): every figure keyed by stage below is keyed by row.
+  std::vector<uint32_t> instance_path(pass.stages.size());
+  std::vector<std::string> stage_paths;
+  StageRows stage_rows([&] {
+    std::map<std::pair<uint32_t, uint32_t>, uint32_t> path_ids;  // (parent's path + 1 or 0, name) -> path
+    std::vector<StageInstanceKey> keys(pass.stages.size());
+    for (size_t i = 0; i < pass.stages.size(); ++i) {
+      const StageInstance& s = pass.stages[i];
+      // A parent begins before its children: its path is known already.
+      const uint32_t parent = s.parent >= 0 ? instance_path[s.parent] + 1 : 0;
+      auto [it, added] = path_ids.try_emplace({parent, s.name_id}, static_cast<uint32_t>(stage_paths.size()));
+      if (added) {
+        const std::string& name = pass.stage_names[s.name_id];
+        stage_paths.push_back(parent ? stage_paths[parent - 1] + '/' + name : name);
+        kept_text.charge(name.size() + stage_paths.back().size(), "stage paths");
+      }
+      instance_path[i] = it->second;
+      keys[i] = StageInstanceKey{it->second, s.peak_heap_bytes};
+    }
+    return keys;
+  }());
+
   // Pass two: stacks at the peaks.
   StacksAtPeaks at_peaks;
   PeakSnapshots snapshots([&] {
@@ -1327,7 +1354,9 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     if (job.event_at_peak[0]) targets.push_back({job.event_at_peak[0], PeakSnapshots::kJobPeak});
     if (pass.peak_event) targets.push_back({pass.peak_event, -1});
     for (size_t i = 0; i < pass.stages.size(); ++i) {
-      if (pass.stages[i].peak_event) targets.push_back({pass.stages[i].peak_event, static_cast<int>(i)});
+      if (pass.stages[i].peak_event && stage_rows.holds_row_peak(i)) {
+        targets.push_back({pass.stages[i].peak_event, static_cast<int>(i)});
+      }
     }
     if (pass.ram_limit && pass.ram_limit_event) targets.push_back({pass.ram_limit_event, StacksAtPeaks::kRamLimit});
     return targets;
@@ -1377,13 +1406,13 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   }
   t.fragmentation = fragmentation_of(t.rss_breakdown);
 
-  // Leaks, grouped by stack and stage, and per stage: the blocks live at the end, from
+  // Leaks, grouped by stack and stage row, and per stage: the blocks live at the end, from
   // the events or from aggregate mode's sites.
   std::unordered_map<uint64_t, StackBytes> leaks_by_key;
   const auto count_leaked = [&](uint32_t stack, int stage, uint64_t bytes, uint64_t blocks) {
     t.leaked_bytes += bytes;
     t.leaked_blocks += blocks;
-    StackBytes& l = leaks_by_key[figure_key(stack, stage)];
+    StackBytes& l = leaks_by_key[figure_key(stack, stage_rows.row_of(stage))];
     l.stack = stack;
     l.bytes += bytes;
     l.blocks += blocks;
@@ -1438,9 +1467,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     const StageInstance& s = pass.stages[i];
     StageReport r;
     r.name = pass.stage_names[s.name_id];
-    // A parent begins before its children: its path is made already.
-    r.path = s.parent >= 0 ? report.stages[s.parent].path + '/' + r.name : r.name;
-    kept_text.charge(r.name.size() + r.path.size(), "stage paths");
+    r.path = stage_paths[instance_path[i]];
     r.parent = s.parent;
     r.depth = s.depth;
     r.start_s = s.start_ns / kNsPerS;
@@ -1480,30 +1507,47 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
                                       : estimated_breakdown(s.peak_heap_bytes, s.peak_rss_bytes, pass.last_tracer_bytes,
                                                             s.peak_heap_ns / kNsPerS);
     f.fragmentation = fragmentation_of(f.rss_breakdown);
-    if (auto it = at_peaks.stage_peaks.find(static_cast<int>(i)); it != at_peaks.stage_peaks.end()) {
+    // Only the instance whose peak its row reports needs its stacks.
+    const auto it = at_peaks.stage_peaks.find(static_cast<int>(i));
+    if (it != at_peaks.stage_peaks.end() && stage_rows.holds_row_peak(i)) {
       for (const StackBytes& sb : it->second) {
         r.top_stacks_at_peak.push_back(StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks});
       }
     }
     if (pass.device.used()) r.device = device_stage_figures(pass.device.stages()[i]);
-    report.stages.push_back(std::move(r));
+    stage_rows.add(i, std::move(r));
   }
+  report.stages = stage_rows.take_rows();
+  report.stage_grouping = stage_rows.grouping();
   if (pass.device.used()) {
-    report.device = device_report(pass.device, stacks, options.top_stacks, options.max_timeline_points);
+    report.device = device_report(pass.device, stacks, stage_rows, options.top_stacks, options.max_timeline_points);
     if (report.device->unknown_frees) {
       report.warnings.push_back(fmt::format("device: {} frees of blocks the trace never saw allocated",
                                             report.device->unknown_frees));
     }
   }
 
-  // Per stack and stage figures, with the bytes live at the run's peak.
+  // Per stack and stage row figures, with the bytes live at the run's peak.
   for (const auto& [key, live] : at_peaks.run_peak) {
     StackStageFigures& f = pass.figures[key];
     f.stack = live.stack;
     f.stage = static_cast<int>(static_cast<uint32_t>(key)) - 1;
     f.live_at_peak_bytes = live.bytes;
   }
-  std::vector<std::pair<uint64_t, StackStageFigures>> figure_list(pass.figures.begin(), pass.figures.end());
+  std::unordered_map<uint64_t, StackStageFigures> figures_by_row;
+  for (const auto& [key, f] : pass.figures) {
+    const int row = stage_rows.row_of(static_cast<int>(static_cast<uint32_t>(key)) - 1);
+    auto [it, first] = figures_by_row.try_emplace(figure_key(static_cast<uint32_t>(key >> 32), row), f);
+    StackStageFigures& m = it->second;
+    m.stage = row;
+    if (first) continue;
+    m.allocations += f.allocations;
+    m.bytes_allocated += f.bytes_allocated;
+    m.temporary_allocations += f.temporary_allocations;
+    m.live_at_peak_bytes += f.live_at_peak_bytes;
+    m.leaked_bytes += f.leaked_bytes;
+  }
+  std::vector<std::pair<uint64_t, StackStageFigures>> figure_list(figures_by_row.begin(), figures_by_row.end());
   std::sort(figure_list.begin(), figure_list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::unordered_map<uint32_t, StackBytes> run_peak_by_stack;
   for (auto& [key, f] : figure_list) {
@@ -1529,7 +1573,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   if (pass.ram_limit) {
     report.ram_limit = pass.ram_limit;
-    const int stage = pass.ram_limit->stage;
+    report.ram_limit->stage = stage_rows.row_of(pass.ram_limit->stage);
+    const int stage = report.ram_limit->stage;
     const double limit = static_cast<double>(pass.ram_limit->limit_bytes);
     report.warnings.push_back(fmt::format("would not fit in {}: RSS passed it {}after {:.1f} s",
                                           limit >= (1ull << 30) ? fmt::format("{:.1f} GiB", limit / (1ull << 30))
@@ -1552,6 +1597,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     }
   }
   report.timeline = downsample(pass.timeline, options.max_timeline_points, peak_point);
+  for (TimelinePoint& p : report.timeline) p.stage = stage_rows.row_of(p.stage);
 
   const auto process_report = [&](const FirstPass& p) {
     ProcessReport r;

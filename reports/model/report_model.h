@@ -122,6 +122,25 @@ struct StageReport {
   uint64_t retained_bytes = 0;  // allocated in this stage or its children, live at its end
   std::vector<StackBytes> top_stacks_at_peak;
   std::optional<DeviceFigures> device;  // when the run used device memory
+  // How many stage instances the row stands for: 1, or past StageGrouping's limit the
+  // instances of its path grouped into one row (reports/analysis/stage_rows.h): from the
+  // first's start to the last's end, the highest peak (with that instance's time,
+  // breakdown and stacks), counts, retained and leaked bytes summed.
+  uint64_t instances = 1;
+  double open_s = 0;  // with instances > 1: the time its instances were open, summed
+};
+
+// The seconds a row's stage was open: its instances' summed, or its own span.
+inline double stage_open_s(const StageReport& s) { return s.instances > 1 ? s.open_s : s.end_s - s.start_s; }
+
+// A run with more stage instances than the limit (a loop that marks every batch) has them
+// grouped by path in Report::stages (reports/analysis/stage_rows.h).
+struct StageGrouping {
+  uint64_t instances = 0;        // stage instances in the run
+  uint64_t rows = 0;             // rows of Report::stages
+  uint64_t ungrouped_limit = 0;  // up to this many instances, each is a row
+  uint64_t first_kept = 0;       // the first this many instances are rows of their own
+  std::string note;              // the same in words, for every renderer
 };
 
 struct Leak {
@@ -301,7 +320,10 @@ struct Report {
   std::optional<PythonRun> python;
   std::optional<SamplingReport> sampling;  // sample mode only
   MemoryFigures totals;
-  std::vector<StageReport> stages;  // sorted by start_s
+  // Sorted by start_s: one row per stage instance, or past StageGrouping's limit grouped
+  // by path (stage indices elsewhere in the report name rows).
+  std::vector<StageReport> stages;
+  std::optional<StageGrouping> stage_grouping;  // only when instances were grouped
   std::vector<StackBytes> top_stacks_at_peak;  // at the run's peak
   std::vector<Leak> leaks;          // largest first
   std::vector<TimelinePoint> timeline;

@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import struct
@@ -447,6 +448,56 @@ def scenario_stage_limits(s):
             in warnings, "warning names the distinct-name limit and its count: %s" % warnings)
     s.check("stages nested deeper than %d: %d stage begins" % (t["max_stage_depth"], t["dropped_for_depth"])
             in warnings, "warning names the depth limit and its count: %s" % warnings)
+
+
+def scenario_stage_heavy(s):
+    """A loop marking 50,000 batches as stages: report.json and the analysis stay bounded,
+    instances sharing a path grouped with exact sums and the highest peak's own row."""
+    start_rss_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    out, report = s.traced("run", [s.program("stage_heavy"), s.truth_file("stage_heavy")])
+    # The largest process this scenario waited for: memstage run (analysis and renderers)
+    # or the traced program (its 64 MiB buffer). Keeping each instance's stacks took
+    # ~8 GB for 80,000 instances; grouped, ~200 MB.
+    max_rss_mib = max(start_rss_kib, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    report_mib = os.path.getsize(os.path.join(out, "report.json")) / 2**20
+    print("report.json %.1f MiB, largest process %.0f MiB" % (report_mib, max_rss_mib))
+    s.check(report_mib <= 8, "report.json is at most 8 MiB: %.1f MiB" % report_mib)
+    s.check(max_rss_mib <= 512, "memstage run peaks under 512 MiB: %.0f MiB" % max_rss_mib)
+    t = s.read_truth("stage_heavy")
+    grouping = report.get("stage_grouping") or {}
+    s.eq(grouping.get("instances"), 2 * t["batches"], "stage_grouping: instances")
+    stages = report["stages"]
+    s.eq(grouping.get("rows"), len(stages), "stage_grouping: rows")
+    s.check(len(stages) <= grouping.get("first_kept", 0) + 4,
+            "the first instances, each path's highest peak and one group per path: %d rows" % len(stages))
+    by_path = {}
+    for st in stages:
+        by_path.setdefault(st["path"], []).append(st)
+    if not s.eq(sorted(by_path), ["batch", "batch/forward"], "stage paths"):
+        return
+    for path, key in (("batch", "batch"), ("batch/forward", "forward")):
+        rows = by_path[path]
+        s.eq(sum(st["instances"] for st in rows), t["batches"], "%s: instances over its rows" % path)
+        s.eq(sum(st["allocations"] for st in rows), t[key + "_allocations"], "%s: allocations" % path)
+        s.eq(sum(st["bytes_allocated"] for st in rows), t[key + "_bytes"], "%s: bytes_allocated" % path)
+        groups = [st for st in rows if st["instances"] > 1]
+        s.check(len(groups) == 1 and groups[0]["open_s"] < groups[0]["end_s"] - groups[0]["start_s"],
+                "%s: one group, open for less than its span: %r" % (path, [(g["open_s"], g["start_s"], g["end_s"]) for g in groups]))
+    s.eq(sum(st["leaked_bytes"] for st in by_path["batch/forward"]), t["leaked_bytes"], "forward: leaked_bytes")
+    # The highest peak (the run's) is held by an instance listed on its own, with its stacks.
+    totals = report["totals"]
+    s.check(0 <= totals["peak_heap_bytes"] - t["peak_own_bytes"] <= 65536,
+            "run peak is the program's plus libc's blocks: %d vs %d" % (totals["peak_heap_bytes"], t["peak_own_bytes"]))
+    worst = max(by_path["batch/forward"], key=lambda st: st["peak_heap_bytes"])
+    s.eq(worst["peak_heap_bytes"], totals["peak_heap_bytes"], "forward: highest peak")
+    s.eq(worst["instances"], 1, "the highest peak's instance is a row of its own")
+    top = worst["top_stacks_at_peak"]
+    s.check(top and top[0]["bytes"] == 64 << 20 and any((f.get("function") or "").endswith("forward") for f in top[0]["stack"]),
+            "its top stack is forward's 64 MiB: %s" % (format_stack(top[0]["stack"]) if top else "none"))
+    with open(out + ".stderr", "rb") as f:
+        summary = f.read().decode(errors="replace")
+    s.check("%d stage instances" % (2 * t["batches"]) in summary and " x%s" % format(groups[0]["instances"], ",") in summary,
+            "the text summary says instances were grouped")
 
 
 def scenario_threads(s):
@@ -1223,6 +1274,7 @@ SCENARIOS = {
     "peak": scenario_peak,
     "stages": scenario_stages,
     "stage_limits": scenario_stage_limits,
+    "stage_heavy": scenario_stage_heavy,
     "threads": scenario_threads,
     "fork": scenario_fork,
     "dlopen": scenario_dlopen,

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "reports/analysis/allocator_frames.h"
+#include "reports/analysis/stage_rows.h"
 #include "reports/model/frame_interner.h"
 
 namespace memstage::tests {
@@ -368,14 +369,24 @@ Report make_fixture_report(const FixtureOptions& options) {
 }
 
 void add_loop_stages(Report& r, size_t batches) {
+  // The instances as the analysis sees them, then grouped into rows as it groups them
+  // (reports/analysis/stage_rows.h): the fixture's own stages first, each a row still.
   const double start_s = r.duration_s;
+  std::vector<StageReport> instances = std::move(r.stages);
+  std::vector<StageInstanceKey> keys;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    // The fixture's paths are distinct from the loop's two (numbered 0 and 1).
+    keys.push_back(StageInstanceKey{static_cast<uint32_t>(2 + i), instances[i].figures.peak_heap_bytes});
+  }
+  std::vector<Leak> leaks;
+  std::vector<StackStageFigures> figures;
   for (size_t i = 0; i < batches; ++i) {
     const double t = start_s + 0.001 * static_cast<double>(i);
     for (int nested = 0; nested < 2; ++nested) {
       StageReport st;
       st.name = nested ? "forward" : "serve_batch";
       st.path = nested ? "serve_batch/forward" : "serve_batch";
-      st.parent = nested ? static_cast<int>(r.stages.size()) - 1 : -1;
+      st.parent = nested ? static_cast<int>(instances.size()) - 1 : -1;
       st.depth = nested;
       st.start_s = t + 0.0001 * nested;
       st.end_s = t + 0.0009;
@@ -389,16 +400,17 @@ void add_loop_stages(Report& r, size_t batches) {
       st.figures.leaked_blocks = nested ? 1 : 0;
       st.retained_bytes = st.figures.leaked_bytes;
       st.top_stacks_at_peak = {StackBytes{static_cast<StackIndex>(i % r.stacks.size()), 4096, 1}};
-      const int index = static_cast<int>(r.stages.size());
-      r.stages.push_back(std::move(st));
+      const int index = static_cast<int>(instances.size());
+      keys.push_back(StageInstanceKey{static_cast<uint32_t>(nested), st.figures.peak_heap_bytes});
+      instances.push_back(std::move(st));
       StackStageFigures f;
       f.stack = static_cast<StackIndex>((i * 7 + nested) % r.stacks.size());
       f.stage = index;
       f.allocations = 10;
       f.bytes_allocated = 10 * 4096;
       f.leaked_bytes = nested ? 4096 : 0;
-      r.stack_figures.push_back(f);
-      if (nested) r.leaks.push_back(Leak{4096, 1, index, f.stack});
+      figures.push_back(f);
+      if (nested) leaks.push_back(Leak{4096, 1, index, f.stack});
       r.totals.allocations += 10;
       r.totals.bytes_allocated += 10 * 4096;
       r.totals.leaked_bytes += f.leaked_bytes;
@@ -408,9 +420,26 @@ void add_loop_stages(Report& r, size_t batches) {
     p.t_s = t + 0.0005;
     p.heap_bytes = 200 * MiB + (i % 97) * 4096;
     p.rss_bytes = 400 * MiB;
-    p.stage = static_cast<int>(r.stages.size()) - 1;
+    p.stage = static_cast<int>(instances.size()) - 1;
     r.timeline.push_back(p);
   }
+  StageRows rows(keys);
+  for (size_t i = 0; i < instances.size(); ++i) rows.add(i, std::move(instances[i]));
+  r.stages = rows.take_rows();
+  r.stage_grouping = rows.grouping();
+  // The fixture's own figures name its stages, rows of their own before the loop's.
+  for (StackStageFigures& f : r.stack_figures) f.stage = rows.row_of(f.stage);
+  for (Leak& l : r.leaks) l.stage = rows.row_of(l.stage);
+  for (TimelinePoint& p : r.timeline) p.stage = rows.row_of(p.stage);
+  for (StackStageFigures& f : figures) {
+    f.stage = rows.row_of(f.stage);
+    r.stack_figures.push_back(f);
+  }
+  for (Leak& l : leaks) {
+    l.stage = rows.row_of(l.stage);
+    r.leaks.push_back(l);
+  }
+  if (r.ram_limit) r.ram_limit->stage = rows.row_of(r.ram_limit->stage);
   r.duration_s = start_s + 0.001 * static_cast<double>(batches);
 }
 

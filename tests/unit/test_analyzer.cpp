@@ -1,8 +1,10 @@
 // The analysis on hand-made event streams whose figures are known exactly.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <set>
 
 #include "reports/analysis/analyzer.h"
+#include "reports/analysis/stage_rows.h"
 #include "tests/unit/trace_builder.h"
 
 using memstage::testing::TraceBuilder;
@@ -147,6 +149,93 @@ TEST_CASE("many stages: top stacks at each stage's peak and retained bytes, kept
     CHECK(s.top_stacks_at_peak[1].bytes == at_peak);
     CHECK(s.retained_bytes == 16u + i);  // its block, freed (if at all) by the next stage
   }
+}
+
+// A loop of `steps` stages "step", each with a nested "inner": step keeps 100 bytes while
+// inner allocates 10..16 bytes and frees them; step `peak_step`'s inner allocates 1 MB. Every
+// 100th step leaks 7 bytes.
+TraceBuilder& stage_loop(TraceBuilder& b, int steps, int peak_step) {
+  b.process().stack({0x10}).stack({0x20}).stack({0x30}).stage_name("step").stage_name("inner");
+  for (int i = 0; i < steps; ++i) {
+    const uint64_t t = 10 + 4 * static_cast<uint64_t>(i);
+    b.stage_begin(0, t).alloc(0x1000, 100, 0);
+    b.stage_begin(1, t + 1).alloc(0x2000, i == peak_step ? 1'000'000 : 10 + i % 7, 1).free(0x2000);
+    if (i % 100 == 0) b.alloc(0x100000 + i, 7, 2);
+    b.stage_end(t + 2).free(0x1000).stage_end(t + 3);
+  }
+  return b.end(10 + 4 * static_cast<uint64_t>(steps));
+}
+
+TEST_CASE("past a thousand stage instances those sharing a path are grouped: sums exact, highest peaks on their own") {
+  constexpr int kSteps = 10000, kPeakStep = 6789;
+  TraceBuilder b;
+  const auto r = analyze(stage_loop(b, kSteps, kPeakStep), "grouped_stages");
+  REQUIRE(r.stage_grouping);
+  CHECK(r.stage_grouping->instances == 2 * kSteps);
+  // The first 100 instances, each path's highest peak, each path's other instances.
+  REQUIRE(r.stages.size() == reports::StageRows::kFirstInstancesKept + 4);
+  CHECK(r.stage_grouping->rows == r.stages.size());
+  for (const char* path : {"step", "step/inner"}) {
+    INFO(path);
+    uint64_t instances = 0, allocations = 0, bytes = 0, leaked = 0, highest = 0;
+    const reports::StageReport* group = nullptr;
+    const reports::StageReport* worst = nullptr;
+    for (const auto& s : r.stages) {
+      if (s.path != path) continue;
+      instances += s.instances;
+      allocations += s.figures.allocations;
+      bytes += s.figures.bytes_allocated;
+      leaked += s.figures.leaked_bytes;
+      if (s.instances > 1) group = &s;
+      if (s.figures.peak_heap_bytes > highest) highest = s.figures.peak_heap_bytes, worst = &s;
+    }
+    CHECK(instances == kSteps);
+    REQUIRE(group);
+    REQUIRE(worst);
+    CHECK(worst->instances == 1);
+    CHECK(worst->figures.peak_heap_bytes == 1'000'100 + (kPeakStep / 100 + 1) * 7);
+    CHECK(worst->start_s == Approx((10 + 4 * kPeakStep + (group->depth ? 1 : 0)) / 1e9));
+    REQUIRE_FALSE(worst->top_stacks_at_peak.empty());
+    CHECK(worst->top_stacks_at_peak[0].bytes == 1'000'000);
+    // The group's peak is its own instances' highest, with that instance's stacks.
+    // (step 9996: 16 bytes in inner, 100 leaked 7-byte blocks before it).
+    CHECK(group->figures.peak_heap_bytes == 100 + 16 + 700);
+    uint64_t held = 0;
+    for (const auto& sb : group->top_stacks_at_peak) held += sb.bytes;
+    CHECK(held == group->figures.peak_heap_bytes);
+    CHECK(group->open_s == Approx((group->depth ? 1 : 3) * 1e-9 * group->instances));
+    if (std::string(path) == "step") {
+      CHECK(allocations == kSteps);
+      CHECK(bytes == 100ull * kSteps);
+      CHECK(leaked == 0);
+    } else {
+      CHECK(allocations == kSteps + kSteps / 100);
+      CHECK(leaked == 7ull * kSteps / 100);
+      CHECK(r.stages[group->parent].path == "step");
+      CHECK(r.stages[group->parent].instances > 1);
+    }
+  }
+  // Every figure keyed by stage names a row, each (stack, row) once.
+  std::set<std::pair<uint32_t, int>> keys;
+  for (const auto& f : r.stack_figures) {
+    CHECK(f.stage < static_cast<int>(r.stages.size()));
+    CHECK(keys.insert({f.stack, f.stage}).second);
+  }
+  for (const auto& l : r.leaks) CHECK(l.stage < static_cast<int>(r.stages.size()));
+  for (const auto& p : r.timeline) CHECK(p.stage < static_cast<int>(r.stages.size()));
+  uint64_t leaked_listed = 0;
+  for (const auto& l : r.leaks) leaked_listed += l.bytes;
+  CHECK(leaked_listed == 7ull * kSteps / 100);
+  CHECK(r.leaks.size() == 2);  // the first 100 instances' leak and the group's
+}
+
+TEST_CASE("up to a thousand stage instances each is a row of its own") {
+  TraceBuilder b;
+  const auto r = analyze(stage_loop(b, 500, 7), "ungrouped_stages");
+  CHECK_FALSE(r.stage_grouping);
+  REQUIRE(r.stages.size() == 1000);
+  for (const auto& s : r.stages) CHECK(s.instances == 1);
+  CHECK(r.stages[15].figures.peak_heap_bytes == 1'000'100 + 7);
 }
 
 TEST_CASE("what a trace describes beyond the analysis's text budget stops it with one clear error") {

@@ -13,6 +13,10 @@ namespace {
 using nlohmann::json;
 
 constexpr int kStageThread = 1;  // all stages on one track, so nesting shows by time
+// Rows that group many instances of a path (reports/analysis/stage_rows.h) span from the
+// first's start to the last's end, across the instances listed on their own: a track of
+// their own keeps the nesting of the others.
+constexpr int kGroupedStageThread = 2;
 
 double to_us(double seconds) { return seconds * 1e6; }
 
@@ -31,6 +35,10 @@ std::string render_chrome_trace(const Report& report) {
                     {"args", {{"name", "memstage: " + joined(report.command)}}}});
   events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", kStageThread},
                     {"args", {{"name", "stages"}}}});
+  if (report.stage_grouping) {
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", kGroupedStageThread},
+                      {"args", {{"name", "stages grouped by path"}}}});
+  }
 
   // Stages: a child's slice is clamped into its parent's, since viewers nest "X" slices by
   // time containment and rounding must not make a child stick out.
@@ -61,7 +69,7 @@ std::string render_chrome_trace(const Report& report) {
                       {"ts", begin_us[i]},
                       {"dur", end_us[i] - begin_us[i]},
                       {"pid", pid},
-                      {"tid", kStageThread},
+                      {"tid", s.instances > 1 ? kGroupedStageThread : kStageThread},
                       {"args",
                        {{"path", s.path},
                         {"closed", s.closed},
@@ -72,6 +80,7 @@ std::string render_chrome_trace(const Report& report) {
                         {"retained_bytes", s.retained_bytes},
                         {"leaked_bytes", f.leaked_bytes},
                         {"fragmentation_ratio", f.fragmentation.ratio}}}});
+    if (report.stage_grouping) events.back()["args"]["instances"] = s.instances;
   }
 
   // Heap and RSS as two counters: one counter with two series would be drawn stacked,

@@ -2,7 +2,7 @@
 // stylesheet and script. Everything the page draws is prepared here in sizes a browser
 // handles quickly: the flame graph's call tree is pruned of frames too small to see, the
 // timeline is thinned to a few thousand points, lists are cut to their largest entries,
-// and past a thousand stage instances those sharing a path are one row (page_stages.h).
+// and stage rows are the analysis's (past a thousand instances, grouped by path: stage_rows.h).
 #include "reports/render/html/render_html.h"
 
 #include <algorithm>
@@ -16,7 +16,6 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/render/html/html_assets.h"
-#include "reports/render/html/page_stages.h"
 
 namespace memstage::reports {
 namespace {
@@ -248,7 +247,7 @@ std::vector<std::vector<int>> stage_subtrees(const std::vector<StageReport>& sta
   return subtree;
 }
 
-json flame_json(const Report& report, const PageStages& stages, FrameTable& frames) {
+json flame_json(const Report& report, FrameTable& frames) {
   CallTree tree(report);
   std::vector<uint32_t> leaf_of_stack(report.stacks.size(), UINT32_MAX);
   auto leaf = [&](StackIndex s) -> uint32_t {
@@ -263,9 +262,9 @@ json flame_json(const Report& report, const PageStages& stages, FrameTable& fram
   // Views the page can show: all stages, and each stage with its nested ones.
   std::vector<std::vector<size_t>> views(1);
   for (size_t i = 0; i < report.stack_figures.size(); ++i) views[0].push_back(i);
-  const auto subtrees = stage_subtrees(stages.rows());
+  const auto subtrees = stage_subtrees(report.stages);
   std::unordered_map<int, std::vector<size_t>> by_stage;
-  for (size_t i = 0; i < report.stack_figures.size(); ++i) by_stage[stages.row(report.stack_figures[i].stage)].push_back(i);
+  for (size_t i = 0; i < report.stack_figures.size(); ++i) by_stage[report.stack_figures[i].stage].push_back(i);
   for (const auto& subtree : subtrees) {
     std::vector<size_t> view;
     for (int s : subtree) {
@@ -332,7 +331,7 @@ json flame_json(const Report& report, const PageStages& stages, FrameTable& fram
   for (size_t i = 0; i < report.stack_figures.size(); ++i) {
     const uint32_t n = kept_ancestor[figure_leaf[i]];
     const auto& f = report.stack_figures[i];
-    auto& m = merged[{new_id[n], stages.row(f.stage)}];
+    auto& m = merged[{new_id[n], f.stage}];
     const auto v = metrics_of(f);
     for (size_t k = 0; k < kMetrics; ++k) m[k] += v[k];
   }
@@ -351,7 +350,7 @@ json flame_json(const Report& report, const PageStages& stages, FrameTable& fram
               {"prune_share", share}};
 }
 
-json timeline_json(const Report& report, const PageStages& stages) {
+json timeline_json(const Report& report) {
   const auto& points = report.timeline;
   std::vector<size_t> keep;
   if (points.size() <= kTimelineMaxPoints) {
@@ -380,7 +379,7 @@ json timeline_json(const Report& report, const PageStages& stages) {
     heap.push_back(points[i].heap_bytes);
     rss.push_back(points[i].rss_bytes);
     tracer.push_back(points[i].tracer_bytes);
-    stage.push_back(stages.row(points[i].stage));
+    stage.push_back(points[i].stage);
   }
   return json{{"t_s", std::move(t)},
               {"heap_bytes", std::move(heap)},
@@ -472,8 +471,7 @@ json top_sites_json(const Report& report, FrameTable& frames, std::vector<StackI
 }
 
 // Leaks grouped by stack (a stack may leak in several stages), largest first.
-json leaks_json(const Report& report, const PageStages& stages, FrameTable& frames,
-                std::vector<StackIndex>& used_stacks) {
+json leaks_json(const Report& report, FrameTable& frames, std::vector<StackIndex>& used_stacks) {
   struct Group {
     StackIndex stack = 0;
     uint64_t bytes = 0, blocks = 0;
@@ -485,7 +483,7 @@ json leaks_json(const Report& report, const PageStages& stages, FrameTable& fram
     g.stack = leak.stack;
     g.bytes += leak.bytes;
     g.blocks += leak.blocks;
-    const int stage = stages.row(leak.stage);
+    const int stage = leak.stage;
     if (std::find(g.stages.begin(), g.stages.end(), stage) == g.stages.end()) g.stages.push_back(stage);
   }
   std::vector<Group> sorted;
@@ -621,17 +619,17 @@ json page_data(const Report& report) {
   data["totals"] = figures_json(report.totals);
   data["warnings"] = report.warnings;
   if (!report.capture_notes.empty()) data["capture_notes"] = report.capture_notes;
-  const PageStages page_stages(report);
-  data["worst_stage"] = worst_stage(page_stages.rows());
-  // How many stage instances the run had; more than the rows when instances sharing a
-  // path were merged into one (PageStages).
-  data["stage_instances"] = report.stages.size();
+  data["worst_stage"] = worst_stage(report.stages);
+  // How many stage instances the run had; more than the rows when the analysis grouped
+  // instances that share a path (reports/analysis/stage_rows.h).
+  data["stage_instances"] = report.stage_grouping ? report.stage_grouping->instances : report.stages.size();
+  data["stage_grouping"] = report.stage_grouping ? json(report.stage_grouping->note) : json(nullptr);
 
   json stages = json::array();
-  for (size_t row = 0; row < page_stages.rows().size(); ++row) {
-    const StageReport& s = page_stages.rows()[row];
+  for (const StageReport& s : report.stages) {
     stages.push_back({{"name", s.name},
-                      {"instances", page_stages.instances(row)},
+                      {"instances", s.instances},
+                      {"open_s", stage_open_s(s)},
                       {"path", s.path},
                       {"parent", s.parent},
                       {"depth", s.depth},
@@ -644,7 +642,7 @@ json page_data(const Report& report) {
   }
   data["stages"] = std::move(stages);
   data["top_stacks_at_peak"] = stack_bytes_json(report.top_stacks_at_peak, used_stacks);
-  data["timeline"] = timeline_json(report, page_stages);
+  data["timeline"] = timeline_json(report);
   // Device memory (CUDA) over time, a step line beside the heap: every change is a point
   // (the analysis already bucketed a long series).
   if (report.device) {
@@ -685,10 +683,10 @@ json page_data(const Report& report) {
   }
   data["processes"] = std::move(processes);
   data["job"] = report.processes.size() > 1 ? job_json(report, used_stacks) : json(nullptr);
-  data["leaks"] = leaks_json(report, page_stages, frames, used_stacks);
+  data["leaks"] = leaks_json(report, frames, used_stacks);
   data["growth"] = growth_json(report, frames, used_stacks);
   data["top_sites"] = top_sites_json(report, frames, used_stacks);
-  data["flame"] = flame_json(report, page_stages, frames);
+  data["flame"] = flame_json(report, frames);
 
   // Full stacks only for what the page lists (leaks, growth, top sites, stacks at peaks).
   std::sort(used_stacks.begin(), used_stacks.end());

@@ -703,7 +703,8 @@
   const STAGE_COLUMNS = [
     { key: 'name', title: 'Stage', value: (s) => s.start_s },
     { key: 'start', title: 'Start', value: (s) => s.start_s, show: (s) => fmtSeconds(s.start_s) },
-    { key: 'duration', title: 'Duration', value: (s) => s.end_s - s.start_s, show: (s) => fmtSeconds(s.end_s - s.start_s) },
+    // A row grouping several instances: the time they were open, summed.
+    { key: 'duration', title: 'Duration', value: (s) => s.open_s, show: (s) => fmtSeconds(s.open_s) },
     { key: 'peak_heap', title: 'Peak heap', value: (s) => s.figures.peak_heap_bytes, show: (s) => fmtBytes(s.figures.peak_heap_bytes), bar: true },
     { key: 'peak_rss', title: 'Peak RSS', value: (s) => s.figures.peak_rss_bytes, show: (s) => fmtBytes(s.figures.peak_rss_bytes) },
     { key: 'allocations', title: 'Allocations', value: (s) => s.figures.allocations, show: (s) => fmtCount(s.figures.allocations) },
@@ -719,9 +720,8 @@
     const table = document.getElementById('stage-table');
     clear(table);
     const merged = document.getElementById('stages-merged');
-    if (merged && data.stage_instances > stages.length && !merged.textContent) {
-      merged.textContent = `${fmtExactCount(data.stage_instances)} stage instances: those that share a path are one row ` +
-        '(×N), from the first one\'s start to the last one\'s end, with the highest peaks and the summed counts, so that the page stays small for a long run.';
+    if (merged && data.stage_grouping && !merged.textContent) {
+      merged.textContent = data.stage_grouping + ' (×N), so that the report stays small for a long run.';
       merged.hidden = false;
     }
     if (!stages.length) {
@@ -773,7 +773,7 @@
           row.append(el('td', { class: 'stage-name', style: `padding-left: ${10 + 18 * s.depth}px`, title: s.path },
             el('span', { class: 'stage-dot', style: `background: ${stageColor(i)}` }), el('span', { class: 'stage-label' }, s.name),
             s.closed === false ? el('span', { class: 'badge open' }, 'not ended') : null,
-            s.instances > 1 ? el('span', { class: 'badge', title: 'instances of this stage merged into one row: first start to last end, highest peaks, summed counts' },
+            s.instances > 1 ? el('span', { class: 'badge', title: 'instances of this stage path grouped into one row: first start to last end, the highest peak, summed counts and durations' },
               `×${fmtExactCount(s.instances)}`) : null,
             i === data.worst_stage ? el('span', { class: 'badge worst' }, 'worst') : null));
         } else {

@@ -184,6 +184,11 @@ Json report_to_json(const Report& r) {
     st["start_s"] = s.start_s;
     st["end_s"] = s.end_s;
     st["closed"] = s.closed;
+    // Only where instances were grouped by path: a run under the limit reads as before.
+    if (r.stage_grouping) {
+      st["instances"] = s.instances;
+      st["open_s"] = stage_open_s(s);
+    }
     st["peak_heap_bytes"] = f.peak_heap_bytes;
     st["peak_heap_time_s"] = f.peak_heap_time_s;
     st["peak_rss_bytes"] = f.peak_rss_bytes;
@@ -207,6 +212,14 @@ Json report_to_json(const Report& r) {
     stages.push_back(std::move(st));
   }
   j["stages"] = std::move(stages);
+  if (r.stage_grouping) {
+    const StageGrouping& g = *r.stage_grouping;
+    j["stage_grouping"] = Json{{"instances", g.instances},
+                               {"rows", g.rows},
+                               {"ungrouped_limit", g.ungrouped_limit},
+                               {"first_kept", g.first_kept},
+                               {"note", g.note}};
+  }
 
   Json leaks = Json::array();
   for (const Leak& l : r.leaks) {

@@ -214,13 +214,16 @@ std::string render_text(const Report& r, const TextOptions& options) {
     out += fmt::format("  {:<28} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9}\n", "stage", "peak heap", "peak RSS",
                        "allocations", "retained", "leaked", "seconds");
     for (const StageReport& s : r.stages) {
+      const std::string times = s.instances > 1 ? " x" + format_count(s.instances) : "";
       std::string name = std::string(2 * s.depth, ' ') + terminal_text(s.name);
-      if (name.size() > 28) name = name.substr(0, 27) + "~";
+      if (name.size() + times.size() > 28) name = name.substr(0, 27 - std::min<size_t>(times.size(), 20)) + "~";
+      name += times;
       const MemoryFigures& f = s.figures;
       out += fmt::format("  {:<28} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9.3f}\n", name,
                          format_bytes(f.peak_heap_bytes), format_bytes(f.peak_rss_bytes), format_count(f.allocations),
-                         format_bytes(s.retained_bytes), format_bytes(f.leaked_bytes), s.end_s - s.start_s);
+                         format_bytes(s.retained_bytes), format_bytes(f.leaked_bytes), stage_open_s(s));
     }
+    if (r.stage_grouping) out += fmt::format("  (x N: {})\n", terminal_text(r.stage_grouping->note));
   }
 
   if (r.device && !r.stages.empty()) {
