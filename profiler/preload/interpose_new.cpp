@@ -74,7 +74,8 @@ void* fallback_new(size_t size, size_t alignment, bool nothrow) {
 
 inline bool recording_now() { return !t_in_tracer && recording(); }
 
-void record_new(void* p, size_t size) {
+// Inlined: one frame fewer for the unwinder to step through on every traced allocation.
+__attribute__((always_inline)) inline void record_new(void* p, size_t size) {
   if (!p) return;
   const int saved_errno = errno;
   if (stats_mode()) {

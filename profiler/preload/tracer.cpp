@@ -142,7 +142,9 @@ void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_
   if (ts->ring.used_slots_seen() == EventRing::kSlots / 2) writer_wake();
 }
 
-uint32_t capture_stack(ThreadState* ts) {
+// Inlined into its callers: every frame between the program and unw_backtrace is one
+// more step of the unwinder (~7 ns each) for a frame that is dropped anyway.
+__attribute__((always_inline)) inline uint32_t capture_stack(ThreadState* ts) {
   void* frames[kMaxUnwindFrames];
   const uint32_t max_depth = g_tracer.options.max_depth;
   const int n = unw_backtrace(frames, static_cast<int>(max_depth + 16));
