@@ -501,6 +501,8 @@ MEMSTAGE_EXPORT void* dlopen(const char* file, int mode) {
   const bool deep_bind = (mode & RTLD_DEEPBIND) && should_record();
   if (deep_bind) mode &= ~RTLD_DEEPBIND;
   void* handle = real.dlopen(file, mode);
+  // New code may sit where unloaded code was: the stack walks' rules are read again.
+  if (handle) g_frame_rule_generation.fetch_add(1, std::memory_order_release);
   if (handle && deep_bind) {
     RecordingGuard guard;
     const int saved_errno = errno;
@@ -520,6 +522,7 @@ MEMSTAGE_EXPORT void* dlopen(const char* file, int mode) {
 MEMSTAGE_EXPORT int dlclose(void* handle) {
   resolve();
   const int r = real.dlclose(handle);
+  if (r == 0) g_frame_rule_generation.fetch_add(1, std::memory_order_release);
   if (r == 0 && should_record()) {
     RecordingGuard guard;
     const int saved_errno = errno;

@@ -142,17 +142,20 @@ void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_
   if (ts->ring.used_slots_seen() == EventRing::kSlots / 2) writer_wake();
 }
 
-// Inlined into its callers: every frame between the program and unw_backtrace is one
-// more step of the unwinder (~7 ns each) for a frame that is dropped anyway.
+// Inlined into its callers: every frame between the program and the walk's start is one
+// more step for a frame that is dropped anyway. The walk (frame_walker.h) leaves what it
+// cannot step exactly to libunwind.
 __attribute__((always_inline)) inline uint32_t capture_stack(ThreadState* ts) {
-  void* frames[kMaxUnwindFrames];
+  uint64_t frames[kMaxUnwindFrames];
   const uint32_t max_depth = g_tracer.options.max_depth;
-  const int n = unw_backtrace(frames, static_cast<int>(max_depth + 16));
+  const int max_frames = static_cast<int>(max_depth + 16);
+  int n = walk_frames(ts->frame_rules, walk_start_here(), frames, max_frames);
+  if (n == kLeaveToLibunwind) n = unw_backtrace(reinterpret_cast<void**>(frames), max_frames);
   int first = 0;
-  while (first < n && own_address(reinterpret_cast<uint64_t>(frames[first]))) ++first;
+  while (first < n && own_address(frames[first])) ++first;
   uint32_t depth = static_cast<uint32_t>(n - first);
   if (depth > max_depth) depth = max_depth;
-  const auto* ips = reinterpret_cast<const uint64_t*>(frames + first);
+  const uint64_t* ips = frames + first;
   uint64_t merged[kMaxMergedFrames];
   if (python_frames_active()) {
     depth = merge_python_frames(ips, depth, merged, kMaxMergedFrames);

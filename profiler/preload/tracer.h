@@ -10,6 +10,7 @@
 
 #include "profiler/preload/byte_sampler.h"
 #include "profiler/preload/event_ring.h"
+#include "profiler/preload/frame_walker.h"
 #include "profiler/preload/options.h"
 #include "profiler/preload/sampled_blocks.h"
 #include "profiler/preload/stack_table.h"
@@ -24,6 +25,7 @@ struct PythonStack;  // python_frames.cpp
 struct ThreadState {
   EventRing ring;
   LastStack last_stack;
+  FrameRuleCache frame_rules;
   // Stats mode counters: written by the owner thread only, summed by the writer.
   std::atomic<uint64_t> allocations{0};
   std::atomic<uint64_t> frees{0};

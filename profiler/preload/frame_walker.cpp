@@ -1,0 +1,443 @@
+#include "profiler/preload/frame_walker.h"
+
+#include <dlfcn.h>
+
+#include <cstddef>
+#include <cstring>
+
+namespace memstage::preload {
+
+std::atomic<uint64_t> g_frame_rule_generation{0};
+
+namespace {
+
+// DWARF register numbers on x86-64.
+constexpr uint64_t kRegRbp = 6;
+constexpr uint64_t kRegRsp = 7;
+constexpr uint64_t kRegReturnAddress = 16;
+
+// Below this, a return address is no address: libunwind's fast path ends the walk there.
+constexpr uint64_t kLowestReturnAddress = 0x4000;
+// A walk whose frames leave this much stack behind the start is not trusted.
+constexpr uint64_t kMaxStackBytes = 1ull << 30;
+
+// Reads the unwind tables; any surprise clears `ok` and the rule is left to libunwind.
+struct Reader {
+  const uint8_t* p;
+  const uint8_t* end;
+  bool ok = true;
+
+  bool more() const { return ok && p < end; }
+  uint8_t u8() {
+    if (p >= end) return fail();
+    return *p++;
+  }
+  template <class T>
+  T fixed() {
+    if (end - p < static_cast<ptrdiff_t>(sizeof(T))) return static_cast<T>(fail());
+    T v;
+    memcpy(&v, p, sizeof v);
+    p += sizeof v;
+    return v;
+  }
+  uint64_t uleb() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p >= end) return fail();
+      const uint8_t b = *p++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    return fail();
+  }
+  int64_t sleb() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64;) {
+      if (p >= end) return static_cast<int64_t>(fail());
+      const uint8_t b = *p++;
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      shift += 7;
+      if (!(b & 0x80)) {
+        if (shift < 64 && (b & 0x40)) v |= ~0ull << shift;
+        return static_cast<int64_t>(v);
+      }
+    }
+    return static_cast<int64_t>(fail());
+  }
+  void skip(uint64_t n) {
+    if (static_cast<uint64_t>(end - p) < n) {
+      fail();
+      return;
+    }
+    p += n;
+  }
+  // A value in a DW_EH_PE_* format (the low 4 bits), not yet applied.
+  uint64_t value(uint8_t encoding) {
+    switch (encoding & 0x0f) {
+      case 0x00: return fixed<uint64_t>();
+      case 0x01: return uleb();
+      case 0x02: return fixed<uint16_t>();
+      case 0x03: return fixed<uint32_t>();
+      case 0x04: return fixed<uint64_t>();
+      case 0x09: return static_cast<uint64_t>(sleb());
+      case 0x0a: return static_cast<uint64_t>(static_cast<int64_t>(fixed<int16_t>()));
+      case 0x0b: return static_cast<uint64_t>(static_cast<int64_t>(fixed<int32_t>()));
+      case 0x0c: return fixed<uint64_t>();
+      default: return fail();
+    }
+  }
+  // An encoded pointer: absolute, relative to where it is stored, or to `data_base`.
+  uint64_t pointer(uint8_t encoding, uint64_t data_base) {
+    const auto field = reinterpret_cast<uint64_t>(p);
+    uint64_t v = value(encoding);
+    switch (encoding & 0x70) {
+      case 0x00: break;
+      case 0x10: v += field; break;
+      case 0x30:
+        if (!data_base) return fail();
+        v += data_base;
+        break;
+      default: return fail();
+    }
+    if (encoding & 0x80) return fail();  // indirect: not in the tables read here
+    return v;
+  }
+  uint64_t fail() {
+    ok = false;
+    p = end;
+    return 0;
+  }
+};
+
+// The rules of the three registers a step needs, as DWARF call frame instructions leave them.
+enum class Rule : uint8_t { kSame, kOffset, kUndefined, kOther };
+struct Row {
+  uint64_t cfa_register = ~0ull;
+  int64_t cfa_offset = 0;
+  bool cfa_unsupported = false;  // an expression, or a register change after one
+  Rule rules[3] = {Rule::kSame, Rule::kSame, Rule::kSame};  // rbp, rsp, return address
+  int64_t offsets[3] = {};
+};
+
+int tracked(uint64_t reg) {
+  if (reg == kRegRbp) return 0;
+  if (reg == kRegRsp) return 1;
+  if (reg == kRegReturnAddress) return 2;
+  return -1;
+}
+
+struct Program {
+  uint64_t code_align = 1;
+  int64_t data_align = 1;
+  uint8_t pointer_encoding = 0;
+  Row initial;  // after the CIE's instructions, for DW_CFA_restore
+};
+
+// Runs call frame instructions from `r` on `row` while the location stays at or below
+// `target` (the row for `target` is then the one in effect). False if unsupported.
+bool run(Reader r, const Program& program, uint64_t& location, uint64_t target, Row& row) {
+  constexpr int kMaxRemembered = 16;
+  Row remembered[kMaxRemembered];
+  int remembered_count = 0;
+  auto advance = [&](uint64_t delta) {
+    const uint64_t next = location + delta * program.code_align;
+    if (next > target) return false;
+    location = next;
+    return true;
+  };
+  auto set = [&](uint64_t reg, Rule rule, int64_t offset) {
+    const int i = tracked(reg);
+    if (i < 0) return;
+    row.rules[i] = rule;
+    row.offsets[i] = offset;
+  };
+  while (r.more()) {
+    const uint8_t op = r.u8();
+    switch (op & 0xc0) {
+      case 0x40:
+        if (!advance(op & 0x3f)) return r.ok;
+        continue;
+      case 0x80:
+        set(op & 0x3f, Rule::kOffset, static_cast<int64_t>(r.uleb()) * program.data_align);
+        continue;
+      case 0xc0: {
+        const int i = tracked(op & 0x3f);
+        if (i >= 0) {
+          row.rules[i] = program.initial.rules[i];
+          row.offsets[i] = program.initial.offsets[i];
+        }
+        continue;
+      }
+      default: break;
+    }
+    switch (op) {
+      case 0x00: break;  // nop
+      case 0x01: {       // set_loc
+        const uint64_t next = r.pointer(program.pointer_encoding, 0);
+        if (next > target) return r.ok;
+        location = next;
+        break;
+      }
+      case 0x02:
+        if (!advance(r.u8())) return r.ok;
+        break;
+      case 0x03:
+        if (!advance(r.fixed<uint16_t>())) return r.ok;
+        break;
+      case 0x04:
+        if (!advance(r.fixed<uint32_t>())) return r.ok;
+        break;
+      case 0x05: {  // offset_extended
+        const uint64_t reg = r.uleb();
+        set(reg, Rule::kOffset, static_cast<int64_t>(r.uleb()) * program.data_align);
+        break;
+      }
+      case 0x06: {  // restore_extended
+        const int i = tracked(r.uleb());
+        if (i >= 0) {
+          row.rules[i] = program.initial.rules[i];
+          row.offsets[i] = program.initial.offsets[i];
+        }
+        break;
+      }
+      case 0x07: set(r.uleb(), Rule::kUndefined, 0); break;
+      case 0x08: set(r.uleb(), Rule::kSame, 0); break;
+      case 0x09: {  // register
+        const uint64_t reg = r.uleb();
+        r.uleb();
+        set(reg, Rule::kOther, 0);
+        break;
+      }
+      case 0x0a:
+        if (remembered_count == kMaxRemembered) return false;
+        remembered[remembered_count++] = row;
+        break;
+      case 0x0b:
+        if (remembered_count == 0) return false;
+        row = remembered[--remembered_count];
+        break;
+      case 0x0c:  // def_cfa
+        row.cfa_register = r.uleb();
+        row.cfa_offset = static_cast<int64_t>(r.uleb());
+        row.cfa_unsupported = false;
+        break;
+      case 0x0d:  // def_cfa_register
+        row.cfa_register = r.uleb();
+        break;
+      case 0x0e:  // def_cfa_offset
+        row.cfa_offset = static_cast<int64_t>(r.uleb());
+        break;
+      case 0x0f:  // def_cfa_expression
+        r.skip(r.uleb());
+        row.cfa_unsupported = true;
+        break;
+      case 0x10: {  // expression
+        const uint64_t reg = r.uleb();
+        r.skip(r.uleb());
+        set(reg, Rule::kOther, 0);
+        break;
+      }
+      case 0x11: {  // offset_extended_sf
+        const uint64_t reg = r.uleb();
+        set(reg, Rule::kOffset, r.sleb() * program.data_align);
+        break;
+      }
+      case 0x12:  // def_cfa_sf
+        row.cfa_register = r.uleb();
+        row.cfa_offset = r.sleb() * program.data_align;
+        row.cfa_unsupported = false;
+        break;
+      case 0x13:  // def_cfa_offset_sf
+        row.cfa_offset = r.sleb() * program.data_align;
+        break;
+      case 0x14:    // val_offset
+      case 0x15: {  // val_offset_sf
+        const uint64_t reg = r.uleb();
+        if (op == 0x14) {
+          r.uleb();
+        } else {
+          r.sleb();
+        }
+        set(reg, Rule::kOther, 0);
+        break;
+      }
+      case 0x16: {  // val_expression
+        const uint64_t reg = r.uleb();
+        r.skip(r.uleb());
+        set(reg, Rule::kOther, 0);
+        break;
+      }
+      case 0x2e:  // GNU_args_size
+        r.uleb();
+        break;
+      case 0x2f: {  // GNU_negative_offset_extended
+        const uint64_t reg = r.uleb();
+        set(reg, Rule::kOffset, -static_cast<int64_t>(r.uleb()) * program.data_align);
+        break;
+      }
+      default: return false;
+    }
+  }
+  return r.ok;
+}
+
+// The FDE that covers `pc`, through the object's .eh_frame_hdr search table.
+const uint8_t* find_fde(uint64_t pc) {
+  dl_find_object object;
+  if (_dl_find_object(reinterpret_cast<void*>(pc), &object) != 0 || !object.dlfo_eh_frame) return nullptr;
+  const auto* header = static_cast<const uint8_t*>(object.dlfo_eh_frame);
+  const auto header_base = reinterpret_cast<uint64_t>(header);
+  Reader r{header, header + 64};
+  const uint8_t version = r.u8();
+  const uint8_t frame_pointer_encoding = r.u8();
+  const uint8_t count_encoding = r.u8();
+  const uint8_t table_encoding = r.u8();
+  // The table as linkers write it: pairs of 32-bit offsets from the header, sorted.
+  if (version != 1 || table_encoding != 0x3b || count_encoding == 0xff) return nullptr;
+  r.pointer(frame_pointer_encoding, header_base);
+  const uint64_t count = r.pointer(count_encoding, header_base);
+  if (!r.ok || count == 0) return nullptr;
+  const auto* table = reinterpret_cast<const int32_t*>(r.p);
+  // The last entry whose start is at or below pc.
+  uint64_t low = 0, high = count;
+  while (high - low > 1) {
+    const uint64_t mid = low + (high - low) / 2;
+    if (header_base + static_cast<int64_t>(table[2 * mid]) <= pc) {
+      low = mid;
+    } else {
+      high = mid;
+    }
+  }
+  if (header_base + static_cast<int64_t>(table[2 * low]) > pc) return nullptr;
+  return header + static_cast<int64_t>(table[2 * low + 1]);
+}
+
+FrameRule unsupported(uint64_t pc) {
+  FrameRule rule;
+  rule.pc = pc;
+  rule.kind = FrameRule::kUnsupported;
+  return rule;
+}
+
+}  // namespace
+
+FrameRule frame_rule_for(uint64_t pc) {
+  const uint8_t* fde = find_fde(pc);
+  if (!fde) return unsupported(pc);
+  // The FDE and its CIE; lengths of 0 (end marker) and ~0 (64-bit DWARF) are not expected.
+  Reader f{fde, fde + 8};
+  const uint32_t fde_length = f.fixed<uint32_t>();
+  if (!f.ok || fde_length == 0 || fde_length == 0xffffffffu) return unsupported(pc);
+  f.end = fde + 4 + fde_length;
+  const uint8_t* cie_pointer_field = f.p;
+  const uint32_t cie_offset = f.fixed<uint32_t>();
+  if (!f.ok || cie_offset == 0) return unsupported(pc);
+  const uint8_t* cie = cie_pointer_field - cie_offset;
+  Reader c{cie, cie + 8};
+  const uint32_t cie_length = c.fixed<uint32_t>();
+  if (!c.ok || cie_length == 0 || cie_length == 0xffffffffu) return unsupported(pc);
+  c.end = cie + 4 + cie_length;
+  if (c.fixed<uint32_t>() != 0) return unsupported(pc);  // a CIE's id
+  const uint8_t version = c.u8();
+  if (version != 1 && version != 3) return unsupported(pc);
+  char augmentation[8];
+  size_t augmentation_length = 0;
+  for (;;) {
+    const uint8_t ch = c.u8();
+    if (!c.ok || augmentation_length == sizeof(augmentation)) return unsupported(pc);
+    augmentation[augmentation_length] = static_cast<char>(ch);
+    if (ch == 0) break;
+    ++augmentation_length;
+  }
+  Program program;
+  program.code_align = c.uleb();
+  program.data_align = c.sleb();
+  const uint64_t return_register = version == 1 ? c.u8() : c.uleb();
+  if (!c.ok || return_register != kRegReturnAddress) return unsupported(pc);
+  const bool has_data = augmentation_length > 0 && augmentation[0] == 'z';
+  if (augmentation_length > 0 && !has_data) return unsupported(pc);
+  if (has_data) {
+    const uint64_t data_length = c.uleb();
+    const uint8_t* data_end = c.p + data_length;
+    for (size_t i = 1; i < augmentation_length; ++i) {
+      switch (augmentation[i]) {
+        case 'R': program.pointer_encoding = c.u8(); break;
+        case 'L': c.u8(); break;
+        case 'P': c.value(c.u8()); break;  // the personality routine: only skipped
+        default: return unsupported(pc);   // 'S' (a signal frame) among others
+      }
+    }
+    if (!c.ok || c.p > data_end || data_end > c.end) return unsupported(pc);
+    c.p = data_end;
+  }
+  uint64_t location = 0;
+  Row row;
+  if (!run(c, program, location, ~0ull, row)) return unsupported(pc);
+  program.initial = row;
+
+  const uint64_t pc_begin = f.pointer(program.pointer_encoding, 0);
+  const uint64_t pc_range = f.value(program.pointer_encoding);
+  if (has_data) f.skip(f.uleb());
+  if (!f.ok || pc < pc_begin || pc - pc_begin >= pc_range) return unsupported(pc);
+  location = pc_begin;
+  if (!run(f, program, location, pc, row)) return unsupported(pc);
+
+  FrameRule rule;
+  rule.pc = pc;
+  rule.kind = FrameRule::kUnsupported;
+  const Rule rbp = row.rules[0], rsp = row.rules[1], return_address = row.rules[2];
+  if (row.cfa_unsupported || (row.cfa_register != kRegRsp && row.cfa_register != kRegRbp)) return rule;
+  if (rsp != Rule::kSame || rbp == Rule::kOther || return_address == Rule::kOther) return rule;
+  // libunwind ends the stack where the return address or rbp is undefined (the x86-64
+  // ABI's mark of the outermost frame).
+  if (return_address == Rule::kUndefined || rbp == Rule::kUndefined) {
+    rule.kind = FrameRule::kLastFrame;
+    return rule;
+  }
+  if (return_address != Rule::kOffset || row.offsets[2] != -8) return rule;
+  if (row.cfa_offset < INT32_MIN || row.cfa_offset > INT32_MAX) return rule;
+  if (rbp == Rule::kOffset) {
+    if (row.offsets[0] < INT16_MIN || row.offsets[0] > INT16_MAX) return rule;
+    rule.flags = FrameRule::kRbpSaved;
+    rule.rbp_offset = static_cast<int16_t>(row.offsets[0]);
+  }
+  rule.cfa_offset = static_cast<int32_t>(row.cfa_offset);
+  rule.kind = row.cfa_register == kRegRsp ? FrameRule::kCfaRsp : FrameRule::kCfaRbp;
+  return rule;
+}
+
+int walk_frames(FrameRuleCache& cache, WalkStart start, uint64_t* out, int max) {
+  const uint64_t generation = g_frame_rule_generation.load(std::memory_order_acquire);
+  if (cache.generation != generation) {
+    for (FrameRule& slot : cache.slots) slot = FrameRule{};
+    cache.generation = generation;
+  }
+  uint64_t rsp = start.rsp, rbp = start.rbp;
+  // The first frame runs at pc; the others are at a return address, whose call
+  // instruction (the byte before it) is the one whose rule applies.
+  uint64_t key = start.pc;
+  int n = 0;
+  while (n < max) {
+    FrameRule& slot = cache.slots[(key * 0x9e3779b97f4a7c15ull) >> 53];
+    static_assert(FrameRuleCache::kSlots == 1u << 11);
+    if (slot.pc != key) slot = frame_rule_for(key);
+    uint64_t cfa;
+    switch (slot.kind) {
+      case FrameRule::kCfaRsp: cfa = rsp + static_cast<int64_t>(slot.cfa_offset); break;
+      case FrameRule::kCfaRbp: cfa = rbp + static_cast<int64_t>(slot.cfa_offset); break;
+      case FrameRule::kLastFrame: return n;
+      default: return kLeaveToLibunwind;
+    }
+    // Frames lie above one another on one stack; anything else is left to libunwind.
+    if (cfa <= rsp || cfa - start.rsp > kMaxStackBytes || (cfa & 7) != 0) return kLeaveToLibunwind;
+    const uint64_t return_address = *reinterpret_cast<const uint64_t*>(cfa - 8);
+    if (slot.flags & FrameRule::kRbpSaved) rbp = *reinterpret_cast<const uint64_t*>(cfa + slot.rbp_offset);
+    rsp = cfa;
+    if (return_address < kLowestReturnAddress) return n;
+    out[n++] = return_address;
+    key = return_address - 1;
+  }
+  return n;
+}
+
+}  // namespace memstage::preload

@@ -1,0 +1,171 @@
+// The tracer's stack walk (profiler/preload/frame_walker.h) against libunwind's
+// unw_backtrace, which it stands in for: the same return addresses through plain frames,
+// frames addressed from rbp (alloca, frame pointers), the C library's code (qsort calling
+// back), deep recursion and threads; and what it cannot step is left to libunwind.
+#include <catch2/catch.hpp>
+#include <alloca.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "profiler/preload/frame_walker.h"
+
+using memstage::preload::FrameRule;
+using memstage::preload::FrameRuleCache;
+using memstage::preload::g_frame_rule_generation;
+using memstage::preload::kLeaveToLibunwind;
+using memstage::preload::walk_frames;
+using memstage::preload::walk_start_here;
+
+namespace {
+
+struct Walks {
+  std::vector<uint64_t> walked;  // from walk_frames started in probe: probe's callers
+  std::vector<uint64_t> libunwind;  // unw_backtrace in probe, less its first (in probe)
+  int walked_count = 0;
+};
+
+// Each thread's own, as in the tracer (a ThreadState's).
+thread_local FrameRuleCache t_cache;
+
+// The two walks from one function. The walk starts at this very point; unw_backtrace's
+// first address is the call to it, also in this function, and is dropped.
+__attribute__((noinline)) void probe(Walks& walks, int max = 300) {
+  uint64_t walked[300];
+  void* unwound[301];
+  walks.walked_count = walk_frames(t_cache, walk_start_here(), walked, max);
+  const int n = unw_backtrace(unwound, max + 1);
+  if (walks.walked_count > 0) walks.walked.assign(walked, walked + walks.walked_count);
+  for (int i = 1; i < n; ++i) walks.libunwind.push_back(reinterpret_cast<uint64_t>(unwound[i]));
+  asm volatile("" ::: "memory");  // keeps probe a frame of its own, not a tail call
+}
+
+volatile int g_sink = 0;
+
+__attribute__((noinline)) void recurse(int depth, Walks& walks, int max = 300) {
+  if (depth > 0) {
+    recurse(depth - 1, walks, max);
+  } else {
+    probe(walks, max);
+  }
+  g_sink = g_sink + 1;  // not a tail call
+}
+
+// A frame whose size is known only at run time: its CFA is addressed from rbp.
+__attribute__((noinline)) void with_alloca(int bytes, Walks& walks) {
+  auto* buffer = static_cast<volatile char*>(alloca(static_cast<size_t>(bytes)));
+  buffer[0] = 1;
+  recurse(3, walks);
+  g_sink = g_sink + buffer[0];
+}
+
+#if defined(__clang__)
+__attribute__((noinline)) void with_frame_pointer(Walks& walks) {  // clang: as the build has it
+#else
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) void with_frame_pointer(Walks& walks) {
+#endif
+  with_alloca(100, walks);
+  g_sink = g_sink + 1;
+}
+
+Walks* g_walks_from_qsort = nullptr;
+int compare_and_probe(const void* a, const void* b) {
+  if (g_walks_from_qsort) {
+    recurse(2, *g_walks_from_qsort);
+    g_walks_from_qsort = nullptr;
+  }
+  return *static_cast<const int*>(a) - *static_cast<const int*>(b);
+}
+
+void check_same(const Walks& walks) {
+  REQUIRE(walks.walked_count != kLeaveToLibunwind);
+  CHECK(walks.walked.size() >= 3);
+  CHECK(walks.walked == walks.libunwind);
+}
+
+}  // namespace
+
+TEST_CASE("the stack walk gives the return addresses unw_backtrace gives") {
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  SECTION("plain frames, shallow and deep") {
+    for (int depth : {0, 1, 5, 40, 200}) {
+      Walks walks;
+      recurse(depth, walks);
+      check_same(walks);
+    }
+  }
+  SECTION("frames addressed from rbp (alloca, frame pointers)") {
+    for (int bytes : {16, 1000, 5000}) {
+      Walks walks;
+      with_alloca(bytes, walks);
+      check_same(walks);
+    }
+    Walks walks;
+    with_frame_pointer(walks);
+    check_same(walks);
+  }
+  SECTION("through the C library's code (qsort calling back)") {
+    Walks walks;
+    g_walks_from_qsort = &walks;
+    int values[64];
+    for (int i = 0; i < 64; ++i) values[i] = (i * 37) % 64;
+    qsort(values, 64, sizeof(int), compare_and_probe);
+    check_same(walks);
+  }
+  SECTION("the same stack twice: the second walk from the cached rules") {
+    Walks first, second;
+    recurse(10, first);
+    recurse(10, second);
+    check_same(first);
+    check_same(second);
+  }
+  SECTION("threads, whose stacks end in the C library's thread start") {
+    std::vector<Walks> walks(8);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i) threads.emplace_back([&walks, i] { recurse(i * 3, walks[i]); });
+    for (auto& t : threads) t.join();
+    for (const Walks& w : walks) check_same(w);
+  }
+}
+
+TEST_CASE("the stack walk stops at its maximum") {
+  Walks all, three;
+  recurse(20, all);
+  recurse(20, three, 3);
+  REQUIRE(all.walked_count > 20);
+  REQUIRE(three.walked_count == 3);
+  const std::vector<uint64_t> innermost(all.walked.begin(), all.walked.begin() + 3);
+  CHECK(three.walked == innermost);
+  CHECK(three.libunwind == innermost);
+}
+
+TEST_CASE("code without unwind tables is left to libunwind") {
+  // Anonymous executable memory, as a JIT's: no module holds it, so no table describes it.
+  void* page = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(page != MAP_FAILED);
+  FrameRuleCache cache;
+  uint64_t out[8];
+  const auto pc = reinterpret_cast<uint64_t>(page) + 16;
+  const auto here = walk_start_here();
+  CHECK(memstage::preload::frame_rule_for(pc).kind == FrameRule::kUnsupported);
+  CHECK(walk_frames(cache, {pc, here.rsp, here.rbp}, out, 8) == kLeaveToLibunwind);
+  munmap(page, 4096);
+}
+
+TEST_CASE("the cached rules are read again once modules change") {
+  FrameRuleCache cache;
+  uint64_t out[64];
+  REQUIRE(walk_frames(cache, walk_start_here(), out, 64) > 0);
+  const uint64_t before = cache.generation;
+  g_frame_rule_generation.fetch_add(1);
+  uint64_t again[64];
+  const int n = walk_frames(cache, walk_start_here(), again, 64);
+  CHECK(n > 0);
+  CHECK(cache.generation == before + 1);
+}
