@@ -406,37 +406,98 @@ FrameRule frame_rule_for(uint64_t pc) {
   return rule;
 }
 
-int walk_frames(FrameRuleCache& cache, WalkStart start, uint64_t* out, int max) {
+namespace {
+
+// True when every word the last walk read from its step `from` outwards still holds what
+// it read then (checked from the inside out: the first difference ends it, so only words
+// the walk itself would read are read), and its frames stay within reach of `start_rsp`.
+bool last_walk_holds_from(const WalkCache& cache, uint32_t from, uint64_t start_rsp) {
+  if (cache.last[0].cfa - start_rsp > kMaxStackBytes) return false;
+  for (uint32_t i = from + 1; i-- > 0;) {
+    const WalkStep& s = cache.last[i];
+    if (*reinterpret_cast<const uint64_t*>(s.cfa - 8) != s.return_address) return false;
+    if (s.rbp_saved && *reinterpret_cast<const uint64_t*>(s.cfa + s.rbp_offset) != s.saved_rbp) return false;
+  }
+  return true;
+}
+
+// The running walk's `count` steps become the thread's last walk, placed inside the
+// `kept` outer steps of the last one.
+void keep_walk(WalkCache& cache, uint32_t kept, uint32_t count, bool complete, bool ends_without_frame) {
+  for (uint32_t i = 0; i < count; ++i) cache.last[kept + i] = cache.fresh[count - 1 - i];
+  cache.last_count = kept + count;
+  if (kept == 0) {
+    cache.last_complete = complete;
+    cache.last_ends_without_frame = ends_without_frame;
+  }
+}
+
+}  // namespace
+
+int walk_frames(WalkCache& cache, WalkStart start, uint64_t* out, int max) {
+  if (max < 0 || static_cast<uint32_t>(max) > WalkCache::kMaxSteps) return kLeaveToLibunwind;
   const uint64_t generation = g_frame_rule_generation.load(std::memory_order_acquire);
   if (cache.generation != generation) {
-    for (FrameRule& slot : cache.slots) slot = FrameRule{};
+    for (FrameRule& slot : cache.rules) slot = FrameRule{};
+    cache.last_count = 0;
     cache.generation = generation;
   }
   uint64_t rsp = start.rsp, rbp = start.rbp;
   // The first frame runs at pc; the others are at a return address, whose call
   // instruction (the byte before it) is the one whose rule applies.
-  uint64_t key = start.pc;
+  uint64_t pc = start.pc;
   int n = 0;
+  // The last walk's step whose rsp is the first not below this one's (its steps are
+  // outermost first: rsp falls with the index); -1 once none can be the same.
+  int64_t match = static_cast<int64_t>(cache.last_count) - 1;
   while (n < max) {
-    FrameRule& slot = cache.slots[(key * 0x9e3779b97f4a7c15ull) >> 53];
-    static_assert(FrameRuleCache::kSlots == 1u << 11);
-    if (slot.pc != key) slot = frame_rule_for(key);
+    while (match >= 0 && cache.last[match].rsp < rsp) --match;
+    if (match >= 0 && cache.last[match].rsp == rsp && cache.last[match].pc == pc && cache.last[match].rbp == rbp) {
+      const auto from = static_cast<uint32_t>(match);
+      const uint32_t first_frame = cache.last_ends_without_frame ? 1 : 0;  // outermost step with a frame
+      const int available = static_cast<int>(from + 1 - first_frame);
+      if ((cache.last_complete || n + available >= max) && last_walk_holds_from(cache, from, start.rsp)) {
+        const int fresh = n;
+        for (uint32_t i = from + 1; i-- > first_frame && n < max;) out[n++] = cache.last[i].return_address;
+        keep_walk(cache, from + 1, static_cast<uint32_t>(fresh), false, false);
+        return n;
+      }
+      match = -1;  // the stack differs further out: walked on without the last walk
+    }
+    FrameRule& slot = cache.rules[(pc * 0x9e3779b97f4a7c15ull) >> 53];
+    static_assert(WalkCache::kRuleSlots == 1u << 11);
+    if (slot.pc != pc) slot = frame_rule_for(pc);
     uint64_t cfa;
     switch (slot.kind) {
       case FrameRule::kCfaRsp: cfa = rsp + static_cast<int64_t>(slot.cfa_offset); break;
       case FrameRule::kCfaRbp: cfa = rbp + static_cast<int64_t>(slot.cfa_offset); break;
-      case FrameRule::kLastFrame: return n;
+      case FrameRule::kLastFrame:
+        keep_walk(cache, 0, static_cast<uint32_t>(n), true, false);
+        return n;
       default: return kLeaveToLibunwind;
     }
     // Frames lie above one another on one stack; anything else is left to libunwind.
     if (cfa <= rsp || cfa - start.rsp > kMaxStackBytes || (cfa & 7) != 0) return kLeaveToLibunwind;
+    WalkStep& step = cache.fresh[n];
+    step.pc = pc;
+    step.rsp = rsp;
+    step.rbp = rbp;
+    step.cfa = cfa;
+    step.rbp_saved = (slot.flags & FrameRule::kRbpSaved) != 0;
+    step.rbp_offset = slot.rbp_offset;
     const uint64_t return_address = *reinterpret_cast<const uint64_t*>(cfa - 8);
-    if (slot.flags & FrameRule::kRbpSaved) rbp = *reinterpret_cast<const uint64_t*>(cfa + slot.rbp_offset);
+    if (step.rbp_saved) rbp = *reinterpret_cast<const uint64_t*>(cfa + slot.rbp_offset);
+    step.return_address = return_address;
+    step.saved_rbp = rbp;
     rsp = cfa;
-    if (return_address < kLowestReturnAddress) return n;
+    if (return_address < kLowestReturnAddress) {
+      keep_walk(cache, 0, static_cast<uint32_t>(n + 1), true, true);
+      return n;
+    }
     out[n++] = return_address;
-    key = return_address - 1;
+    pc = return_address - 1;
   }
+  keep_walk(cache, 0, static_cast<uint32_t>(n), false, false);
   return n;
 }
 

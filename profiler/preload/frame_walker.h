@@ -8,6 +8,14 @@
 // else (no unwind table, a signal frame, an expression, a stack that does not grow
 // upwards) ends the walk with kLeaveToLibunwind: the caller then asks unw_backtrace, so
 // no stack is ever guessed.
+//
+// The outer frames are mostly the last walk's again (a loop allocating from one place, a
+// program under the same main and the same framework). A step is a function of its start
+// (the address whose rule applies, rsp, rbp) and of the words it reads (the return
+// address, a saved rbp): once a step starts where a step of the thread's last walk
+// started, and every word the last walk read from there on still holds what it read, the
+// rest of the walk is the last walk's, frame for frame; the words are compared, not a
+// hash, so this is exact. It costs a load and a compare a frame instead of a rule lookup.
 #pragma once
 
 #include <atomic>
@@ -49,12 +57,30 @@ struct FrameRule {
 };
 static_assert(sizeof(FrameRule) == 16);
 
-// A thread's rules, direct-mapped by address. Emptied when modules are unloaded or
-// loaded (their code, and so their rules, may be at addresses seen before).
-struct FrameRuleCache {
-  static constexpr uint32_t kSlots = 2048;  // 32 KiB
+// One step of a walk: where it started and what it read.
+struct WalkStep {
+  uint64_t pc;   // the address whose rule applied
+  uint64_t rsp;
+  uint64_t rbp;
+  uint64_t cfa;
+  uint64_t return_address;  // read at cfa - 8
+  uint64_t saved_rbp;       // read at cfa + rbp_offset, when rbp_saved
+  int16_t rbp_offset;
+  bool rbp_saved;
+};
+
+// A thread's rules, direct-mapped by address, and its last walk. Emptied when modules
+// are unloaded or loaded (their code, and so their rules, may be at addresses seen before).
+struct WalkCache {
+  static constexpr uint32_t kRuleSlots = 2048;  // 32 KiB
+  static constexpr uint32_t kMaxSteps = 512;    // the most frames a walk may ask for
+  FrameRule rules[kRuleSlots];
+  WalkStep last[kMaxSteps];   // the last walk's steps, outermost first
+  WalkStep fresh[kMaxSteps];  // the running walk's, innermost first
+  uint32_t last_count = 0;
+  bool last_complete = false;  // it ended at the outermost frame, not at its maximum
+  bool last_ends_without_frame = false;  // its outermost step read no return address (< 0x4000)
   uint64_t generation = 0;
-  FrameRule slots[kSlots];
 };
 
 // Bumped on dlopen and dlclose: every thread's cache is emptied before its next walk.
@@ -64,7 +90,8 @@ constexpr int kLeaveToLibunwind = -1;
 
 // Writes the return addresses of the frames above `start` (its caller's first), at most
 // `max`, as unw_backtrace called at `start` would; returns how many, or kLeaveToLibunwind.
-int walk_frames(FrameRuleCache& cache, WalkStart start, uint64_t* out, int max);
+// `max` is at most WalkCache::kMaxSteps.
+int walk_frames(WalkCache& cache, WalkStart start, uint64_t* out, int max);
 
 // The rule for `pc` read from the module's unwind table (uncached; for tests).
 FrameRule frame_rule_for(uint64_t pc);

@@ -149,7 +149,7 @@ __attribute__((always_inline)) inline uint32_t capture_stack(ThreadState* ts) {
   uint64_t frames[kMaxUnwindFrames];
   const uint32_t max_depth = g_tracer.options.max_depth;
   const int max_frames = static_cast<int>(max_depth + 16);
-  int n = walk_frames(ts->frame_rules, walk_start_here(), frames, max_frames);
+  int n = walk_frames(ts->walk_cache, walk_start_here(), frames, max_frames);
   if (n == kLeaveToLibunwind) n = unw_backtrace(reinterpret_cast<void**>(frames), max_frames);
   int first = 0;
   while (first < n && own_address(frames[first])) ++first;

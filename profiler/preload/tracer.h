@@ -25,7 +25,7 @@ struct PythonStack;  // python_frames.cpp
 struct ThreadState {
   EventRing ring;
   LastStack last_stack;
-  FrameRuleCache frame_rules;
+  WalkCache walk_cache;
   // Stats mode counters: written by the owner thread only, summed by the writer.
   std::atomic<uint64_t> allocations{0};
   std::atomic<uint64_t> frees{0};

@@ -17,7 +17,7 @@
 #include "profiler/preload/frame_walker.h"
 
 using memstage::preload::FrameRule;
-using memstage::preload::FrameRuleCache;
+using memstage::preload::WalkCache;
 using memstage::preload::g_frame_rule_generation;
 using memstage::preload::kLeaveToLibunwind;
 using memstage::preload::walk_frames;
@@ -32,7 +32,7 @@ struct Walks {
 };
 
 // Each thread's own, as in the tracer (a ThreadState's).
-thread_local FrameRuleCache t_cache;
+thread_local WalkCache t_cache;
 
 // The two walks from one function. The walk starts at this very point; unw_backtrace's
 // first address is the call to it, also in this function, and is dropped.
@@ -81,6 +81,21 @@ int compare_and_probe(const void* a, const void* b) {
     g_walks_from_qsort = nullptr;
   }
   return *static_cast<const int*>(a) - *static_cast<const int*>(b);
+}
+
+// Two callers of one function at the same depth: every frame inside `middle` starts where
+// it started when called through the other, only the return address into them differs.
+__attribute__((noinline)) void middle(Walks& walks, int depth) {
+  recurse(depth, walks);
+  g_sink = g_sink + 1;
+}
+__attribute__((noinline)) void outer_a(Walks& walks, int depth) {
+  middle(walks, depth);
+  g_sink = g_sink + 1;
+}
+__attribute__((noinline)) void outer_b(Walks& walks, int depth) {
+  middle(walks, depth);
+  g_sink = g_sink + 2;
 }
 
 void check_same(const Walks& walks) {
@@ -135,21 +150,54 @@ TEST_CASE("the stack walk gives the return addresses unw_backtrace gives") {
 }
 
 TEST_CASE("the stack walk stops at its maximum") {
-  Walks all, three;
+  Walks all, three, all_again;
   recurse(20, all);
-  recurse(20, three, 3);
+  recurse(20, three, 3);  // after a whole walk of the same frames
+  recurse(20, all_again);  // after a walk cut short: the rest is walked, not taken from it
   REQUIRE(all.walked_count > 20);
   REQUIRE(three.walked_count == 3);
   const std::vector<uint64_t> innermost(all.walked.begin(), all.walked.begin() + 3);
   CHECK(three.walked == innermost);
   CHECK(three.libunwind == innermost);
+  check_same(all_again);
+}
+
+TEST_CASE("the last walk's outer frames are taken only where every word it read still holds") {
+  // Walks that start where the last one started but return through another caller,
+  // alternated on one thread, then on eight threads at once with different depths.
+  for (int round = 0; round < 4; ++round) {
+    Walks a, b;
+    outer_a(a, 6);
+    outer_b(b, 6);
+    check_same(a);
+    check_same(b);
+    CHECK(a.walked != b.walked);
+  }
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(8, 0);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([t, &mismatches] {
+      for (int i = 0; i < 200; ++i) {
+        Walks walks;
+        const int depth = (t + i) % 3 * 4;
+        if ((i / 2 + t) % 2) {
+          outer_a(walks, depth);
+        } else {
+          outer_b(walks, depth);
+        }
+        if (walks.walked_count == kLeaveToLibunwind || walks.walked != walks.libunwind) ++mismatches[t];
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(mismatches == std::vector<int>(8, 0));
 }
 
 TEST_CASE("code without unwind tables is left to libunwind") {
   // Anonymous executable memory, as a JIT's: no module holds it, so no table describes it.
   void* page = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(page != MAP_FAILED);
-  FrameRuleCache cache;
+  WalkCache cache;
   uint64_t out[8];
   const auto pc = reinterpret_cast<uint64_t>(page) + 16;
   const auto here = walk_start_here();
@@ -159,7 +207,7 @@ TEST_CASE("code without unwind tables is left to libunwind") {
 }
 
 TEST_CASE("the cached rules are read again once modules change") {
-  FrameRuleCache cache;
+  WalkCache cache;
   uint64_t out[64];
   REQUIRE(walk_frames(cache, walk_start_here(), out, 64) > 0);
   const uint64_t before = cache.generation;
