@@ -4,7 +4,7 @@
 // rbp plus a constant, the return address at CFA-8, rbp unchanged or saved at a constant
 // offset from the CFA. Those are the frames libunwind's own fast path (unw_backtrace)
 // handles, stepped the same way, so the two give the same return addresses; the walk
-// costs a cache probe and one or two loads a frame instead of libunwind's ~7 ns. Anything
+// costs a cache probe and one or two loads a frame, without libunwind's set-up. Anything
 // else (no unwind table, a signal frame, an expression, a stack that does not grow
 // upwards) ends the walk with kLeaveToLibunwind: the caller then asks unw_backtrace, so
 // no stack is ever guessed.
@@ -93,7 +93,7 @@ constexpr int kLeaveToLibunwind = -1;
 // `max` is at most WalkCache::kMaxSteps.
 int walk_frames(WalkCache& cache, WalkStart start, uint64_t* out, int max);
 
-// The rule for `pc` read from the module's unwind table (uncached; for tests).
+// The rule for `pc`, read from its module's unwind table (what the cache keeps).
 FrameRule frame_rule_for(uint64_t pc);
 
 }  // namespace memstage::preload
