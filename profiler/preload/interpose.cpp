@@ -249,7 +249,7 @@ namespace {
 __attribute__((always_inline)) inline ThreadState* counting_thread(const void* caller) {
   ThreadState* ts = t_thread_state;
   if (__builtin_expect(!ts || t_in_tracer || !recording(), 0)) return nullptr;
-  if (!stats_mode() && !sample_mode()) return nullptr;
+  if (!counting_mode()) return nullptr;
   if (__builtin_expect(called_from_loader(caller), 0)) return nullptr;
   return ts;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <atomic>
 
@@ -39,18 +40,45 @@ void* find_definition(const char* name) {
   return nullptr;
 }
 
+// The definition after ours of one operator, looked up on first use.
+struct NextDefinition {
+  std::atomic<void*> function{nullptr};
+  // Defined by a C++ runtime (libstdc++, libc++), whose operators take memory from malloc
+  // and give it back to free; an allocator's own (jemalloc's, tcmalloc's) do not.
+  std::atomic<bool> via_malloc{false};
+};
+
+bool defined_by_cpp_runtime(void* f) {
+  Dl_info info;
+  if (!f || !dladdr(f, &info) || !info.dli_fname) return false;
+  return strstr(info.dli_fname, "/libstdc++.so") || strstr(info.dli_fname, "/libc++.so");
+}
+
 // The next definition of `name`, looked up on first use (by then dlsym works: operator
-// new is never the first call) and kept in `slot`; nullptr while none can be found. No
+// new is never the first call) and kept in `next`; nullptr while none can be found. No
 // function-local statics: their guards would pull libstdc++'s exception support, and
 // its allocations, into the tracer.
+__attribute__((noinline)) void* look_up(NextDefinition& next, const char* name) {
+  void* f = find_definition(name);
+  next.via_malloc.store(defined_by_cpp_runtime(f), std::memory_order_relaxed);
+  next.function.store(f, std::memory_order_release);
+  return f;
+}
+
 template <typename F>
-F next(std::atomic<void*>& slot, const char* name) {
-  void* f = slot.load(std::memory_order_relaxed);
-  if (!f) {
-    f = find_definition(name);
-    slot.store(f, std::memory_order_relaxed);
-  }
+inline F next(NextDefinition& next, const char* name) {
+  void* f = next.function.load(std::memory_order_acquire);
+  if (__builtin_expect(!f, 0)) f = look_up(next, name);
   return reinterpret_cast<F>(f);
+}
+
+// Stats and sample modes count at malloc and free (interpose.cpp's lean path). A C++
+// runtime's operators go through those, so forwarding to them unrecorded counts each
+// block once, at the cost of a jump instead of a guarded call and a second pass through
+// the tracer. (Their new(0) takes 1 byte of malloc, and is counted as 1 byte.) In the
+// other modes, or in front of an allocator's own operators, the operator is recorded here.
+inline bool counted_by_malloc(const NextDefinition& next) {
+  return next.via_malloc.load(std::memory_order_relaxed) && !t_in_tracer && recording() && counting_mode();
 }
 
 // Passed to the nothrow forms, which only look at its type: std::nothrow_t is empty.
@@ -153,51 +181,59 @@ void traced_delete(void* p, Forward forward) {
 using namespace memstage::preload;
 
 MEMSTAGE_EXPORT void* _Znwm(size_t size) {
-  static std::atomic<void*> real_slot{nullptr};
-  const auto real = next<NewFn>(real_slot, "_Znwm");
-  static std::atomic<void*> real_nothrow_slot{nullptr};
-  const auto real_nothrow = next<NewNothrowFn>(real_nothrow_slot, "_ZnwmRKSt9nothrow_t");
+  static NextDefinition real_next;
+  const auto real = next<NewFn>(real_next, "_Znwm");
+  if (counted_by_malloc(real_next)) return real(size);
+  static NextDefinition real_nothrow_next;
+  const auto real_nothrow = next<NewNothrowFn>(real_nothrow_next, "_ZnwmRKSt9nothrow_t");
   return traced_new(real, real_nothrow, size);
 }
 MEMSTAGE_EXPORT void* _Znam(size_t size) {
-  static std::atomic<void*> real_slot{nullptr};
-  const auto real = next<NewFn>(real_slot, "_Znam");
-  static std::atomic<void*> real_nothrow_slot{nullptr};
-  const auto real_nothrow = next<NewNothrowFn>(real_nothrow_slot, "_ZnamRKSt9nothrow_t");
+  static NextDefinition real_next;
+  const auto real = next<NewFn>(real_next, "_Znam");
+  if (counted_by_malloc(real_next)) return real(size);
+  static NextDefinition real_nothrow_next;
+  const auto real_nothrow = next<NewNothrowFn>(real_nothrow_next, "_ZnamRKSt9nothrow_t");
   return traced_new(real, real_nothrow, size);
 }
 MEMSTAGE_EXPORT void* _ZnwmRKSt9nothrow_t(size_t size, const void* tag) {
-  static std::atomic<void*> real_slot{nullptr};
-  const auto real = next<NewNothrowFn>(real_slot, "_ZnwmRKSt9nothrow_t");
+  static NextDefinition real_next;
+  const auto real = next<NewNothrowFn>(real_next, "_ZnwmRKSt9nothrow_t");
+  if (counted_by_malloc(real_next)) return real(size, tag);
   return traced_new_nothrow(real, size, tag);
 }
 MEMSTAGE_EXPORT void* _ZnamRKSt9nothrow_t(size_t size, const void* tag) {
-  static std::atomic<void*> real_slot{nullptr};
-  const auto real = next<NewNothrowFn>(real_slot, "_ZnamRKSt9nothrow_t");
+  static NextDefinition real_next;
+  const auto real = next<NewNothrowFn>(real_next, "_ZnamRKSt9nothrow_t");
+  if (counted_by_malloc(real_next)) return real(size, tag);
   return traced_new_nothrow(real, size, tag);
 }
 MEMSTAGE_EXPORT void* _ZnwmSt11align_val_t(size_t size, size_t alignment) {
-  static std::atomic<void*> real_slot{nullptr};
-  const auto real = next<NewAlignedFn>(real_slot, "_ZnwmSt11align_val_t");
-  static std::atomic<void*> real_nothrow_slot{nullptr};
-  const auto real_nothrow = next<NewAlignedNothrowFn>(real_nothrow_slot, "_ZnwmSt11align_val_tRKSt9nothrow_t");
+  static NextDefinition real_next;
+  const auto real = next<NewAlignedFn>(real_next, "_ZnwmSt11align_val_t");
+  if (counted_by_malloc(real_next)) return real(size, alignment);
+  static NextDefinition real_nothrow_next;
+  const auto real_nothrow = next<NewAlignedNothrowFn>(real_nothrow_next, "_ZnwmSt11align_val_tRKSt9nothrow_t");
   return traced_new_aligned(real, real_nothrow, size, alignment);
 }
 MEMSTAGE_EXPORT void* _ZnamSt11align_val_t(size_t size, size_t alignment) {
-  static std::atomic<void*> real_slot{nullptr};
-  const auto real = next<NewAlignedFn>(real_slot, "_ZnamSt11align_val_t");
-  static std::atomic<void*> real_nothrow_slot{nullptr};
-  const auto real_nothrow = next<NewAlignedNothrowFn>(real_nothrow_slot, "_ZnamSt11align_val_tRKSt9nothrow_t");
+  static NextDefinition real_next;
+  const auto real = next<NewAlignedFn>(real_next, "_ZnamSt11align_val_t");
+  if (counted_by_malloc(real_next)) return real(size, alignment);
+  static NextDefinition real_nothrow_next;
+  const auto real_nothrow = next<NewAlignedNothrowFn>(real_nothrow_next, "_ZnamSt11align_val_tRKSt9nothrow_t");
   return traced_new_aligned(real, real_nothrow, size, alignment);
 }
 MEMSTAGE_EXPORT void* _ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t alignment, const void* tag) {
-  static std::atomic<void*> real_slot{nullptr};
-  const auto real = next<NewAlignedNothrowFn>(real_slot, "_ZnwmSt11align_val_tRKSt9nothrow_t");
+  static NextDefinition real_next;
+  const auto real = next<NewAlignedNothrowFn>(real_next, "_ZnwmSt11align_val_tRKSt9nothrow_t");
+  if (counted_by_malloc(real_next)) return real(size, alignment, tag);
   return traced_new_aligned_nothrow(real, size, alignment, tag);
 }
 MEMSTAGE_EXPORT void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t alignment, const void* tag) {
-  static std::atomic<void*> real_slot{nullptr};
-  const auto real = next<NewAlignedNothrowFn>(real_slot, "_ZnamSt11align_val_tRKSt9nothrow_t");
+  static NextDefinition real_next;
+  const auto real = next<NewAlignedNothrowFn>(real_next, "_ZnamSt11align_val_tRKSt9nothrow_t");
+  if (counted_by_malloc(real_next)) return real(size, alignment, tag);
   return traced_new_aligned_nothrow(real, size, alignment, tag);
 }
 
@@ -205,8 +241,9 @@ MEMSTAGE_EXPORT void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t ali
 #define DELETE_FORM(symbol, params, args)                                  \
   MEMSTAGE_EXPORT void symbol params {                                     \
     using Fn = void(*) params;                                             \
-    static std::atomic<void*> slot{nullptr};                               \
-    const Fn real = next<Fn>(slot, #symbol);                               \
+    static NextDefinition next_definition;                                 \
+    const Fn real = next<Fn>(next_definition, #symbol);                    \
+    if (counted_by_malloc(next_definition)) return real args;              \
     traced_delete(p, [&] { real ? real args : free(p); });                  \
   }
 

@@ -183,6 +183,8 @@ inline void count_free() {
 }
 inline bool stats_mode() { return g_tracer.options.mode == trace::Mode::kStats; }
 inline bool sample_mode() { return g_tracer.options.mode == trace::Mode::kSample; }
+// The modes that count every call at the malloc family and unwind none or few.
+inline bool counting_mode() { return stats_mode() || sample_mode(); }
 
 // Sample mode: records an allocation the sampler chose, or the free of a sampled block
 // (keep errno; callable without the re-entry guard: they set it).
