@@ -218,6 +218,9 @@ class FirstPass : public trace::TraceVisitor {
   }()};
   StackLiveBytesReplay stack_live;
   bool full_mode() const { return have_info && info.mode == trace::Mode::kFull; }
+  // Full mode's events give exact live bytes per stack; sample mode's samples, weighted,
+  // estimates of them (SamplingReport says how good).
+  bool replays_growth() const { return have_info && (info.mode == trace::Mode::kFull || info.mode == trace::Mode::kSample); }
 
   // Aggregate mode: the heap as kAggHeap records say, and the latest figures of each
   // site, stage and the run's peak (the kAgg* records carry absolute figures).
@@ -241,7 +244,7 @@ class FirstPass : public trace::TraceVisitor {
   }
   void on_time(uint64_t t) override {
     now_ns = std::max(now_ns, t);
-    if (full_mode()) stack_live.tick(now_ns / kNsPerS, growth);
+    if (replays_growth()) stack_live.tick(now_ns / kNsPerS, growth);
   }
   void on_modules(const std::vector<Module>& m) override {
     uint64_t bytes = 0;
@@ -582,7 +585,7 @@ class FirstPass : public trace::TraceVisitor {
   // The run is over: stages still open end with it.
   void finish() {
     add_timeline_point();
-    if (full_mode()) stack_live.flush(now_ns / kNsPerS, growth);
+    if (replays_growth()) stack_live.flush(now_ns / kNsPerS, growth);
     device.count_leaks();
     while (!open.empty()) {
       const int index = open.back();
@@ -1185,13 +1188,27 @@ std::string rate_text(uint64_t bytes) {
   return fmt::format("{} bytes", bytes);
 }
 
+// Sample mode's growth: each rate's expected error is that of the bytes its stack grew by
+// over its window, estimated from weighted samples like every other sampled figure.
+void mark_growth_estimated(GrowthReport& growth, uint64_t rate_bytes) {
+  for (GrowingStack& g : growth.stacks) {
+    const double end_s = g.series.empty() ? g.since_s : g.series.back().t_s;
+    g.relative_standard_error = trace::relative_standard_error(g.bytes_per_s * (end_s - g.since_s), rate_bytes);
+  }
+  growth.estimate_note = fmt::format(
+      "sample mode: live bytes per stack over time are weighted samples (about one per {} allocated), so each "
+      "growth rate is an estimate, off by about sqrt({} / the bytes its stack grew by) (one standard error, "
+      "given with each rate)",
+      rate_text(rate_bytes), rate_text(rate_bytes));
+}
+
 SamplingReport sampling_report(uint64_t rate_bytes, uint64_t samples) {
   const auto percent = [&](double bytes) { return 100 * trace::relative_standard_error(bytes, rate_bytes); };
   const std::string rate = rate_text(rate_bytes);
   return SamplingReport{
       rate_bytes, samples,
-      fmt::format("sample mode: allocations were sampled about once per {} allocated ({} samples). Stacks, leaks "
-                  "and sites, their bytes and blocks, are estimates: one of B bytes made of allocations under {} "
+      fmt::format("sample mode: allocations were sampled about once per {} allocated ({} samples). Stacks, leaks, "
+                  "sites and growth over time, their bytes, blocks and rates, are estimates: one of B bytes made of allocations under {} "
                   "is off by about sqrt({} / B) (one standard error: {:.0f}% at 1 MiB, {:.0f}% at 16 MiB, {:.0f}% at "
                   "256 MiB); allocations of {} or more are all recorded at their exact size. The heap peaks, of the "
                   "run and of each stage, and the counts of allocations, frees and bytes allocated are exact; "
@@ -1569,7 +1586,10 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   for (StackBytes& sb : run_top) sb.stack = stacks.index_of(sb.stack);
   report.top_stacks_at_peak = std::move(run_top);
 
-  if (pass.full_mode() || pass.aggregate_mode()) report.growth = pass.growth.report([&](uint32_t stack) { return stacks.index_of(stack); });
+  if (pass.replays_growth() || pass.aggregate_mode()) {
+    report.growth = pass.growth.report([&](uint32_t stack) { return stacks.index_of(stack); });
+    if (sampled) mark_growth_estimated(*report.growth, pass.sample_rate_bytes);
+  }
 
   if (pass.ram_limit) {
     report.ram_limit = pass.ram_limit;

@@ -264,11 +264,18 @@ struct GrowingStack {
   double since_s = 0;       // it has held memory without a break since this snapshot
   double r_squared = 0;     // of the linear fit since since_s
   std::vector<GrowthPoint> series;  // its live bytes at every snapshot held (the chart)
+  // Sample mode: the series are weighted samples, so the rate is an estimate; this is its
+  // expected relative error (one standard error of the bytes it grew by, from
+  // SamplingReport's sqrt(rate / bytes)). Absent where the series are exact.
+  std::optional<double> relative_standard_error;
 };
 struct GrowthReport {
   double interval_s = 0;  // between the snapshots held (it doubles as a long run goes on)
   uint64_t snapshots = 0;
   std::vector<GrowingStack> stacks;  // fastest first
+  // Sample mode: that the rates are estimates and how good, in words, for every renderer;
+  // empty where the series are exact.
+  std::string estimate_note;
 };
 
 // `memstage run --ram-limit`: when RSS passed the RAM of the machine being played.

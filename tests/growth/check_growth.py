@@ -6,9 +6,12 @@ rate within 30 %, and list neither the buffer nor the burst; the text summary mu
 it. Same checks as the end-to-end tests (tests/e2e/e2e.py's Scenario).
 
 With --mode aggregate the same program runs under aggregate mode, snapshots every 20 ms:
-the growth comes from the capture's snapshots instead of the events.
+the growth comes from the capture's snapshots instead of the events. With --mode sample
+it runs sampled at 128 KiB (the 64 KiB leaked blocks are sampled ~40 % of the time): the
+growth comes from weighted samples, and the report says it is an estimate and how good
+(~8 % here, so 30 % is ~4 standard errors).
 
-usage: check_growth.py --memstage PATH --program PATH --work DIR [--validator PATH] [--mode aggregate]
+usage: check_growth.py --memstage PATH --program PATH --work DIR [--validator PATH] [--mode aggregate|sample]
 """
 import argparse
 import os
@@ -20,7 +23,7 @@ import e2e  # noqa: E402
 
 def check(s, program, mode=None):
     truth_path = s.truth_file("growing")
-    run_flags = ("--snapshot-interval", "0.02") if mode == "aggregate" else ()
+    run_flags = {"aggregate": ("--snapshot-interval", "0.02"), "sample": ("--sample-rate", "131072")}.get(mode, ())
     out, report = s.traced("run", [program, truth_path], mode=mode, run_flags=run_flags)
     truth = s.read_truth("growing")
     growth = report["growth"]
@@ -50,7 +53,19 @@ def check(s, program, mode=None):
             % (rate, true_rate, 100.0 * (rate - true_rate) / true_rate))
     print("leak rate: reported %.0f B/s, true %d B/s (%.1f %% off)"
           % (rate, true_rate, 100.0 * (rate - true_rate) / true_rate))
-    s.eq(first["live_bytes"], truth["leaked_bytes"], "growth[0].live_bytes: everything leak_step leaked")
+    if mode == "sample":
+        # Estimates, and said so: each rate with its expected error, the note in words.
+        error = first.get("relative_standard_error")
+        s.check(error is not None and 0 < error < 0.3, "growth[0].relative_standard_error: %r" % error)
+        s.check("estimate" in snapshots.get("estimate_note", ""), "growth_snapshots.estimate_note: %r"
+                % snapshots.get("estimate_note"))
+        s.check("growth" in report["sampling"]["estimated"], "sampling.estimated lists growth")
+        s.check(abs(first["live_bytes"] - truth["leaked_bytes"]) <= 0.3 * truth["leaked_bytes"],
+                "growth[0].live_bytes %d within 30 %% of the %d leaked" % (first["live_bytes"], truth["leaked_bytes"]))
+    else:
+        s.check(all("relative_standard_error" not in g for g in growth) and "estimate_note" not in snapshots,
+                "exact growth carries no error")
+        s.eq(first["live_bytes"], truth["leaked_bytes"], "growth[0].live_bytes: everything leak_step leaked")
     for name in ("hold_buffer", "burst", "churn"):
         listed = [g for g in growth if e2e.has_function(g["stack"], name)]
         s.check(not listed, "growth lists %s's stack (%s)" % (name, "a constant buffer" if name == "hold_buffer"
@@ -62,6 +77,9 @@ def check(s, program, mode=None):
     body = text.stdout.decode(errors="replace")
     s.check("growing over time" in body and "leak_step" in body.split("growing over time", 1)[-1],
             "the text summary lists leak_step under 'growing over time'")
+    if mode == "sample":
+        growing = body.split("growing over time", 1)[-1]
+        s.check("estimates" in growing and "/s ± " in growing, "the text summary gives the rates' error")
 
 
 def main():
@@ -70,7 +88,7 @@ def main():
     parser.add_argument("--program", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--validator")
-    parser.add_argument("--mode", choices=("full", "aggregate"), default="full")
+    parser.add_argument("--mode", choices=("full", "aggregate", "sample"), default="full")
     args = parser.parse_args()
     args.programs = os.path.dirname(os.path.abspath(args.program))
     s = e2e.Scenario(args)

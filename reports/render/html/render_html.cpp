@@ -521,11 +521,13 @@ json growth_json(const Report& report, FrameTable& frames, std::vector<StackInde
                       {"live_bytes", g.live_bytes},
                       {"since_s", g.since_s},
                       {"r_squared", g.r_squared},
+                      {"relative_standard_error", g.relative_standard_error ? json(*g.relative_standard_error) : json(nullptr)},
                       {"series", {{"t_s", std::move(t)}, {"live_bytes", std::move(live)}}}});
     used_stacks.push_back(g.stack);
   }
   return json{{"interval_s", report.growth->interval_s},
               {"snapshots", report.growth->snapshots},
+              {"estimate_note", report.growth->estimate_note},
               {"stacks", std::move(stacks)}};
 }
 

@@ -1188,11 +1188,13 @@
     }
     note.append(`Stacks whose live bytes rose steadily over the run, fastest first: a least-squares line since the ` +
       `stack last held nothing, kept when it explains the series (R²), no single moment brings most of the rise, ` +
-      `and the rise goes on to the end; a constant buffer, a one-off burst or a full cache is not listed (${every}).`);
+      `and the rise goes on to the end; a constant buffer, a one-off burst or a full cache is not listed (${every}).` +
+      (growth.estimate_note ? ` Estimates: ${growth.estimate_note}.` : ''));
     growth.stacks.forEach((g, i) => {
       const d = el('details', { class: 'leak growth', open: i < 3 ? 'open' : null });
+      const error = g.relative_standard_error == null ? '' : ` ± ${Math.round(100 * g.relative_standard_error)}%`;
       d.append(el('summary', {},
-        el('span', { class: 'amount' }, `+${fmtBytes(g.bytes_per_s)}/s`),
+        el('span', { class: 'amount', title: error ? 'estimated from samples: ± one standard error' : null }, `+${fmtBytes(g.bytes_per_s)}/s${error}`),
         el('span', {}, `${fmtBytes(g.live_bytes)} live at the end · since ${fmtSeconds(g.since_s)} · R² ${g.r_squared.toFixed(2)}`),
         el('span', { class: 'frame-name' }, siteName(g))),
       growthChart(g), framesTable(g.stack));

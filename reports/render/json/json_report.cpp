@@ -144,7 +144,7 @@ Json report_to_json(const Report& r) {
   j["attached"] = r.attached;
   j["sampling"] = r.sampling ? Json{{"rate_bytes", r.sampling->rate_bytes},
                                     {"samples", r.sampling->samples},
-                                    {"estimated", {"stacks", "leaks", "sites"}},
+                                    {"estimated", {"stacks", "leaks", "sites", "growth"}},
                                     {"exact", {"peak_heap_bytes", "allocations", "frees", "bytes_allocated"}},
                                     {"relative_standard_error", "sqrt(rate_bytes / bytes)"},
                                     {"note", r.sampling->note}}
@@ -237,15 +237,19 @@ Json report_to_json(const Report& r) {
         t.push_back(p.t_s);
         live.push_back(p.live_bytes);
       }
-      growth.push_back(Json{{"bytes_per_s", g.bytes_per_s},
-                            {"live_bytes", g.live_bytes},
-                            {"since_s", g.since_s},
-                            {"r_squared", g.r_squared},
-                            {"stack", stack_json(r, g.stack)},
-                            {"series", Json{{"t_s", std::move(t)}, {"live_bytes", std::move(live)}}}});
+      Json entry{{"bytes_per_s", g.bytes_per_s},
+                 {"live_bytes", g.live_bytes},
+                 {"since_s", g.since_s},
+                 {"r_squared", g.r_squared},
+                 {"stack", stack_json(r, g.stack)},
+                 {"series", Json{{"t_s", std::move(t)}, {"live_bytes", std::move(live)}}}};
+      // Sample mode: the rate is an estimate, with its expected error.
+      if (g.relative_standard_error) entry["relative_standard_error"] = *g.relative_standard_error;
+      growth.push_back(std::move(entry));
     }
     j["growth"] = std::move(growth);
     j["growth_snapshots"] = Json{{"count", r.growth->snapshots}, {"interval_s", r.growth->interval_s}};
+    if (!r.growth->estimate_note.empty()) j["growth_snapshots"]["estimate_note"] = r.growth->estimate_note;
   } else {
     j["growth"] = nullptr;
     j["growth_snapshots"] = nullptr;

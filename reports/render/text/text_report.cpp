@@ -265,11 +265,14 @@ std::string render_text(const Report& r, const TextOptions& options) {
   if (r.growth && !r.growth->stacks.empty()) {
     out += fmt::format("\ngrowing over time (live bytes rising steadily; a least-squares fit over {} snapshots {:.2g} s apart)\n",
                        r.growth->snapshots, r.growth->interval_s);
+    if (!r.growth->estimate_note.empty()) out += fmt::format("  estimates    {}\n", r.growth->estimate_note);
     for (size_t i = 0; i < std::min(options.stacks, r.growth->stacks.size()); ++i) {
       const GrowingStack& g = r.growth->stacks[i];
-      out += fmt::format("  +{}/s, {} live at the end, since {:.2f} s (R² {:.2f})\n",
-                         format_bytes(static_cast<uint64_t>(g.bytes_per_s)), format_bytes(g.live_bytes), g.since_s,
-                         g.r_squared);
+      const std::string error =
+          g.relative_standard_error ? fmt::format(" ± {:.0f}%", 100 * *g.relative_standard_error) : "";
+      out += fmt::format("  +{}/s{}, {} live at the end, since {:.2f} s (R² {:.2f})\n",
+                         format_bytes(static_cast<uint64_t>(g.bytes_per_s)), error, format_bytes(g.live_bytes),
+                         g.since_s, g.r_squared);
       append_stack(out, r, g.stack, options.frames);
     }
     if (r.growth->stacks.size() > options.stacks) out += fmt::format("  ... {} more\n", r.growth->stacks.size() - options.stacks);
