@@ -17,6 +17,7 @@
 #include "reports/analysis/module_index.h"
 #include "reports/analysis/stage_rows.h"
 #include "reports/analysis/suffix_sums.h"
+#include "reports/analysis/timeline.h"
 #include "reports/model/frame_interner.h"
 #include "reports/symbolize/symbolizer.h"
 
@@ -201,12 +202,7 @@ class FirstPass : public trace::TraceVisitor {
   std::vector<int> stack_snapshot;  // module snapshot current when the stack was read
   std::unordered_map<uint64_t, StackStageFigures> figures;
 
-  std::vector<TimelinePoint> timeline;
-  uint64_t interval_heap_max = 0;
-  // Per timeline point: the event that reached its heap (pass two replays up to it when
-  // the point is where this process stood at the job's peak).
-  std::vector<uint64_t> timeline_heap_events;
-  uint64_t interval_heap_event = 0;
+  TimelineAggregator timeline;
 
   // Growth over time, full mode: live bytes per stack taken as the events replay, first
   // every sampling tick (10 ms: a run of seconds still gets a hundred points), the
@@ -263,10 +259,7 @@ class FirstPass : public trace::TraceVisitor {
   }
 
   void reach(uint64_t live) {
-    if (live > interval_heap_max) {
-      interval_heap_max = live;
-      interval_heap_event = events;
-    }
+    timeline.reach(live, events);
     if (live > peak_heap_bytes) {
       peak_heap_bytes = live;
       peak_heap_ns = now_ns;
@@ -575,11 +568,7 @@ class FirstPass : public trace::TraceVisitor {
   void on_job_place(const trace::JobPlace& p) override { place = p; }
 
   void add_timeline_point() {
-    const uint64_t heap_bytes = std::max(interval_heap_max, heap_now());
-    timeline.push_back(TimelinePoint{now_ns / kNsPerS, heap_bytes, last_rss_bytes, last_tracer_bytes, innermost()});
-    timeline_heap_events.push_back(heap_now() >= interval_heap_max ? events : interval_heap_event);
-    interval_heap_max = heap_now();
-    interval_heap_event = events;
+    timeline.add_point(now_ns / kNsPerS, heap_now(), last_rss_bytes, last_tracer_bytes, innermost(), events);
   }
 
   // The run is over: stages still open end with it.
@@ -994,9 +983,9 @@ JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t ma
     const FirstPass& p = files[i]->pass;
     const double offset_s = static_cast<double>(p.info.start_realtime_ns - zero_ns) / kNsPerS;
     Series h{offset_s, {}}, r{offset_s, {}};
-    h.samples.reserve(p.timeline.size());
-    r.samples.reserve(p.timeline.size());
-    for (const TimelinePoint& point : p.timeline) {
+    h.samples.reserve(p.timeline.points().size());
+    r.samples.reserve(p.timeline.points().size());
+    for (const TimelinePoint& point : p.timeline.points()) {
       h.samples.push_back(Sample{offset_s + point.t_s, point.heap_bytes});
       r.samples.push_back(Sample{offset_s + point.t_s, point.rss_bytes});
     }
@@ -1046,7 +1035,7 @@ JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t ma
     const int64_t k = heap_peak.sample_at_peak[n];
     const FirstPass& p = files[plan.order[n]]->pass;
     plan.heap_at_peak_bytes.push_back(k >= 0 ? heap[n].samples[k].bytes : 0);
-    plan.event_at_peak.push_back(k >= 0 && p.info.mode == trace::Mode::kFull ? p.timeline_heap_events[k] : 0);
+    plan.event_at_peak.push_back(k >= 0 && p.info.mode == trace::Mode::kFull ? p.timeline.heap_events()[k] : 0);
   }
   // One process: its own timeline is the job's.
   if (files.size() > 1) {
@@ -1059,33 +1048,6 @@ JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t ma
     }
   }
   return plan;
-}
-
-std::vector<TimelinePoint> downsample(std::vector<TimelinePoint> points, size_t max_points,
-                                      const TimelinePoint& peak) {
-  points.push_back(peak);
-  std::stable_sort(points.begin(), points.end(),
-                   [](const TimelinePoint& a, const TimelinePoint& b) { return a.t_s < b.t_s; });
-  if (points.size() <= max_points) return points;
-  // Keep each bucket's highest heap and RSS so that no peak disappears.
-  const double t0 = points.front().t_s, t1 = points.back().t_s;
-  const size_t buckets = max_points / 2;
-  std::vector<TimelinePoint> out;
-  size_t i = 0;
-  for (size_t b = 0; b < buckets && i < points.size(); ++b) {
-    const double end = t0 + (t1 - t0) * static_cast<double>(b + 1) / static_cast<double>(buckets);
-    size_t heap_max = i, rss_max = i;
-    const size_t first = i;
-    while (i < points.size() && (points[i].t_s <= end || b + 1 == buckets)) {
-      if (points[i].heap_bytes > points[heap_max].heap_bytes) heap_max = i;
-      if (points[i].rss_bytes > points[rss_max].rss_bytes) rss_max = i;
-      ++i;
-    }
-    if (i == first) continue;
-    out.push_back(points[std::min(heap_max, rss_max)]);
-    if (heap_max != rss_max) out.push_back(points[std::max(heap_max, rss_max)]);
-  }
-  return out;
 }
 
 DeviceFigures device_stage_figures(const DeviceMemoryReplay::StageFigures& s) {
@@ -1608,15 +1570,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     }
   }
 
-  TimelinePoint peak_point{t.peak_heap_time_s, t.peak_heap_bytes, 0, 0, -1};
-  for (const auto& p : pass.timeline) {
-    if (p.t_s <= t.peak_heap_time_s) {
-      peak_point.rss_bytes = p.rss_bytes;
-      peak_point.tracer_bytes = p.tracer_bytes;
-      peak_point.stage = p.stage;
-    }
-  }
-  report.timeline = downsample(pass.timeline, options.max_timeline_points, peak_point);
+  report.timeline = pass.timeline.report(options.max_timeline_points, t.peak_heap_time_s, t.peak_heap_bytes);
   for (TimelinePoint& p : report.timeline) p.stage = stage_rows.row_of(p.stage);
 
   const auto process_report = [&](const FirstPass& p) {
