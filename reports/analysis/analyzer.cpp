@@ -15,6 +15,7 @@
 #include "reports/analysis/job_clock.h"
 #include "reports/analysis/live_heap.h"
 #include "reports/analysis/module_index.h"
+#include "reports/analysis/peaks.h"
 #include "reports/analysis/stage_rows.h"
 #include "reports/analysis/suffix_sums.h"
 #include "reports/analysis/timeline.h"
@@ -106,13 +107,7 @@ struct StageInstance {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   bool closed = false;
-  uint64_t peak_heap_bytes = 0;
-  uint64_t peak_heap_ns = 0;
-  uint64_t peak_event = 0;  // index of the event that reached the peak (+1; 0 = none)
-  uint64_t peak_rss_bytes = 0;
-  uint64_t peak_program_rss_bytes = 0;
-  uint64_t tracer_peak_bytes = 0;
-  uint64_t mmap_peak_bytes = 0;
+  Peaks peaks;
   uint64_t allocations = 0;
   uint64_t frees = 0;
   uint64_t bytes_allocated = 0;
@@ -175,9 +170,7 @@ class FirstPass : public trace::TraceVisitor {
 
   uint64_t now_ns = 0;
   uint64_t events = 0;  // alloc/free events so far: the replay position of pass two
-  uint64_t peak_heap_bytes = 0, peak_heap_ns = 0, peak_event = 0;
-  uint64_t peak_rss_bytes = 0, mmap_peak_bytes = 0;
-  uint64_t peak_program_rss_bytes = 0, tracer_peak_bytes = 0;
+  Peaks peaks;  // the run's
   uint64_t allocations = 0, frees = 0, bytes_allocated = 0, temporary_allocations = 0;
   uint64_t unknown_frees = 0, lost_events = 0;
   std::optional<int> signal;
@@ -260,19 +253,8 @@ class FirstPass : public trace::TraceVisitor {
 
   void reach(uint64_t live) {
     timeline.reach(live, events);
-    if (live > peak_heap_bytes) {
-      peak_heap_bytes = live;
-      peak_heap_ns = now_ns;
-      peak_event = events;
-    }
-    if (!open.empty()) {
-      StageInstance& s = stages[open.back()];
-      if (live > s.peak_heap_bytes) {
-        s.peak_heap_bytes = live;
-        s.peak_heap_ns = now_ns;
-        s.peak_event = events;
-      }
-    }
+    peaks.reach_heap(live, now_ns, events);
+    if (!open.empty()) stages[open.back()].peaks.reach_heap(live, now_ns, events);
   }
 
   void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
@@ -354,8 +336,8 @@ class FirstPass : public trace::TraceVisitor {
     note_mappings();
   }
   void note_mappings() {
-    mmap_peak_bytes = std::max(mmap_peak_bytes, mappings.bytes());
-    for (int i : open) stages[i].mmap_peak_bytes = std::max(stages[i].mmap_peak_bytes, mappings.bytes());
+    peaks.note_mmap(mappings.bytes());
+    for (int i : open) stages[i].peaks.note_mmap(mappings.bytes());
   }
 
   void on_device_alloc(const trace::DeviceAllocRecord& r) override {
@@ -384,11 +366,7 @@ class FirstPass : public trace::TraceVisitor {
     s.parent = innermost();
     s.depth = static_cast<int>(open.size());
     s.start_ns = now_ns;
-    s.peak_heap_bytes = heap_now();
-    s.peak_heap_ns = now_ns;
-    s.peak_rss_bytes = last_rss_bytes;
-    s.peak_program_rss_bytes = last_rss_bytes > last_tracer_bytes ? last_rss_bytes - last_tracer_bytes : 0;
-    s.tracer_peak_bytes = last_tracer_bytes;
+    s.peaks = Peaks::starting_at(heap_now(), now_ns, last_rss_bytes, last_tracer_bytes);
     if (last_counters) s.counters_at_begin = *last_counters;
     stages.push_back(s);
     live_self_bytes.push_back();
@@ -423,17 +401,7 @@ class FirstPass : public trace::TraceVisitor {
       s.counters_inclusive.bytes_allocated = last_counters->bytes_allocated - s.counters_at_begin.bytes_allocated;
     }
     device.end_stage(index, s.parent);
-    if (s.parent >= 0) {
-      StageInstance& p = stages[s.parent];
-      if (s.peak_heap_bytes > p.peak_heap_bytes) {
-        p.peak_heap_bytes = s.peak_heap_bytes;
-        p.peak_heap_ns = s.peak_heap_ns;
-        p.peak_event = s.peak_event;
-      }
-      p.peak_rss_bytes = std::max(p.peak_rss_bytes, s.peak_rss_bytes);
-      p.peak_program_rss_bytes = std::max(p.peak_program_rss_bytes, s.peak_program_rss_bytes);
-      p.tracer_peak_bytes = std::max(p.tracer_peak_bytes, s.tracer_peak_bytes);
-    }
+    if (s.parent >= 0) stages[s.parent].peaks.absorb(s.peaks);
   }
 
   bool stats_mode() const { return info.mode == trace::Mode::kStats; }
@@ -496,16 +464,8 @@ class FirstPass : public trace::TraceVisitor {
     if (tracer > rss) tracer = 0;
     last_rss_bytes = rss;
     last_tracer_bytes = tracer;
-    const uint64_t program_rss = rss > tracer ? rss - tracer : 0;
-    peak_rss_bytes = std::max(peak_rss_bytes, rss);
-    peak_program_rss_bytes = std::max(peak_program_rss_bytes, program_rss);
-    tracer_peak_bytes = std::max(tracer_peak_bytes, tracer);
-    if (!open.empty()) {
-      StageInstance& s = stages[open.back()];
-      s.peak_rss_bytes = std::max(s.peak_rss_bytes, rss);
-      s.peak_program_rss_bytes = std::max(s.peak_program_rss_bytes, program_rss);
-      s.tracer_peak_bytes = std::max(s.tracer_peak_bytes, tracer);
-    }
+    peaks.sample_rss(rss, tracer);
+    if (!open.empty()) stages[open.back()].peaks.sample_rss(rss, tracer);
     add_timeline_point();
   }
 
@@ -1132,15 +1092,15 @@ DeviceReport device_report(const DeviceMemoryReplay& device, StackResolver& stac
 void warn_if_outside_malloc(const TraceFile& f, std::vector<std::string>& warnings) {
   constexpr uint64_t kMinProgramRssBytes = 64ull << 20;
   const FirstPass& p = f.pass;
-  if ((p.info.mode != trace::Mode::kFull && !p.aggregate_mode()) || p.peak_program_rss_bytes < kMinProgramRssBytes) return;
-  if (p.peak_heap_bytes * 20 > p.peak_program_rss_bytes) return;  // 5% or more through malloc
+  if ((p.info.mode != trace::Mode::kFull && !p.aggregate_mode()) || p.peaks.program_rss_bytes < kMinProgramRssBytes) return;
+  if (p.peaks.heap_bytes * 20 > p.peaks.program_rss_bytes) return;  // 5% or more through malloc
   std::string command = p.info.argv.empty() ? p.info.exe : p.info.argv[0];
   warnings.push_back(fmt::format(
       "{} (pid {}): only {:.1f} MiB of its {:.1f} MiB of RSS went through malloc: it allocates most of its "
       "memory another way (an allocator of its own{}); the heap figures, stacks and leaks do not see it{}",
-      command, p.info.pid, p.peak_heap_bytes / kBytesPerMiB, p.peak_program_rss_bytes / kBytesPerMiB,
+      command, p.info.pid, p.peaks.heap_bytes / kBytesPerMiB, p.peaks.program_rss_bytes / kBytesPerMiB,
       p.python && p.python->allocator == "pymalloc" ? ", pymalloc's arenas: --python-allocator malloc shows them" : "",
-      p.mmap_peak_bytes ? fmt::format(" (anonymous mmap outside malloc peaked at {:.1f} MiB)", p.mmap_peak_bytes / kBytesPerMiB)
+      p.peaks.mmap_bytes ? fmt::format(" (anonymous mmap outside malloc peaked at {:.1f} MiB)", p.peaks.mmap_bytes / kBytesPerMiB)
                         : ""));
 }
 
@@ -1321,7 +1281,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
         kept_text.charge(name.size() + stage_paths.back().size(), "stage paths");
       }
       instance_path[i] = it->second;
-      keys[i] = StageInstanceKey{it->second, s.peak_heap_bytes};
+      keys[i] = StageInstanceKey{it->second, s.peaks.heap_bytes};
     }
     return keys;
   }());
@@ -1331,10 +1291,10 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   PeakSnapshots snapshots([&] {
     std::vector<PeakSnapshots::Target> targets;
     if (job.event_at_peak[0]) targets.push_back({job.event_at_peak[0], PeakSnapshots::kJobPeak});
-    if (pass.peak_event) targets.push_back({pass.peak_event, -1});
+    if (pass.peaks.heap_event) targets.push_back({pass.peaks.heap_event, -1});
     for (size_t i = 0; i < pass.stages.size(); ++i) {
-      if (pass.stages[i].peak_event && stage_rows.holds_row_peak(i)) {
-        targets.push_back({pass.stages[i].peak_event, static_cast<int>(i)});
+      if (pass.stages[i].peaks.heap_event && stage_rows.holds_row_peak(i)) {
+        targets.push_back({pass.stages[i].peaks.heap_event, static_cast<int>(i)});
       }
     }
     if (pass.ram_limit && pass.ram_limit_event) targets.push_back({pass.ram_limit_event, StacksAtPeaks::kRamLimit});
@@ -1352,16 +1312,11 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   // Totals.
   MemoryFigures& t = report.totals;
-  t.peak_heap_bytes = pass.peak_heap_bytes;
-  t.peak_heap_time_s = pass.peak_heap_ns / kNsPerS;
-  t.peak_rss_bytes = pass.peak_rss_bytes;
-  t.peak_program_rss_bytes = pass.peak_program_rss_bytes;
-  t.tracer_peak_bytes = pass.tracer_peak_bytes;
+  pass.peaks.fill(t, kNsPerS);
   t.allocations = pass.allocations;
   t.frees = pass.frees;
   t.bytes_allocated = pass.bytes_allocated;
   t.temporary_allocations = pass.temporary_allocations;
-  t.mmap_peak_bytes = pass.mmap_peak_bytes;
   // The allocator is asked at each new heap high, at stage edges, start and exit: the
   // run's breakdown is the sample taken at the highest heap (the nearest to the peak in
   // time among equals). One far below the peak (a program whose heap never grew enough
@@ -1370,17 +1325,17 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   const AllocatorSample* at_peak = nullptr;
   for (const auto& s : pass.allocator_samples) {
     const auto distance = [&](const AllocatorSample& x) {
-      return x.t_ns > pass.peak_heap_ns ? x.t_ns - pass.peak_heap_ns : pass.peak_heap_ns - x.t_ns;
+      return x.t_ns > pass.peaks.heap_ns ? x.t_ns - pass.peaks.heap_ns : pass.peaks.heap_ns - x.t_ns;
     };
     if (!at_peak || s.live_bytes > at_peak->live_bytes ||
         (s.live_bytes == at_peak->live_bytes && distance(s) < distance(*at_peak))) {
       at_peak = &s;
     }
   }
-  if (at_peak && at_peak->live_bytes * 2 >= pass.peak_heap_bytes) {
+  if (at_peak && at_peak->live_bytes * 2 >= pass.peaks.heap_bytes) {
     t.rss_breakdown = FirstPass::breakdown_from(*at_peak, at_peak->live_bytes);
   } else {
-    t.rss_breakdown = estimated_breakdown(pass.peak_heap_bytes, pass.peak_rss_bytes, pass.last_tracer_bytes,
+    t.rss_breakdown = estimated_breakdown(pass.peaks.heap_bytes, pass.peaks.rss_bytes, pass.last_tracer_bytes,
                                           t.peak_heap_time_s);
   }
   t.fragmentation = fragmentation_of(t.rss_breakdown);
@@ -1453,12 +1408,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     r.end_s = s.end_ns / kNsPerS;
     r.closed = s.closed;
     MemoryFigures& f = r.figures;
-    f.peak_heap_bytes = s.peak_heap_bytes;
-    f.peak_heap_time_s = s.peak_heap_ns / kNsPerS;
-    f.peak_rss_bytes = s.peak_rss_bytes;
-    f.peak_program_rss_bytes = s.peak_program_rss_bytes;
-    f.tracer_peak_bytes = s.tracer_peak_bytes;
-    f.mmap_peak_bytes = s.mmap_peak_bytes;
+    s.peaks.fill(f, kNsPerS);
     if (pass.counts_from_counters()) {
       CountersRecord own = s.counters_inclusive;
       own.allocations -= children_counters[i].allocations;
@@ -1483,8 +1433,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
       r.retained_bytes = s.retained_bytes;
     }
     f.rss_breakdown = s.has_breakdown ? s.breakdown
-                                      : estimated_breakdown(s.peak_heap_bytes, s.peak_rss_bytes, pass.last_tracer_bytes,
-                                                            s.peak_heap_ns / kNsPerS);
+                                      : estimated_breakdown(s.peaks.heap_bytes, s.peaks.rss_bytes, pass.last_tracer_bytes,
+                                                            s.peaks.heap_ns / kNsPerS);
     f.fragmentation = fragmentation_of(f.rss_breakdown);
     // Only the instance whose peak its row reports needs its stacks.
     const auto it = at_peaks.stage_peaks.find(static_cast<int>(i));
@@ -1578,8 +1528,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     r.pid = p.info.pid;
     r.parent_pid = p.info.parent_pid;
     r.command = p.info.argv;
-    r.peak_heap_bytes = p.peak_heap_bytes;
-    r.peak_rss_bytes = p.peak_rss_bytes;
+    r.peak_heap_bytes = p.peaks.heap_bytes;
+    r.peak_rss_bytes = p.peaks.rss_bytes;
     r.complete = p.ended;
     r.signal = p.signal;
     if (p.ended) {
