@@ -2,6 +2,12 @@
 // writer thread). Lock-free; the producer never blocks unless the ring is full.
 #pragma once
 
+#include <errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -44,6 +50,18 @@ class EventRing {
     if (kSlots - (tail - seen_head_) >= slots) return true;
     seen_head_ = head_.load(std::memory_order_acquire);
     return kSlots - (tail - seen_head_) >= slots;
+  }
+  // Producer side, when the ring is full: sleeps until the consumer moves on, at most
+  // `timeout_ns` (nothing wakes it: the consumer never makes a system call for it). A
+  // full ring means the consumer is behind; spinning on sched_yield would take from it
+  // the CPU it needs, a system call a turn.
+  void wait_for_consumer(uint64_t timeout_ns) {
+    timespec timeout{0, static_cast<long>(timeout_ns)};
+    const int saved_errno = errno;  // EAGAIN or ETIMEDOUT are the program's business
+    // The low half of head_ (little-endian): it changes with every consume.
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&head_), FUTEX_WAIT_PRIVATE, static_cast<uint32_t>(seen_head_),
+            &timeout, nullptr, 0);
+    errno = saved_errno;
   }
   // Producer side: slots in use as of the consumer position last seen (an overestimate).
   uint64_t used_slots_seen() const { return tail_.load(std::memory_order_relaxed) - seen_head_; }

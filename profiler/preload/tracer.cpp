@@ -113,6 +113,10 @@ int find_own_text(dl_phdr_info* info, size_t, void*) {
   return 0;
 }
 
+// A full ring's producer sleeps this long at most before it looks again (the writer drains
+// a whole ring in about a millisecond).
+constexpr uint64_t kRingFullWaitNs = 100'000;
+
 // Waits for `slots` free slots in the caller's ring. The writer frees them; if it
 // isn't running (before start, while a child restarts it) the event is dropped.
 bool wait_for_slots(ThreadState* ts, uint64_t slots) {
@@ -122,7 +126,7 @@ bool wait_for_slots(ThreadState* ts, uint64_t slots) {
       return false;
     }
     writer_wake();
-    sched_yield();
+    ts->ring.wait_for_consumer(kRingFullWaitNs);
   }
   return true;
 }
