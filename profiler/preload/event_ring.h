@@ -63,6 +63,8 @@ class EventRing {
             &timeout, nullptr, 0);
     errno = saved_errno;
   }
+  // Producer side: slots published so far (a count that only grows).
+  uint64_t tail() const { return tail_.load(std::memory_order_relaxed); }
   // Producer side: slots in use as of the consumer position last seen (an overestimate).
   uint64_t used_slots_seen() const { return tail_.load(std::memory_order_relaxed) - seen_head_; }
   // Producer side. Caller checked free_slots() >= count of slots it writes.

@@ -312,7 +312,7 @@ MEMSTAGE_EXPORT int memstage_attach_start(const char* options_text) {
     if (!g_saved) return kAttachCannotStart;
   }
   resolve_from_program();
-  start_tracer_with(options);
+  start_tracer_with(options, true);
   if (!recording()) return kAttachCannotStart;
   if (ThreadState* ts = current_thread_state()) push_record(ts, memstage::trace::records::Attached{trace_time_ns()});
   g_active.store(true, std::memory_order_release);

@@ -37,7 +37,9 @@ void resolve_from_program();
 // Starts recording with the options of the environment (`memstage run`), or with these
 // (`memstage attach`, got_hooks.cpp).
 void start_tracer();
-void start_tracer_with(const Options& options);
+// `writer_thread_now`: start the writer thread at once (attaching: the program already
+// runs its threads), not when the program makes its second one (writer.h).
+void start_tracer_with(const Options& options, bool writer_thread_now);
 void finish_trace();
 // Puts back the default action of the fatal signals the tracer handles (detach).
 void remove_signal_handlers();

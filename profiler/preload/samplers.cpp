@@ -157,6 +157,16 @@ uint64_t read_rss_bytes() {
   return parse_second_field(buf, buf + n) * g_page_bytes;
 }
 
+uint64_t read_rss_high_water_bytes() {
+  // Opened each time: asked once per trace (its end), so no descriptor is kept.
+  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/status", O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return 0;
+  char buf[4096];
+  const long n = syscall(SYS_pread64, fd, buf, sizeof(buf), 0);
+  syscall(SYS_close, fd);
+  return n > 0 ? kib_field(buf, buf + n, "VmHWM") : 0;
+}
+
 void detect_allocator() {
   if ((g_mallctl = reinterpret_cast<MallctlFn>(dlsym(RTLD_DEFAULT, "mallctl")))) {
     g_allocator = Allocator::kJemalloc;

@@ -11,6 +11,8 @@ namespace memstage::preload {
 void open_rss_source();
 // Resident set size in bytes, 0 if unreadable.
 uint64_t read_rss_bytes();
+// The kernel's high-water mark of the resident set size (VmHWM), in bytes; 0 if unreadable.
+uint64_t read_rss_high_water_bytes();
 
 // How much of RSS is shared with other processes (/proc/self/smaps_rollup), in bytes.
 struct MemoryShares {

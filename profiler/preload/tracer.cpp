@@ -131,7 +131,20 @@ bool wait_for_slots(ThreadState* ts, uint64_t slots) {
   return true;
 }
 
-void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_t stack) {
+// Every kServeEvery events of a thread: with a writer thread, wake it if the ring is half
+// full; without one, serve its round here if the caller is at a serve point (tracer.h).
+__attribute__((noinline, cold)) void at_serve_boundary(ThreadState* ts, bool at_serve_point) {
+  if (writer_running()) {
+    if (ts->ring.free_slots() <= EventRing::kSlots / 2) writer_wake();
+  } else if (at_serve_point) {
+    serve_point();
+  }
+}
+
+// `at_serve_point`: the caller holds none of the allocator's locks (after an allocation,
+// before a free), unlike the mmap family's, which allocators call from inside.
+void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_t stack,
+                bool at_serve_point = false) {
   if (!wait_for_slots(ts, 1)) return;
   RawEvent& e = ts->ring.slot_at(0);
   // Numbered after the space is there, right before publishing: the writer waits for
@@ -142,8 +155,7 @@ void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_
   e.stack_or_length = stack;
   e.kind = kind;
   ts->ring.publish(1);
-  // Half full: let the writer drain it now, while this thread goes on.
-  if (ts->ring.used_slots_seen() == EventRing::kSlots / 2) writer_wake();
+  if (__builtin_expect(ts->ring.tail() % kServeEvery == 0, 0)) at_serve_boundary(ts, at_serve_point);
 }
 
 // Inlined into its callers: every frame between the program and the walk's start is one
@@ -184,6 +196,7 @@ uint64_t tracer_bytes_at(uint64_t t_ns) {
 }
 
 void push_rss(ThreadState* ts) {
+  g_tracer.rss_sampled_at_ns.store(monotonic_ns(), std::memory_order_relaxed);
   const uint64_t t_ns = trace_time_ns();
   const uint64_t rss = read_rss_bytes();
   const uint64_t tracer = tracer_bytes_at(t_ns);
@@ -195,6 +208,14 @@ void push_rss(ThreadState* ts) {
     push_record(ts, records::RamLimit{t_ns, program_rss, limit});
     writer_wake();  // the writer stops the program once this is written
   }
+}
+
+// The kernel's high-water mark of RSS, at the trace's end: a peak between two samples
+// (inline sampling, on the program's own calls, is less even than the writer thread's
+// ticks) still shows in the report's peak RSS.
+void push_rss_high_water(ThreadState* ts) {
+  const uint64_t high_water = read_rss_high_water_bytes();
+  if (high_water) push_record(ts, records::RssHighWater{trace_time_ns(), high_water});
 }
 
 // Keeps an approximate live heap (usable sizes) so that RSS and the allocator's own
@@ -215,6 +236,9 @@ void note_live_bytes(ThreadState* ts, int64_t live) {
     if (allocator_due) g_tracer.allocator_sampled_at_high_ns.store(now, std::memory_order_relaxed);
     g_tracer.allocator_sample_pending.store(!allocator_due, std::memory_order_relaxed);
     push_samples(ts, allocator_due);
+    // Without a writer thread, the samples of a new high (and a RAM limit passed) are
+    // written now, not only after the next kServeEvery events.
+    serve_point();
   }
 }
 
@@ -247,7 +271,8 @@ void record_sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_reall
     return;
   }
   const uint32_t stack = capture_stack(ts);
-  push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc, reinterpret_cast<uint64_t>(p), size, stack);
+  push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc, reinterpret_cast<uint64_t>(p), size, stack,
+             true);
 }
 
 }  // namespace
@@ -269,7 +294,7 @@ void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
 void sampled_free(ThreadState* ts, void* p) {
   RecordingGuard guard;
   const int saved_errno = errno;
-  push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0);
+  push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0, true);
   errno = saved_errno;
 }
 
@@ -279,6 +304,7 @@ void write_signal_record(int signo) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
   push_record(ts, records::Signal{trace_time_ns(), static_cast<uint64_t>(signo)});
+  push_rss_high_water(ts);
 }
 
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
@@ -359,6 +385,9 @@ void after_fork_child() {
   if (!g_tracer.recording_at_fork) return;
   // The mark page came zeroed (MADV_WIPEONFORK): this child is one the handlers saw.
   g_tracer.process->pid = static_cast<int>(syscall(SYS_getpid));
+  // The child's trace counts its time from its own start, as its process info says (its
+  // start_realtime_ns is now): a job's processes then line up on one clock.
+  g_tracer.start_monotonic_ns = monotonic_ns();
   pthread_mutex_init(&g_tracer.stage_mutex, nullptr);
   // The child's trace says what the child dropped.
   g_tracer.stage_begins_dropped[0] = g_tracer.stage_begins_dropped[1] = 0;
@@ -563,7 +592,7 @@ void record_alloc(void* p, size_t size, bool from_realloc) {
   const uint32_t stack = capture_stack(ts);
   track_live_bytes(ts, static_cast<int64_t>(usable));
   push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc,
-             reinterpret_cast<uint64_t>(p), size, stack);
+             reinterpret_cast<uint64_t>(p), size, stack, true);
 }
 
 void record_free(void* p) {
@@ -574,7 +603,7 @@ void record_free(void* p) {
   // A large block goes back to the OS at once: sample RSS while it still counts.
   if (usable >= kSampleBeforeFreeBytes) push_rss(ts);
   track_live_bytes(ts, -static_cast<int64_t>(usable));
-  push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0);
+  push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0, true);
 }
 
 void record_mmap(void* p, size_t length, bool reserved) {
@@ -718,6 +747,7 @@ void record_stage_begin(const char* name) {
   }
   pthread_mutex_unlock(&g_tracer.stage_mutex);
   push_samples(ts, true);
+  serve_point();
 }
 
 void record_stage_end() {
@@ -734,9 +764,91 @@ void record_stage_end() {
     push_record(ts, records::StageEnd{trace_time_ns()});
   }
   pthread_mutex_unlock(&g_tracer.stage_mutex);
+  serve_point();
 }
 
 bool in_child_sharing_memory() { return syscall(SYS_getpid) != g_tracer.process->pid; }
+
+__attribute__((noinline, cold)) void serve_point() {
+  if (!recording() || writer_running() || in_child_sharing_memory()) return;
+  RecordingGuard guard;
+  const int saved_errno = errno;
+  writer_serve_inline(ServePoint::kCall);
+  errno = saved_errno;
+}
+
+uint64_t before_wait(uint64_t wait_ns) {
+  // Inside the tracer (a signal handler interrupted it), the round would meet its own
+  // half-written state: skipped.
+  if (wait_ns == kNoWait || t_in_tracer || !recording() || writer_running()) return 0;
+  // Cheap when nothing is due: a wait may come with every read.
+  const uint64_t now = monotonic_ns();
+  const bool long_wait = wait_ns != kUnknownWait && wait_ns >= g_tracer.options.sample_interval_ms * 1'000'000ull;
+  const bool round_due = long_wait || writer_round_due(now);
+  if (!round_due && now - g_tracer.rss_sampled_at_ns.load(std::memory_order_relaxed) < kWaitRssGapNs) return now;
+  if (in_child_sharing_memory()) return 0;
+  RecordingGuard guard;
+  const int saved_errno = errno;
+  if (round_due) {
+    writer_serve_inline(long_wait ? ServePoint::kLongWait : ServePoint::kWait);
+  } else if (ThreadState* ts = current_thread_state()) {
+    push_rss(ts);
+  }
+  errno = saved_errno;
+  return now;
+}
+
+void after_wait(uint64_t started_ns) {
+  if (started_ns == 0 || t_in_tracer || !recording() || writer_running()) return;
+  if (monotonic_ns() - started_ns < g_tracer.options.sample_interval_ms * 1'000'000ull) return;
+  if (in_child_sharing_memory()) return;
+  RecordingGuard guard;
+  const int saved_errno = errno;
+  if (ThreadState* ts = current_thread_state()) push_record(ts, records::Time{trace_time_ns()});
+  errno = saved_errno;
+}
+
+bool sleeps_sliced() { return !t_in_tracer && recording() && !writer_running(); }
+
+int sleep_sliced(clockid_t clock, uint64_t deadline_ns) {
+  const uint64_t slice_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
+  // A signal that comes between two slices must still end the sleep (a program may sleep
+  // until its handler runs): signals stay blocked but while a slice sleeps, and each slice
+  // unblocks them as it begins (ppoll), so one pending is delivered inside it and ends the
+  // sleep with EINTR. Faults are never blocked: the tracer's own end on a crash stays.
+  uint64_t all = ~0ull, program_mask = 0;
+  for (int signo : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS}) all &= ~(1ull << (signo - 1));
+  const int saved_errno = errno;
+  if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &program_mask, sizeof(all)) != 0) return ENOSYS;
+  // The allocator is asked between slices only outside signal handlers (writer.h).
+  const bool allocator_safe = program_mask == 0;
+  int error = 0;
+  for (;;) {
+    timespec now{};
+    clock_gettime(clock, &now);
+    const uint64_t now_ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(now.tv_nsec);
+    if (now_ns >= deadline_ns) break;
+    const uint64_t step_ns = deadline_ns - now_ns > slice_ns ? slice_ns : deadline_ns - now_ns;
+    const timespec step{static_cast<time_t>(step_ns / 1'000'000'000ull), static_cast<long>(step_ns % 1'000'000'000ull)};
+    if (syscall(SYS_ppoll, nullptr, 0, &step, &program_mask, sizeof(program_mask)) < 0 && errno == EINTR) {
+      error = EINTR;
+      break;
+    }
+    if (step_ns < deadline_ns - now_ns && sleeps_sliced() && !in_child_sharing_memory()) {
+      RecordingGuard guard;
+      writer_serve_inline(ServePoint::kSleeping, allocator_safe);
+    }
+  }
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &program_mask, nullptr, sizeof(program_mask));
+  errno = saved_errno;
+  return error;
+}
+
+void before_second_thread() {
+  if (!recording() || writer_running() || in_child_sharing_memory()) return;
+  RecordingGuard guard;  // pthread_create allocates the writer's stack and TLS
+  writer_start_thread();
+}
 
 void flush_before_exec(const char* path) {
   // A vfork child shares the parent's memory: nothing of the parent's may be written.
@@ -745,6 +857,7 @@ void flush_before_exec(const char* path) {
     constexpr size_t kMaxPath = 4096;
     const size_t length = path ? strnlen(path, kMaxPath) : 0;
     uint8_t buf[1 + 2 * trace::kMaxVarintBytes + kMaxPath];
+    push_rss_high_water(ts);  // the image exec replaces takes its high-water mark along
     const records::Exec record{trace_time_ns(), std::string_view(path ? path : "", length)};
     push_encoded(ts, buf, static_cast<uint32_t>(records::encode(buf, record) - buf));
   }
@@ -761,15 +874,16 @@ void finish_trace() {
       if (g_tracer.stage_begins_dropped[static_cast<uint32_t>(limit)]) push_stage_limit(ts, limit);
     }
     pthread_mutex_unlock(&g_tracer.stage_mutex);
+    push_rss_high_water(ts);
     push_record(ts, records::End{trace_time_ns()});
   }
   writer_finish();
   g_tracer.process->recording.store(false);
 }
 
-void start_tracer() { start_tracer_with(read_options()); }
+void start_tracer() { start_tracer_with(read_options(), false); }
 
-void start_tracer_with(const Options& options) {
+void start_tracer_with(const Options& options, bool writer_thread_now) {
   g_tracer.options = options;
   if (g_tracer.options.output_dir[0] == '\0') return;
   g_tracer.start_monotonic_ns = monotonic_ns();
@@ -783,7 +897,7 @@ void start_tracer_with(const Options& options) {
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   install_signal_handlers();
   g_tracer.process->recording.store(true);
-  if (!writer_start_thread()) {
+  if (writer_thread_now && !writer_start_thread()) {
     g_tracer.process->recording.store(false);
     return;
   }

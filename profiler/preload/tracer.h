@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstdint>
@@ -97,6 +98,8 @@ struct Tracer {
   // Approximate live heap (usable sizes) to sample RSS near new heap highs.
   std::atomic<int64_t> approx_live_bytes{0};
   std::atomic<int64_t> rss_sampled_at_live_bytes{0};
+  // When RSS was last sampled (monotonic): a wait samples it when that is long enough ago.
+  std::atomic<uint64_t> rss_sampled_at_ns{0};
   // The allocator's figures at heap highs: when last asked, and a high not asked about
   // yet (the writer's next tick asks).
   std::atomic<uint64_t> allocator_sampled_at_high_ns{0};
@@ -167,10 +170,46 @@ void push_counters(ThreadState* ts);
 // bytes); returns the length, 0 if it did not fit.
 uint32_t encode_modules(uint8_t* out, uint32_t capacity);
 
+// While the program has one thread there is no writer thread (writer.h): the writer's
+// rounds run on the program's thread, at serve points on its own path where it holds none
+// of the allocator's locks (after an allocation, before a free, at stage edges, at heap
+// highs), every kServeEvery events or calls, and before it blocks (before_wait). A no-op
+// while the writer thread runs. Callable without the re-entry guard: it sets it, and keeps
+// errno.
+inline constexpr uint64_t kServeEvery = 4096;
+void serve_point();
+// The program is about to make a thread (pthread_create): the writer gets its own first.
+void before_second_thread();
+// The program is about to block (sleep, poll, waitpid, a read...) for `wait_ns`, or for a
+// time unknown: what it recorded is written first (at most once a sampling interval, but
+// before a long sleep always), so a kill while it waits loses nothing, and a sleep gets
+// its samples (the heap it holds then) though no call comes; between rounds, RSS is
+// sampled if the last sample is over kWaitRssGapNs old: what the program touched since
+// its last call (pages it wrote, shared pages it read) counts while it waits.
+// Returns when the wait began (monotonic), for after_wait; 0 for kNoWait, or when the
+// writer thread runs.
+inline constexpr uint64_t kUnknownWait = UINT64_MAX;
+inline constexpr uint64_t kNoWait = 0;
+inline constexpr uint64_t kWaitRssGapNs = 1'000'000;
+uint64_t before_wait(uint64_t wait_ns);
+// The wait that began at `started_ns` ended (keeps errno): if it lasted a sampling
+// interval or more, the time is noted, as the writer thread's ticks would have: the heap
+// stood still from before it to now.
+void after_wait(uint64_t started_ns);
+// A sleep of the program's until `deadline_ns` on `clock`, with no writer thread to tick
+// while it sleeps: taken in slices of the sampling interval, the writer's round between
+// them, as its thread would have done. Returns 0, or EINTR when a signal's handler ran
+// (the caller says what is left).
+int sleep_sliced(clockid_t clock, uint64_t deadline_ns);
+// True when a sleep is to be sliced: recording, no writer thread.
+bool sleeps_sliced();
+
 // Stats mode: the whole cost of a traced call is these few increments.
 inline void count_allocation(ThreadState* ts, uint64_t bytes) {
-  ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  const uint64_t allocations = ts->allocations.load(std::memory_order_relaxed) + 1;
+  ts->allocations.store(allocations, std::memory_order_relaxed);
   ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+  if (__builtin_expect(allocations % kServeEvery == 0, 0)) serve_point();
 }
 inline void count_free(ThreadState* ts) {
   ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -209,10 +248,12 @@ inline void count_heap_bytes(ThreadState* ts, int64_t delta) {
 // sampled: counters, the heap count, the sampler's countdown or the sampled-block filter.
 // Run without the re-entry guard (interpose.cpp's fast path): what else they call sets it.
 inline void sample_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
-  ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  const uint64_t allocations = ts->allocations.load(std::memory_order_relaxed) + 1;
+  ts->allocations.store(allocations, std::memory_order_relaxed);
   ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
   count_heap_bytes(ts, static_cast<int64_t>(usable_size_before_free(p)));
   if (__builtin_expect(ts->sampler.sample(size), 0)) sampled_alloc(ts, p, size, from_realloc);
+  if (__builtin_expect(allocations % kServeEvery == 0, 0)) serve_point();
 }
 inline void sample_free(ThreadState* ts, void* p) {
   ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

@@ -71,6 +71,7 @@ struct WriterState {
   uint64_t last_write_ns = 0;
   uint64_t last_tick_seq = ~0ull;
   uint64_t ticks = 0;
+  uint64_t next_tick_ns = 0;  // monotonic
   bool write_failed = false;
 };
 WriterState w;
@@ -348,7 +349,12 @@ void drain(bool final) {
   }
 }
 
-void tick(ThreadState* self) {
+// `allocator`: kAsDue (every fifth tick in stats mode, or a heap high not asked about),
+// kNow (the program is about to wait: its heap stands still, ask now), kNever (the
+// allocator's lock may be held by the code this call interrupted).
+enum class AskAllocator { kAsDue, kNow, kNever };
+
+void tick(ThreadState* self, AskAllocator allocator = AskAllocator::kAsDue) {
   const uint64_t seq = g_tracer.next_seq.load(std::memory_order_relaxed);
   if (seq != w.last_tick_seq) {
     uint8_t buf[records::max_encoded_bytes<records::Time>()];
@@ -358,9 +364,13 @@ void tick(ThreadState* self) {
   // Stats mode's heap figure is the allocator's; asking costs a walk of its free lists,
   // so every fifth tick.
   const bool stats_due = stats_mode() && ++w.ticks % 5 == 0;
+  if (allocator == AskAllocator::kNever) {
+    push_samples(self, false);
+    return;
+  }
   // A heap high the allocator was not asked about (tracer.cpp, track_live_bytes).
   const bool high_pending = g_tracer.allocator_sample_pending.exchange(false, std::memory_order_relaxed);
-  push_samples(self, stats_due || high_pending);
+  push_samples(self, stats_due || high_pending || allocator == AskAllocator::kNow);
 }
 
 void wait_for_tick_or_wake(uint64_t interval_ns) {
@@ -370,38 +380,53 @@ void wait_for_tick_or_wake(uint64_t interval_ns) {
   w.wake_word.store(0, std::memory_order_relaxed);
 }
 
+// One round of the writer's work, with its lock held: the sampling tick when due, the
+// rings drained, a chunk written when enough waits or enough time passed (`write_now`: at
+// once), and the stop once RAM passed the limit.
+void writer_round(ThreadState* self, bool write_now = false, AskAllocator allocator = AskAllocator::kAsDue) {
+  const uint64_t now = monotonic_ns();
+  if (self && now >= w.next_tick_ns) {
+    tick(self, allocator);
+    w.next_tick_ns = now + g_tracer.options.sample_interval_ms * 1'000'000ull;
+  }
+  drain(false);
+  if (aggregate_mode()) {
+    // A chunk per snapshot: a killed process leaves whole snapshots.
+    if (write_now || monotonic_ns() >= w.next_snapshot_ns) {
+      w.aggregate.snapshot(trace_time_ns(), raw_sink);
+      write_chunk();
+      w.next_snapshot_ns = monotonic_ns() + g_tracer.options.snapshot_interval_ms * 1'000'000ull;
+    }
+  } else if (w.raw_used >= kFlushAtRawBytes ||
+             (w.raw_used > 0 && (write_now || monotonic_ns() - w.last_write_ns >= kFlushEveryNs))) {
+    write_chunk();
+  }
+  if (g_tracer.options.ram_limit_stops && g_tracer.ram_limit_passed.load(std::memory_order_relaxed)) {
+    // The machine being played has run out of RAM: what was recorded up to here is
+    // written, then the program ends as under the OOM killer.
+    if (aggregate_mode()) w.aggregate.snapshot(trace_time_ns(), raw_sink);
+    write_chunk();
+    syscall(SYS_kill, getpid(), SIGKILL);
+  }
+}
+
+// True when no signal is blocked on this thread: then this call is not inside a signal
+// handler (which blocks its own signal while it runs), so the code it interrupted holds
+// none of the allocator's locks. Conservative: a program that blocks signals for its own
+// reasons is simply not asked at its waits.
+bool outside_signal_handlers() {
+  uint64_t blocked = 0;
+  return syscall(SYS_rt_sigprocmask, SIG_BLOCK, nullptr, &blocked, sizeof(blocked)) == 0 && blocked == 0;
+}
+
 void* writer_main(void*) {
   t_in_tracer = true;  // whatever this thread calls is the tracer's, never the program's
   ThreadState* self = current_thread_state();
   const uint64_t interval_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
-  uint64_t next_tick_ns = monotonic_ns();
   while (!w.stop.load(std::memory_order_acquire)) {
     wait_for_tick_or_wake(interval_ns);
     lock_writer();
-    const uint64_t now = monotonic_ns();
-    if (self && now >= next_tick_ns) {
-      tick(self);
-      next_tick_ns = now + interval_ns;
-    }
-    drain(false);
-    if (aggregate_mode()) {
-      // A chunk per snapshot: a killed process leaves whole snapshots.
-      if (monotonic_ns() >= w.next_snapshot_ns) {
-        w.aggregate.snapshot(trace_time_ns(), raw_sink);
-        write_chunk();
-        w.next_snapshot_ns = monotonic_ns() + g_tracer.options.snapshot_interval_ms * 1'000'000ull;
-      }
-    } else if (w.raw_used >= kFlushAtRawBytes ||
-               (w.raw_used > 0 && monotonic_ns() - w.last_write_ns >= kFlushEveryNs)) {
-      write_chunk();
-    }
-    if (g_tracer.options.ram_limit_stops && g_tracer.ram_limit_passed.load(std::memory_order_relaxed)) {
-      // The machine being played has run out of RAM: what was recorded up to here is
-      // written, then the program ends as under the OOM killer.
-      if (aggregate_mode()) w.aggregate.snapshot(trace_time_ns(), raw_sink);
-      write_chunk();
-      syscall(SYS_kill, getpid(), SIGKILL);
-    }
+    writer_round(self);
     unlock_writer();
   }
   return nullptr;
@@ -561,6 +586,9 @@ bool writer_open(uint64_t parent_pid) {
 }
 
 bool writer_start_thread() {
+  // Claimed first: two threads that both find the writer missing start one.
+  bool running = false;
+  if (!w.thread_running.compare_exchange_strong(running, true, std::memory_order_acq_rel)) return true;
   w.stop.store(false, std::memory_order_relaxed);
   // A small stack of its own: the default (RLIMIT_STACK, 8 MiB) would be address space
   // taken from a program that runs under a limit (ulimit -v).
@@ -569,12 +597,44 @@ bool writer_start_thread() {
   pthread_attr_setstacksize(&attributes, kWriterStackBytes);
   const int created = pthread_create(&w.thread, &attributes, writer_main, nullptr);
   pthread_attr_destroy(&attributes);
-  if (created != 0) return false;
-  w.thread_running.store(true, std::memory_order_release);
+  if (created != 0) {
+    w.thread_running.store(false, std::memory_order_release);
+    return false;
+  }
   return true;
 }
 
 bool writer_running() { return w.thread_running.load(std::memory_order_acquire); }
+
+bool writer_round_due(uint64_t now_monotonic_ns) { return now_monotonic_ns >= w.next_tick_ns; }
+
+void writer_serve_inline(ServePoint point, bool allocator_safe) {
+  if (writer_running()) return;
+  const uint64_t now = monotonic_ns();
+  // A wait comes as often as the program likes (an event loop's poll): a round at most
+  // once a sampling interval, but before a long sleep always, with what the heap holds now.
+  const bool long_wait = point == ServePoint::kLongWait;
+  if ((point == ServePoint::kWait || point == ServePoint::kSleeping) && now < w.next_tick_ns) return;
+  // Never waits: the lock is held by a round this call interrupted (a signal handler's
+  // call), or by a fork in progress; the next serve point does the round.
+  if (pthread_mutex_trylock(&w.mutex) != 0) return;
+  w.mutex_owner.store(gettid_raw(), std::memory_order_relaxed);
+  if (point == ServePoint::kCall) {
+    writer_round(current_thread_state());
+  } else if (point == ServePoint::kSleeping) {
+    writer_round(current_thread_state(), false, allocator_safe ? AskAllocator::kAsDue : AskAllocator::kNever);
+  } else {
+    // A wait may be called from a signal handler that interrupted the allocator: asked
+    // only from outside handlers.
+    const AskAllocator allocator = !outside_signal_handlers() ? AskAllocator::kNever
+                                   : long_wait               ? AskAllocator::kNow
+                                                             : AskAllocator::kAsDue;
+    if (long_wait) w.next_tick_ns = 0;
+    // Written before the program blocks: a kill while it waits loses nothing.
+    writer_round(current_thread_state(), true, allocator);
+  }
+  unlock_writer();
+}
 
 void writer_wake() {
   w.wake_word.store(1, std::memory_order_relaxed);
@@ -619,8 +679,10 @@ void writer_after_fork_child(bool follow) {
   w.last_tick_seq = ~0ull;
   // Events numbered before the fork are the parent's to write.
   w.next_seq = g_tracer.next_seq.load(std::memory_order_relaxed);
+  w.next_tick_ns = 0;
   if (!follow) return;
-  if (writer_open(static_cast<uint64_t>(getppid()))) writer_start_thread();
+  // One thread lives on in the child: the writer's rounds run on it until it makes another.
+  writer_open(static_cast<uint64_t>(getppid()));
 }
 
 }  // namespace memstage::preload

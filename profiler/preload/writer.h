@@ -10,7 +10,25 @@ namespace memstage::preload {
 // Creates the trace file for this process and writes its header, process info and
 // module list. False when the file can't be created (the tracer then stays passive).
 bool writer_open(uint64_t parent_pid);
+// The writer thread is started when the program is about to have a second thread (or at
+// once when attaching): a program that has one thread keeps one (Chromium's zygote checks
+// before it forks), and the writer's rounds run on that thread at serve points instead.
+// Starts it unless it runs; false when it cannot be made.
 bool writer_start_thread();
+// Where the program's own thread serves the writer's round. kCall: on its way through
+// the tracer (after an allocation, before a free, at a stage edge, at a heap high), where
+// it holds none of the allocator's locks; tick when due, drain, write when due. kWait: it
+// is about to block (poll, waitpid...), maybe in a signal handler: a round at most once a
+// sampling interval, written at once. kLongWait: it is about to sleep at least a sampling
+// interval: a round with a tick, written at once. kSleeping: between two slices of a long
+// sleep (tracer.h, sleep_sliced): the writer thread's periodic round.
+enum class ServePoint { kCall, kWait, kLongWait, kSleeping };
+// Without a writer thread: one round of its work on the calling thread; nothing when the
+// thread runs or a round is already in progress.
+// `allocator_safe` (kSleeping): the caller knows it is outside signal handlers.
+void writer_serve_inline(ServePoint point, bool allocator_safe = false);
+// True when the writer's next tick is due (a wait then does a round).
+bool writer_round_due(uint64_t now_monotonic_ns);
 // Writes everything recorded so far. `final`: the process is ending; nothing more will
 // come, so in-flight gaps are not waited for. Safe to call from any thread; from a
 // signal handler with `from_signal` (then it gives up rather than wait long).
@@ -22,7 +40,7 @@ void writer_finish();
 void writer_before_fork();
 void writer_after_fork_parent();
 void writer_after_fork_child(bool follow);
-// Wakes the writer early (a ring is full).
+// Wakes the writer thread early (a ring is filling, RAM passed the limit).
 void writer_wake();
 bool writer_running();
 

@@ -195,6 +195,10 @@ enum class Tag : uint8_t {
   // highest of all. Threads count on their own and add up every kHeapFoldBytes: in a program
   // of several threads a figure can miss up to that much per other thread.
   kHeapCounters = 37,
+  // The kernel's high-water mark of RSS (VmHWM), at the end of the trace (exit, exec, a
+  // fatal signal). RSS is sampled at ticks and heap highs, which a short spike between two
+  // samples escapes; the peak RSS is never below this. Its time is unknown.
+  kRssHighWater = 38,
 
   // Aggregate mode (Mode::kAggregate) writes no kAllocInfo, kAlloc, kFree, kRealloc or
   // kFreeLast; these records stand for them. Tags between the kinds are unused.

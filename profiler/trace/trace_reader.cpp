@@ -152,6 +152,7 @@ class ChunkDecoder {
     v_.on_stage_limit(r.t_ns, static_cast<StageLimit>(r.limit), r.limit_value, r.begins_dropped);
   }
   void handle(const records::Rss& r) { v_.on_rss(r.t_ns, r.rss_bytes, r.tracer_bytes); }
+  void handle(const records::RssHighWater& r) { v_.on_rss_high_water(r.t_ns, r.rss_bytes); }
   void handle(const records::AllocatorStats& r) {
     v_.on_allocator_stats(AllocatorStatsRecord{r.t_ns, r.in_use_bytes, r.resident_bytes, r.mapped_bytes});
   }

@@ -164,6 +164,7 @@ class TraceVisitor {
   virtual void on_stage_begin(uint32_t /*name_id*/, uint64_t /*t_ns*/) {}
   virtual void on_stage_end(uint64_t /*t_ns*/) {}
   virtual void on_rss(uint64_t /*t_ns*/, uint64_t /*rss_bytes*/, uint64_t /*tracer_bytes*/) {}
+  virtual void on_rss_high_water(uint64_t /*t_ns*/, uint64_t /*rss_bytes*/) {}
   virtual void on_allocator_stats(const AllocatorStatsRecord&) {}
   virtual void on_counters(const CountersRecord&) {}
   virtual void on_end(uint64_t /*t_ns*/) {}

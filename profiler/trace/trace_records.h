@@ -135,6 +135,11 @@ struct Rss {
   uint64_t t_ns = 0, rss_bytes = 0, tracer_bytes = 0;
   MEMSTAGE_RECORD_FIELDS(t_ns, rss_bytes, tracer_bytes)
 };
+struct RssHighWater {
+  static constexpr Tag kTag = Tag::kRssHighWater;
+  uint64_t t_ns = 0, rss_bytes = 0;
+  MEMSTAGE_RECORD_FIELDS(t_ns, rss_bytes)
+};
 struct AllocatorStats {
   static constexpr Tag kTag = Tag::kAllocatorStats;
   uint64_t t_ns = 0, in_use_bytes = 0, resident_bytes = 0, mapped_bytes = 0;
@@ -318,6 +323,7 @@ using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Re
                               End, Signal, Lost, AllocInfo, FreeLast, RamLimit, PythonCode, PythonInfo,
                               DeepBindRemoved, StageLimitHit, DeviceAlloc, DeviceFree, DeviceCache,
                               StackNode, Exec, MmapReserved, Mprotect, MemoryShares, JobPlace, Sampling, HeapCounters,
+                              RssHighWater,
                               AggHeap, AggSnapshot, AggSite, AggStage, AggPeakSite, AggRamLimitStacks, Attached>;
 
 namespace detail {

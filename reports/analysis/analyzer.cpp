@@ -469,6 +469,13 @@ class FirstPass : public trace::TraceVisitor {
     add_timeline_point();
   }
 
+  // When the kernel's high-water mark came is unknown: the run's peak takes it, no stage
+  // and no point of the timeline does.
+  void on_rss_high_water(uint64_t t, uint64_t rss) override {
+    now_ns = std::max(now_ns, t);
+    peaks.rss_high_water(rss);
+  }
+
   void on_allocator_stats(const AllocatorStatsRecord& r) override {
     now_ns = std::max(now_ns, r.t_ns);
     if (stats_mode()) {

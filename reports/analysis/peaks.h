@@ -42,6 +42,13 @@ struct Peaks {
     program_rss_bytes = std::max(program_rss_bytes, program_rss(rss, tracer));
     tracer_bytes = std::max(tracer_bytes, tracer);
   }
+  // The kernel's high-water mark of RSS (kRssHighWater): a spike between two samples
+  // still counts. When it came is unknown: the program's share is at least the mark less
+  // the tracer's highest.
+  void rss_high_water(uint64_t rss) {
+    rss_bytes = std::max(rss_bytes, rss);
+    program_rss_bytes = std::max(program_rss_bytes, program_rss(rss, tracer_bytes));
+  }
   void note_mmap(uint64_t bytes) { mmap_bytes = std::max(mmap_bytes, bytes); }
   // A nested stage's heap and RSS highs were its parent's too, while it ran (mmap highs
   // are noted in every open stage as they happen).

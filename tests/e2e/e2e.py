@@ -802,6 +802,54 @@ def scenario_raw_clone(s):
         s.counts_consistent(report, "raw_clone")
 
 
+def scenario_single_thread(s):
+    """A program with one thread keeps one under the tracer (start, allocations, a stage, a forked child); the
+    report's peak RSS is at least the kernel's high-water mark, a spike no sample saw included."""
+    out, report, t = s.traced_as_untraced("run", [s.program("single_thread"), "truth.json"])
+    if t:
+        peak = report["totals"]["peak_rss_bytes"]
+        s.check(peak >= t["high_water_bytes"] >= t["spike_bytes"],
+                "peak_rss_bytes %d >= VmHWM %d >= the %d-byte spike" % (peak, t["high_water_bytes"], t["spike_bytes"]))
+        no_killed_warning(s, report, "single_thread")
+        s.eq(len(report["processes"]), 2, "the parent and its forked child are traced")
+        s.counts_consistent(report, "single_thread")
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def scenario_chromium(s):
+    """chromium --headless --dump-dom (its zygote forks by raw clone and requires one thread): same DOM and exit."""
+    if not os.path.exists(CHROMIUM):
+        print("SKIP: %s not installed" % CHROMIUM)
+        raise SystemExit(77)
+    page = os.path.join(s.work, "page.html")
+    with open(page, "w") as f:
+        f.write("<!DOCTYPE html><html><head><title>memstage</title></head><body><p id=\"x\">before</p>"
+                "<script>document.getElementById('x').textContent = 'after ' + [1, 2, 3].map(n => n * n).join(',');"
+                "</script></body></html>\n")
+    runs = {}
+    for kind in ("untraced", "traced"):
+        # A profile of its own per run: nothing is shared or left in the user's.
+        argv = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + os.path.join(
+            s.work, "profile." + kind), "--dump-dom", "file://" + page]
+        if kind == "traced":
+            argv = [s.memstage, "run", "-q", "-o", os.path.join(s.work, "trace")] + ["--"] + argv
+        try:
+            runs[kind] = s.run(argv, timeout=60)
+        except subprocess.TimeoutExpired:
+            s.fail("chromium %s still running after 60 s" % kind)
+            raise SystemExit(s.finish())
+        print(runs[kind].stderr.decode(errors="replace")[-2000:])
+    plain, traced = runs["untraced"], runs["traced"]
+    s.eq(plain.returncode, 0, "exit status untraced")
+    s.eq(traced.returncode, plain.returncode, "exit status traced == untraced")
+    s.check(b"after 1,4,9" in plain.stdout, "the untraced DOM has the script's text: %r" % plain.stdout[:400])
+    s.eq(traced.stdout, plain.stdout, "the DOM traced == untraced")
+    s.check(b"zygote" not in traced.stderr, "no zygote error traced: %r" % traced.stderr[-1000:])
+    s.check(os.path.exists(os.path.join(s.work, "trace", "report.json")), "report.json written")
+
+
 def scenario_closed_fds(s):
     """closefrom(3), then the program's own file and pipe: the tracer closes, reads and writes none of them."""
     _, report, t = s.traced_as_untraced("run", [s.program("closed_fds"), "truth.json"])
@@ -1291,6 +1339,8 @@ SCENARIOS = {
     "vfork": scenario_vfork,
     "raw_clone": scenario_raw_clone,
     "closed_fds": scenario_closed_fds,
+    "single_thread": scenario_single_thread,
+    "chromium": scenario_chromium,
     "free_stack": scenario_free_stack,
     "long_output_path": scenario_long_output_path,
     "deep_bind": scenario_deep_bind,
