@@ -17,6 +17,7 @@
 #include "reports/analysis/module_index.h"
 #include "reports/analysis/peaks.h"
 #include "reports/analysis/stage_rows.h"
+#include "reports/analysis/stages.h"
 #include "reports/analysis/suffix_sums.h"
 #include "reports/analysis/timeline.h"
 #include "reports/model/frame_interner.h"
@@ -100,27 +101,6 @@ class AnonymousMappings {
   uint64_t bytes_ = 0;
 };
 
-struct StageInstance {
-  uint32_t name_id = 0;
-  int parent = -1;
-  int depth = 0;
-  uint64_t start_ns = 0;
-  uint64_t end_ns = 0;
-  bool closed = false;
-  Peaks peaks;
-  uint64_t allocations = 0;
-  uint64_t frees = 0;
-  uint64_t bytes_allocated = 0;
-  uint64_t temporary_allocations = 0;
-  uint64_t retained_bytes = 0;
-  uint64_t leaked_bytes = 0;
-  uint64_t leaked_blocks = 0;
-  RssBreakdown breakdown;
-  bool has_breakdown = false;
-  CountersRecord counters_at_begin;  // stats mode
-  CountersRecord counters_inclusive;
-};
-
 struct AllocatorSample {
   uint64_t t_ns;
   AllocatorStatsRecord stats;
@@ -153,10 +133,7 @@ class FirstPass : public trace::TraceVisitor {
   explicit FirstPass(KeptTextBudget& budget) : budget_(budget) {}
   ProcessInfo info;
   bool have_info = false;
-  std::vector<std::string> stage_names;
-  std::vector<StageInstance> stages;
-  SuffixSums live_self_bytes;  // per stage instance: live bytes allocated in it
-  std::vector<int> open;
+  StageAggregator stages;
   // Stage begins the tracer dropped past its limits (by trace::StageLimit).
   struct DroppedStageBegins {
     uint64_t first_t_ns = 0;
@@ -225,7 +202,7 @@ class FirstPass : public trace::TraceVisitor {
   uint64_t samples = 0;
   uint64_t counted_live_bytes = 0;
 
-  int innermost() const { return open.empty() ? -1 : open.back(); }
+  int innermost() const { return stages.innermost(); }
 
   void on_process_info(const ProcessInfo& i) override {
     info = i;
@@ -254,7 +231,7 @@ class FirstPass : public trace::TraceVisitor {
   void reach(uint64_t live) {
     timeline.reach(live, events);
     peaks.reach_heap(live, now_ns, events);
-    if (!open.empty()) stages[open.back()].peaks.reach_heap(live, now_ns, events);
+    stages.reach_heap(live, now_ns, events);
   }
 
   void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
@@ -286,17 +263,12 @@ class FirstPass : public trace::TraceVisitor {
     if (sample_mode()) {
       // The totals and stage counts come from the tracer's counters (on_counters).
       ++samples;
-      if (stage >= 0) live_self_bytes.add(static_cast<size_t>(stage), static_cast<int64_t>(size));
+      stages.allocated(stage, size, false);
       return;
     }
     ++allocations;
     bytes_allocated += size;
-    if (stage >= 0) {
-      StageInstance& s = stages[stage];
-      ++s.allocations;
-      s.bytes_allocated += size;
-      live_self_bytes.add(static_cast<size_t>(stage), static_cast<int64_t>(size));
-    }
+    stages.allocated(stage, size, true);
     reach(heap.live_bytes());
   }
 
@@ -309,12 +281,10 @@ class FirstPass : public trace::TraceVisitor {
     const AllocationInfo* block = &heap.info(info);
     if (!sample_mode()) ++frees;
     stack_live.add(block->stack, -static_cast<int64_t>(block->size));
-    if (!open.empty()) ++stages[open.back()].frees;
-    if (block->stage >= 0) live_self_bytes.add(static_cast<size_t>(block->stage), -static_cast<int64_t>(block->size));
+    stages.freed(block->stage, block->size, temporary);
     if (temporary) {
       ++temporary_allocations;
       ++figures[figure_key(block->stack, block->stage)].temporary_allocations;
-      if (block->stage >= 0) ++stages[block->stage].temporary_allocations;
     }
   }
 
@@ -337,7 +307,7 @@ class FirstPass : public trace::TraceVisitor {
   }
   void note_mappings() {
     peaks.note_mmap(mappings.bytes());
-    for (int i : open) stages[i].peaks.note_mmap(mappings.bytes());
+    stages.note_mmap(mappings.bytes());
   }
 
   void on_device_alloc(const trace::DeviceAllocRecord& r) override {
@@ -355,53 +325,33 @@ class FirstPass : public trace::TraceVisitor {
 
   void on_stage_name(uint32_t, const std::string& name) override {
     budget_.charge(sizeof(std::string) + name.size(), "stage names");
-    stage_names.push_back(name);
+    stages.names.push_back(name);
   }
 
   void on_stage_begin(uint32_t name_id, uint64_t t) override {
     now_ns = std::max(now_ns, t);
     add_timeline_point();
-    StageInstance s;
-    s.name_id = name_id;
-    s.parent = innermost();
-    s.depth = static_cast<int>(open.size());
-    s.start_ns = now_ns;
-    s.peaks = Peaks::starting_at(heap_now(), now_ns, last_rss_bytes, last_tracer_bytes);
-    if (last_counters) s.counters_at_begin = *last_counters;
-    stages.push_back(s);
-    live_self_bytes.push_back();
+    stages.begin(name_id, now_ns, Peaks::starting_at(heap_now(), now_ns, last_rss_bytes, last_tracer_bytes),
+                 last_counters ? &*last_counters : nullptr);
     device.begin_stage();
-    open.push_back(static_cast<int>(stages.size()) - 1);
   }
 
   void on_stage_end(uint64_t t) override {
-    if (open.empty()) return;
+    if (innermost() < 0) return;
     now_ns = std::max(now_ns, t);
-    const int index = open.back();
-    close_stage(index);
-    open.pop_back();
+    close_innermost(true);
     add_timeline_point();
   }
 
-  void close_stage(int index) {
-    StageInstance& s = stages[index];
-    s.closed = true;
-    s.end_ns = now_ns;
-    // Stages are numbered in the order they begin, so this stage's subtree is every
-    // stage from it to the newest.
-    const int64_t retained = live_self_bytes.suffix(static_cast<size_t>(index));
-    s.retained_bytes = static_cast<uint64_t>(std::max<int64_t>(0, retained));
+  // closed: by its end record, not by the run's end.
+  void close_innermost(bool closed) {
+    StageInstance& s = stages.instances[innermost()];
     if (last_allocator && last_allocator->t_ns >= s.start_ns) {
       s.breakdown = breakdown_from(*last_allocator, heap_now());
       s.has_breakdown = true;
     }
-    if (last_counters) {
-      s.counters_inclusive.allocations = last_counters->allocations - s.counters_at_begin.allocations;
-      s.counters_inclusive.frees = last_counters->frees - s.counters_at_begin.frees;
-      s.counters_inclusive.bytes_allocated = last_counters->bytes_allocated - s.counters_at_begin.bytes_allocated;
-    }
-    device.end_stage(index, s.parent);
-    if (s.parent >= 0) stages[s.parent].peaks.absorb(s.peaks);
+    const int index = stages.end_innermost(now_ns, last_counters ? &*last_counters : nullptr, closed);
+    device.end_stage(index, stages.instances[index].parent);
   }
 
   bool stats_mode() const { return info.mode == trace::Mode::kStats; }
@@ -465,7 +415,7 @@ class FirstPass : public trace::TraceVisitor {
     last_rss_bytes = rss;
     last_tracer_bytes = tracer;
     peaks.sample_rss(rss, tracer);
-    if (!open.empty()) stages[open.back()].peaks.sample_rss(rss, tracer);
+    stages.sample_rss(rss, tracer);
     add_timeline_point();
   }
 
@@ -543,12 +493,7 @@ class FirstPass : public trace::TraceVisitor {
     add_timeline_point();
     if (replays_growth()) stack_live.flush(now_ns / kNsPerS, growth);
     device.count_leaks();
-    while (!open.empty()) {
-      const int index = open.back();
-      close_stage(index);
-      stages[index].closed = false;
-      open.pop_back();
-    }
+    while (innermost() >= 0) close_innermost(false);
   }
 
  private:
@@ -732,17 +677,17 @@ void apply_aggregate(FirstPass& pass) {
     f.allocations = site.allocations;
     f.bytes_allocated = site.bytes_allocated;
     f.temporary_allocations = site.temporary_allocations;
-    if (site.stage >= 0 && static_cast<size_t>(site.stage) < pass.stages.size()) {
-      StageInstance& s = pass.stages[site.stage];
+    if (site.stage >= 0 && static_cast<size_t>(site.stage) < pass.stages.instances.size()) {
+      StageInstance& s = pass.stages.instances[site.stage];
       s.allocations += site.allocations;
       s.bytes_allocated += site.bytes_allocated;
       s.temporary_allocations += site.temporary_allocations;
     }
   }
   for (const auto& [stage, r] : pass.agg_stages) {
-    if (stage >= pass.stages.size()) continue;
-    pass.stages[stage].frees = r.frees;
-    pass.stages[stage].retained_bytes = r.retained_bytes;
+    if (stage >= pass.stages.instances.size()) continue;
+    pass.stages.instances[stage].frees = r.frees;
+    pass.stages.instances[stage].retained_bytes = r.retained_bytes;
   }
 }
 
@@ -1272,18 +1217,19 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   // Stage paths, each distinct one once, and the rows the stage instances are reported in
   // (stage_rows.h): every figure keyed by stage below is keyed by row.
-  std::vector<uint32_t> instance_path(pass.stages.size());
+  const std::vector<StageInstance>& instances = pass.stages.instances;
+  std::vector<uint32_t> instance_path(instances.size());
   std::vector<std::string> stage_paths;
   StageRows stage_rows([&] {
     std::map<std::pair<uint32_t, uint32_t>, uint32_t> path_ids;  // (parent's path + 1 or 0, name) -> path
-    std::vector<StageInstanceKey> keys(pass.stages.size());
-    for (size_t i = 0; i < pass.stages.size(); ++i) {
-      const StageInstance& s = pass.stages[i];
+    std::vector<StageInstanceKey> keys(instances.size());
+    for (size_t i = 0; i < instances.size(); ++i) {
+      const StageInstance& s = instances[i];
       // A parent begins before its children: its path is known already.
       const uint32_t parent = s.parent >= 0 ? instance_path[s.parent] + 1 : 0;
       auto [it, added] = path_ids.try_emplace({parent, s.name_id}, static_cast<uint32_t>(stage_paths.size()));
       if (added) {
-        const std::string& name = pass.stage_names[s.name_id];
+        const std::string& name = pass.stages.names[s.name_id];
         stage_paths.push_back(parent ? stage_paths[parent - 1] + '/' + name : name);
         kept_text.charge(name.size() + stage_paths.back().size(), "stage paths");
       }
@@ -1299,9 +1245,9 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     std::vector<PeakSnapshots::Target> targets;
     if (job.event_at_peak[0]) targets.push_back({job.event_at_peak[0], PeakSnapshots::kJobPeak});
     if (pass.peaks.heap_event) targets.push_back({pass.peaks.heap_event, -1});
-    for (size_t i = 0; i < pass.stages.size(); ++i) {
-      if (pass.stages[i].peaks.heap_event && stage_rows.holds_row_peak(i)) {
-        targets.push_back({pass.stages[i].peaks.heap_event, static_cast<int>(i)});
+    for (size_t i = 0; i < instances.size(); ++i) {
+      if (instances[i].peaks.heap_event && stage_rows.holds_row_peak(i)) {
+        targets.push_back({instances[i].peaks.heap_event, static_cast<int>(i)});
       }
     }
     if (pass.ram_limit && pass.ram_limit_event) targets.push_back({pass.ram_limit_event, StacksAtPeaks::kRamLimit});
@@ -1358,10 +1304,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     l.bytes += bytes;
     l.blocks += blocks;
     pass.figures[figure_key(stack, stage)].leaked_bytes += bytes;
-    if (stage >= 0) {
-      pass.stages[stage].leaked_bytes += bytes;
-      pass.stages[stage].leaked_blocks += blocks;
-    }
+    pass.stages.leaked(stage, bytes, blocks);
   };
   for (size_t i = 0; i < pass.heap.infos().size(); ++i) {
     uint64_t blocks = pass.heap.live_blocks()[i];
@@ -1396,18 +1339,12 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   // Stages. Stats mode's counters are process-wide: a stage's own share is its span minus
   // its children's.
-  std::vector<CountersRecord> children_counters(pass.counts_from_counters() ? pass.stages.size() : 0);
-  for (size_t j = 0; j < children_counters.size(); ++j) {
-    const int parent = pass.stages[j].parent;
-    if (parent < 0) continue;
-    children_counters[parent].allocations += pass.stages[j].counters_inclusive.allocations;
-    children_counters[parent].frees += pass.stages[j].counters_inclusive.frees;
-    children_counters[parent].bytes_allocated += pass.stages[j].counters_inclusive.bytes_allocated;
-  }
-  for (size_t i = 0; i < pass.stages.size(); ++i) {
-    const StageInstance& s = pass.stages[i];
+  const std::vector<CountersRecord> own_counters =
+      pass.counts_from_counters() ? pass.stages.own_counters() : std::vector<CountersRecord>();
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const StageInstance& s = instances[i];
     StageReport r;
-    r.name = pass.stage_names[s.name_id];
+    r.name = pass.stages.names[s.name_id];
     r.path = stage_paths[instance_path[i]];
     r.parent = s.parent;
     r.depth = s.depth;
@@ -1417,13 +1354,9 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     MemoryFigures& f = r.figures;
     s.peaks.fill(f, kNsPerS);
     if (pass.counts_from_counters()) {
-      CountersRecord own = s.counters_inclusive;
-      own.allocations -= children_counters[i].allocations;
-      own.frees -= children_counters[i].frees;
-      own.bytes_allocated -= children_counters[i].bytes_allocated;
-      f.allocations = own.allocations;
-      f.frees = own.frees;
-      f.bytes_allocated = own.bytes_allocated;
+      f.allocations = own_counters[i].allocations;
+      f.frees = own_counters[i].frees;
+      f.bytes_allocated = own_counters[i].bytes_allocated;
     }
     if (sampled) {
       // Estimated from the samples.
