@@ -13,43 +13,17 @@
 namespace memstage::preload {
 namespace {
 
-// Few: the trace file, statm, a pipe, and their replacements while the old ones are let go.
-constexpr int kMaxOwned = 32;
 // Below the usual 1024 soft limit: a fd table that large costs the kernel nothing much,
 // and programs rarely hold this many files.
 constexpr int kHighestBase = 1024;
 constexpr int kReservedBelowLimit = 64;
-constexpr int kClaiming = -2;
-
-struct Owned {
-  // -1 free, kClaiming while being filled in: claimed by compare-and-swap, so no lock
-  // (none that a fork could leave held).
-  std::atomic<int> fd{-1};
-  int partner = -1;
-  uint64_t device = 0;
-  uint64_t inode = 0;
-};
-Owned g_owned[kMaxOwned];
 
 bool identity(int fd, uint64_t& device, uint64_t& inode) {
   struct stat st;
-  if (syscall(SYS_fstat, fd, &st) != 0) return false;
+  if (fd < 0 || syscall(SYS_fstat, fd, &st) != 0) return false;
   device = st.st_dev;
   inode = st.st_ino;
   return true;
-}
-
-Owned* find(int fd) {
-  if (fd < 0) return nullptr;
-  for (Owned& o : g_owned) {
-    if (o.fd.load(std::memory_order_acquire) == fd) return &o;
-  }
-  return nullptr;
-}
-
-bool same_file(const Owned& o) {
-  uint64_t device, inode;
-  return identity(o.fd.load(std::memory_order_relaxed), device, inode) && device == o.device && inode == o.inode;
 }
 
 int high_base() {
@@ -57,21 +31,6 @@ int high_base() {
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 3;
   const rlim_t top = limit.rlim_cur < static_cast<rlim_t>(kHighestBase) ? limit.rlim_cur : kHighestBase;
   return top > 2 * kReservedBelowLimit ? static_cast<int>(top - kReservedBelowLimit) : 3;
-}
-
-int remember(int fd, int partner) {
-  uint64_t device, inode;
-  if (!identity(fd, device, inode)) return -1;
-  for (Owned& o : g_owned) {
-    int expected = -1;
-    if (!o.fd.compare_exchange_strong(expected, kClaiming, std::memory_order_acquire)) continue;
-    o.partner = partner;
-    o.device = device;
-    o.inode = inode;
-    o.fd.store(fd, std::memory_order_release);  // visible once filled in
-    return fd;
-  }
-  return fd;  // no room: still usable, unchecked
 }
 
 int move_high(int fd) {
@@ -82,40 +41,91 @@ int move_high(int fd) {
   return high;
 }
 
-}  // namespace
+// libunwind's pipe ends: few (one pipe, and a new one each time the program closed it).
+// A number may be listed twice for a moment (an end the program closed, not yet closed by
+// libunwind, and a new end on the same number): an entry counts only while its file is
+// the one adopted. Claimed by compare-and-swap, so no lock (none that a fork could leave
+// held).
+constexpr int kMaxPipeEnds = 16;
+constexpr int kClaiming = -2;
+struct PipeEntry {
+  std::atomic<int> fd{-1};  // -1 free, kClaiming while being filled in
+  OwnedDescriptor self;
+  OwnedDescriptor partner;
+};
+PipeEntry g_pipe_ends[kMaxPipeEnds];
 
-int adopt_descriptor(int fd) {
-  fd = move_high(fd);
-  return fd < 0 ? -1 : remember(fd, -1);
+void remember_pipe_end(const OwnedDescriptor& self, const OwnedDescriptor& partner) {
+  for (PipeEntry& e : g_pipe_ends) {
+    int expected = -1;
+    if (!e.fd.compare_exchange_strong(expected, kClaiming, std::memory_order_acquire)) continue;
+    e.self = self;
+    e.partner = partner;
+    e.fd.store(self.fd, std::memory_order_release);  // visible once filled in
+    return;
+  }
+  // No room: left unlisted, libunwind's calls on it pass through as on any number.
 }
 
-void adopt_pipe(int fds[2]) {
-  fds[0] = move_high(fds[0]);
-  fds[1] = move_high(fds[1]);
-  if (fds[0] < 0 || fds[1] < 0) {
-    if (fds[0] >= 0) syscall(SYS_close, fds[0]);
-    if (fds[1] >= 0) syscall(SYS_close, fds[1]);
+}  // namespace
+
+OwnedDescriptor adopt_descriptor(int fd) {
+  OwnedDescriptor d;
+  fd = move_high(fd);
+  if (fd < 0) return d;
+  if (!identity(fd, d.device, d.inode)) {
+    syscall(SYS_close, fd);
+    return d;
+  }
+  d.fd = fd;
+  return d;
+}
+
+bool still_owned(const OwnedDescriptor& d) {
+  uint64_t device, inode;
+  return identity(d.fd, device, inode) && device == d.device && inode == d.inode;
+}
+
+void release_descriptor(OwnedDescriptor& d) {
+  if (still_owned(d)) syscall(SYS_close, d.fd);
+  d = OwnedDescriptor{};
+}
+
+void adopt_unwind_pipe(int fds[2]) {
+  OwnedDescriptor ends[2] = {adopt_descriptor(fds[0]), adopt_descriptor(fds[1])};
+  if (ends[0].fd < 0 || ends[1].fd < 0) {
+    release_descriptor(ends[0]);
+    release_descriptor(ends[1]);
     fds[0] = fds[1] = -1;
     return;
   }
-  remember(fds[0], fds[1]);
-  remember(fds[1], fds[0]);
+  remember_pipe_end(ends[0], ends[1]);
+  remember_pipe_end(ends[1], ends[0]);
+  fds[0] = ends[0].fd;
+  fds[1] = ends[1].fd;
 }
 
-bool descriptor_lost(int fd) {
-  const Owned* o = find(fd);
-  if (!o) return false;
-  if (!same_file(*o)) return true;
-  const Owned* partner = find(o->partner);
-  return o->partner >= 0 && (!partner || !same_file(*partner));
+PipeEnd unwind_pipe_end(int fd) {
+  if (fd < 0) return PipeEnd::kNotOne;
+  PipeEnd found = PipeEnd::kNotOne;
+  for (const PipeEntry& e : g_pipe_ends) {
+    if (e.fd.load(std::memory_order_acquire) != fd) continue;
+    if (still_owned(e.self) && still_owned(e.partner)) return PipeEnd::kOwned;
+    found = PipeEnd::kLost;
+  }
+  return found;
 }
 
-bool release_descriptor(int fd) {
-  Owned* o = find(fd);
-  if (!o) return false;
-  if (same_file(*o)) syscall(SYS_close, fd);
-  o->fd.store(-1, std::memory_order_release);
-  return true;
+bool release_unwind_pipe_end(int fd) {
+  if (fd < 0) return false;
+  bool found = false;
+  for (PipeEntry& e : g_pipe_ends) {
+    if (e.fd.load(std::memory_order_acquire) != fd) continue;
+    found = true;
+    release_descriptor(e.self);  // closed only while still the pipe end: at most once
+    e.fd.store(-1, std::memory_order_release);
+  }
+  return found;
 }
 
 }  // namespace memstage::preload

@@ -58,6 +58,7 @@ struct RealFunctions {
   void (*exit_now)(int);
   void (*exit_now_c99)(int);
   ssize_t (*read)(int, void*, size_t);
+  ssize_t (*write)(int, const void*, size_t);
   int (*close)(int);
   int (*pipe2)(int[2], int);
   int (*pthread_create)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
@@ -149,6 +150,7 @@ void resolve_all(void* scope) {
   resolve_one(scope, real.exit_now, "_exit");
   resolve_one(scope, real.exit_now_c99, "_Exit");
   resolve_one(scope, real.read, "read");
+  resolve_one(scope, real.write, "write");
   resolve_one(scope, real.close, "close");
   resolve_one(scope, real.pipe2, "pipe2");
   resolve_one(scope, real.pthread_create, "pthread_create");
@@ -678,16 +680,17 @@ MEMSTAGE_EXPORT void _Exit(int status) {
 // Descriptors opened inside the tracer: libunwind's memory-validation pipe. libunwind
 // remembers its pipe's numbers; when a read from it fails (the program closed it, as
 // closefrom(3) does) it closes those numbers and makes a new pipe. By then the numbers
-// may be the program's files. Inside the tracer these calls reach only what the tracer
-// adopted (descriptors.h); the program's own calls pass straight through.
+// may be the program's files. Inside the tracer these calls reach a number of that pipe
+// only while it is still the pipe adopted (descriptors.h); the program's own calls pass
+// straight through.
 MEMSTAGE_EXPORT int pipe2(int fds[2], int flags) {
   const int r = resolve() ? real.pipe2(fds, flags) : static_cast<int>(syscall(SYS_pipe2, fds, flags));
-  if (r == 0 && t_in_tracer) adopt_pipe(fds);
+  if (r == 0 && t_in_tracer) adopt_unwind_pipe(fds);
   return r;
 }
 
 MEMSTAGE_EXPORT ssize_t read(int fd, void* buffer, size_t bytes) {
-  if (t_in_tracer && descriptor_lost(fd)) {
+  if (t_in_tracer && unwind_pipe_end(fd) == PipeEnd::kLost) {
     errno = EBADF;
     return -1;
   }
@@ -698,8 +701,16 @@ MEMSTAGE_EXPORT ssize_t read(int fd, void* buffer, size_t bytes) {
   return result;
 }
 
+MEMSTAGE_EXPORT ssize_t write(int fd, const void* buffer, size_t bytes) {
+  if (t_in_tracer && unwind_pipe_end(fd) == PipeEnd::kLost) {
+    errno = EBADF;
+    return -1;
+  }
+  return resolve() && real.write ? real.write(fd, buffer, bytes) : syscall(SYS_write, fd, buffer, bytes);
+}
+
 MEMSTAGE_EXPORT int close(int fd) {
-  if (t_in_tracer && release_descriptor(fd)) return 0;
+  if (t_in_tracer && release_unwind_pipe_end(fd)) return 0;
   return resolve() ? real.close(fd) : static_cast<int>(syscall(SYS_close, fd));
 }
 

@@ -20,7 +20,13 @@
 namespace memstage::preload {
 namespace {
 
-std::atomic<int> g_statm_fd{-1};
+// /proc/self/statm, read by any thread. Opened again after fork and when the program
+// closed it: into the next of a few slots, the current one published by number (slot + 1,
+// 0: none), so that a reader takes a whole identity, never one half rewritten.
+constexpr uint32_t kStatmSlots = 8;
+OwnedDescriptor g_statm[kStatmSlots];
+std::atomic<uint32_t> g_statm_current{0};
+std::atomic<uint32_t> g_statm_next{0};
 std::atomic<uint64_t> g_shares_last_ns{0};  // trace time of the last smaps_rollup read (0: none)
 std::atomic<uint64_t> g_shares_cost_ns{0};  // how long it took
 uint64_t g_page_bytes = 4096;
@@ -135,11 +141,12 @@ JobPlaceInEnv read_job_place(char* host, size_t host_capacity) {
 }
 
 void open_rss_source() {
-  const int fd = adopt_descriptor(
+  const uint32_t slot = g_statm_next.fetch_add(1, std::memory_order_relaxed) % kStatmSlots;
+  g_statm[slot] = adopt_descriptor(
       static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/statm", O_RDONLY | O_CLOEXEC)));
   // Threads may find it lost together: each opens its own, the last one stays.
-  const int old = g_statm_fd.exchange(fd);
-  if (old >= 0) release_descriptor(old);
+  const uint32_t old = g_statm_current.exchange(slot + 1, std::memory_order_acq_rel);
+  if (old != 0 && old != slot + 1) release_descriptor(g_statm[old - 1]);
   // After fork: the child reads its own smaps_rollup at its first sample.
   g_shares_last_ns.store(0, std::memory_order_relaxed);
   g_shares_cost_ns.store(0, std::memory_order_relaxed);
@@ -147,9 +154,15 @@ void open_rss_source() {
 }
 
 uint64_t read_rss_bytes() {
-  // The program may have closed it (closefrom) and been handed the number since.
-  if (descriptor_lost(g_statm_fd.load())) open_rss_source();
-  const int fd = g_statm_fd.load();
+  uint32_t current = g_statm_current.load(std::memory_order_acquire);
+  if (current == 0) return 0;
+  // The program may have closed it (closefrom), and it or the tracer been handed the
+  // number since.
+  if (g_statm[current - 1].fd >= 0 && !still_owned(g_statm[current - 1])) {
+    open_rss_source();
+    current = g_statm_current.load(std::memory_order_acquire);
+  }
+  const int fd = g_statm[current - 1].fd;
   if (fd < 0) return 0;
   char buf[128];
   const long n = syscall(SYS_pread64, fd, buf, sizeof(buf), 0);

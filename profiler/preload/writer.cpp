@@ -38,7 +38,7 @@ constexpr size_t kWriterStackBytes = 512u << 10;   // drain's arrays take 64 KiB
 constexpr uint64_t kGapPatienceNs = 1'000'000'000;  // then a missing event is given up
 
 struct WriterState {
-  int fd = -1;  // adopted (descriptors.h)
+  OwnedDescriptor trace;  // the trace file (descriptors.h)
   char path[kMaxOutputDirBytes + 64] = {};
   pthread_t thread{};
   std::atomic<bool> thread_running{false};
@@ -109,19 +109,21 @@ void unlock_writer() {
   pthread_mutex_unlock(&w.mutex);
 }
 
-// The program may have closed the trace's descriptor (closefrom) and been handed its
-// number since: then the file is opened again, at its end; the program's is left alone.
+// The program may have closed the trace's descriptor (closefrom), and it or the tracer
+// may have been handed its number since: then the file is opened again, at its end;
+// whatever the number is now is left alone.
 bool trace_fd_usable() {
-  if (!descriptor_lost(w.fd)) return w.fd >= 0;
-  release_descriptor(w.fd);
-  w.fd = adopt_descriptor(static_cast<int>(syscall(SYS_openat, AT_FDCWD, w.path, O_WRONLY | O_APPEND | O_CLOEXEC)));
-  return w.fd >= 0;
+  if (w.trace.fd < 0) return false;
+  if (still_owned(w.trace)) return true;
+  release_descriptor(w.trace);
+  w.trace = adopt_descriptor(static_cast<int>(syscall(SYS_openat, AT_FDCWD, w.path, O_WRONLY | O_APPEND | O_CLOEXEC)));
+  return w.trace.fd >= 0;
 }
 
 bool write_all(const uint8_t* data, size_t n) {
   if (!trace_fd_usable()) return false;
   while (n > 0) {
-    const long r = syscall(SYS_write, w.fd, data, n);
+    const long r = syscall(SYS_write, w.trace.fd, data, n);
     if (r < 0) {
       if (errno == EINTR) continue;
       return false;
@@ -134,7 +136,7 @@ bool write_all(const uint8_t* data, size_t n) {
 
 // Compresses and writes the waiting records as one chunk.
 void write_chunk() {
-  if (w.raw_used == 0 || w.fd < 0 || w.write_failed) {
+  if (w.raw_used == 0 || w.trace.fd < 0 || w.write_failed) {
     w.raw_used = 0;
     return;
   }
@@ -459,8 +461,8 @@ bool create_trace_file() {
     const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path,
                                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (fd >= 0) {
-      w.fd = adopt_descriptor(fd);
-      return w.fd >= 0;
+      w.trace = adopt_descriptor(fd);
+      return w.trace.fd >= 0;
     }
     if (errno != EEXIST) return false;
   }
@@ -662,8 +664,7 @@ void writer_finish() {
     pthread_join(w.thread, nullptr);
   }
   writer_flush(true, false);
-  release_descriptor(w.fd);
-  w.fd = -1;
+  release_descriptor(w.trace);
 }
 
 void writer_before_fork() { lock_writer(); }
@@ -673,8 +674,7 @@ void writer_after_fork_child(bool follow) {
   pthread_mutex_init(&w.mutex, nullptr);
   w.mutex_owner.store(0, std::memory_order_relaxed);
   w.thread_running.store(false, std::memory_order_relaxed);
-  release_descriptor(w.fd);  // the parent's file
-  w.fd = -1;
+  release_descriptor(w.trace);  // the parent's file
   w.gap_since_ns = 0;
   w.last_tick_seq = ~0ull;
   // Events numbered before the fork are the parent's to write.

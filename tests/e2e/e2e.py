@@ -859,6 +859,8 @@ def scenario_closed_fds(s):
             for key in ("allocations", "bytes_allocated", "leaked_bytes", "leaked_blocks"):
                 s.eq(work[key], t[key], "stage work: " + key)
         no_killed_warning(s, report, "closed_fds")
+        # Trace chunks written into a descriptor that became another file's read as such.
+        s.check(not any("corrupt" in w for w in report["warnings"]), "no corrupt trace: %r" % report["warnings"])
         s.counts_consistent(report, "closed_fds")
 
 
