@@ -16,6 +16,7 @@
 #include "reports/analysis/live_heap.h"
 #include "reports/analysis/module_index.h"
 #include "reports/analysis/peaks.h"
+#include "reports/analysis/resident_shares.h"
 #include "reports/analysis/stage_rows.h"
 #include "reports/analysis/stages.h"
 #include "reports/analysis/suffix_sums.h"
@@ -1291,6 +1292,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     t.rss_breakdown = estimated_breakdown(pass.peaks.heap_bytes, pass.peaks.rss_bytes, pass.last_tracer_bytes,
                                           t.peak_heap_time_s);
   }
+  t.rss_breakdown.shares = resident_shares_at(pass.shares, t.rss_breakdown.t_s);
   t.fragmentation = fragmentation_of(t.rss_breakdown);
 
   // Leaks, grouped by stack and stage row, and per stage: the blocks live at the end, from
@@ -1375,6 +1377,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     f.rss_breakdown = s.has_breakdown ? s.breakdown
                                       : estimated_breakdown(s.peaks.heap_bytes, s.peaks.rss_bytes, pass.last_tracer_bytes,
                                                             s.peaks.heap_ns / kNsPerS);
+    f.rss_breakdown.shares = resident_shares_at(pass.shares, f.rss_breakdown.t_s);
     f.fragmentation = fragmentation_of(f.rss_breakdown);
     // Only the instance whose peak its row reports needs its stacks.
     const auto it = at_peaks.stage_peaks.find(static_cast<int>(i));

@@ -43,6 +43,17 @@ struct StackBytes {
 };
 
 // docs/architecture.md "where RSS goes": live -> allocator in use -> allocator resident -> RSS.
+// How the resident pages stood against other processes' (/proc/self/smaps_rollup): pages
+// also mapped by another process (copy-on-write pages a fork left shared, shared
+// libraries, shared memory) and pages of this process alone; PSS counts a page shared by n
+// processes 1/n. Sampled less often than RSS: `t_s` is the sample's own moment.
+struct ResidentShares {
+  uint64_t shared_bytes = 0;
+  uint64_t private_bytes = 0;
+  uint64_t pss_bytes = 0;
+  double t_s = 0;
+};
+
 struct RssBreakdown {
   uint64_t live_bytes = 0;
   uint64_t allocator_in_use_bytes = 0;
@@ -53,6 +64,8 @@ struct RssBreakdown {
   // The moment the figures describe: the allocator sample they come from (the run's: the
   // sample at the highest heap; a stage's: its end), or the peak when estimated.
   double t_s = 0;
+  // The shares sample nearest t_s; absent without samples.
+  std::optional<ResidentShares> shares;
 };
 
 struct Fragmentation {

@@ -73,7 +73,16 @@ def scenario_workers(s):
         # must never count the shared pages once per worker.
         s.check(t["parent_bytes"] < pss <= truth + 3 * t["parent_bytes"] * 0.5,
                 "summed PSS %d counts the shared pages about once (heap held: %d)" % (pss, truth))
+    # The run's RSS breakdown says what of its resident pages other processes share (libraries
+    # at least; the 40 MiB after the fork): PSS counts the shared ones in part, private ones whole.
+    shares = report["totals"]["rss_breakdown"].get("shares")
+    if s.check(shares is not None, "totals.rss_breakdown.shares present"):
+        s.check(shares["shared_bytes"] > 0, "the parent shares pages with other processes: %d" % shares["shared_bytes"])
+        s.check(shares["private_bytes"] <= shares["pss_bytes"] <= shares["private_bytes"] + shares["shared_bytes"],
+                "PSS %d between private %d and private + shared %d" % (shares["pss_bytes"], shares["private_bytes"],
+                                                                       shares["private_bytes"] + shares["shared_bytes"]))
     text = s.run([s.memstage, "report", out, "--format", "text"]).stdout.decode(errors="replace")
+    s.check("shared with other processes" in text, "the text says what of the resident pages is shared")
     s.check(text.splitlines()[1].lstrip().startswith("job of 4 processes") if len(text.splitlines()) > 1 else False,
             "the text summary leads with the job:\n" + "\n".join(text.splitlines()[:4]))
 

@@ -54,7 +54,7 @@ std::string frame_label(const Frame& frame) {
 
 json figures_json(const MemoryFigures& f) {
   const auto& b = f.rss_breakdown;
-  return json{
+  json out{
       {"peak_heap_bytes", f.peak_heap_bytes},
       {"peak_heap_time_s", f.peak_heap_time_s},
       {"peak_rss_bytes", f.peak_rss_bytes},
@@ -77,6 +77,13 @@ json figures_json(const MemoryFigures& f) {
         {"estimated", b.estimated},
         {"t_s", b.t_s}}},
   };
+  if (b.shares) {
+    out["rss_breakdown"]["shares"] = {{"shared_bytes", b.shares->shared_bytes},
+                                      {"private_bytes", b.shares->private_bytes},
+                                      {"pss_bytes", b.shares->pss_bytes},
+                                      {"t_s", b.shares->t_s}};
+  }
+  return out;
 }
 
 // Frames shown on the page, each stored once: [label, function, file, line, module,

@@ -1085,6 +1085,12 @@
     const other = Math.max(0, b.rss_bytes - resident - tracer);
     return [live, inUse - live, resident - inUse, other, tracer];
   }
+  // What of the resident pages other processes also hold (copy-on-write pages after a
+  // fork, libraries): summed RSS counts them in each process, PSS once.
+  function sharesText(sh) {
+    return `resident pages at ${sh.t_s.toFixed(3)} s: ${fmtBytes(sh.shared_bytes)} shared with other processes, ` +
+      `${fmtBytes(sh.private_bytes)} private (PSS ${fmtBytes(sh.pss_bytes)})`;
+  }
   function renderRss() {
     const legend = document.getElementById('rss-legend');
     for (const s of RSS_SEGMENTS) legend.append(el('span', { class: 'legend' }, el('span', { class: 'swatch ' + s.cls }), s.title));
@@ -1105,7 +1111,8 @@
       });
       bar.addEventListener('mousemove', (event) => showTooltip(event, [[r.path, 't-title'],
         [`live ${fmtBytes(b.live_bytes)} → in use ${fmtBytes(b.allocator_in_use_bytes)} → resident ${fmtBytes(b.allocator_resident_bytes)} → RSS ${fmtBytes(b.rss_bytes)}`, ''],
-        [`tracer's own: ${fmtBytes(b.tracer_bytes)}`, ''], b.estimated ? ['estimated: the allocator gave no figures', ''] : ['', '']]));
+        [`tracer's own: ${fmtBytes(b.tracer_bytes)}`, ''], b.estimated ? ['estimated: the allocator gave no figures', ''] : ['', '']]
+        .concat(b.shares ? [[sharesText(b.shares), '']] : [])));
       bar.addEventListener('mouseleave', hideTooltip);
       const frag = r.figures.fragmentation || { ratio: 0, estimated: true };
       host.append(el('div', { class: 'rss-row', 'data-stage': r.index },
@@ -1115,6 +1122,7 @@
         bar,
         el('div', { class: 'numbers' }, `live ${fmtBytes(b.live_bytes)} · RSS ${fmtBytes(b.rss_bytes)} · fragmentation ${(100 * frag.ratio).toFixed(1)}%` +
           (frag.estimated && !b.estimated ? ' (est.)' : ''))));
+      if (r.index === -1 && b.shares) host.append(el('div', { class: 'rss-shares note' }, sharesText(b.shares)));
     }
   }
 

@@ -41,13 +41,20 @@ Json stack_bytes_json(const Report& r, const StackBytes& s) {
 }
 
 Json breakdown_json(const RssBreakdown& b) {
-  return Json{{"live_bytes", b.live_bytes},
-              {"allocator_in_use_bytes", b.allocator_in_use_bytes},
-              {"allocator_resident_bytes", b.allocator_resident_bytes},
-              {"rss_bytes", b.rss_bytes},
-              {"tracer_bytes", b.tracer_bytes},
-              {"estimated", b.estimated},
-              {"t_s", b.t_s}};
+  Json out{{"live_bytes", b.live_bytes},
+           {"allocator_in_use_bytes", b.allocator_in_use_bytes},
+           {"allocator_resident_bytes", b.allocator_resident_bytes},
+           {"rss_bytes", b.rss_bytes},
+           {"tracer_bytes", b.tracer_bytes},
+           {"estimated", b.estimated},
+           {"t_s", b.t_s}};
+  if (b.shares) {
+    out["shares"] = Json{{"shared_bytes", b.shares->shared_bytes},
+                         {"private_bytes", b.shares->private_bytes},
+                         {"pss_bytes", b.shares->pss_bytes},
+                         {"t_s", b.shares->t_s}};
+  }
+  return out;
 }
 
 Json fragmentation_json(const Fragmentation& f) { return Json{{"ratio", f.ratio}, {"estimated", f.estimated}}; }

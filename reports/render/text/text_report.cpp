@@ -153,6 +153,12 @@ std::string render_text(const Report& r, const TextOptions& options) {
                      100 * t.fragmentation.ratio,
                      format_bytes(b.allocator_resident_bytes > b.live_bytes ? b.allocator_resident_bytes - b.live_bytes : 0),
                      format_bytes(b.allocator_resident_bytes), b.t_s, t.fragmentation.estimated ? " (estimated)" : "");
+  // What a sum of RSS over processes counts again in each: pages another process holds too.
+  if (b.shares) {
+    out += fmt::format("  resident     {} shared with other processes, {} private (PSS {}) at {:.3f} s\n",
+                       format_bytes(b.shares->shared_bytes), format_bytes(b.shares->private_bytes),
+                       format_bytes(b.shares->pss_bytes), b.shares->t_s);
+  }
   if (r.ram_limit) {
     const RamLimitReport& l = *r.ram_limit;
     out += fmt::format("  would not fit in {}: passed {}after {:.1f} s (the program's RSS {})\n", format_bytes(l.limit_bytes),

@@ -194,6 +194,17 @@ try {
   if (expectJob && !(jobData.processes.length > 1 && jobData.job)) fail('--expect-job: the report holds no job');
   if (jobData.processes.length > 1 && jobData.job) await checkJob(page, jobData);
 
+  // Where the run's RSS breakdown knows what other processes share, the page says it, in bytes.
+  const residentShares = await page.evaluate(() => {
+    const data = JSON.parse(document.getElementById('memstage-data').textContent);
+    const sh = data.totals && data.totals.rss_breakdown && data.totals.rss_breakdown.shares;
+    const n = document.querySelector('#rss .rss-shares');
+    return sh ? { bytes: sh.shared_bytes, text: n ? n.textContent : '' } : null;
+  });
+  if (residentShares && !residentShares.text.includes(`${fmtBytes(residentShares.bytes)} shared with other processes`)) {
+    fail(`RSS breakdown: the run's shared pages (${fmtBytes(residentShares.bytes)}) are not said: ${JSON.stringify(residentShares.text)}`);
+  }
+
   // Dragging across the timeline zooms it: its time axis changes.
   const axisText = () => page.evaluate(() => [...document.querySelectorAll('#timeline .axis text')].map((t) => t.textContent).join('|'));
   const before = await axisText();
