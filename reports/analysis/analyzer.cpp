@@ -17,6 +17,7 @@
 #include "reports/analysis/module_index.h"
 #include "reports/analysis/peaks.h"
 #include "reports/analysis/resident_shares.h"
+#include "reports/analysis/sites.h"
 #include "reports/analysis/stage_rows.h"
 #include "reports/analysis/stages.h"
 #include "reports/analysis/suffix_sums.h"
@@ -34,10 +35,6 @@ using trace::ProcessInfo;
 
 constexpr double kNsPerS = 1e9;
 constexpr double kBytesPerMiB = 1024.0 * 1024.0;
-
-uint64_t figure_key(uint32_t stack, int32_t stage) {
-  return (static_cast<uint64_t>(stack) << 32) | static_cast<uint32_t>(stage + 1);
-}
 
 // Anonymous mappings made outside malloc (mmap/munmap/mremap/mprotect), as address
 // ranges. Only accessible ones are memory: a PROT_NONE or MAP_NORESERVE reservation is
@@ -149,7 +146,7 @@ class FirstPass : public trace::TraceVisitor {
   uint64_t now_ns = 0;
   uint64_t events = 0;  // alloc/free events so far: the replay position of pass two
   Peaks peaks;  // the run's
-  uint64_t allocations = 0, frees = 0, bytes_allocated = 0, temporary_allocations = 0;
+  uint64_t allocations = 0, frees = 0, bytes_allocated = 0;
   uint64_t unknown_frees = 0, lost_events = 0;
   std::optional<int> signal;
   bool ended = false;
@@ -171,7 +168,7 @@ class FirstPass : public trace::TraceVisitor {
   trace::JobPlace place;
   std::vector<std::vector<uint64_t>> stacks;
   std::vector<int> stack_snapshot;  // module snapshot current when the stack was read
-  std::unordered_map<uint64_t, StackStageFigures> figures;
+  SiteAggregator sites;
 
   TimelineAggregator timeline;
 
@@ -255,11 +252,7 @@ class FirstPass : public trace::TraceVisitor {
     const uint64_t size = a.size;
     const uint32_t stack = a.stack;
     const int stage = a.stage;
-    StackStageFigures& f = figures[figure_key(stack, stage)];
-    f.stack = stack;
-    f.stage = stage;
-    f.allocations += blocks_counted(a, 1);
-    f.bytes_allocated += size;
+    sites.allocated(stack, stage, blocks_counted(a, 1), size);
     stack_live.add(stack, static_cast<int64_t>(size));
     if (sample_mode()) {
       // The totals and stage counts come from the tracer's counters (on_counters).
@@ -283,10 +276,7 @@ class FirstPass : public trace::TraceVisitor {
     if (!sample_mode()) ++frees;
     stack_live.add(block->stack, -static_cast<int64_t>(block->size));
     stages.freed(block->stage, block->size, temporary);
-    if (temporary) {
-      ++temporary_allocations;
-      ++figures[figure_key(block->stack, block->stage)].temporary_allocations;
-    }
+    if (temporary) sites.temporary(block->stack, block->stage);
   }
 
   void on_mmap(uint64_t address, uint64_t length, uint32_t) override {
@@ -669,15 +659,10 @@ void apply_aggregate(FirstPass& pass) {
     pass.allocations = pass.agg_snapshot->allocations;
     pass.frees = pass.agg_snapshot->frees;
     pass.bytes_allocated = pass.agg_snapshot->bytes_allocated;
-    pass.temporary_allocations = pass.agg_snapshot->temporary_allocations;
+    pass.sites.set_temporary_allocations(pass.agg_snapshot->temporary_allocations);
   }
   for (const auto& [key, site] : pass.agg_sites) {
-    StackStageFigures& f = pass.figures[key];
-    f.stack = site.stack;
-    f.stage = site.stage;
-    f.allocations = site.allocations;
-    f.bytes_allocated = site.bytes_allocated;
-    f.temporary_allocations = site.temporary_allocations;
+    pass.sites.set(site.stack, site.stage, site.allocations, site.bytes_allocated, site.temporary_allocations);
     if (site.stage >= 0 && static_cast<size_t>(site.stage) < pass.stages.instances.size()) {
       StageInstance& s = pass.stages.instances[site.stage];
       s.allocations += site.allocations;
@@ -1270,7 +1255,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   t.allocations = pass.allocations;
   t.frees = pass.frees;
   t.bytes_allocated = pass.bytes_allocated;
-  t.temporary_allocations = pass.temporary_allocations;
+  t.temporary_allocations = pass.sites.temporary_allocations();
   // The allocator is asked at each new heap high, at stage edges, start and exit: the
   // run's breakdown is the sample taken at the highest heap (the nearest to the peak in
   // time among equals). One far below the peak (a program whose heap never grew enough
@@ -1305,7 +1290,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     l.stack = stack;
     l.bytes += bytes;
     l.blocks += blocks;
-    pass.figures[figure_key(stack, stage)].leaked_bytes += bytes;
+    pass.sites.leaked(stack, stage, bytes);
     pass.stages.leaked(stage, bytes, blocks);
   };
   for (size_t i = 0; i < pass.heap.infos().size(); ++i) {
@@ -1400,29 +1385,9 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   }
 
   // Per stack and stage row figures, with the bytes live at the run's peak.
-  for (const auto& [key, live] : at_peaks.run_peak) {
-    StackStageFigures& f = pass.figures[key];
-    f.stack = live.stack;
-    f.stage = static_cast<int>(static_cast<uint32_t>(key)) - 1;
-    f.live_at_peak_bytes = live.bytes;
-  }
-  std::unordered_map<uint64_t, StackStageFigures> figures_by_row;
-  for (const auto& [key, f] : pass.figures) {
-    const int row = stage_rows.row_of(static_cast<int>(static_cast<uint32_t>(key)) - 1);
-    auto [it, first] = figures_by_row.try_emplace(figure_key(static_cast<uint32_t>(key >> 32), row), f);
-    StackStageFigures& m = it->second;
-    m.stage = row;
-    if (first) continue;
-    m.allocations += f.allocations;
-    m.bytes_allocated += f.bytes_allocated;
-    m.temporary_allocations += f.temporary_allocations;
-    m.live_at_peak_bytes += f.live_at_peak_bytes;
-    m.leaked_bytes += f.leaked_bytes;
-  }
-  std::vector<std::pair<uint64_t, StackStageFigures>> figure_list(figures_by_row.begin(), figures_by_row.end());
-  std::sort(figure_list.begin(), figure_list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [key, live] : at_peaks.run_peak) pass.sites.live_at_peak(live.stack, stage_of_key(key), live.bytes);
   std::unordered_map<uint32_t, StackBytes> run_peak_by_stack;
-  for (auto& [key, f] : figure_list) {
+  for (StackStageFigures& f : pass.sites.by_row([&](int stage) { return stage_rows.row_of(stage); })) {
     if (f.live_at_peak_bytes) {
       StackBytes& sb = run_peak_by_stack[f.stack];
       sb.stack = f.stack;

@@ -1,0 +1,85 @@
+// Per allocation site, a stack in a stage instance: the figures behind the flame graph and
+// the top allocation sites (allocations, bytes, temporaries, bytes live at the run's peak,
+// leaked bytes), one aggregator of the analysis (reports/analysis). Fed by events, samples
+// and aggregate mode's site records. Temporaries (freed with no other allocation in
+// between, heaptrack's definition) are counted here for the run too.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "reports/model/report_model.h"
+
+namespace memstage::reports {
+
+// A (stack, stage instance or row) pair as one number; stage -1 is outside every stage.
+inline uint64_t figure_key(uint32_t stack, int32_t stage) {
+  return (static_cast<uint64_t>(stack) << 32) | static_cast<uint32_t>(stage + 1);
+}
+inline uint32_t stack_of_key(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
+inline int stage_of_key(uint64_t key) { return static_cast<int>(static_cast<uint32_t>(key)) - 1; }
+
+class SiteAggregator {
+ public:
+  void allocated(uint32_t stack, int stage, uint64_t blocks, uint64_t bytes) {
+    StackStageFigures& f = at(stack, stage);
+    f.allocations += blocks;
+    f.bytes_allocated += bytes;
+  }
+  void temporary(uint32_t stack, int stage) {
+    ++temporary_allocations_;
+    ++at(stack, stage).temporary_allocations;
+  }
+  void leaked(uint32_t stack, int stage, uint64_t bytes) { at(stack, stage).leaked_bytes += bytes; }
+  void live_at_peak(uint32_t stack, int stage, uint64_t bytes) { at(stack, stage).live_at_peak_bytes = bytes; }
+  // Aggregate mode: a site's latest figures, and the run's temporaries, as the capture says.
+  void set(uint32_t stack, int stage, uint64_t allocations, uint64_t bytes, uint64_t temporaries) {
+    StackStageFigures& f = at(stack, stage);
+    f.allocations = allocations;
+    f.bytes_allocated = bytes;
+    f.temporary_allocations = temporaries;
+  }
+  void set_temporary_allocations(uint64_t n) { temporary_allocations_ = n; }
+
+  uint64_t temporary_allocations() const { return temporary_allocations_; }
+
+  // The figures per stack and stage row (stage_rows.h), sorted by (stack, row); stacks are
+  // still the trace's.
+  template <typename RowOf>
+  std::vector<StackStageFigures> by_row(RowOf row_of) const {
+    std::unordered_map<uint64_t, StackStageFigures> merged;
+    for (const auto& [key, f] : figures_) {
+      const int row = row_of(stage_of_key(key));
+      auto [it, first] = merged.try_emplace(figure_key(stack_of_key(key), row), f);
+      StackStageFigures& m = it->second;
+      m.stage = row;
+      if (first) continue;
+      m.allocations += f.allocations;
+      m.bytes_allocated += f.bytes_allocated;
+      m.temporary_allocations += f.temporary_allocations;
+      m.live_at_peak_bytes += f.live_at_peak_bytes;
+      m.leaked_bytes += f.leaked_bytes;
+    }
+    std::vector<std::pair<uint64_t, StackStageFigures>> list(merged.begin(), merged.end());
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<StackStageFigures> out;
+    out.reserve(list.size());
+    for (auto& [key, f] : list) out.push_back(f);
+    return out;
+  }
+
+ private:
+  StackStageFigures& at(uint32_t stack, int stage) {
+    StackStageFigures& f = figures_[figure_key(stack, stage)];
+    f.stack = stack;
+    f.stage = stage;
+    return f;
+  }
+  std::unordered_map<uint64_t, StackStageFigures> figures_;
+  uint64_t temporary_allocations_ = 0;
+};
+
+}  // namespace memstage::reports
