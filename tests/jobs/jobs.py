@@ -179,10 +179,33 @@ def scenario_dataloader(s):
     s.check("summed RSS overstates what the job holds" in text, "numpy: the text report says summed RSS overstates")
 
 
+def scenario_dataloader_torch(s):
+    """The example through torch.utils.data.DataLoader itself (2 workers, objects layout): the
+    workers torch forks are in the job, each under the parent, their pages shared with it said
+    by PSS, and the run ends normally."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "dataloader_cow",
+                          "loader.py")
+    out, report = s.traced("torch", [s.python, script, "--layout", "objects", "--loader", "torch", "--workers", "2",
+                                     "--items", "100000", "--truth", s.truth_file("torch")], mode="stats")
+    truth = s.read_truth("torch")
+    s.eq(report.get("exit_code"), 0, "the loader's exit code")
+    children = [p for p in report["processes"] if p.get("parent_pid") == truth["parent_pid"]]
+    s.check(len(children) >= 2, "DataLoader's 2 workers are in the job under the parent: %s"
+            % [p["pid"] for p in children])
+    s.check(all(p.get("ended") != "killed" for p in report["processes"]),
+            "no process reads as killed: %s" % [(p["pid"], p.get("ended")) for p in report["processes"]])
+    job = report.get("job") or {}
+    s.check(job.get("processes", 0) >= 3, "job.processes %d: the parent and its workers" % job.get("processes", 0))
+    rss, pss = job.get("peak_rss_bytes", 0), job.get("peak_pss_bytes") or 0
+    s.check(0 < pss < rss, "summed PSS %.1f MiB under summed RSS %.1f MiB (the workers share the parent's pages)"
+            % (pss / MIB, rss / MIB))
+
+
 SCENARIOS = {
     "workers": scenario_workers,
     "ranks": scenario_ranks,
     "dataloader": scenario_dataloader,
+    "dataloader_torch": scenario_dataloader_torch,
 }
 
 
