@@ -1,4 +1,4 @@
-// memstage attach PID [-o DIR] [--mode full|stats|aggregate] [--duration SECONDS] [--max-depth N]
+// memstage attach PID [-o DIR] [--mode full|stats|aggregate|sample] [--sample-rate BYTES] [--duration SECONDS] [--max-depth N]
 // Loads the tracer into a running process through gdb (dlopen, then
 // memstage_attach_start: profiler/preload/got_hooks.h), records until the duration ends,
 // Ctrl-C, or the process ends, detaches (memstage_attach_stop) and writes the usual
@@ -22,6 +22,7 @@
 #include "harness/cli/gdb_session.h"
 #include "harness/cli/preload_path.h"
 #include "harness/cli/report_files.h"
+#include "harness/cli/sample_rate.h"
 #include "profiler/preload/got_hooks.h"
 #include "reports/render/text/terminal_text.h"
 
@@ -35,6 +36,7 @@ struct AttachFlags {
   int pid = 0;
   std::string output_dir;
   std::string mode = "full";
+  std::string sample_rate;  // --sample-rate: sample mode's mean bytes between samples
   double duration_s = 0;  // 0: until Ctrl-C or the process ends
   unsigned max_depth = 64;
   unsigned sample_interval_ms = 10;
@@ -205,9 +207,10 @@ double now_s() {
 
 int attach(const AttachFlags& flags) {
   const int pid = flags.pid;
-  if (flags.mode != "full" && flags.mode != "stats" && flags.mode != "aggregate") {
-    throw CliError("attach: --mode must be full, stats or aggregate, not '" + flags.mode + "'");
+  if (flags.mode != "full" && flags.mode != "stats" && flags.mode != "aggregate" && flags.mode != "sample") {
+    throw CliError("attach: --mode must be full, stats, aggregate or sample, not '" + flags.mode + "'");
   }
+  const uint64_t sample_rate_bytes = harness::sample_rate_bytes("attach", flags.mode, flags.sample_rate);
   if (pid <= 0 || !process_exists(pid)) throw CliError("attach: no process with pid " + pid_text(pid));
   if (pid == getpid()) throw CliError("attach: pid " + pid_text(pid) + " is memstage itself");
   const std::optional<std::string> gdb = find_gdb();
@@ -244,7 +247,8 @@ int attach(const AttachFlags& flags) {
 
   const std::string options = "output=" + dir + "\nmode=" + flags.mode + "\nmax_depth=" +
                               std::to_string(flags.max_depth) +
-                              "\nsample_interval_ms=" + std::to_string(flags.sample_interval_ms);
+                              "\nsample_interval_ms=" + std::to_string(flags.sample_interval_ms) +
+                              "\nsample_rate_bytes=" + std::to_string(sample_rate_bytes);
   // dlopen is libc's (glibc 2.34 on); RTLD_NOW (2): every symbol bound before the first call.
   const GdbResult started = gdb_batch(*gdb, pid,
                                       {"sharedlibrary libc\\.so", "call (void *) dlopen(" + gdb_string_literal(preload) + ", 2)",
@@ -306,8 +310,11 @@ void register_attach(CLI::App& app, CommandAction& action) {
   cmd->add_option("-o,--output", flags->output_dir, "Folder for the trace and reports (default memstage.PROG.PID)");
   cmd->add_option("--mode", flags->mode,
                   "full: every event with its stack; stats: counters only; aggregate: every allocation's stack, "
-                  "folded in the process")
+                  "folded in the process; sample: allocations sampled by bytes, the heap counted on every call")
       ->capture_default_str();
+  cmd->add_option("--sample-rate", flags->sample_rate,
+                  "Sample mode: one sample per this many bytes allocated on average (default 256KiB; "
+                  "docs/sample-mode.md)");
   cmd->add_option("--duration", flags->duration_s, "Seconds to record (default: until Ctrl-C or the process ends)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-depth", flags->max_depth, "Frames kept per stack")

@@ -13,6 +13,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/preload_path.h"
 #include "harness/cli/report_files.h"
+#include "harness/cli/sample_rate.h"
 #include "harness/gate/gate.h"
 #include "profiler/preload/options.h"
 #include "harness/cli/sizes.h"
@@ -64,15 +65,7 @@ int run(const RunFlags& flags) {
   if (flags.mode != "full" && flags.mode != "stats" && flags.mode != "aggregate" && flags.mode != "sample") {
     throw CliError("run: --mode must be full, stats, aggregate or sample, not '" + flags.mode + "'");
   }
-  uint64_t sample_rate_bytes = preload::kDefaultSampleRateBytes;
-  if (!flags.sample_rate.empty()) {
-    if (flags.mode != "sample") throw CliError("run: --sample-rate is for --mode sample");
-    const auto bytes = parse_size(flags.sample_rate);
-    if (!bytes || *bytes == 0 || *bytes > (1ull << 40)) {
-      throw CliError("run: --sample-rate takes a size from 1 byte to 1TiB like 256KiB, not '" + flags.sample_rate + "'");
-    }
-    sample_rate_bytes = *bytes;
-  }
+  const uint64_t sample_rate_bytes = harness::sample_rate_bytes("run", flags.mode, flags.sample_rate);
   uint64_t ram_limit_bytes = 0;
   if (!flags.ram_limit.empty()) {
     const auto bytes = parse_size(flags.ram_limit);

@@ -18,8 +18,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "profiler/preload/recording.h"
+#include "profiler/preload/samplers.h"
 #include "profiler/preload/tracer.h"
 #include "profiler/preload/tracer_memory.h"
 #include "profiler/trace/trace_records.h"
@@ -247,15 +249,15 @@ bool parse_options(const char* text, Options& o) {
     const char* value = equals + 1;
     const size_t value_length = length - key_length - 1;
     auto key_is = [&](const char* key) { return strlen(key) == key_length && memcmp(text, key, key_length) == 0; };
-    auto number = [&](uint32_t min, uint32_t max, uint32_t& out) {
-      char digits[16];
+    auto number = [&](uint64_t min, uint64_t max, auto& out) {
+      char digits[24];
       if (value_length == 0 || value_length >= sizeof(digits)) return false;
       memcpy(digits, value, value_length);
       digits[value_length] = '\0';
       char* stop = nullptr;
-      const unsigned long n = strtoul(digits, &stop, 10);
+      const unsigned long long n = strtoull(digits, &stop, 10);
       if (*stop || n < min || n > max) return false;
-      out = static_cast<uint32_t>(n);
+      out = static_cast<std::remove_reference_t<decltype(out)>>(n);
       return true;
     };
     if (key_is("output")) {
@@ -270,6 +272,8 @@ bool parse_options(const char* text, Options& o) {
         o.mode = trace::Mode::kStats;
       } else if (value_length == 9 && memcmp(value, "aggregate", 9) == 0) {
         o.mode = trace::Mode::kAggregate;
+      } else if (value_length == 6 && memcmp(value, "sample", 6) == 0) {
+        o.mode = trace::Mode::kSample;
       } else {
         return false;
       }
@@ -277,6 +281,8 @@ bool parse_options(const char* text, Options& o) {
       if (!number(1, 256, o.max_depth)) return false;
     } else if (key_is("sample_interval_ms")) {
       if (!number(1, 10000, o.sample_interval_ms)) return false;
+    } else if (key_is("sample_rate_bytes")) {
+      if (!number(1, 1ull << 40, o.sample_rate_bytes)) return false;
     } else {
       return false;
     }
@@ -314,6 +320,15 @@ MEMSTAGE_EXPORT int memstage_attach_start(const char* options_text) {
   resolve_from_program();
   start_tracer_with(options, true);
   if (!recording()) return kAttachCannotStart;
+  // Sample mode counts the live heap on every call; blocks from before attach are freed
+  // into that count too, so it starts from what the allocator says is in use now (with
+  // its rounding: the report says the heap from before attach is the allocator's figure).
+  if (sample_mode()) {
+    const AllocatorStats allocator = read_allocator_stats();
+    const auto in_use = static_cast<int64_t>(allocator.valid ? allocator.in_use_bytes : 0);
+    g_tracer.heap_live_bytes.store(in_use);
+    g_tracer.heap_high_bytes.store(in_use);
+  }
   if (ThreadState* ts = current_thread_state()) push_record(ts, memstage::trace::records::Attached{trace_time_ns()});
   g_active.store(true, std::memory_order_release);
   walk_objects(Walk::kHook);

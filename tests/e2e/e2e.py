@@ -1121,7 +1121,7 @@ def scenario_attach(s):
     rounds = "600"  # 20 ms each: long enough for gdb's two visits on a busy machine
     targets = {}
     # Side by side: one left alone, one attached in each mode.
-    for kind in ("plain", "full", "stats", "aggregate"):
+    for kind in ("plain", "full", "stats", "aggregate", "sample"):
         cwd = os.path.join(s.work, kind + ".cwd")
         os.makedirs(cwd)
         ready = os.path.join(cwd, "ready")
@@ -1175,11 +1175,13 @@ def scenario_attach(s):
     # Attached for about 1 s each, all at once: full and aggregate mode for --duration 1, stats mode until a
     # SIGINT (Ctrl-C) 1 s after its trace appeared.
     attaches = {}
-    for mode in ("full", "stats", "aggregate"):
+    for mode in ("full", "stats", "aggregate", "sample"):
         out = os.path.join(s.work, mode)
         argv = [s.memstage, "attach", str(targets[mode][0].pid), "-o", out, "--mode", mode]
         if mode != "stats":
             argv += ["--duration", "1"]
+        if mode == "sample":
+            argv += ["--sample-rate", "16KiB"]  # grow()'s 64 KiB blocks are each sampled, at their size
         print("$ " + " ".join(argv), flush=True)
         attaches[mode] = (subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE), out)
     trace = os.path.join(attaches["stats"][1], "trace.%d.mst" % targets["stats"][0].pid)
@@ -1199,7 +1201,7 @@ def scenario_attach(s):
     for kind, (proc, cwd, _) in targets.items():
         stdout, stderr = proc.communicate(timeout=120)
         results[kind] = (proc.returncode, stdout, stderr)
-    for mode in ("full", "stats", "aggregate"):
+    for mode in ("full", "stats", "aggregate", "sample"):
         s.eq(results[mode][0], 7, "%s: exit status of the attached program" % mode)
         s.eq(results[mode][0], results["plain"][0], "%s: exit status attached == untouched" % mode)
         s.eq(results[mode][1], results["plain"][1], "%s: stdout attached == untouched" % mode)
@@ -1210,7 +1212,7 @@ def scenario_attach(s):
     with open(truth_path) as f:
         truth = json.load(f)
     reports = {}
-    for mode in ("full", "stats", "aggregate"):
+    for mode in ("full", "stats", "aggregate", "sample"):
         path = os.path.join(attaches[mode][1], "report.json")
         if not s.check(os.path.exists(path), "%s: report.json written" % mode):
             continue
@@ -1219,7 +1221,7 @@ def scenario_attach(s):
             reports[mode] = json.load(f)
         s.eq(reports[mode].get("attached"), True, "%s: the report says it was attached" % mode)
         s.check(reports[mode]["totals"]["allocations"] > 0, "%s: allocations were counted while attached" % mode)
-    for mode in ("full", "aggregate"):
+    for mode in ("full", "aggregate", "sample"):
         report = reports.get(mode)
         if not report:
             continue

@@ -216,7 +216,11 @@
     header.append(
       el('h1', {}, 'memstage report'),
       el('div', { class: 'command', title: 'command' }, command || '(no command recorded)'),
-      ...(data.attached ? [el('div', { class: 'note' }, data.leaks_measured === false
+      ...(data.attached ? [el('div', { class: 'note' }, data.sampling
+        ? 'Attached to the running process: blocks allocated before attaching have no stacks (their frees are ' +
+          'ignored); the heap counts start from the allocator\'s in-use bytes at attach; what is "leaked" below was ' +
+          'allocated while attached and still held when memstage detached.'
+        : data.leaks_measured === false
         ? 'Attached to the running process: calls are counted from attach on; the heap figures are the allocator\'s ' +
           'own, memory allocated before attaching included.'
         : 'Attached to the running process: memory allocated before attaching is unknown (its frees are ignored); ' +

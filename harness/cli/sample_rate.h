@@ -1,0 +1,14 @@
+// --sample-rate, as `memstage run` and `memstage attach` take it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace memstage::harness {
+
+// The mean bytes between samples for `--mode MODE --sample-rate TEXT` of `command`
+// ("run", "attach"): the default without TEXT; a CliError when TEXT is given for another
+// mode or is not a size from 1 byte to 1 TiB.
+uint64_t sample_rate_bytes(const std::string& command, const std::string& mode, const std::string& text);
+
+}  // namespace memstage::harness
