@@ -1244,6 +1244,17 @@
     return root;
   }
 
+  // Two sites in one function (two of its lines) would read alike in a list: those say where.
+  function siteLabels(rows) {
+    const names = rows.map(siteName);
+    return rows.map((r, i) => {
+      if (names.indexOf(names[i]) === names.lastIndexOf(names[i])) return names[i];
+      const f = r.site !== null && r.site !== undefined ? frames[r.site] : null;
+      const where = f ? frameLocation(f).split('/').pop() : '';
+      return where ? `${names[i]} (${where})` : names[i];
+    });
+  }
+
   function renderSites() {
     const host = document.getElementById('sites');
     const sites = data.top_sites || {};
@@ -1259,11 +1270,13 @@
       const column = el('div', { class: 'site-list' }, el('h3', {}, list.title));
       if (!list.rows.length) column.append(el('div', { class: 'empty' }, 'none recorded'));
       const top = Math.max(1, ...list.rows.map(list.value));
-      list.rows.slice(0, 15).forEach((r) => {
+      const shown = list.rows.slice(0, 15);
+      const labels = siteLabels(shown);
+      shown.forEach((r, i) => {
         const share = el('span', {});
         share.style.width = (100 * list.value(r)) / top + '%';
         const d = el('details', { class: 'site' },
-          el('summary', {}, el('span', { class: 'frame-name' }, siteName(r)),
+          el('summary', {}, el('span', { class: 'frame-name' }, labels[i]),
             el('span', { class: 'value', title: list.sub(r) }, list.show(list.value(r))),
             el('span', { class: 'share' }, share)));
         // Stacks are built when opened: lists of long stacks cost nothing until then.
