@@ -312,9 +312,7 @@ void register_attach(CLI::App& app, CommandAction& action) {
                   "full: every event with its stack; stats: counters only; aggregate: every allocation's stack, "
                   "folded in the process; sample: allocations sampled by bytes, the heap counted on every call")
       ->capture_default_str();
-  cmd->add_option("--sample-rate", flags->sample_rate,
-                  "Sample mode: one sample per this many bytes allocated on average (default 256KiB; "
-                  "docs/sample-mode.md)");
+  add_sample_rate_option(*cmd, flags->sample_rate);
   cmd->add_option("--duration", flags->duration_s, "Seconds to record (default: until Ctrl-C or the process ends)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--max-depth", flags->max_depth, "Frames kept per stack")

@@ -144,9 +144,7 @@ void register_run(CLI::App& app, CommandAction& action) {
                   "Aggregate mode: seconds between snapshots of its figures (what a killed run is reported up to)")
       ->check(CLI::Range(0.001, 3600.0))
       ->capture_default_str();
-  cmd->add_option("--sample-rate", flags->sample_rate,
-                  "Sample mode: one sample per this many bytes allocated on average (default 256KiB; "
-                  "docs/sample-mode.md)");
+  add_sample_rate_option(*cmd, flags->sample_rate);
   cmd->add_option("--max-depth", flags->max_depth, "Frames kept per stack")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();

@@ -16,4 +16,10 @@ uint64_t sample_rate_bytes(const std::string& command, const std::string& mode, 
   return *bytes;
 }
 
+void add_sample_rate_option(CLI::App& cmd, std::string& text) {
+  cmd.add_option("--sample-rate", text,
+                 "Sample mode: one sample per this many bytes allocated on average (default 256KiB; "
+                 "docs/sample-mode.md)");
+}
+
 }  // namespace memstage::harness
