@@ -97,8 +97,10 @@ class ChunkDecoder {
     if (id >= UINT32_MAX) throw CorruptRecord("too many stack nodes");
     const StackNode& parent = nodes_[id - r.parent_distance];
     if (parent.depth + 1 > records::DeltaAddresses::kMaxItems) throw CorruptRecord("implausible stack depth");
-    nodes_.push_back(StackNode{parent.return_address + static_cast<uint64_t>(r.address_delta),
-                               static_cast<uint32_t>(id - r.parent_distance), parent.depth + 1});
+    const StackNode node{parent.return_address + static_cast<uint64_t>(r.address_delta),
+                         static_cast<uint32_t>(id - r.parent_distance), parent.depth + 1};
+    nodes_.push_back(node);
+    v_.on_stack_node(static_cast<uint32_t>(id), node.parent, node.return_address);
   }
   void handle(const records::AllocInfo& r) {
     check_stack(r.stack);
@@ -239,20 +241,9 @@ class ChunkDecoder {
   }
   void handle(const records::Attached& r) { v_.on_attached(r.t_ns); }
 
-  // An event names stack `id`: it must be defined. In a trace of stack nodes, the
-  // visitor gets the whole stack now, the first time one names it.
-  void check_stack(uint64_t id) {
-    if (!stack_tree_) {
-      if (id >= next_stack_id_) throw CorruptRecord("event refers to an undefined stack");
-      return;
-    }
-    if (id >= nodes_.size()) throw CorruptRecord("event refers to an undefined stack");
-    if (id < delivered_.size() && delivered_[id]) return;
-    if (id >= delivered_.size()) delivered_.resize(nodes_.size());
-    delivered_[id] = true;
-    ips_.clear();
-    for (uint64_t n = id; n != 0; n = nodes_[n].parent) ips_.push_back(nodes_[n].return_address);
-    v_.on_stack(static_cast<uint32_t>(id), ips_);
+  // An event names stack `id`: it must be defined.
+  void check_stack(uint64_t id) const {
+    if (id >= (stack_tree_ ? nodes_.size() : next_stack_id_)) throw CorruptRecord("event refers to an undefined stack");
   }
   void check_info(uint64_t id) const {
     if (id >= next_info_id_) throw CorruptRecord("event refers to an undefined allocation info");
@@ -266,7 +257,8 @@ class ChunkDecoder {
   uint32_t open_stages_ = 0;
   // Version 1: whole stacks, numbered as defined.
   uint32_t next_stack_id_ = 0;
-  // Version 2: the stack tree, and which nodes the visitor has had as whole stacks.
+  // Version 2: the stack tree (the addresses to decode the next node's delta, the depths
+  // to bound it).
   struct StackNode {
     uint64_t return_address;
     uint32_t parent;
@@ -274,8 +266,6 @@ class ChunkDecoder {
   };
   const bool stack_tree_;
   std::vector<StackNode> nodes_;
-  std::vector<bool> delivered_;
-  std::vector<uint64_t> ips_;
   uint32_t next_stage_name_id_ = 0;
   AggStageRecord agg_stage_;
   std::vector<AggStackBytes> ram_limit_stacks_;

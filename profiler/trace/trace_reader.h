@@ -143,9 +143,13 @@ class TraceVisitor {
   virtual void on_process_info(const ProcessInfo&) {}
   virtual void on_time(uint64_t /*t_ns*/) {}
   virtual void on_modules(const std::vector<Module>&) {}
-  // A stack, innermost frame first, before the first record that names its id. Ids need
-  // not be dense (a version 2 trace names a stack by its innermost tree node), and a stack
-  // no record names may never come.
+  // Version 2 traces store stacks as a tree, as the tracer does: node `id` (1, 2, 3...
+  // in order) holds one return address, and its callers are the stack `parent` (an
+  // earlier node, or 0: the empty stack). A stack is named by its innermost node; every
+  // node comes before the first record that names it.
+  virtual void on_stack_node(uint32_t /*id*/, uint32_t /*parent*/, uint64_t /*return_address*/) {}
+  // Version 1 traces: a whole stack, innermost frame first, numbered from 0 in definition
+  // order, before the first record that names its id.
   virtual void on_stack(uint32_t /*id*/, std::span<const uint64_t> /*return_addresses*/) {}
   // Allocation infos are numbered from 0 in definition order; `stage` is the stage
   // instance (numbered by the order stages begin, from 0) or -1 outside any stage.

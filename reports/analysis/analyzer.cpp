@@ -18,6 +18,7 @@
 #include "reports/analysis/peaks.h"
 #include "reports/analysis/resident_shares.h"
 #include "reports/analysis/sites.h"
+#include "reports/analysis/stack_tree.h"
 #include "reports/analysis/stage_rows.h"
 #include "reports/analysis/stages.h"
 #include "reports/analysis/suffix_sums.h"
@@ -166,8 +167,7 @@ class FirstPass : public trace::TraceVisitor {
   bool attached = false;
   std::vector<trace::MemorySharesRecord> shares;
   trace::JobPlace place;
-  std::vector<std::vector<uint64_t>> stacks;
-  std::vector<int> stack_snapshot;  // module snapshot current when the stack was read
+  StackTree stacks;
   SiteAggregator sites;
 
   TimelineAggregator timeline;
@@ -216,14 +216,11 @@ class FirstPass : public trace::TraceVisitor {
     budget_.charge(bytes, "module lists");
     module_snapshots.push_back(m);
   }
-  // Stack ids need not be dense (a trace of stack nodes names stacks by node).
+  void on_stack_node(uint32_t id, uint32_t parent, uint64_t return_address) override {
+    stacks.add_node(id, parent, return_address, static_cast<int>(module_snapshots.size()) - 1);
+  }
   void on_stack(uint32_t id, std::span<const uint64_t> ips) override {
-    if (id >= stacks.size()) {
-      stacks.resize(id + 1);
-      stack_snapshot.resize(id + 1, -1);
-    }
-    stacks[id].assign(ips.begin(), ips.end());
-    stack_snapshot[id] = static_cast<int>(module_snapshots.size()) - 1;
+    stacks.add_stack(id, ips, static_cast<int>(module_snapshots.size()) - 1);
   }
 
   void reach(uint64_t live) {
@@ -685,10 +682,8 @@ constexpr size_t kMaxLeakSites = 500;
 // Report::frames; later occurrences reuse their indices.
 class StackResolver {
  public:
-  // Takes the pass's stacks (pass.stacks is left empty).
-  StackResolver(FirstPass& pass, Report& report, bool symbolize)
+  StackResolver(const FirstPass& pass, Report& report, bool symbolize)
       : pass_(pass),
-        trace_stacks_(std::move(pass.stacks)),
         report_(report),
         symbolize_(symbolize),
         modules_(pass.module_snapshots),
@@ -750,30 +745,36 @@ class StackResolver {
     out.insert(out.end(), frame_ids_.begin() + first, frame_ids_.begin() + first + count);
   }
 
-  // Each trace stack is resolved once, and then no longer needed: it is freed at once, so
-  // that the report's stacks reuse its memory rather than add to the peak.
+  // Each trace stack is resolved once. Stacks resolved one after the other mostly share
+  // their outer frames (a node of the tree and all its callers): with the same module
+  // list, those resolve to the same frames as last time, and only the stack's own inner
+  // nodes are looked at.
   Stack resolve(uint32_t trace_stack) {
-    if (trace_stack >= trace_stacks_.size()) return {};
-    const int snapshot = std::max(pass_.stack_snapshot[trace_stack], 0);
-    std::vector<uint64_t> addresses = std::move(trace_stacks_[trace_stack]);
-    // Stacks resolved one after the other mostly share their outer frames: with the same
-    // module list, the addresses they share resolve to the same frames as last time.
-    size_t shared = 0;
-    if (snapshot == previous_snapshot_) {
-      const size_t most = std::min(addresses.size(), previous_addresses_.size());
-      while (shared < most && addresses[addresses.size() - 1 - shared] ==
-                                  previous_addresses_[previous_addresses_.size() - 1 - shared]) {
-        ++shared;
-      }
+    const StackTree& tree = pass_.stacks;
+    if (!tree.contains(trace_stack)) return {};
+    const int snapshot = std::max(tree.snapshot_of(trace_stack), 0);
+    const uint32_t innermost = tree.node_of(trace_stack);
+    const bool same_modules = snapshot == previous_snapshot_;
+    // The stack's own nodes, innermost first, up to the first one the last stack has too.
+    own_nodes_.clear();
+    uint32_t n = innermost;
+    while (n != 0) {
+      const uint32_t d = tree.depth(n);
+      if (same_modules && d < previous_nodes_.size() && previous_nodes_[d] == n) break;
+      own_nodes_.push_back(n);
+      n = tree.parent(n);
     }
-    const size_t own = addresses.size() - shared;
-    const size_t reused_from = shared ? address_starts_[previous_addresses_.size() - shared] : scratch_.size();
+    const size_t shared = tree.depth(n);  // frames 1..shared from the outermost: the last stack's
+    const size_t previous_depth = previous_nodes_.empty() ? 0 : previous_nodes_.size() - 1;
+    const size_t own = own_nodes_.size();
+    // address_starts_ is by index from the innermost address of the last stack.
+    const size_t reused_from = shared ? address_starts_[previous_depth - shared] : scratch_.size();
     std::vector<FrameIndex> frames;
     std::vector<uint32_t> starts;
     frames.reserve(own + own / 4 + (scratch_.size() - reused_from));
-    starts.reserve(addresses.size());
-    for (size_t i = 0; i < own; ++i) {
-      const uint64_t address = addresses[i];
+    starts.reserve(own + shared);
+    for (const uint32_t node : own_nodes_) {
+      const uint64_t address = tree.return_address(node);
       starts.push_back(static_cast<uint32_t>(frames.size()));
       if (trace::is_python_frame(address)) {
         auto [it, added] = python_ids_.try_emplace(address, 0);
@@ -784,13 +785,16 @@ class StackResolver {
       append_native(frames, address, snapshot);
     }
     const auto offset = static_cast<int64_t>(frames.size()) - static_cast<int64_t>(reused_from);
-    for (size_t i = previous_addresses_.size() - shared; i < previous_addresses_.size(); ++i) {
+    for (size_t i = previous_depth - shared; i < previous_depth; ++i) {
       starts.push_back(static_cast<uint32_t>(address_starts_[i] + offset));
     }
     frames.insert(frames.end(), scratch_.begin() + static_cast<ptrdiff_t>(reused_from), scratch_.end());
     scratch_ = std::move(frames);
     address_starts_ = std::move(starts);
-    previous_addresses_ = std::move(addresses);
+    // previous_nodes_[d]: the node at depth d of this stack (index 0: the root).
+    previous_nodes_.resize(shared + own + 1);
+    previous_nodes_[0] = 0;
+    for (size_t i = 0; i < own; ++i) previous_nodes_[shared + own - i] = own_nodes_[i];
     previous_snapshot_ = snapshot;
     return Stack{scratch_};
   }
@@ -808,14 +812,14 @@ class StackResolver {
   }
 
   const FirstPass& pass_;
-  std::vector<std::vector<uint64_t>> trace_stacks_;  // the pass's; each freed once resolved
   Report& report_;
   bool symbolize_;
   Symbolizer symbolizer_;
   ModuleIndex modules_;
   FrameInterner interner_;
-  // The stack resolved last: its addresses, frames and where each address's frames start.
-  std::vector<uint64_t> previous_addresses_;
+  // The stack resolved last: its nodes by depth, its frames and where each address's
+  // frames start (by index from its innermost address); the nodes of this one not shared.
+  std::vector<uint32_t> previous_nodes_, own_nodes_;
   std::vector<FrameIndex> scratch_;
   std::vector<uint32_t> address_starts_;
   int previous_snapshot_ = -1;

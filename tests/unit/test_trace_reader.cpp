@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "profiler/trace/trace_reader.h"
@@ -13,7 +14,7 @@ namespace trace = memstage::trace;
 namespace {
 
 struct Counting : trace::TraceVisitor {
-  int allocs = 0, frees = 0, stacks = 0, ends = 0;
+  int allocs = 0, frees = 0, stack_nodes = 0, ends = 0;
   uint32_t last_info = 99;  // the last allocation info seen
   void on_alloc(uint32_t info, bool) override {
     ++allocs;
@@ -23,7 +24,7 @@ struct Counting : trace::TraceVisitor {
     ++frees;
     last_info = info;
   }
-  void on_stack(uint32_t, std::span<const uint64_t>) override { ++stacks; }
+  void on_stack_node(uint32_t, uint32_t, uint64_t) override { ++stack_nodes; }
   void on_end(uint64_t) override { ++ends; }
 };
 
@@ -59,7 +60,7 @@ TEST_CASE("reads every record of a whole trace in order") {
   CHECK(v.allocs == 3);
   CHECK(v.frees == 1);
   CHECK(v.last_info == 0);  // the free names the first block's info, (100 bytes, stack 0)
-  CHECK(v.stacks == 1);
+  CHECK(v.stack_nodes == 2);  // one stack of two frames
 }
 
 TEST_CASE("a trace cut anywhere is read up to its last complete chunk") {
@@ -127,11 +128,15 @@ TEST_CASE("records with lists and strings read back as the record table encodes 
   struct Seen : trace::TraceVisitor {
     trace::ProcessInfo info;
     std::vector<trace::Module> modules;
-    std::vector<uint64_t> stack;
+    std::map<uint32_t, std::pair<uint32_t, uint64_t>> nodes;  // id -> (parent, return address)
+    std::vector<uint64_t> stack;  // the stack the allocation names, innermost frame first
     trace::PythonCode code;
     void on_process_info(const trace::ProcessInfo& i) override { info = i; }
     void on_modules(const std::vector<trace::Module>& m) override { modules = m; }
-    void on_stack(uint32_t, std::span<const uint64_t> ips) override { stack.assign(ips.begin(), ips.end()); }
+    void on_stack_node(uint32_t id, uint32_t parent, uint64_t address) override { nodes[id] = {parent, address}; }
+    void on_alloc_info(uint32_t, uint64_t, uint32_t node, int32_t) override {
+      for (; node != 0; node = nodes.at(node).first) stack.push_back(nodes.at(node).second);
+    }
     void on_python_code(const trace::PythonCode& c) override { code = c; }
   };
   const records::Segment segments[] = {{0x1000, 0x2000}, {0x3000, 0x3800}};
@@ -142,7 +147,7 @@ TEST_CASE("records with lists and strings read back as the record table encodes 
   records::Modules modules;
   modules.modules.items = {&module, 1};
   TraceBuilder b;
-  // A stack reaches the visitor with the first record that names it.
+  // The stack's nodes reach the visitor before the record that names it.
   b.process(4242).record(modules).stack({0x7fff0000, 0x1000, 0x7fff0010}).alloc(0x5000, 16, 0);
   b.record(records::PythonCode{7, 12, "a.py", "f"}).end(1);
   const std::string path = temp_path("records.mst");

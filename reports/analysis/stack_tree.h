@@ -1,0 +1,66 @@
+// The trace's stacks as the tracer stores them: a tree of (return address, parent) nodes,
+// so that the frames thousands of stacks share are held once (a Python program importing
+// torch names ~7e5 stacks of ~60 frames: whole, they took ~360 MB of the analysis). A
+// stack is named by its innermost node (version 2 traces) or by its number (version 1
+// traces, whose whole stacks are interned into the same tree).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace memstage::reports {
+
+class StackTree {
+ public:
+  StackTree() { nodes_.push_back(Node{0, 0, 0}); }  // node 0: the empty stack
+
+  // Version 2: node `id` (the next one) and its caller stack. `snapshot`: the module
+  // list current when it was defined, to resolve its address in.
+  void add_node(uint32_t id, uint32_t parent, uint64_t return_address, int snapshot);
+  // Version 1: whole stack `id` (the next one), innermost frame first.
+  void add_stack(uint32_t id, std::span<const uint64_t> return_addresses, int snapshot);
+
+  bool contains(uint32_t stack) const {
+    return whole_stacks_ ? stack < node_of_stack_.size() : stack < nodes_.size();
+  }
+  // The innermost node of `stack` (contained), and the module snapshot to resolve its
+  // addresses in (-1: none was recorded before it).
+  uint32_t node_of(uint32_t stack) const { return whole_stacks_ ? node_of_stack_[stack] : stack; }
+  int snapshot_of(uint32_t stack) const;
+
+  // Node 0 is the empty stack: depth 0, no address.
+  uint64_t return_address(uint32_t node) const { return nodes_[node].return_address; }
+  uint32_t parent(uint32_t node) const { return nodes_[node].parent; }
+  uint32_t depth(uint32_t node) const { return nodes_[node].depth; }
+
+ private:
+  struct Node {
+    uint64_t return_address;
+    uint32_t parent;
+    uint32_t depth;  // frames from the outermost: 1 for a node of the root
+  };
+  struct ChildKey {
+    uint32_t parent;
+    uint64_t return_address;
+    bool operator==(const ChildKey&) const = default;
+  };
+  struct ChildKeyHash {
+    size_t operator()(const ChildKey& k) const {
+      return std::hash<uint64_t>{}(k.return_address * 0x9e3779b97f4a7c15ULL ^ k.parent);
+    }
+  };
+
+  std::vector<Node> nodes_;
+  // Version 2: the first node defined under each module snapshot (they only grow).
+  std::vector<uint32_t> first_node_of_snapshot_;
+  // Version 1 only: each whole stack's innermost node and snapshot, and the children of
+  // each node by address, to intern the next stack.
+  bool whole_stacks_ = false;
+  std::vector<uint32_t> node_of_stack_;
+  std::vector<int32_t> snapshot_of_stack_;
+  std::unordered_map<ChildKey, uint32_t, ChildKeyHash> children_;
+};
+
+}  // namespace memstage::reports
