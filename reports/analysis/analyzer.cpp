@@ -1391,14 +1391,15 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   // Per stack and stage row figures, with the bytes live at the run's peak.
   for (const auto& [key, live] : at_peaks.run_peak) pass.sites.live_at_peak(live.stack, stage_of_key(key), live.bytes);
   std::unordered_map<uint32_t, StackBytes> run_peak_by_stack;
-  for (StackStageFigures& f : pass.sites.by_row([&](int stage) { return stage_rows.row_of(stage); })) {
+  report.stack_figures = pass.sites.by_row([&](int stage) { return stage_rows.row_of(stage); });
+  report.stacks.reserve(report.stacks.size() + report.stack_figures.size());
+  for (StackStageFigures& f : report.stack_figures) {
     if (f.live_at_peak_bytes) {
       StackBytes& sb = run_peak_by_stack[f.stack];
       sb.stack = f.stack;
       sb.bytes += f.live_at_peak_bytes;
     }
     f.stack = stacks.index_of(f.stack);
-    report.stack_figures.push_back(f);
   }
   for (const auto& [key, live] : at_peaks.run_peak) run_peak_by_stack[live.stack].blocks += live.blocks;
   std::vector<StackBytes> run_top;

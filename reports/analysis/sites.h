@@ -48,26 +48,32 @@ class SiteAggregator {
 
   // The figures per stack and stage row (stage_rows.h), sorted by (stack, row); stacks are
   // still the trace's.
+  // (A trace of hundreds of thousands of sites: one list, sorted, then the figures of
+  // equal keys added up in place.)
   template <typename RowOf>
   std::vector<StackStageFigures> by_row(RowOf row_of) const {
-    std::unordered_map<uint64_t, StackStageFigures> merged;
-    for (const auto& [key, f] : figures_) {
-      const int row = row_of(stage_of_key(key));
-      auto [it, first] = merged.try_emplace(figure_key(stack_of_key(key), row), f);
-      StackStageFigures& m = it->second;
-      m.stage = row;
-      if (first) continue;
-      m.allocations += f.allocations;
-      m.bytes_allocated += f.bytes_allocated;
-      m.temporary_allocations += f.temporary_allocations;
-      m.live_at_peak_bytes += f.live_at_peak_bytes;
-      m.leaked_bytes += f.leaked_bytes;
-    }
-    std::vector<std::pair<uint64_t, StackStageFigures>> list(merged.begin(), merged.end());
-    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<StackStageFigures> out;
-    out.reserve(list.size());
-    for (auto& [key, f] : list) out.push_back(f);
+    out.reserve(figures_.size());
+    for (const auto& [key, f] : figures_) {
+      out.push_back(f);
+      out.back().stage = row_of(stage_of_key(key));
+    }
+    const auto key_of = [](const StackStageFigures& f) { return figure_key(f.stack, f.stage); };
+    std::sort(out.begin(), out.end(), [&](const auto& a, const auto& b) { return key_of(a) < key_of(b); });
+    size_t kept = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (kept && key_of(out[kept - 1]) == key_of(out[i])) {
+        StackStageFigures& m = out[kept - 1];
+        m.allocations += out[i].allocations;
+        m.bytes_allocated += out[i].bytes_allocated;
+        m.temporary_allocations += out[i].temporary_allocations;
+        m.live_at_peak_bytes += out[i].live_at_peak_bytes;
+        m.leaked_bytes += out[i].leaked_bytes;
+      } else {
+        out[kept++] = out[i];
+      }
+    }
+    out.resize(kept);
     return out;
   }
 
