@@ -9,22 +9,19 @@
 #include <fmt/format.h>
 
 #include "profiler/trace/trace_reader.h"
-#include "reports/analysis/allocator_frames.h"
 #include "reports/analysis/device_memory.h"
 #include "reports/analysis/growth.h"
 #include "reports/analysis/job_clock.h"
 #include "reports/analysis/live_heap.h"
-#include "reports/analysis/module_index.h"
 #include "reports/analysis/peaks.h"
 #include "reports/analysis/resident_shares.h"
 #include "reports/analysis/sites.h"
+#include "reports/analysis/stack_resolver.h"
 #include "reports/analysis/stack_tree.h"
 #include "reports/analysis/stage_rows.h"
 #include "reports/analysis/stages.h"
 #include "reports/analysis/suffix_sums.h"
 #include "reports/analysis/timeline.h"
-#include "reports/model/frame_interner.h"
-#include "reports/symbolize/symbolizer.h"
 
 namespace memstage::reports {
 namespace {
@@ -676,161 +673,6 @@ void apply_aggregate(FirstPass& pass) {
 
 constexpr size_t kMaxLeakSites = 500;
 
-// Maps the trace's stack ids to symbolized stacks in the report, on first use. A large
-// trace (Python importing torch: 7e5 stacks, 4.5e7 addresses in all) has under 1e5
-// distinct frames: each address is symbolized once and its frames stored once in
-// Report::frames; later occurrences reuse their indices.
-class StackResolver {
- public:
-  StackResolver(const FirstPass& pass, Report& report, bool symbolize)
-      : pass_(pass),
-        report_(report),
-        symbolize_(symbolize),
-        modules_(pass.module_snapshots),
-        interner_(report.frames) {}
-
-  StackIndex index_of(uint32_t trace_stack) {
-    auto [it, inserted] = indices_.try_emplace(trace_stack, 0);
-    if (!inserted) return it->second;
-    it->second = static_cast<StackIndex>(report_.stacks.size());
-    report_.stacks.push_back(resolve(trace_stack));
-    return it->second;
-  }
-
- private:
-  struct AddressModuleKey {
-    uint64_t address;
-    uint32_t module;
-    bool operator==(const AddressModuleKey&) const = default;
-  };
-  struct AddressModuleHash {
-    size_t operator()(const AddressModuleKey& k) const {
-      return std::hash<uint64_t>{}(k.address * 0x9e3779b97f4a7c15ULL ^ k.module);
-    }
-  };
-
-  // Appends to frame_ids_ the frames of an address inside `module` (ModuleIndex::kNone: none).
-  void add_frames(uint64_t address, uint32_t module) {
-    if (module == ModuleIndex::kNone) {
-      Frame f;
-      f.address = address;
-      f.module_offset = address;
-      frame_ids_.push_back(interner_.intern(std::move(f)));
-      return;
-    }
-    const Module& m = modules_.module(module);
-    if (!symbolize_) {
-      Frame f;
-      f.module = m.path;
-      f.address = address;
-      f.module_offset = address - m.load_bias;
-      frame_ids_.push_back(interner_.intern(std::move(f)));
-      return;
-    }
-    for (Frame& f : symbolizer_.symbolize(m.path, m.load_bias, address, true)) {
-      f.allocator = is_allocation_plumbing(f.function, f.module);
-      frame_ids_.push_back(interner_.intern(std::move(f)));
-    }
-  }
-
-  void append_native(std::vector<FrameIndex>& out, uint64_t address, int snapshot) {
-    const uint32_t module = modules_.module_for(address, snapshot);
-    auto [it, first_time] = frames_of_.try_emplace(AddressModuleKey{address, module});
-    auto& [first, count] = it->second;
-    if (first_time) {
-      first = static_cast<uint32_t>(frame_ids_.size());
-      add_frames(address, module);
-      count = static_cast<uint32_t>(frame_ids_.size()) - first;
-    }
-    out.insert(out.end(), frame_ids_.begin() + first, frame_ids_.begin() + first + count);
-  }
-
-  // Each trace stack is resolved once. Stacks resolved one after the other mostly share
-  // their outer frames (a node of the tree and all its callers): with the same module
-  // list, those resolve to the same frames as last time, and only the stack's own inner
-  // nodes are looked at.
-  Stack resolve(uint32_t trace_stack) {
-    const StackTree& tree = pass_.stacks;
-    if (!tree.contains(trace_stack)) return {};
-    const int snapshot = std::max(tree.snapshot_of(trace_stack), 0);
-    const uint32_t innermost = tree.node_of(trace_stack);
-    const bool same_modules = snapshot == previous_snapshot_;
-    // The stack's own nodes, innermost first, up to the first one the last stack has too.
-    own_nodes_.clear();
-    uint32_t n = innermost;
-    while (n != 0) {
-      const uint32_t d = tree.depth(n);
-      if (same_modules && d < previous_nodes_.size() && previous_nodes_[d] == n) break;
-      own_nodes_.push_back(n);
-      n = tree.parent(n);
-    }
-    const size_t shared = tree.depth(n);  // frames 1..shared from the outermost: the last stack's
-    const size_t previous_depth = previous_nodes_.empty() ? 0 : previous_nodes_.size() - 1;
-    const size_t own = own_nodes_.size();
-    // address_starts_ is by index from the innermost address of the last stack.
-    const size_t reused_from = shared ? address_starts_[previous_depth - shared] : scratch_.size();
-    std::vector<FrameIndex> frames;
-    std::vector<uint32_t> starts;
-    frames.reserve(own + own / 4 + (scratch_.size() - reused_from));
-    starts.reserve(own + shared);
-    for (const uint32_t node : own_nodes_) {
-      const uint64_t address = tree.return_address(node);
-      starts.push_back(static_cast<uint32_t>(frames.size()));
-      if (trace::is_python_frame(address)) {
-        auto [it, added] = python_ids_.try_emplace(address, 0);
-        if (added) it->second = interner_.intern(python_frame(address));
-        frames.push_back(it->second);
-        continue;
-      }
-      append_native(frames, address, snapshot);
-    }
-    const auto offset = static_cast<int64_t>(frames.size()) - static_cast<int64_t>(reused_from);
-    for (size_t i = previous_depth - shared; i < previous_depth; ++i) {
-      starts.push_back(static_cast<uint32_t>(address_starts_[i] + offset));
-    }
-    frames.insert(frames.end(), scratch_.begin() + static_cast<ptrdiff_t>(reused_from), scratch_.end());
-    scratch_ = std::move(frames);
-    address_starts_ = std::move(starts);
-    // previous_nodes_[d]: the node at depth d of this stack (index 0: the root).
-    previous_nodes_.resize(shared + own + 1);
-    previous_nodes_[0] = 0;
-    for (size_t i = 0; i < own; ++i) previous_nodes_[shared + own - i] = own_nodes_[i];
-    previous_snapshot_ = snapshot;
-    return Stack{scratch_};
-  }
-
-  Frame python_frame(uint64_t address) const {
-    Frame f;
-    f.kind = "python";
-    f.line = static_cast<int>(trace::python_frame_line(address));
-    const auto code = pass_.python_codes.find(trace::python_frame_code_id(address));
-    if (code != pass_.python_codes.end()) {
-      f.function = code->second.function;
-      f.file = code->second.file;
-    }
-    return f;
-  }
-
-  const FirstPass& pass_;
-  Report& report_;
-  bool symbolize_;
-  Symbolizer symbolizer_;
-  ModuleIndex modules_;
-  FrameInterner interner_;
-  // The stack resolved last: its nodes by depth, its frames and where each address's
-  // frames start (by index from its innermost address); the nodes of this one not shared.
-  std::vector<uint32_t> previous_nodes_, own_nodes_;
-  std::vector<FrameIndex> scratch_;
-  std::vector<uint32_t> address_starts_;
-  int previous_snapshot_ = -1;
-  std::unordered_map<uint32_t, StackIndex> indices_;
-
-  // (address, module) -> (first, count) in frame_ids_.
-  std::unordered_map<AddressModuleKey, std::pair<uint32_t, uint32_t>, AddressModuleHash> frames_of_;
-  std::vector<FrameIndex> frame_ids_;
-  std::unordered_map<uint64_t, FrameIndex> python_ids_;
-};
-
 Fragmentation fragmentation_of(const RssBreakdown& b) {
   Fragmentation f;
   f.estimated = b.estimated;
@@ -1251,7 +1093,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     at_peaks = stacks_at_peaks_of_aggregate(pass, options.top_stacks);
   }
 
-  StackResolver stacks(pass, report, options.symbolize);
+  StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize);
 
   // Totals.
   MemoryFigures& t = report.totals;
@@ -1490,7 +1332,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
                        file.pass.events);
     held.top_stacks = options.top_stacks;
     trace::read_trace(file.path, held);
-    StackResolver resolver(file.pass, report, options.symbolize);
+    StackResolver resolver(file.pass.stacks, file.pass.module_snapshots, file.pass.python_codes, report,
+                           options.symbolize);
     for (const StackBytes& sb : held.stage_peaks[PeakSnapshots::kJobPeak]) {
       job_stacks.push_back(JobStack{n, StackBytes{resolver.index_of(sb.stack), sb.bytes, sb.blocks}});
     }
