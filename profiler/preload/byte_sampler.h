@@ -26,12 +26,22 @@ class ByteSampler {
 
   // Whether the allocation of `size` bytes is sampled. Call start() first.
   bool sample(uint64_t size) {
+    const bool picked = pick(size);
+    if (picked) rearm();
+    return picked;
+  }
+
+  // sample() in two: whether the allocation is sampled, and when it is, rearm() before the
+  // next pick (so that a hot path can leave the draw, a call, out of its straight line).
+  bool pick(uint64_t size) {
     if (__builtin_expect(size < rate_bytes_, 1)) {
       countdown_bytes_ -= static_cast<int64_t>(size);
-      if (__builtin_expect(countdown_bytes_ > 0, 1)) return false;
-      countdown_bytes_ = next_countdown();
+      return countdown_bytes_ <= 0;
     }
-    return true;
+    return true;  // leaves the countdown alone
+  }
+  void rearm() {
+    if (countdown_bytes_ <= 0) countdown_bytes_ = next_countdown();
   }
 
  private:
@@ -42,8 +52,8 @@ class ByteSampler {
     random_state_ ^= random_state_ >> 27;
     return random_state_ * 0x2545f4914f6cdd1dull;
   }
-  // Exponential with mean rate_bytes_, at least 1.
-  int64_t next_countdown() {
+  // Exponential with mean rate_bytes_, at least 1. Out of line: once a sample.
+  __attribute__((noinline, cold)) int64_t next_countdown() {
     // Uniform in (0, 1]: the top 53 bits, plus one so that log never sees 0.
     const double u = static_cast<double>((next_random() >> 11) + 1) * 0x1.0p-53;
     const double bytes = -std::log(u) * static_cast<double>(rate_bytes_);

@@ -99,7 +99,8 @@ alignas(64) uint8_t g_bootstrap[kBootstrapBytes];
 std::atomic<size_t> g_bootstrap_used{0};
 
 bool is_bootstrap(const void* p) {
-  return p >= g_bootstrap && p < g_bootstrap + kBootstrapBytes;
+  // One compare: below the arena wraps around to far above it.
+  return reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(g_bootstrap) < kBootstrapBytes;
 }
 
 void* bootstrap_alloc(size_t size, size_t alignment) {
@@ -203,7 +204,7 @@ std::atomic<int> g_start_state{0};
 // like: allocators call those from inside themselves, holding their locks, and starting
 // allocates (a program's own allocator, as Chromium's, would be entered again).
 bool start_once() {
-  if (t_in_tracer || !environ) return false;
+  if (t_thread.in_tracer || !environ) return false;
   int expected = 0;
   if (!g_start_state.compare_exchange_strong(expected, 1)) return false;
   {
@@ -217,7 +218,7 @@ bool start_once() {
 
 // True when this call should be recorded: the tracer is on, and the call comes from
 // the program rather than from the tracer or the allocator itself.
-inline bool should_record() { return !t_in_tracer && recording(); }
+inline bool should_record() { return !t_thread.in_tracer && recording(); }
 
 // For the malloc family, called from `caller` (its return address): also not the dynamic
 // loader's own bookkeeping (tracer.h, called_from_loader), which never starts the tracer.
@@ -274,20 +275,23 @@ size_t real_usable_size(void* p) {
   return real.malloc_usable_size && p ? real.malloc_usable_size(p) : 0;
 }
 
-size_t usable_size_before_free(void* p) {
-  if (!g_glibc_allocator) return real_usable_size(p);
-  // glibc's malloc_usable_size also reads the next chunk's header, which for a pointer
-  // that is no block (a stack address) can fault inside the tracer, where free would
-  // have stopped the program with its own message and abort. The size word just
-  // before the block is the first thing free reads: read only that (chunk size less the
-  // header, the whole header for an mmapped chunk), and leave the rest to free.
+namespace {
+// glibc's malloc_usable_size also reads the next chunk's header, which for a pointer that
+// is no block (a stack address) can fault inside the tracer, where free would have stopped
+// the program with its own message and abort. The size word just before the block is the
+// first thing free reads: read only that (chunk size less the header, the whole header for
+// an mmapped chunk), and leave the rest to free.
+inline size_t glibc_usable_size(const void* p) {
   constexpr size_t kSizeBytes = sizeof(size_t);
   constexpr size_t kMmappedBit = 2;
   const size_t word = static_cast<const size_t*>(p)[-1];
   const size_t chunk = word & ~static_cast<size_t>(7);
-  const size_t header = (word & kMmappedBit) ? 2 * kSizeBytes : kSizeBytes;
+  const size_t header = kSizeBytes + (word & kMmappedBit) * (kSizeBytes / kMmappedBit);
   return chunk > header ? chunk - header : 0;
 }
+}  // namespace
+
+size_t usable_size_before_free(void* p) { return g_glibc_allocator ? glibc_usable_size(p) : real_usable_size(p); }
 
 }  // namespace memstage::preload
 
@@ -297,15 +301,14 @@ namespace {
 
 // The common case of stats and sample modes, kept to a few loads and no guard: the state
 // of the calling thread when this call (from `caller`) is counted there, nullptr in every
-// other case (before start, the tracer's own calls, the loader's, a thread's first call,
-// full and aggregate modes), which takes the general path. Anything in these modes that
-// may allocate (unwinding a sampled call, sampling RSS at a new heap high) sets the
-// re-entry guard itself.
+// other case (the tracer's own calls, the loader's, a thread's first call), which takes the
+// general path. The caller has read the recording byte (stats or sample) first: in the
+// other modes, or before start, that one load is all the fast path costs. Anything in these
+// modes that may allocate (unwinding a sampled call, sampling RSS at a new heap high) sets
+// the re-entry guard itself.
 __attribute__((always_inline)) inline ThreadState* counting_thread(const void* caller) {
-  ThreadState* ts = t_thread_state;
-  if (__builtin_expect(!ts || t_in_tracer || !recording(), 0)) return nullptr;
-  if (!counting_mode()) return nullptr;
-  if (__builtin_expect(called_from_loader(caller), 0)) return nullptr;
+  ThreadState* ts = t_thread.state;
+  if (__builtin_expect(!ts || t_thread.in_tracer || called_from_loader(caller), 0)) return nullptr;
   return ts;
 }
 
@@ -337,33 +340,94 @@ __attribute__((noinline)) void free_general(void* p, const void* caller) {
   real.free(p);
 }
 
+// The fast paths of stats and sample modes, each a function of its own that malloc and free
+// jump to after one load (recording_state): each saves only the registers it needs itself.
+
+// In stats mode, the call that holds a serve point, and one that failed: out of the
+// straight line, so that nothing but the size lives across the allocator's call.
+__attribute__((noinline, cold)) void* malloc_stats_serving(ThreadState* ts, size_t size) {
+  serve_point();
+  count_allocation(ts, size);
+  void* p = real.malloc(size);
+  if (!p) uncount_allocation(ts, size);
+  return p;
+}
+__attribute__((noinline, cold)) void* malloc_stats_failed(size_t size) {
+  uncount_allocation(t_thread.state, size);
+  return nullptr;
+}
+
+__attribute__((noinline)) void* malloc_stats(size_t size, const void* caller) {
+  ThreadState* ts = counting_thread(caller);
+  if (__builtin_expect(!ts, 0)) return malloc_general(size, caller);
+  // Counted before the call, taken back if it fails.
+  if (__builtin_expect(!count_allocation_unless_serving(ts, size), 0)) return malloc_stats_serving(ts, size);
+  void* p = real.malloc(size);
+  if (__builtin_expect(p == nullptr, 0)) return malloc_stats_failed(size);
+  return p;
+}
+
+// In sample mode, what is due rarely (sample_alloc_rest) comes by a jump, after the
+// straight line. The usable size read inline from glibc's size word, or asked from another
+// allocator: a function for each, so that glibc's calls only the allocator.
+__attribute__((noinline, cold)) void* malloc_sample_rest(ThreadState* ts, void* p, size_t size, unsigned due) {
+  sample_alloc_rest(ts, p, size, false, due);
+  return p;
+}
+
+template <bool kGlibc>
+__attribute__((noinline)) void* malloc_sample(size_t size, const void* caller) {
+  ThreadState* ts = counting_thread(caller);
+  if (__builtin_expect(!ts, 0)) return malloc_general(size, caller);
+  void* p = real.malloc(size);
+  if (__builtin_expect(p == nullptr, 0)) return p;
+  const size_t usable = kGlibc ? glibc_usable_size(p) : real_usable_size(p);
+  if (const unsigned due = sample_alloc_counted(ts, size, usable)) return malloc_sample_rest(ts, p, size, due);
+  return p;
+}
+
+__attribute__((noinline)) void free_stats(void* p, const void* caller) {
+  ThreadState* ts = counting_thread(caller);
+  if (__builtin_expect(!ts, 0)) return free_general(p, caller);
+  // Before the real free, as in free_general.
+  count_free(ts);
+  real.free(p);
+}
+
+__attribute__((noinline, cold)) void free_sample_rest(ThreadState* ts, void* p, unsigned due) {
+  sample_free_rest(ts, p, due);
+  real.free(p);
+}
+
+template <bool kGlibc>
+__attribute__((noinline)) void free_sample(void* p, const void* caller) {
+  ThreadState* ts = counting_thread(caller);
+  if (__builtin_expect(!ts, 0)) return free_general(p, caller);
+  // Before the real free, as in free_general.
+  const size_t usable = kGlibc ? glibc_usable_size(p) : real_usable_size(p);
+  if (const unsigned due = sample_free_counted(ts, p, usable)) return free_sample_rest(ts, p, due);
+  real.free(p);
+}
+
 }  // namespace
 
 MEMSTAGE_EXPORT void* malloc(size_t size) {
-  if (ThreadState* ts = counting_thread(__builtin_return_address(0))) {
-    void* p = real.malloc(size);
-    if (__builtin_expect(p != nullptr, 1)) {
-      if (stats_mode()) {
-        count_allocation(ts, size);
-      } else {
-        sample_alloc(ts, p, size, false);
-      }
-    }
-    return p;
+  const Recording state = recording_state();
+  if (state == Recording::kStats) return malloc_stats(size, __builtin_return_address(0));
+  if (state == Recording::kSample) {
+    return g_glibc_allocator ? malloc_sample<true>(size, __builtin_return_address(0))
+                             : malloc_sample<false>(size, __builtin_return_address(0));
   }
   return malloc_general(size, __builtin_return_address(0));
 }
 
 MEMSTAGE_EXPORT void free(void* p) {
   if (__builtin_expect(!p || is_bootstrap(p), 0)) return;
-  if (ThreadState* ts = counting_thread(__builtin_return_address(0))) {
-    // Before the real free, as in free_general.
-    if (stats_mode()) {
-      count_free(ts);
-    } else {
-      sample_free(ts, p);
-    }
-    return real.free(p);
+  const Recording state = recording_state();
+  if (state == Recording::kStats) return free_stats(p, __builtin_return_address(0));
+  if (state == Recording::kSample) {
+    return g_glibc_allocator ? free_sample<true>(p, __builtin_return_address(0))
+                             : free_sample<false>(p, __builtin_return_address(0));
   }
   free_general(p, __builtin_return_address(0));
 }
@@ -685,24 +749,24 @@ MEMSTAGE_EXPORT void _Exit(int status) {
 // straight through.
 MEMSTAGE_EXPORT int pipe2(int fds[2], int flags) {
   const int r = resolve() ? real.pipe2(fds, flags) : static_cast<int>(syscall(SYS_pipe2, fds, flags));
-  if (r == 0 && t_in_tracer) adopt_unwind_pipe(fds);
+  if (r == 0 && t_thread.in_tracer) adopt_unwind_pipe(fds);
   return r;
 }
 
 MEMSTAGE_EXPORT ssize_t read(int fd, void* buffer, size_t bytes) {
-  if (t_in_tracer && unwind_pipe_end(fd) == PipeEnd::kLost) {
+  if (t_thread.in_tracer && unwind_pipe_end(fd) == PipeEnd::kLost) {
     errno = EBADF;
     return -1;
   }
   // A read may block (a pipe, a socket): a wait (tracer.h).
-  const uint64_t wait_started_ns = t_in_tracer ? 0 : before_wait(kUnknownWait);
+  const uint64_t wait_started_ns = t_thread.in_tracer ? 0 : before_wait(kUnknownWait);
   const ssize_t result = resolve() ? real.read(fd, buffer, bytes) : syscall(SYS_read, fd, buffer, bytes);
   after_wait(wait_started_ns);
   return result;
 }
 
 MEMSTAGE_EXPORT ssize_t write(int fd, const void* buffer, size_t bytes) {
-  if (t_in_tracer && unwind_pipe_end(fd) == PipeEnd::kLost) {
+  if (t_thread.in_tracer && unwind_pipe_end(fd) == PipeEnd::kLost) {
     errno = EBADF;
     return -1;
   }
@@ -710,7 +774,7 @@ MEMSTAGE_EXPORT ssize_t write(int fd, const void* buffer, size_t bytes) {
 }
 
 MEMSTAGE_EXPORT int close(int fd) {
-  if (t_in_tracer && release_unwind_pipe_end(fd)) return 0;
+  if (t_thread.in_tracer && release_unwind_pipe_end(fd)) return 0;
   return resolve() ? real.close(fd) : static_cast<int>(syscall(SYS_close, fd));
 }
 
@@ -720,7 +784,7 @@ MEMSTAGE_EXPORT int close(int fd) {
 MEMSTAGE_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attributes, void* (*start)(void*),
                                    void* argument) {
   if (!resolve() || !real.pthread_create) return EAGAIN;
-  if (!t_in_tracer) before_second_thread();
+  if (!t_thread.in_tracer) before_second_thread();
   return real.pthread_create(thread, attributes, start, argument);
 }
 

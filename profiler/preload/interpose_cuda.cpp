@@ -54,7 +54,7 @@ struct RuntimeScope {
 
 // A program reaches CUDA long after its first allocation started the tracer
 // (interpose.cpp): here the tracer records or it is off.
-inline bool should_record() { return !t_in_tracer && recording(); }
+inline bool should_record() { return !t_thread.in_tracer && recording(); }
 inline bool record_driver_call() { return should_record() && t_in_device_runtime == 0; }
 inline bool record_runtime_call() { return should_record() && t_in_device_runtime == 1; }
 

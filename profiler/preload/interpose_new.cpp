@@ -78,7 +78,7 @@ inline F next(NextDefinition& next, const char* name) {
 // the tracer. (Their new(0) takes 1 byte of malloc, and is counted as 1 byte.) In the
 // other modes, or in front of an allocator's own operators, the operator is recorded here.
 inline bool counted_by_malloc(const NextDefinition& next) {
-  return next.via_malloc.load(std::memory_order_relaxed) && !t_in_tracer && recording() && counting_mode();
+  return recording_counted() && next.via_malloc.load(std::memory_order_relaxed) && !t_thread.in_tracer;
 }
 
 // Passed to the nothrow forms, which only look at its type: std::nothrow_t is empty.
@@ -100,7 +100,7 @@ void* fallback_new(size_t size, size_t alignment, bool nothrow) {
   return p;
 }
 
-inline bool recording_now() { return !t_in_tracer && recording(); }
+inline bool recording_now() { return !t_thread.in_tracer && recording(); }
 
 // Inlined: one frame fewer for the unwinder to step through on every traced allocation.
 __attribute__((always_inline)) inline void record_new(void* p, size_t size) {

@@ -249,7 +249,7 @@ void (*g_error_clear)() = nullptr;                                 // PyErr_Clea
 void end_bootstrap() {
   if (!t_in_bootstrap) return;
   t_in_bootstrap = false;
-  t_in_tracer = false;
+  t_thread.in_tracer = false;
   g_bootstrap.store(kBootstrapDone, std::memory_order_relaxed);
 }
 
@@ -262,7 +262,7 @@ int bootstrap_audit_hook(const char* event, PyObject* args, void*) {
     if (name && length == 13 && memcmp(name, "sitecustomize", 13) == 0) {
       g_bootstrap.store(kBootstrapRunning, std::memory_order_relaxed);
       t_in_bootstrap = true;
-      t_in_tracer = true;
+      t_thread.in_tracer = true;
     } else if (!name) {
       g_error_clear();
     }

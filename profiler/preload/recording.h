@@ -10,14 +10,23 @@
 
 namespace memstage::preload {
 
-// Set while the tracer itself runs on this thread (and always on the writer thread):
-// allocations made then are the tracer's or the allocator's, never recorded.
-extern __thread bool t_in_tracer __attribute__((tls_model("initial-exec")));
+struct ThreadState;  // tracer.h
+
+// The tracer's words of each thread, side by side: the malloc family's fast path finds both
+// from one lookup of their offset.
+struct ThreadLocals {
+  // The thread's state (tracer.h, current_thread_state), once it has one.
+  ThreadState* state;
+  // Set while the tracer itself runs on this thread (and always on the writer thread):
+  // allocations made then are the tracer's or the allocator's, never recorded.
+  bool in_tracer;
+};
+extern __thread ThreadLocals t_thread __attribute__((tls_model("initial-exec")));
 
 class RecordingGuard {
  public:
-  RecordingGuard() : was_(t_in_tracer) { t_in_tracer = true; }
-  ~RecordingGuard() { t_in_tracer = was_; }
+  RecordingGuard() : was_(t_thread.in_tracer) { t_thread.in_tracer = true; }
+  ~RecordingGuard() { t_thread.in_tracer = was_; }
   RecordingGuard(const RecordingGuard&) = delete;
   RecordingGuard& operator=(const RecordingGuard&) = delete;
 

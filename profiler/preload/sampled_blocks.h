@@ -39,9 +39,14 @@ class SampledBlocks {
     return false;
   }
 
+  // False when `address` is surely no sampled block (its bucket counts none): one load.
+  bool may_hold(uint64_t address) const {
+    return buckets_[bucket_of(address)].load(std::memory_order_relaxed) != 0;
+  }
+
   // True (and forgotten) when `address` is a sampled block live: its free is recorded.
   bool take(uint64_t address) {
-    if (__builtin_expect(buckets_[bucket_of(address)].load(std::memory_order_relaxed) == 0, 1)) return false;
+    if (__builtin_expect(!may_hold(address), 1)) return false;
     uint32_t slot = hash(address) & (kSlots - 1);
     for (uint32_t probe = 0; probe < kMaxProbes; ++probe, slot = (slot + 1) & (kSlots - 1)) {
       uint64_t held = slots_[slot].load(std::memory_order_relaxed);

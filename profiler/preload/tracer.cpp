@@ -26,10 +26,10 @@
 
 namespace memstage::preload {
 
-constinit ProcessMark g_mark_before_start;
+constinit ProcessMark g_process_mark;
 constinit Tracer g_tracer;
 uint64_t g_loader_text_start = 0;
-uint64_t g_loader_text_end = 0;
+uint64_t g_loader_text_bytes = 0;
 
 namespace {
 
@@ -313,7 +313,7 @@ void on_fatal_signal(int signo) {
   const int saved_errno = errno;
   {
     RecordingGuard guard;
-    if (!in_child_sharing_memory() && g_tracer.process->recording.exchange(false)) {
+    if (!in_child_sharing_memory() && stop_recording_once()) {
       write_signal_record(signo);
       writer_flush(true, true);
     }
@@ -354,18 +354,23 @@ void remove_signal_handlers() {
 namespace {
 
 bool map_process_mark() {
-  auto* page = static_cast<ProcessMark*>(tracer_map(sizeof(ProcessMark)));
-  // Without MADV_WIPEONFORK (Linux < 4.14) a raw clone child would wait on a writer it has not.
-  if (!page || madvise(page, sizeof(ProcessMark), MADV_WIPEONFORK) != 0) return false;
-  page->pid = static_cast<int>(syscall(SYS_getpid));
-  g_tracer.process = page;
+  // The library's page becomes anonymous memory of its own, the only kind a fork can wipe;
+  // once (an attach after a detach finds it so, not recording).
+  static bool mapped = false;
+  if (!mapped) {
+    if (!tracer_map_at(&g_process_mark, sizeof(ProcessMark))) return false;
+    // Without MADV_WIPEONFORK (Linux < 4.14) a raw clone child would wait on a writer it has not.
+    if (madvise(&g_process_mark, sizeof(ProcessMark), MADV_WIPEONFORK) != 0) return false;
+    mapped = true;
+  }
+  g_process_mark.pid = static_cast<int>(syscall(SYS_getpid));
   return true;
 }
 
 void before_fork() {
   g_tracer.recording_at_fork = recording();
   if (!g_tracer.recording_at_fork) return;
-  t_in_tracer = true;
+  t_thread.in_tracer = true;
   writer_before_fork();
   pthread_mutex_lock(&g_tracer.threads_mutex);
   g_tracer.stacks.lock();
@@ -378,13 +383,13 @@ void after_fork_parent() {
   g_tracer.stacks.unlock();
   pthread_mutex_unlock(&g_tracer.threads_mutex);
   writer_after_fork_parent();
-  t_in_tracer = false;
+  t_thread.in_tracer = false;
 }
 
 void after_fork_child() {
   if (!g_tracer.recording_at_fork) return;
   // The mark page came zeroed (MADV_WIPEONFORK): this child is one the handlers saw.
-  g_tracer.process->pid = static_cast<int>(syscall(SYS_getpid));
+  g_process_mark.pid = static_cast<int>(syscall(SYS_getpid));
   // The child's trace counts its time from its own start, as its process info says (its
   // start_realtime_ns is now): a job's processes then line up on one clock.
   g_tracer.start_monotonic_ns = monotonic_ns();
@@ -399,9 +404,9 @@ void after_fork_child() {
   for (uint32_t i = 0; i < n; ++i) {
     ThreadState* ts = g_tracer.threads[i];
     ts->ring.reset();
-    if (ts != t_thread_state) ts->retired.store(true);
+    if (ts != t_thread.state) ts->retired.store(true);
   }
-  if (t_thread_state) t_thread_state->owner_tid = current_tid();
+  if (t_thread.state) t_thread.state->owner_tid = current_tid();
   open_rss_source();
   g_tracer.approx_live_bytes.store(0);
   g_tracer.rss_sampled_at_live_bytes.store(0);
@@ -410,14 +415,14 @@ void after_fork_child() {
   // The child's heap is the parent's blocks it inherits; the other threads' uncounted
   // changes are the parent's.
   g_tracer.heap_high_bytes.store(g_tracer.heap_live_bytes.load());
-  g_tracer.process->recording.store(g_tracer.options.follow_fork);
+  set_recording(g_tracer.options.follow_fork);
   writer_after_fork_child(g_tracer.options.follow_fork);
-  t_in_tracer = false;
+  t_thread.in_tracer = false;
 }
 
 }  // namespace
 
-__thread bool t_in_tracer __attribute__((tls_model("initial-exec"))) = false;
+constinit __thread ThreadLocals t_thread __attribute__((tls_model("initial-exec"))) = {nullptr, false};
 
 void find_loader_text() {
   // From ld.so's own headers, mapped at its base: no loader lock (the first allocation
@@ -429,7 +434,7 @@ void find_loader_text() {
   for (int i = 0; i < header->e_phnum; ++i) {
     const ElfW(Phdr)& ph = phdrs[i];
     if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-    g_loader_text_end = base + ph.p_vaddr + ph.p_memsz;
+    g_loader_text_bytes = ph.p_memsz;
     g_loader_text_start = base + ph.p_vaddr;
     return;
   }
@@ -441,8 +446,6 @@ uint64_t monotonic_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-__thread ThreadState* t_thread_state __attribute__((tls_model("initial-exec"))) = nullptr;
-
 ThreadState* create_thread_state() {
   RecordingGuard guard;  // pthread_setspecific may allocate
   ThreadState* ts = claim_thread_state();
@@ -450,7 +453,7 @@ ThreadState* create_thread_state() {
     g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  t_thread_state = ts;
+  t_thread.state = ts;
   pthread_setspecific(g_thread_key, ts);
   return ts;
 }
@@ -476,6 +479,20 @@ void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length) {
   e.stack_or_length = length;
   e.kind = EventKind::kEncoded;
   ts->ring.publish(1 + payload_slots);
+}
+
+void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc, unsigned due) {
+  if (due & kFoldDue) fold_heap_bytes(ts);
+  if (due & kSampledDue) {
+    ts->sampler.rearm();
+    sampled_alloc(ts, p, size, from_realloc);
+  }
+  if (due & kServeDue) serve_point();
+}
+
+void sample_free_rest(ThreadState* ts, void* p, unsigned due) {
+  if (due & kFoldDue) fold_heap_bytes(ts);
+  if ((due & kSampledDue) && g_tracer.sampled_blocks.take(reinterpret_cast<uint64_t>(p))) sampled_free(ts, p);
 }
 
 void fold_heap_bytes(ThreadState* ts) {
@@ -767,7 +784,21 @@ void record_stage_end() {
   serve_point();
 }
 
-bool in_child_sharing_memory() { return syscall(SYS_getpid) != g_tracer.process->pid; }
+void set_recording(bool on) {
+  Recording state = Recording::kOff;
+  if (on) {
+    switch (g_tracer.options.mode) {
+      case trace::Mode::kStats: state = Recording::kStats; break;
+      case trace::Mode::kSample: state = Recording::kSample; break;
+      default: state = Recording::kTraced; break;
+    }
+  }
+  g_process_mark.recording.store(state);
+}
+
+bool stop_recording_once() { return g_process_mark.recording.exchange(Recording::kOff) != Recording::kOff; }
+
+bool in_child_sharing_memory() { return syscall(SYS_getpid) != g_process_mark.pid; }
 
 __attribute__((noinline, cold)) void serve_point() {
   if (!recording() || writer_running() || in_child_sharing_memory()) return;
@@ -780,7 +811,7 @@ __attribute__((noinline, cold)) void serve_point() {
 uint64_t before_wait(uint64_t wait_ns) {
   // Inside the tracer (a signal handler interrupted it), the round would meet its own
   // half-written state: skipped.
-  if (wait_ns == kNoWait || t_in_tracer || !recording() || writer_running()) return 0;
+  if (wait_ns == kNoWait || t_thread.in_tracer || !recording() || writer_running()) return 0;
   // Cheap when nothing is due: a wait may come with every read.
   const uint64_t now = monotonic_ns();
   const bool long_wait = wait_ns != kUnknownWait && wait_ns >= g_tracer.options.sample_interval_ms * 1'000'000ull;
@@ -799,7 +830,7 @@ uint64_t before_wait(uint64_t wait_ns) {
 }
 
 void after_wait(uint64_t started_ns) {
-  if (started_ns == 0 || t_in_tracer || !recording() || writer_running()) return;
+  if (started_ns == 0 || t_thread.in_tracer || !recording() || writer_running()) return;
   if (monotonic_ns() - started_ns < g_tracer.options.sample_interval_ms * 1'000'000ull) return;
   if (in_child_sharing_memory()) return;
   RecordingGuard guard;
@@ -808,7 +839,7 @@ void after_wait(uint64_t started_ns) {
   errno = saved_errno;
 }
 
-bool sleeps_sliced() { return !t_in_tracer && recording() && !writer_running(); }
+bool sleeps_sliced() { return !t_thread.in_tracer && recording() && !writer_running(); }
 
 int sleep_sliced(clockid_t clock, uint64_t deadline_ns) {
   const uint64_t slice_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
@@ -878,7 +909,7 @@ void finish_trace() {
     push_record(ts, records::End{trace_time_ns()});
   }
   writer_finish();
-  g_tracer.process->recording.store(false);
+  set_recording(false);
 }
 
 void start_tracer() { start_tracer_with(read_options(), false); }
@@ -896,9 +927,9 @@ void start_tracer_with(const Options& options, bool writer_thread_now) {
   if (!writer_open(static_cast<uint64_t>(getppid()))) return;
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   install_signal_handlers();
-  g_tracer.process->recording.store(true);
+  set_recording(true);
   if (writer_thread_now && !writer_start_thread()) {
-    g_tracer.process->recording.store(false);
+    set_recording(false);
     return;
   }
   if (ThreadState* ts = current_thread_state()) push_samples(ts, true);

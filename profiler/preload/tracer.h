@@ -7,12 +7,14 @@
 #include <time.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "profiler/preload/byte_sampler.h"
 #include "profiler/preload/event_ring.h"
 #include "profiler/preload/frame_walker.h"
 #include "profiler/preload/options.h"
+#include "profiler/preload/recording.h"
 #include "profiler/preload/sampled_blocks.h"
 #include "profiler/preload/stack_table.h"
 #include "profiler/preload/tracer_memory.h"
@@ -51,20 +53,35 @@ struct ThreadState {
   PythonStack* python = nullptr;
 };
 
+// What this process records, in one byte that the malloc family's fast path reads: off, or
+// on in a mode. The counting modes have values of their own, so that a call learns both
+// that it is counted and how from one load.
+enum class Recording : uint8_t {
+  kOff = 0,  // before start, without MEMSTAGE_OUTPUT, after exit, in a child the fork handlers did not see
+  kStats,    // stats mode: every call counted (count_allocation)
+  kSample,   // sample mode: every call counted, some unwound (sample_alloc)
+  kTraced,   // full and aggregate modes: every call recorded under the re-entry guard
+};
+
 // Whether this process records, on a page of its own mapped MADV_WIPEONFORK: a child made
 // without the fork handlers (a raw clone(2), as Chromium's zygote forks) finds it zeroed,
 // so it records nothing and never waits for a writer thread that is not in it. A child
 // that shares the memory (vfork) still sees the parent's page, with the parent's pid.
-struct ProcessMark {
-  std::atomic<bool> recording{false};
+// The page is the library's own (zero, kOff, until start maps it anew), reached without a
+// pointer to follow.
+inline constexpr size_t kProcessMarkBytes = 4096;
+struct alignas(kProcessMarkBytes) ProcessMark {
+  std::atomic<Recording> recording{Recording::kOff};
   int pid = 0;
 };
-extern ProcessMark g_mark_before_start;  // not recording: until start, or without MEMSTAGE_OUTPUT
+static_assert(sizeof(ProcessMark) == kProcessMarkBytes, "the mark is one page, mapped on its own");
+// Hidden (as all of the library's own symbols): the fast path reads it at a fixed offset
+// from its code, with no address to load first.
+extern ProcessMark g_process_mark __attribute__((visibility("hidden")));
 
 struct Tracer {
   static constexpr uint32_t kMaxThreads = 4096;
   Options options;
-  ProcessMark* process = &g_mark_before_start;
   // Set by the fork handlers for the child's: the child's mark is wiped.
   bool recording_at_fork = false;
   std::atomic<uint64_t> next_seq{0};
@@ -117,11 +134,16 @@ struct Tracer {
   uint64_t start_monotonic_ns = 0;
 };
 
-extern Tracer g_tracer;
+extern Tracer g_tracer __attribute__((visibility("hidden")));
 
 // True once the tracer records; false before start, without MEMSTAGE_OUTPUT, after exit,
 // and in a child the fork handlers did not see.
-inline bool recording() { return g_tracer.process->recording.load(std::memory_order_relaxed); }
+inline Recording recording_state() { return g_process_mark.recording.load(std::memory_order_relaxed); }
+inline bool recording() { return recording_state() != Recording::kOff; }
+// Starts recording (in the value of the mode of the options) or stops it.
+void set_recording(bool on);
+// Stops recording; true for the one caller that found it on.
+bool stop_recording_once();
 
 // True in a child that shares this process's memory but was made without the fork
 // handlers (vfork, clone with CLONE_VM): every byte of tracer state it sees is its
@@ -133,23 +155,22 @@ bool in_child_sharing_memory();
 // link maps) are made while it holds its data half-updated: unwinding then touches
 // libunwind's thread-local data, re-enters the loader and crashes the program. They
 // are the loader's bookkeeping, left untraced.
-extern uint64_t g_loader_text_start;
-extern uint64_t g_loader_text_end;
+extern uint64_t g_loader_text_start __attribute__((visibility("hidden")));
+extern uint64_t g_loader_text_bytes __attribute__((visibility("hidden")));
 void find_loader_text();  // on the first interposed call
 inline bool called_from_loader(const void* return_address) {
-  const auto a = reinterpret_cast<uint64_t>(return_address);
-  return a >= g_loader_text_start && a < g_loader_text_end;
+  // One compare: below the start wraps around to far above the size.
+  return reinterpret_cast<uint64_t>(return_address) - g_loader_text_start < g_loader_text_bytes;
 }
 
 uint64_t monotonic_ns();
 inline uint64_t trace_time_ns() { return monotonic_ns() - g_tracer.start_monotonic_ns; }
 
-extern __thread ThreadState* t_thread_state __attribute__((tls_model("initial-exec")));
 ThreadState* create_thread_state();
 
 // The calling thread's state, created on first use; nullptr when none can be had.
 inline ThreadState* current_thread_state() {
-  ThreadState* ts = t_thread_state;
+  ThreadState* ts = t_thread.state;
   return __builtin_expect(ts != nullptr, 1) ? ts : create_thread_state();
 }
 
@@ -204,26 +225,46 @@ int sleep_sliced(clockid_t clock, uint64_t deadline_ns);
 // True when a sleep is to be sliced: recording, no writer thread.
 bool sleeps_sliced();
 
-// Stats mode: the whole cost of a traced call is these few increments.
-inline void count_allocation(ThreadState* ts, uint64_t bytes) {
-  const uint64_t allocations = ts->allocations.load(std::memory_order_relaxed) + 1;
-  ts->allocations.store(allocations, std::memory_order_relaxed);
+// Stats mode: the whole cost of a traced call is these few increments, but every
+// kServeEvery allocations, which come with a serve point first: then false, nothing counted
+// (the caller calls serve_point(), then count_allocation).
+inline bool count_allocation_unless_serving(ThreadState* ts, uint64_t bytes) {
+  const uint64_t allocations = ts->allocations.load(std::memory_order_relaxed);
+  if (__builtin_expect(allocations % kServeEvery == kServeEvery - 1, 0)) return false;
+  ts->allocations.store(allocations + 1, std::memory_order_relaxed);
   ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
-  if (__builtin_expect(allocations % kServeEvery == 0, 0)) serve_point();
+  return true;
+}
+inline void count_allocation(ThreadState* ts, uint64_t bytes) {
+  ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
+}
+// Takes back the count of an allocation that failed (counted before the allocator's call).
+inline void uncount_allocation(ThreadState* ts, uint64_t bytes) {
+  ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
 }
 inline void count_free(ThreadState* ts) {
   ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 inline void count_allocation(uint64_t bytes) {
-  if (ThreadState* ts = current_thread_state()) count_allocation(ts, bytes);
+  ThreadState* ts = current_thread_state();
+  if (ts && !count_allocation_unless_serving(ts, bytes)) {
+    serve_point();
+    count_allocation(ts, bytes);
+  }
 }
 inline void count_free() {
   if (ThreadState* ts = current_thread_state()) count_free(ts);
 }
 inline bool stats_mode() { return g_tracer.options.mode == trace::Mode::kStats; }
 inline bool sample_mode() { return g_tracer.options.mode == trace::Mode::kSample; }
-// The modes that count every call at the malloc family and unwind none or few.
-inline bool counting_mode() { return stats_mode() || sample_mode(); }
+// Recording in one of the modes that count every call at the malloc family and unwind none
+// or few (one load).
+inline bool recording_counted() {
+  const Recording state = recording_state();
+  return state == Recording::kStats || state == Recording::kSample;
+}
 
 // Sample mode: records an allocation the sampler chose, or the free of a sampled block
 // (keep errno; callable without the re-entry guard: they set it).
@@ -235,30 +276,49 @@ size_t usable_size_before_free(void* p);
 // Sample mode: adds the thread's change of live heap to the process's, raising the high
 // (callable without the re-entry guard: it sets it, and keeps errno).
 void fold_heap_bytes(ThreadState* ts);
-// Sample mode: counts `delta` bytes of live heap (usable sizes) on every malloc and free.
-inline void count_heap_bytes(ThreadState* ts, int64_t delta) {
-  const int64_t unfolded = ts->heap_unfolded_bytes + delta;
-  ts->heap_unfolded_bytes = unfolded;
-  if (unfolded > ts->heap_unfolded_high_bytes) ts->heap_unfolded_high_bytes = unfolded;
-  constexpr auto kFold = static_cast<int64_t>(trace::kHeapFoldBytes);
-  if (__builtin_expect(unfolded >= kFold || unfolded <= -kFold, 0)) fold_heap_bytes(ts);
-}
+inline constexpr auto kHeapFoldBytes = static_cast<int64_t>(trace::kHeapFoldBytes);
 
 // Sample mode's whole cost for an allocation not sampled, or a free of a block not
-// sampled: counters, the heap count, the sampler's countdown or the sampled-block filter.
-// Run without the re-entry guard (interpose.cpp's fast path): what else they call sets it.
-inline void sample_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
+// sampled, in two parts: the counting, inline (the counters, the heap count in usable
+// sizes, the sampler's countdown or the sampled-block filter), which says what else is due;
+// then, rarely, the rest (sample_alloc_rest, sample_free_rest, out of line): the heap
+// count folded into the process's, the sampled call recorded, a serve point. Run without
+// the re-entry guard (interpose.cpp's fast path): what the rest calls sets it. What is
+// due, as bits:
+inline constexpr unsigned kFoldDue = 1;     // the thread's heap count moved kHeapFoldBytes: fold_heap_bytes
+inline constexpr unsigned kSampledDue = 2;  // the sampler picked the allocation (rearm it), or the freed block may be sampled
+inline constexpr unsigned kServeDue = 4;    // a serve point (one every kServeEvery allocations)
+// `usable_bytes`: the block's usable size (usable_size_before_free, or the same read inline).
+inline unsigned sample_alloc_counted(ThreadState* ts, size_t size, size_t usable_bytes) {
   const uint64_t allocations = ts->allocations.load(std::memory_order_relaxed) + 1;
   ts->allocations.store(allocations, std::memory_order_relaxed);
   ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
-  count_heap_bytes(ts, static_cast<int64_t>(usable_size_before_free(p)));
-  if (__builtin_expect(ts->sampler.sample(size), 0)) sampled_alloc(ts, p, size, from_realloc);
-  if (__builtin_expect(allocations % kServeEvery == 0, 0)) serve_point();
+  const int64_t unfolded = ts->heap_unfolded_bytes + static_cast<int64_t>(usable_bytes);
+  ts->heap_unfolded_bytes = unfolded;
+  // Without a branch: a growing heap raises the high on most allocations.
+  ts->heap_unfolded_high_bytes = unfolded > ts->heap_unfolded_high_bytes ? unfolded : ts->heap_unfolded_high_bytes;
+  // An allocation only raises the count: a fold of a count far below zero was due at the
+  // free that took it there.
+  return (unfolded >= kHeapFoldBytes ? kFoldDue : 0u) | (ts->sampler.pick(size) ? kSampledDue : 0u) |
+         (allocations % kServeEvery == 0 ? kServeDue : 0u);
+}
+inline unsigned sample_free_counted(ThreadState* ts, void* p, size_t usable_bytes) {
+  ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  // A free never raises the high.
+  const int64_t unfolded = ts->heap_unfolded_bytes - static_cast<int64_t>(usable_bytes);
+  ts->heap_unfolded_bytes = unfolded;
+  return (unfolded <= -kHeapFoldBytes ? kFoldDue : 0u) |
+         (g_tracer.sampled_blocks.may_hold(reinterpret_cast<uint64_t>(p)) ? kSampledDue : 0u);
+}
+void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc, unsigned due);
+void sample_free_rest(ThreadState* ts, void* p, unsigned due);
+
+inline void sample_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
+  const unsigned due = sample_alloc_counted(ts, size, usable_size_before_free(p));
+  if (due) sample_alloc_rest(ts, p, size, from_realloc, due);
 }
 inline void sample_free(ThreadState* ts, void* p) {
-  ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  count_heap_bytes(ts, -static_cast<int64_t>(usable_size_before_free(p)));
-  if (__builtin_expect(g_tracer.sampled_blocks.take(reinterpret_cast<uint64_t>(p)), 0)) sampled_free(ts, p);
+  if (const unsigned due = sample_free_counted(ts, p, usable_size_before_free(p))) sample_free_rest(ts, p, due);
 }
 
 }  // namespace memstage::preload

@@ -65,6 +65,13 @@ void* tracer_map(size_t bytes) {
   return reinterpret_cast<void*>(r);
 }
 
+bool tracer_map_at(void* address, size_t bytes) {
+  long r = syscall(SYS_mmap, address, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (r < 0 && r > -4096) return false;
+  note_mapped(address, bytes);
+  return true;
+}
+
 void tracer_unmap(void* p, size_t bytes) {
   if (!p) return;
   syscall(SYS_munmap, p, bytes);

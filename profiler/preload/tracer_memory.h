@@ -12,6 +12,9 @@ namespace memstage::preload {
 // Zeroed pages; nullptr on failure. Never calls malloc.
 void* tracer_map(size_t bytes);
 void tracer_unmap(void* p, size_t bytes);
+// Zeroed pages in place of the whole pages at `address` (the tracer's own, as a static page
+// of its library); false on failure.
+bool tracer_map_at(void* address, size_t bytes);
 // Bytes of the tracer's memory that are resident: small mappings whole, large ones
 // (rings, tables, buffers: mostly untouched address space) page by page (mincore).
 uint64_t tracer_resident_bytes();

@@ -422,7 +422,7 @@ bool outside_signal_handlers() {
 }
 
 void* writer_main(void*) {
-  t_in_tracer = true;  // whatever this thread calls is the tracer's, never the program's
+  t_thread.in_tracer = true;  // whatever this thread calls is the tracer's, never the program's
   ThreadState* self = current_thread_state();
   const uint64_t interval_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
   while (!w.stop.load(std::memory_order_acquire)) {
