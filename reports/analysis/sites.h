@@ -48,6 +48,16 @@ class SiteAggregator {
 
   // The figures per stack and stage row (stage_rows.h), sorted by (stack, row); stacks are
   // still the trace's.
+  // The stacks of all sites, each once, ascending.
+  std::vector<uint32_t> stacks() const {
+    std::vector<uint32_t> out;
+    out.reserve(figures_.size());
+    for (const auto& [key, f] : figures_) out.push_back(stack_of_key(key));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+
   // (A trace of hundreds of thousands of sites: one list, sorted, then the figures of
   // equal keys added up in place.)
   template <typename RowOf>
