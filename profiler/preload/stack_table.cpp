@@ -35,8 +35,10 @@ uint64_t StackTable::home_slot(uint64_t h, uint64_t slot_count) {
 uint32_t StackTable::find(const Index* index, uint32_t parent, uint64_t return_address, uint64_t h) const {
   const uint64_t slot_count = index->slot_count;
   for (uint64_t j = home_slot(h, slot_count);; j = j + 1 == slot_count ? 0 : j + 1) {
-    const uint32_t id = index->slots[j].load(std::memory_order_acquire);
-    if (id == 0) return 0;
+    const uint32_t slot = index->slots[j].load(std::memory_order_acquire);
+    if (slot == 0) return 0;
+    if (!slot_may_hold(slot, h)) continue;
+    const uint32_t id = slot & kIdMask;
     const Block* b = block(id);
     if (b->addresses[id % kBlockNodes] == return_address && b->parents[id % kBlockNodes] == parent) return id;
   }
@@ -50,9 +52,10 @@ bool StackTable::grow_index_locked() {
   bigger->slot_count = slots;
   const uint32_t n = count_.load(std::memory_order_relaxed);
   for (uint32_t id = 1; id < n; ++id) {
-    uint64_t j = home_slot(hash(parent(id), return_address(id)), slots);
+    const uint64_t h = hash(parent(id), return_address(id));
+    uint64_t j = home_slot(h, slots);
     while (bigger->slots[j].load(std::memory_order_relaxed)) j = j + 1 == slots ? 0 : j + 1;
-    bigger->slots[j].store(id, std::memory_order_relaxed);
+    bigger->slots[j].store(slot_value(id, h), std::memory_order_relaxed);
   }
   index_.store(bigger, std::memory_order_release);
   // A lookup may still be reading the old index: its slots go back to the kernel (reads
@@ -92,7 +95,7 @@ uint32_t StackTable::add_locked(uint32_t parent_id, uint64_t return_address, uin
   const uint64_t slot_count = index->slot_count;
   uint64_t j = home_slot(h, slot_count);
   while (index->slots[j].load(std::memory_order_relaxed)) j = j + 1 == slot_count ? 0 : j + 1;
-  index->slots[j].store(id, std::memory_order_release);
+  index->slots[j].store(slot_value(id, h), std::memory_order_release);
   return id;
 }
 

@@ -46,7 +46,14 @@ class StackTable {
   };
   // Open addressing over node ids (0: empty; the root is never in it). Replaced by one
   // 1.5 times the size when 3/4 full (4 to 6 bytes a node); a lookup still running in an old one may miss and
-  // then asks again under the mutex.
+  // then asks again under the mutex. A slot holds the id in its low kIdBits and 8 bits of
+  // the node's hash above them: a probe passes over most other nodes' slots without
+  // reading their node (a cache miss each, in a table of millions of nodes).
+  static constexpr uint32_t kIdBits = 24;
+  static constexpr uint32_t kIdMask = (1u << kIdBits) - 1;
+  static_assert(kMaxNodes - 1 <= kIdMask);
+  static uint32_t slot_value(uint32_t id, uint64_t h) { return id | static_cast<uint32_t>(h & 0xff) << kIdBits; }
+  static bool slot_may_hold(uint32_t slot, uint64_t h) { return slot >> kIdBits == static_cast<uint32_t>(h & 0xff); }
   struct Index {
     uint64_t slot_count;
     std::atomic<uint32_t> slots[1];  // slot_count of them
