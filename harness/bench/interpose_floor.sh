@@ -4,7 +4,9 @@
 # libmemstage_floor_forward.so and libmemstage_floor_counting.so).
 #  1. Whole process: the churn program (2 threads x ITERATIONS malloc/free), ROUNDS rounds
 #     with every variant interleaved inside each round, so that a noisy machine slows all
-#     alike; prints each variant's median wall time and its ratio to the untraced median:
+#     alike; prints each variant's median wall time and its ratio to the untraced median,
+#     and the same of its CPU time (user + system, its children's included: steadier than
+#     wall time where other work shares the cores):
 #       untraced    the program alone
 #       forward     under a preload whose malloc and free only forward to glibc's
 #                   (floor_forward_shim.c): the price of interposing at all
@@ -63,28 +65,36 @@ def run(variant, program):
     os.mkdir(out)
     argv, env = command(variant, program, out)
     start = time.perf_counter()
-    result = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    stdout = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
     seconds = time.perf_counter() - start
-    if result.returncode != 0:
-        sys.exit(f"interpose_floor.sh: {variant} exited {result.returncode}: {' '.join(argv)}")
-    return seconds, result.stdout
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        sys.exit(f"interpose_floor.sh: {variant} exited {child.returncode}: {' '.join(argv)}")
+    return seconds, usage.ru_utime + usage.ru_stime, stdout
 
 try:
     print(f"== whole process: churn, 2 threads x {iterations} malloc/free, {rounds} rounds interleaved")
     times = {v: [] for v in variants}
+    cpu_times = {v: [] for v in variants}
     checksums = set()
     for _ in range(rounds):
         for v in variants:
-            seconds, stdout = run(v, churn)
+            seconds, cpu_seconds, stdout = run(v, churn)
             times[v].append(seconds)
+            cpu_times[v].append(cpu_seconds)
             checksums.add(stdout.strip())
     if len(checksums) != 1:
         sys.exit(f"interpose_floor.sh: the variants computed different results: {sorted(checksums)}")
     base = statistics.median(times[variants[0]])
-    print(f"  {'variant':<11} {'median':>9} {'min':>8} {'max':>8}  ratio to {variants[0]}")
+    cpu_base = statistics.median(cpu_times[variants[0]])
+    print(f"  {'variant':<11} {'wall median':>11} {'min':>8} {'max':>8} {'ratio':>6}   {'cpu median':>10} {'ratio':>6}"
+          f"   (ratios to {variants[0]})")
     for v, ts in times.items():
-        m = statistics.median(ts)
-        print(f"  {v:<11} {m * 1000:7.1f}ms {min(ts) * 1000:6.1f}ms {max(ts) * 1000:6.1f}ms  {m / base:5.3f}")
+        m, c = statistics.median(ts), statistics.median(cpu_times[v])
+        print(f"  {v:<11} {m * 1000:9.1f}ms {min(ts) * 1000:6.1f}ms {max(ts) * 1000:6.1f}ms {m / base:6.3f}"
+              f"   {c * 1000:8.1f}ms {c / cpu_base:6.3f}")
 
     if os.path.exists(bench):
         per_call = [v for v in variants if not v.startswith("run-")]
@@ -92,7 +102,7 @@ try:
         ns = {}
         for _ in range(rounds):
             for v in per_call:
-                _, stdout = run(v, [bench, "--benchmark_filter=BM_malloc_free/32/", "--benchmark_format=csv"])
+                _, _, stdout = run(v, [bench, "--benchmark_filter=BM_malloc_free/32/", "--benchmark_format=csv"])
                 lines = [l for l in stdout.splitlines() if l.startswith('"') or l.startswith("name")]
                 for row in csv.DictReader(io.StringIO("\n".join(lines))):
                     ns.setdefault(row["name"], {}).setdefault(v, []).append(float(row["cpu_time"]))
