@@ -313,7 +313,7 @@ const uint8_t* find_fde(uint64_t pc) {
 }
 
 FrameRule unsupported(uint64_t pc) {
-  FrameRule rule;
+  FrameRule rule{};
   rule.pc = pc;
   rule.kind = FrameRule::kUnsupported;
   return rule;
@@ -382,7 +382,7 @@ FrameRule frame_rule_for(uint64_t pc) {
   location = pc_begin;
   if (!run(f, program, location, pc, row)) return unsupported(pc);
 
-  FrameRule rule;
+  FrameRule rule{};
   rule.pc = pc;
   rule.kind = FrameRule::kUnsupported;
   const Rule rbp = row.rules[0], rsp = row.rules[1], return_address = row.rules[2];

@@ -42,13 +42,15 @@ __attribute__((always_inline)) inline WalkStart walk_start_here() {
   return s;
 }
 
-// One return address's rule for stepping to its caller's frame.
+// One return address's rule for stepping to its caller's frame. All zero (FrameRule{}):
+// an empty slot. No member initializers: a WalkCache's 32 KiB of them are left as the
+// zeroed pages they come in (WalkCache), not written when it is made.
 struct FrameRule {
-  uint64_t pc = 0;  // the address looked up (a return address less 1; 0: empty slot)
-  int32_t cfa_offset = 0;
-  int16_t rbp_offset = 0;  // rbp saved at CFA + this, when kRbpSaved
-  uint8_t kind = 0;
-  uint8_t flags = 0;
+  uint64_t pc;  // the address looked up (a return address less 1; 0: empty slot)
+  int32_t cfa_offset;
+  int16_t rbp_offset;  // rbp saved at CFA + this, when kRbpSaved
+  uint8_t kind;
+  uint8_t flags;
   static constexpr uint8_t kCfaRsp = 1;
   static constexpr uint8_t kCfaRbp = 2;
   static constexpr uint8_t kLastFrame = 3;  // the outermost frame: the walk ends here
@@ -71,6 +73,9 @@ struct WalkStep {
 
 // A thread's rules, direct-mapped by address, and its last walk. Emptied when modules
 // are unloaded or loaded (their code, and so their rules, may be at addresses seen before).
+// The rules start empty only in zeroed memory: a ThreadState's mapped pages (touched one
+// slot at a time as walks fill them, never in stats mode), a static, or a value-initialised
+// WalkCache{}.
 struct WalkCache {
   static constexpr uint32_t kRuleSlots = 2048;  // 32 KiB
   static constexpr uint32_t kMaxSteps = 512;    // the most frames a walk may ask for

@@ -921,7 +921,8 @@ void start_tracer_with(const Options& options, bool writer_thread_now) {
   dl_iterate_phdr(find_own_text, nullptr);
   if (!g_tracer.stacks.init() || !map_process_mark()) return;
   pthread_key_create(&g_thread_key, mark_thread_exiting);
-  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  // Stats mode walks no stack: libunwind's caches (whose setup writes them) stay as they are.
+  if (!stats_mode()) unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   open_rss_source();
   detect_allocator();
   if (!writer_open(static_cast<uint64_t>(getppid()))) return;

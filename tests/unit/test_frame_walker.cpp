@@ -197,7 +197,7 @@ TEST_CASE("code without unwind tables is left to libunwind") {
   // Anonymous executable memory, as a JIT's: no module holds it, so no table describes it.
   void* page = mmap(nullptr, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(page != MAP_FAILED);
-  WalkCache cache;
+  WalkCache cache{};  // value-initialised: its rules empty
   uint64_t out[8];
   const auto pc = reinterpret_cast<uint64_t>(page) + 16;
   const auto here = walk_start_here();
@@ -207,7 +207,7 @@ TEST_CASE("code without unwind tables is left to libunwind") {
 }
 
 TEST_CASE("the cached rules are read again once modules change") {
-  WalkCache cache;
+  WalkCache cache{};  // value-initialised: its rules empty
   uint64_t out[64];
   REQUIRE(walk_frames(cache, walk_start_here(), out, 64) > 0);
   const uint64_t before = cache.generation;
