@@ -4,7 +4,6 @@
 #include <exception>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -14,7 +13,9 @@
 #include "reports/analysis/device_memory.h"
 #include "reports/analysis/growth.h"
 #include "reports/analysis/job_clock.h"
+#include "reports/analysis/anonymous_mappings.h"
 #include "reports/analysis/live_heap.h"
+#include "reports/analysis/peak_snapshots.h"
 #include "reports/analysis/peaks.h"
 #include "reports/analysis/resident_shares.h"
 #include "reports/analysis/sites.h"
@@ -35,69 +36,6 @@ using trace::ProcessInfo;
 
 constexpr double kNsPerS = 1e9;
 constexpr double kBytesPerMiB = 1024.0 * 1024.0;
-
-// Anonymous mappings made outside malloc (mmap/munmap/mremap/mprotect), as address
-// ranges. Only accessible ones are memory: a PROT_NONE or MAP_NORESERVE reservation is
-// address space until mprotect opens part of it.
-class AnonymousMappings {
- public:
-  void map(uint64_t address, uint64_t length, bool accessible) {
-    unmap(address, length);
-    ranges_[address] = Range{address + length, accessible};
-    if (accessible) bytes_ += length;
-  }
-  void unmap(uint64_t address, uint64_t length) {
-    const uint64_t end = address + length;
-    split_at(address);
-    split_at(end);
-    for (auto it = ranges_.lower_bound(address); it != ranges_.end() && it->first < end;) {
-      if (it->second.accessible) bytes_ -= it->second.end - it->first;
-      it = ranges_.erase(it);
-    }
-  }
-  // The part of [address, address + length) that is mapped becomes (in)accessible.
-  void protect(uint64_t address, uint64_t length, bool accessible) {
-    const uint64_t end = address + length;
-    split_at(address);
-    split_at(end);
-    for (auto it = ranges_.lower_bound(address); it != ranges_.end() && it->first < end; ++it) {
-      if (it->second.accessible == accessible) continue;
-      const uint64_t size = it->second.end - it->first;
-      if (accessible) {
-        bytes_ += size;
-      } else {
-        bytes_ -= size;
-      }
-      it->second.accessible = accessible;
-    }
-  }
-  // Whether `address` is in a mapping, and if so whether that part is accessible.
-  std::optional<bool> accessible_at(uint64_t address) const {
-    auto it = ranges_.upper_bound(address);
-    if (it == ranges_.begin() || std::prev(it)->second.end <= address) return std::nullopt;
-    return std::prev(it)->second.accessible;
-  }
-  uint64_t bytes() const { return bytes_; }  // accessible bytes
-
- private:
-  struct Range {
-    uint64_t end;
-    bool accessible;
-  };
-  // No range straddles `at` afterwards.
-  void split_at(uint64_t at) {
-    auto it = ranges_.upper_bound(at);
-    if (it == ranges_.begin()) return;
-    --it;
-    if (it->first < at && it->second.end > at) {
-      const Range tail{it->second.end, it->second.accessible};
-      it->second.end = at;
-      ranges_.emplace(at, tail);
-    }
-  }
-  std::map<uint64_t, Range> ranges_;
-  uint64_t bytes_ = 0;
-};
 
 struct AllocatorSample {
   uint64_t t_ns;
@@ -485,143 +423,6 @@ class FirstPass : public trace::TraceVisitor {
 
  private:
   KeptTextBudget& budget_;
-};
-
-// Which stacks held memory at the peaks: from the events (PeakSnapshots, full mode) or as
-// aggregate mode's tracer recorded them (stacks_at_peaks_of_aggregate).
-struct StacksAtPeaks {
-  static constexpr int kRamLimit = -2;  // a stage_peaks key: when RSS passed --ram-limit
-  static constexpr int kJobPeak = -3;   // a stage_peaks key: where this process stood at the job's heap peak
-  // At the run's peak: live bytes and blocks per (stack, stage).
-  std::unordered_map<uint64_t, StackBytes> run_peak;
-  // At each stage's peak: live bytes per stack, largest first.
-  std::unordered_map<int, std::vector<StackBytes>> stage_peaks;
-};
-
-// Pass two: replays the events up to each peak and records which stacks held memory.
-//
-// A snapshot that walks every allocation info costs as much as there are infos; with one
-// per stage instance (a loop of 64k stages), that walk made the analysis quadratic. When
-// walking would cost more than keeping them, the stacks' live bytes are kept in order as
-// the events replay, and a stage's top stacks are read off the front.
-class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
- public:
-  struct Target {
-    uint64_t event;
-    int stage;  // -1: the run's peak; kRamLimit: when RSS passed --ram-limit
-  };
-  // `infos` and `events`: how many pass one saw, to choose how stage peaks are taken.
-  PeakSnapshots(std::vector<Target> targets, uint64_t infos, uint64_t events) : targets_(std::move(targets)) {
-    std::sort(targets_.begin(), targets_.end(), [](const Target& a, const Target& b) { return a.event < b.event; });
-    uint64_t stage_snapshots = 0;
-    for (size_t i = 0; i < targets_.size(); ++i) {
-      if (targets_[i].stage >= 0 && (i == 0 || targets_[i].event != targets_[i - 1].event)) ++stage_snapshots;
-    }
-    // An ordered update costs about as much as walking a few dozen infos.
-    constexpr uint64_t kOrderedUpdateCost = 32;
-    ordered_ = stage_snapshots * infos > kOrderedUpdateCost * events;
-  }
-
-  size_t top_stacks = 20;
-
-  void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
-    heap_.define(id, allocation_info(size, stack, stage, sample_rate_bytes_));
-  }
-  void on_sampling(uint64_t rate_bytes) override { sample_rate_bytes_ = rate_bytes; }
-  void on_alloc(uint32_t info, bool) override {
-    ++events_;
-    heap_.allocate(info);
-    if (ordered_) update_stack(heap_.info(info), +1);
-    take_due_snapshots();
-  }
-  void on_free(uint32_t info, bool) override {
-    ++events_;
-    if (heap_.free(info) && ordered_) update_stack(heap_.info(info), -1);
-    take_due_snapshots();
-  }
-
- private:
-  struct ByBytesDescending {
-    bool operator()(const std::pair<uint64_t, uint32_t>& a, const std::pair<uint64_t, uint32_t>& b) const {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
-    }
-  };
-
-  void update_stack(const AllocationInfo& info, int direction) {
-    if (info.stack >= stack_live_.size()) stack_live_.resize(info.stack + 1);
-    StackBytes& live = stack_live_[info.stack];
-    if (live.blocks) stacks_by_bytes_.erase({live.bytes, info.stack});
-    if (direction > 0) {
-      live.bytes += info.size;
-      live.blocks += blocks_counted(info, 1);
-    } else {
-      live.bytes -= info.size;
-      live.blocks -= blocks_counted(info, 1);
-    }
-    if (live.blocks) stacks_by_bytes_.insert({live.bytes, info.stack});
-  }
-
-  void take_due_snapshots() {
-    while (next_ < targets_.size() && targets_[next_].event == events_) snapshot(targets_[next_++]);
-  }
-
-  void snapshot(const Target& t) {
-    const auto& infos = heap_.infos();
-    const auto& live = heap_.live_blocks();
-    if (t.stage == -1) {
-      for (size_t i = 0; i < infos.size(); ++i) {
-        if (!live[i]) continue;
-        StackBytes& s = run_peak[figure_key(infos[i].stack, infos[i].stage)];
-        s.stack = infos[i].stack;
-        s.bytes += live[i] * infos[i].size;
-        s.blocks += blocks_counted(infos[i], live[i]);
-      }
-      return;
-    }
-    // Nested stages often share a peak: the top stacks of one event are taken once.
-    if (t.event == last_top_event_) {
-      stage_peaks[t.stage] = last_top_;
-      return;
-    }
-    std::vector<StackBytes> top;
-    if (ordered_) {
-      for (const auto& [bytes, stack] : stacks_by_bytes_) {
-        if (top.size() == top_stacks) break;
-        top.push_back(StackBytes{stack, bytes, stack_live_[stack].blocks});
-      }
-    } else {
-      std::unordered_map<uint32_t, StackBytes> by_stack;
-      for (size_t i = 0; i < infos.size(); ++i) {
-        if (!live[i]) continue;
-        StackBytes& agg = by_stack[infos[i].stack];
-        agg.stack = infos[i].stack;
-        agg.bytes += live[i] * infos[i].size;
-        agg.blocks += blocks_counted(infos[i], live[i]);
-      }
-      top.reserve(by_stack.size());
-      for (const auto& [stack, s] : by_stack) top.push_back(s);
-      const size_t keep = std::min(top_stacks, top.size());
-      std::partial_sort(top.begin(), top.begin() + keep, top.end(),
-                        [](const StackBytes& a, const StackBytes& b) { return a.bytes > b.bytes; });
-      top.resize(keep);
-    }
-    if (t.stage != kRamLimit) {
-      last_top_event_ = t.event;
-      last_top_ = top;
-    }
-    stage_peaks[t.stage] = std::move(top);
-  }
-
-  std::vector<Target> targets_;
-  size_t next_ = 0;
-  uint64_t events_ = 0;
-  LiveHeap heap_;
-  uint64_t sample_rate_bytes_ = 0;
-  bool ordered_ = false;
-  std::vector<StackBytes> stack_live_;  // per stack, when ordered_
-  std::set<std::pair<uint64_t, uint32_t>, ByBytesDescending> stacks_by_bytes_;  // (bytes, stack) with blocks live
-  uint64_t last_top_event_ = UINT64_MAX;
-  std::vector<StackBytes> last_top_;
 };
 
 // Aggregate mode: the tracer recorded the stacks at the peaks itself.
