@@ -366,21 +366,58 @@ struct Report {
 
 // Where the program asked for a stack's memory: the position in stack.frames of its first
 // frame that is not allocation plumbing; 0 when every frame is (or there is none).
-inline size_t first_program_frame(const Report& report, const Stack& stack) {
+// `is_allocator(FrameIndex)` says whether a frame is plumbing (Frame::allocator).
+template <class IsAllocator>
+size_t first_program_frame(const Stack& stack, IsAllocator is_allocator) {
   for (size_t i = 0; i < stack.frames.size(); ++i) {
-    if (!report.frame(stack.frames[i]).allocator) return i;
+    if (!is_allocator(stack.frames[i])) return i;
   }
   return 0;
+}
+inline size_t first_program_frame(const Report& report, const Stack& stack) {
+  return first_program_frame(stack, [&](FrameIndex id) { return report.frame(id).allocator; });
 }
 
 // The allocation site a stack is listed under: in a Python program the innermost Python
 // frame (the script's line), else the first program frame. Nothing for an empty stack.
-inline std::optional<FrameIndex> allocation_site(const Report& report, const Stack& stack) {
+// `is_python(FrameIndex)` says whether a frame is the script's (Frame::kind "python").
+template <class IsPython, class IsAllocator>
+std::optional<FrameIndex> allocation_site(const Stack& stack, IsPython is_python, IsAllocator is_allocator) {
   if (stack.frames.empty()) return std::nullopt;
   for (FrameIndex id : stack.frames) {
-    if (report.frame(id).kind == "python") return id;
+    if (is_python(id)) return id;
   }
-  return stack.frames[first_program_frame(report, stack)];
+  return stack.frames[first_program_frame(stack, is_allocator)];
 }
+inline std::optional<FrameIndex> allocation_site(const Report& report, const Stack& stack) {
+  return allocation_site(
+      stack, [&](FrameIndex id) { return report.frame(id).kind == "python"; },
+      [&](FrameIndex id) { return report.frame(id).allocator; });
+}
+
+// The same questions for every stack of a large report (hundreds of thousands of stacks,
+// ~100 frames each): what they read of a frame is kept in a byte per frame, so that going
+// over the stacks does not reach into each Frame (a cache miss apiece).
+class FrameRoles {
+ public:
+  explicit FrameRoles(const Report& report) : roles_(report.frames.size()) {
+    for (size_t i = 0; i < report.frames.size(); ++i) {
+      const Frame& f = report.frames[i];
+      roles_[i] = static_cast<uint8_t>((f.allocator ? kAllocator : 0) | (f.kind == "python" ? kPython : 0));
+    }
+  }
+  size_t first_program_frame(const Stack& stack) const {
+    return reports::first_program_frame(stack, [this](FrameIndex id) { return (roles_[id] & kAllocator) != 0; });
+  }
+  std::optional<FrameIndex> allocation_site(const Stack& stack) const {
+    return reports::allocation_site(
+        stack, [this](FrameIndex id) { return (roles_[id] & kPython) != 0; },
+        [this](FrameIndex id) { return (roles_[id] & kAllocator) != 0; });
+  }
+
+ private:
+  static constexpr uint8_t kAllocator = 1, kPython = 2;
+  std::vector<uint8_t> roles_;  // by the report's frame index
+};
 
 }  // namespace memstage::reports

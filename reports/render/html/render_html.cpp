@@ -185,7 +185,18 @@ class CallTree {
     uint32_t node = 0;
     size_t depth = 0;
     bool same_path = true;
-    for (auto it = stack.frames.rbegin(); it != stack.frames.rend(); ++it, ++depth) {
+    // Outer frames that are the previous stack's own (the same indices) have its nodes:
+    // compared as indices first, without looking up labels.
+    const std::vector<FrameIndex>& frames = stack.frames;
+    if (previous_) {
+      const size_t shared_limit = std::min(frames.size(), previous_->size());
+      while (depth < shared_limit && frames[frames.size() - 1 - depth] == (*previous_)[previous_->size() - 1 - depth]) {
+        ++depth;
+      }
+      if (depth > 0) node = path_nodes_[depth - 1];
+    }
+    previous_ = &frames;
+    for (auto it = stack.frames.rbegin() + depth; it != stack.frames.rend(); ++it, ++depth) {
       const uint32_t label = label_id(*it);
       if (same_path && depth < path_labels_.size() && path_labels_[depth] == label) {
         node = path_nodes_[depth];
@@ -208,13 +219,22 @@ class CallTree {
   }
 
  private:
+  // A node's first child is kept beside it and the others in the index: most nodes have
+  // one, and the index's lookups are cache misses.
   uint32_t child(uint32_t node, uint32_t label, FrameIndex f) {
-    const uint64_t key = (static_cast<uint64_t>(node) << 32) | label;
-    const auto [id, added] = children_.try_emplace(key, static_cast<uint32_t>(parent.size()));
-    if (added) {
-      parent.push_back(node);
-      frame.push_back(f);
+    FirstChild& first = first_child_[node];
+    if (first.label == label) return first.node;
+    const auto id = static_cast<uint32_t>(parent.size());
+    if (first.label == kNone) {
+      first = FirstChild{label, id};
+    } else {
+      const uint64_t key = (static_cast<uint64_t>(node) << 32) | label;
+      const auto [found, added] = children_.try_emplace(key, id);
+      if (!added) return found;
     }
+    parent.push_back(node);
+    frame.push_back(f);
+    first_child_.push_back(FirstChild{});
     return id;
   }
 
@@ -231,9 +251,14 @@ class CallTree {
 
   const Report& report_;
   std::vector<uint32_t> label_of_frame_;  // by the report's frame index
-  ChildIndex children_;  // (parent << 32 | label id) -> node
+  ChildIndex children_;  // (parent << 32 | label id) -> node, for children after the first
   std::unordered_map<std::string, uint32_t> label_ids_;
   std::vector<uint32_t> path_labels_, path_nodes_;  // the previous stack's, outermost first
+  const std::vector<FrameIndex>* previous_ = nullptr;  // the previous stack's frames
+  struct FirstChild {
+    uint32_t label = kNone, node = 0;
+  };
+  std::vector<FirstChild> first_child_{FirstChild{}};  // by node
 };
 
 constexpr size_t kMetrics = 4;  // live at peak, leaked, bytes allocated, allocations
@@ -417,9 +442,21 @@ json site_json(const Report& report, StackIndex stack, FrameTable& frames) {
 // reached through many callers is one row; largest first by three measures. A row shows
 // its largest stack by bytes allocated.
 json top_sites_json(const Report& report, FrameTable& frames, std::vector<StackIndex>& used_stacks) {
-  std::unordered_map<StackIndex, std::array<uint64_t, 5>> per_stack;
+  // Figures per stack, by the report's stack index; a stack index the report lacks (none
+  // should) is kept apart and is its own site.
+  using StackFigures = std::array<uint64_t, 5>;
+  std::vector<StackFigures> per_stack(report.stacks.size());
+  std::vector<uint8_t> stack_seen(report.stacks.size());
+  std::map<StackIndex, StackFigures> unknown_stacks;
   for (const auto& f : report.stack_figures) {
-    auto& s = per_stack[f.stack];
+    StackFigures* sum;
+    if (f.stack < per_stack.size()) {
+      sum = &per_stack[f.stack];
+      stack_seen[f.stack] = 1;
+    } else {
+      sum = &unknown_stacks[f.stack];
+    }
+    auto& s = *sum;
     s[0] += f.allocations;
     s[1] += f.bytes_allocated;
     s[2] += f.temporary_allocations;
@@ -430,20 +467,10 @@ json top_sites_json(const Report& report, FrameTable& frames, std::vector<StackI
     StackIndex example = 0;  // its largest stack by bytes allocated
     uint64_t example_bytes = 0;
     size_t stacks = 0;
-    std::array<uint64_t, 5> figures{};
+    StackFigures figures{};
   };
-  // What a site is on the page: function, source line and module (two calls on one line
-  // are one site); a frame without a function, by its address in the module.
-  const auto site_key = [&](StackIndex stack) {
-    const auto site = stack < report.stacks.size() ? allocation_site(report, report.stacks[stack]) : std::nullopt;
-    if (!site) return "stack #" + std::to_string(stack);
-    const Frame& f = report.frame(*site);
-    return f.function.empty() ? f.module + '\x1f' + std::to_string(f.module_offset)
-                              : f.function + '\x1f' + f.file + '\x1f' + std::to_string(f.line) + '\x1f' + f.module;
-  };
-  std::unordered_map<std::string, Site> by_key;
-  for (const auto& [stack, figures] : per_stack) {
-    Site& site = by_key[site_key(stack)];
+  std::vector<Site> rows;
+  const auto add_to_site = [&](Site& site, StackIndex stack, const StackFigures& figures) {
     ++site.stacks;
     for (size_t k = 0; k < figures.size(); ++k) site.figures[k] += figures[k];
     if (site.stacks == 1 || figures[1] > site.example_bytes ||
@@ -451,10 +478,36 @@ json top_sites_json(const Report& report, FrameTable& frames, std::vector<StackI
       site.example = stack;
       site.example_bytes = figures[1];
     }
+  };
+  // What a site is on the page: function, source line and module (two calls on one line
+  // are one site); a frame without a function, by its address in the module. The key is
+  // made once per frame, not once per stack.
+  constexpr uint32_t kNoSite = UINT32_MAX;
+  std::vector<uint32_t> site_of_frame(report.frames.size(), kNoSite);
+  std::unordered_map<std::string, uint32_t> site_of_key;
+  const auto site_row = [&](FrameIndex frame) -> Site& {
+    uint32_t& row = site_of_frame[frame];
+    if (row == kNoSite) {
+      const Frame& f = report.frame(frame);
+      std::string key = f.function.empty()
+                            ? f.module + '\x1f' + std::to_string(f.module_offset)
+                            : f.function + '\x1f' + f.file + '\x1f' + std::to_string(f.line) + '\x1f' + f.module;
+      const auto [it, added] = site_of_key.try_emplace(std::move(key), static_cast<uint32_t>(rows.size()));
+      if (added) rows.emplace_back();
+      row = it->second;
+    }
+    return rows[row];
+  };
+  const FrameRoles roles(report);
+  size_t distinct_stacks = unknown_stacks.size();
+  for (StackIndex stack = 0; stack < per_stack.size(); ++stack) {
+    if (!stack_seen[stack]) continue;
+    ++distinct_stacks;
+    const auto site = roles.allocation_site(report.stacks[stack]);
+    // A stack without frames is a site of its own.
+    add_to_site(site ? site_row(*site) : rows.emplace_back(), stack, per_stack[stack]);
   }
-  std::vector<Site> rows;
-  rows.reserve(by_key.size());
-  for (auto& [_, site] : by_key) rows.push_back(site);
+  for (const auto& [stack, figures] : unknown_stacks) add_to_site(rows.emplace_back(), stack, figures);
   auto top_by = [&](size_t k) {
     std::sort(rows.begin(), rows.end(), [k](const Site& a, const Site& b) {
       return a.figures[k] != b.figures[k] ? a.figures[k] > b.figures[k] : a.example < b.example;
@@ -473,7 +526,7 @@ json top_sites_json(const Report& report, FrameTable& frames, std::vector<StackI
   return json{{"by_bytes", std::move(by_bytes)},
               {"by_count", std::move(by_count)},
               {"by_temporary", std::move(by_temporary)},
-              {"distinct_stacks", per_stack.size()},
+              {"distinct_stacks", distinct_stacks},
               {"distinct_sites", rows.size()}};
 }
 
