@@ -352,14 +352,24 @@ json flame_json(const Report& report, FrameTable& frames) {
   // The kept node each pruned one was merged into, and how many each absorbed, so the page
   // can draw the merged share as one "smaller frames" block instead of blank space.
   std::vector<uint32_t> kept_ancestor(node_count, 0);
-  std::map<uint32_t, uint64_t> absorbed;
+  std::vector<uint64_t> absorbed(next, 0);  // by new id
   for (size_t n = 1; n < node_count; ++n) {
     kept_ancestor[n] = kept[n] ? static_cast<uint32_t>(n) : kept_ancestor[tree.parent[n]];
     if (!kept[n]) ++absorbed[new_id[kept_ancestor[n]]];
   }
   json absorbed_json = json::array();
-  for (const auto& [node, count] : absorbed) absorbed_json.push_back(json::array({node, count}));
-  std::map<std::pair<uint32_t, int>, std::array<uint64_t, kMetrics + 1>> merged;
+  for (uint32_t node = 0; node < next; ++node) {
+    if (absorbed[node] > 0) absorbed_json.push_back(json::array({node, absorbed[node]}));
+  }
+  // Figures summed per (kept node, stage): hashed while summing (a figure per stack and
+  // stage, hundreds of thousands), ordered once at the end (as many as kept nodes, about).
+  using Key = std::pair<uint32_t, int>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<uint64_t>{}((static_cast<uint64_t>(k.first) << 32) | static_cast<uint32_t>(k.second));
+    }
+  };
+  std::unordered_map<Key, std::array<uint64_t, kMetrics>, KeyHash> merged;
   for (size_t i = 0; i < report.stack_figures.size(); ++i) {
     const uint32_t n = kept_ancestor[figure_leaf[i]];
     const auto& f = report.stack_figures[i];
@@ -367,8 +377,10 @@ json flame_json(const Report& report, FrameTable& frames) {
     const auto v = metrics_of(f);
     for (size_t k = 0; k < kMetrics; ++k) m[k] += v[k];
   }
+  std::vector<std::pair<Key, std::array<uint64_t, kMetrics>>> merged_rows(merged.begin(), merged.end());
+  std::sort(merged_rows.begin(), merged_rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   json figures = json::array();
-  for (const auto& [key, m] : merged) {
+  for (const auto& [key, m] : merged_rows) {
     figures.push_back(json::array({key.first, key.second, m[0], m[1], m[2], m[3]}));
   }
   return json{{"parent", std::move(parents)},
@@ -442,52 +454,24 @@ json site_json(const Report& report, StackIndex stack, FrameTable& frames) {
 // reached through many callers is one row; largest first by three measures. A row shows
 // its largest stack by bytes allocated.
 json top_sites_json(const Report& report, FrameTable& frames, std::vector<StackIndex>& used_stacks) {
-  // Figures per stack, by the report's stack index; a stack index the report lacks (none
-  // should) is kept apart and is its own site.
   using StackFigures = std::array<uint64_t, 5>;
-  std::vector<StackFigures> per_stack(report.stacks.size());
-  std::vector<uint8_t> stack_seen(report.stacks.size());
-  std::map<StackIndex, StackFigures> unknown_stacks;
-  for (const auto& f : report.stack_figures) {
-    StackFigures* sum;
-    if (f.stack < per_stack.size()) {
-      sum = &per_stack[f.stack];
-      stack_seen[f.stack] = 1;
-    } else {
-      sum = &unknown_stacks[f.stack];
-    }
-    auto& s = *sum;
-    s[0] += f.allocations;
-    s[1] += f.bytes_allocated;
-    s[2] += f.temporary_allocations;
-    s[3] += f.live_at_peak_bytes;
-    s[4] += f.leaked_bytes;
-  }
   struct Site {
     StackIndex example = 0;  // its largest stack by bytes allocated
     uint64_t example_bytes = 0;
+    bool has_example = false;
     size_t stacks = 0;
     StackFigures figures{};
   };
   std::vector<Site> rows;
-  const auto add_to_site = [&](Site& site, StackIndex stack, const StackFigures& figures) {
-    ++site.stacks;
-    for (size_t k = 0; k < figures.size(); ++k) site.figures[k] += figures[k];
-    if (site.stacks == 1 || figures[1] > site.example_bytes ||
-        (figures[1] == site.example_bytes && stack < site.example)) {
-      site.example = stack;
-      site.example_bytes = figures[1];
-    }
-  };
   // What a site is on the page: function, source line and module (two calls on one line
   // are one site); a frame without a function, by its address in the module. The key is
   // made once per frame, not once per stack.
-  constexpr uint32_t kNoSite = UINT32_MAX;
-  std::vector<uint32_t> site_of_frame(report.frames.size(), kNoSite);
+  constexpr uint32_t kNone = UINT32_MAX;
+  std::vector<uint32_t> site_of_frame(report.frames.size(), kNone);
   std::unordered_map<std::string, uint32_t> site_of_key;
-  const auto site_row = [&](FrameIndex frame) -> Site& {
+  const auto site_row = [&](FrameIndex frame) {
     uint32_t& row = site_of_frame[frame];
-    if (row == kNoSite) {
+    if (row == kNone) {
       const Frame& f = report.frame(frame);
       std::string key = f.function.empty()
                             ? f.module + '\x1f' + std::to_string(f.module_offset)
@@ -496,18 +480,57 @@ json top_sites_json(const Report& report, FrameTable& frames, std::vector<StackI
       if (added) rows.emplace_back();
       row = it->second;
     }
-    return rows[row];
+    return row;
   };
+  const auto add = [](StackFigures& sum, const StackStageFigures& f) {
+    sum[0] += f.allocations;
+    sum[1] += f.bytes_allocated;
+    sum[2] += f.temporary_allocations;
+    sum[3] += f.live_at_peak_bytes;
+    sum[4] += f.leaked_bytes;
+  };
+  // Figures go straight to their stack's site; per stack only its site and its bytes
+  // allocated (over its stages, for the example) are kept. A stack index the report lacks
+  // (none should) is summed apart and is a site of its own.
+  std::vector<uint32_t> site_of_stack(report.stacks.size(), kNone);
+  std::vector<uint64_t> stack_bytes(report.stacks.size());
+  std::map<StackIndex, StackFigures> unknown_stacks;
   const FrameRoles roles(report);
-  size_t distinct_stacks = unknown_stacks.size();
-  for (StackIndex stack = 0; stack < per_stack.size(); ++stack) {
-    if (!stack_seen[stack]) continue;
-    ++distinct_stacks;
-    const auto site = roles.allocation_site(report.stacks[stack]);
-    // A stack without frames is a site of its own.
-    add_to_site(site ? site_row(*site) : rows.emplace_back(), stack, per_stack[stack]);
+  size_t distinct_stacks = 0;
+  for (const StackStageFigures& f : report.stack_figures) {
+    if (f.stack >= report.stacks.size()) {
+      add(unknown_stacks[f.stack], f);
+      continue;
+    }
+    uint32_t& row = site_of_stack[f.stack];
+    if (row == kNone) {
+      ++distinct_stacks;
+      const auto site = roles.allocation_site(report.stacks[f.stack]);
+      if (site) {
+        row = site_row(*site);
+      } else {  // a stack without frames is a site of its own
+        row = static_cast<uint32_t>(rows.size());
+        rows.emplace_back();
+      }
+      ++rows[row].stacks;
+    }
+    add(rows[row].figures, f);
+    stack_bytes[f.stack] += f.bytes_allocated;
   }
-  for (const auto& [stack, figures] : unknown_stacks) add_to_site(rows.emplace_back(), stack, figures);
+  // A site's example: its stack with the most bytes allocated, the lowest index of equals.
+  for (StackIndex stack = 0; stack < site_of_stack.size(); ++stack) {
+    if (site_of_stack[stack] == kNone) continue;
+    Site& site = rows[site_of_stack[stack]];
+    if (!site.has_example || stack_bytes[stack] > site.example_bytes) {
+      site.example = stack;
+      site.example_bytes = stack_bytes[stack];
+      site.has_example = true;
+    }
+  }
+  for (const auto& [stack, figures] : unknown_stacks) {
+    ++distinct_stacks;
+    rows.push_back(Site{stack, figures[1], true, 1, figures});
+  }
   auto top_by = [&](size_t k) {
     std::sort(rows.begin(), rows.end(), [k](const Site& a, const Site& b) {
       return a.figures[k] != b.figures[k] ? a.figures[k] > b.figures[k] : a.example < b.example;
