@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <filesystem>
 #include <random>
 #include <tuple>
 
@@ -35,7 +34,7 @@ class BufferSink final : public preload::RecordSink {
 };
 
 reports::Report analyze(TraceBuilder& b, const std::string& name) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("memstage_aggregate_" + name + ".mst")).string();
+  const std::string path = memstage::testing::temp_trace_path("aggregate_" + name + ".mst");
   b.write(path);
   reports::AnalysisOptions options;
   options.symbolize = false;

@@ -1,6 +1,5 @@
 // The analysis on hand-made event streams whose figures are known exactly.
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <set>
 
 #include "reports/analysis/analyzer.h"
@@ -14,8 +13,7 @@ namespace trace = memstage::trace;
 namespace {
 
 reports::Report analyze(TraceBuilder& b, const std::string& name, uint64_t max_kept_text_bytes = 1ull << 30) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("memstage_analyzer_" + name + ".mst")).string();
+  const std::string path = memstage::testing::temp_trace_path("analyzer_" + name + ".mst");
   b.write(path);
   reports::AnalysisOptions options;
   options.symbolize = false;

@@ -1,7 +1,6 @@
 // Figures and words of the report on hand-made traces: what is memory, which moment a
 // figure describes, the tracer's share, how each process ended, what was not measured.
 #include <catch2/catch.hpp>
-#include <filesystem>
 
 #include "reports/analysis/analyzer.h"
 #include "reports/render/text/text_report.h"
@@ -16,7 +15,7 @@ namespace {
 constexpr uint64_t kMiB = 1 << 20;
 
 std::string write_trace(TraceBuilder& b, const std::string& name) {
-  const std::string path = (std::filesystem::temp_directory_path() / ("memstage_figures_" + name + ".mst")).string();
+  const std::string path = memstage::testing::temp_trace_path("figures_" + name + ".mst");
   b.write(path);
   return path;
 }

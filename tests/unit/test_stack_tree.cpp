@@ -1,7 +1,6 @@
 // The analysis's stack tree (reports/analysis/stack_tree.h) and the stacks the report
 // resolves from it.
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <map>
 #include <vector>
 
@@ -79,7 +78,7 @@ TEST_CASE("every stack of the report holds its trace stack's frames, whatever or
   for (const auto& s : stacks) builder.stack(s);
   for (uint32_t i = 0; i < stacks.size(); ++i) builder.alloc(0x1000 * (i + 1), sizes[i], i);
   builder.end(1'000'000);
-  const std::string path = (std::filesystem::temp_directory_path() / "memstage_stack_tree.mst").string();
+  const std::string path = memstage::testing::temp_trace_path("stack_tree.mst");
   builder.write(path);
   memstage::reports::AnalysisOptions options;
   options.symbolize = false;

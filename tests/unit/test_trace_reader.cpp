@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <string>
 
@@ -29,7 +28,7 @@ struct Counting : trace::TraceVisitor {
 };
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("memstage_unit_" + name)).string();
+  return memstage::testing::temp_trace_path(name);
 }
 
 void write_bytes(const std::string& path, const std::string& bytes) {

@@ -1,9 +1,11 @@
 // Writes hand-made traces for tests: records as trace_format.h defines them, in chunks.
 #pragma once
 
+#include <unistd.h>
 #include <zstd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -14,6 +16,12 @@
 #include "profiler/trace/trace_records.h"
 
 namespace memstage::testing {
+
+// A file in the temporary folder named for this test process: runs of the suite at the
+// same time on one machine do not write each other's files.
+inline std::string temp_trace_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("memstage_unit_" + std::to_string(getpid()) + "_" + name)).string();
+}
 
 class TraceBuilder {
  public:
