@@ -26,7 +26,10 @@ class CorruptRecord : public std::runtime_error {
 class ChunkDecoder {
  public:
   ChunkDecoder(TraceVisitor& v, uint32_t version) : v_(v), stack_tree_(version >= 2) {
-    if (stack_tree_) nodes_.push_back(StackNode{0, 0, 0});  // the root: the empty stack
+    if (stack_tree_) {  // the root: the empty stack
+      node_addresses_.push_back(0);
+      node_depths_.push_back(0);
+    }
   }
 
   uint64_t decode(const uint8_t* begin, const uint8_t* end, bool& ended) {
@@ -92,15 +95,16 @@ class ChunkDecoder {
   }
   void handle(const records::StackNode& r) {
     if (!stack_tree_) throw CorruptRecord("a stack node in a trace of whole stacks");
-    const uint64_t id = nodes_.size();
+    const uint64_t id = node_addresses_.size();
     if (r.parent_distance == 0 || r.parent_distance > id) throw CorruptRecord("stack node without a parent");
     if (id >= UINT32_MAX) throw CorruptRecord("too many stack nodes");
-    const StackNode& parent = nodes_[id - r.parent_distance];
-    if (parent.depth + 1 > records::DeltaAddresses::kMaxItems) throw CorruptRecord("implausible stack depth");
-    const StackNode node{parent.return_address + static_cast<uint64_t>(r.address_delta),
-                         static_cast<uint32_t>(id - r.parent_distance), parent.depth + 1};
-    nodes_.push_back(node);
-    v_.on_stack_node(static_cast<uint32_t>(id), node.parent, node.return_address);
+    const uint64_t parent = id - r.parent_distance;
+    const uint32_t depth = node_depths_[parent] + 1u;
+    if (depth > records::DeltaAddresses::kMaxItems) throw CorruptRecord("implausible stack depth");
+    const uint64_t return_address = node_addresses_[parent] + static_cast<uint64_t>(r.address_delta);
+    node_addresses_.push_back(return_address);
+    node_depths_.push_back(static_cast<uint16_t>(depth));
+    v_.on_stack_node(static_cast<uint32_t>(id), static_cast<uint32_t>(parent), return_address);
   }
   void handle(const records::AllocInfo& r) {
     check_stack(r.stack);
@@ -243,7 +247,9 @@ class ChunkDecoder {
 
   // An event names stack `id`: it must be defined.
   void check_stack(uint64_t id) const {
-    if (id >= (stack_tree_ ? nodes_.size() : next_stack_id_)) throw CorruptRecord("event refers to an undefined stack");
+    if (id >= (stack_tree_ ? node_addresses_.size() : next_stack_id_)) {
+      throw CorruptRecord("event refers to an undefined stack");
+    }
   }
   void check_info(uint64_t id) const {
     if (id >= next_info_id_) throw CorruptRecord("event refers to an undefined allocation info");
@@ -257,15 +263,12 @@ class ChunkDecoder {
   uint32_t open_stages_ = 0;
   // Version 1: whole stacks, numbered as defined.
   uint32_t next_stack_id_ = 0;
-  // Version 2: the stack tree (the addresses to decode the next node's delta, the depths
-  // to bound it).
-  struct StackNode {
-    uint64_t return_address;
-    uint32_t parent;
-    uint32_t depth;
-  };
+  // Version 2: the stack tree, each node's address (to decode a child's delta) and depth
+  // (to bound it), 10 bytes a node: a torch import's trace has ~4e6 nodes.
   const bool stack_tree_;
-  std::vector<StackNode> nodes_;
+  std::vector<uint64_t> node_addresses_;
+  std::vector<uint16_t> node_depths_;
+  static_assert(records::DeltaAddresses::kMaxItems <= UINT16_MAX);
   uint32_t next_stage_name_id_ = 0;
   AggStageRecord agg_stage_;
   std::vector<AggStackBytes> ram_limit_stacks_;
