@@ -7,7 +7,9 @@ namespace memstage::reports {
 
 void StackTree::add_node(uint32_t id, uint32_t parent, uint64_t return_address, int snapshot) {
   // The reader has checked this already (ids in order, parents before children).
-  if (id != nodes_.size() || parent >= id || whole_stacks_) throw std::runtime_error("corrupt trace: stack tree node out of order");
+  if (id != nodes_.size() || parent >= id || whole_stacks_) {
+    throw std::runtime_error("corrupt trace: stack tree node out of order");
+  }
   nodes_.push_back(Node{return_address, parent, nodes_[parent].depth + 1});
   while (snapshot >= static_cast<int>(first_node_of_snapshot_.size())) first_node_of_snapshot_.push_back(id);
 }
