@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/cli_error.h"
@@ -161,8 +162,15 @@ bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>
     fprintf(stderr, "memstage: %s (the traces are kept in %s)\n", e.what(), reports::terminal_text(dir).c_str());
     return false;
   }
-  const bool json_written = write_or_say(dir + "/report.json", render(report, ReportFormat::kJson));
-  const bool html_written = write_or_say(dir + "/report.html", render(report, ReportFormat::kHtml));
+  // The JSON renders on a second core while the page renders on this one (the longer of
+  // the two, on a large report: torch_small.py's run, both 0.49 s one after the other,
+  // 0.40 s side by side; the page on the second thread, 0.46 s). Both only read the report.
+  // A renderer's exception reaches the caller as before: the future rethrows the JSON's,
+  // and is waited for before the page's leaves.
+  std::future<std::string> json = std::async(std::launch::async, [&report] { return render(report, ReportFormat::kJson); });
+  const std::string html = render(report, ReportFormat::kHtml);
+  const bool json_written = write_or_say(dir + "/report.json", json.get());
+  const bool html_written = write_or_say(dir + "/report.html", html);
   if (!quiet) {
     const std::string summary = reports::render_text(report);
     fprintf(stderr, "%s\n", summary.c_str());
