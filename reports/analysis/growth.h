@@ -12,8 +12,9 @@
 
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
 
 #include "reports/model/report_model.h"
 
@@ -113,7 +114,7 @@ class GrowthAggregator {
   double interval_s_;
   uint64_t serial_ = 0;  // snapshots begun, replaced ones included
   std::vector<double> times_;
-  std::unordered_map<uint32_t, Series> stacks_;
+  absl::flat_hash_map<uint32_t, Series> stacks_;  // open addressing: ~7e5 stacks on a torch import
 };
 
 // The fit of one series, exposed for the tests of the criteria.

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "profiler/trace/trace_reader.h"
 #include "reports/analysis/module_index.h"
 #include "reports/analysis/stack_tree.h"
@@ -60,10 +62,10 @@ class StackResolver {
   std::vector<FrameIndex> scratch_;
   std::vector<uint32_t> address_starts_;
   int previous_snapshot_ = -1;
-  std::unordered_map<uint32_t, StackIndex> indices_;
+  absl::flat_hash_map<uint32_t, StackIndex> indices_;
 
   // (address, module) -> (first, count) in frame_ids_.
-  std::unordered_map<AddressModuleKey, std::pair<uint32_t, uint32_t>, AddressModuleHash> frames_of_;
+  absl::flat_hash_map<AddressModuleKey, std::pair<uint32_t, uint32_t>, AddressModuleHash> frames_of_;
   std::vector<FrameIndex> frame_ids_;
   std::unordered_map<uint64_t, FrameIndex> python_ids_;
 };
