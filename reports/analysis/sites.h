@@ -47,8 +47,6 @@ class SiteAggregator {
 
   uint64_t temporary_allocations() const { return temporary_allocations_; }
 
-  // The figures per stack and stage row (stage_rows.h), sorted by (stack, row); stacks are
-  // still the trace's.
   // The stacks of all sites, each once, ascending.
   std::vector<uint32_t> stacks() const {
     std::vector<uint32_t> out;
@@ -59,8 +57,9 @@ class SiteAggregator {
     return out;
   }
 
-  // (A trace of hundreds of thousands of sites: one list, sorted, then the figures of
-  // equal keys added up in place.)
+  // The figures per stack and stage row (stage_rows.h), sorted by (stack, row); stacks are
+  // still the trace's. (A trace of hundreds of thousands of sites: one list, sorted, then
+  // the figures of equal keys added up in place.)
   template <typename RowOf>
   std::vector<StackStageFigures> by_row(RowOf row_of) const {
     std::vector<StackStageFigures> out;

@@ -49,7 +49,7 @@ void StackResolver::add_frames(uint64_t address, uint32_t module) {
 
 void StackResolver::append_native(std::vector<FrameIndex>& out, uint64_t address, int snapshot) {
   const uint32_t module = modules_.module_for(address, snapshot);
-  auto [it, first_time] = frames_of_.try_emplace(AddressModuleKey{address, module});
+  auto [it, first_time] = frames_of_.try_emplace(std::pair{address, module});
   auto& [first, count] = it->second;
   if (first_time) {
     first = static_cast<uint32_t>(frame_ids_.size());

@@ -32,17 +32,6 @@ class StackResolver {
   StackIndex index_of(uint32_t trace_stack);
 
  private:
-  struct AddressModuleKey {
-    uint64_t address;
-    uint32_t module;
-    bool operator==(const AddressModuleKey&) const = default;
-  };
-  struct AddressModuleHash {
-    size_t operator()(const AddressModuleKey& k) const {
-      return std::hash<uint64_t>{}(k.address * 0x9e3779b97f4a7c15ULL ^ k.module);
-    }
-  };
-
   Stack resolve(uint32_t trace_stack);
   // Appends to frame_ids_ the frames of an address inside `module` (ModuleIndex::kNone: none).
   void add_frames(uint64_t address, uint32_t module);
@@ -65,7 +54,7 @@ class StackResolver {
   absl::flat_hash_map<uint32_t, StackIndex> indices_;
 
   // (address, module) -> (first, count) in frame_ids_.
-  absl::flat_hash_map<AddressModuleKey, std::pair<uint32_t, uint32_t>, AddressModuleHash> frames_of_;
+  absl::flat_hash_map<std::pair<uint64_t, uint32_t>, std::pair<uint32_t, uint32_t>> frames_of_;
   std::vector<FrameIndex> frame_ids_;
   std::unordered_map<uint64_t, FrameIndex> python_ids_;
 };

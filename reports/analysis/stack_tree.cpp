@@ -21,7 +21,7 @@ void StackTree::add_stack(uint32_t id, std::span<const uint64_t> return_addresse
   whole_stacks_ = true;
   uint32_t node = 0;
   for (size_t i = return_addresses.size(); i > 0; --i) {
-    auto [it, added] = children_.try_emplace(ChildKey{node, return_addresses[i - 1]},
+    auto [it, added] = children_.try_emplace(std::pair{node, return_addresses[i - 1]},
                                              static_cast<uint32_t>(nodes_.size()));
     if (added) nodes_.push_back(Node{return_addresses[i - 1], node, nodes_[node].depth + 1});
     node = it->second;

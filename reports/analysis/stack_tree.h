@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <span>
-#include <unordered_map>
+#include <utility>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
 
 namespace memstage::reports {
 
@@ -41,17 +43,6 @@ class StackTree {
     uint32_t parent;
     uint32_t depth;  // frames from the outermost: 1 for a node of the root
   };
-  struct ChildKey {
-    uint32_t parent;
-    uint64_t return_address;
-    bool operator==(const ChildKey&) const = default;
-  };
-  struct ChildKeyHash {
-    size_t operator()(const ChildKey& k) const {
-      return std::hash<uint64_t>{}(k.return_address * 0x9e3779b97f4a7c15ULL ^ k.parent);
-    }
-  };
-
   std::vector<Node> nodes_;
   // Version 2: the first node defined under each module snapshot (they only grow).
   std::vector<uint32_t> first_node_of_snapshot_;
@@ -60,7 +51,7 @@ class StackTree {
   bool whole_stacks_ = false;
   std::vector<uint32_t> node_of_stack_;
   std::vector<int32_t> snapshot_of_stack_;
-  std::unordered_map<ChildKey, uint32_t, ChildKeyHash> children_;
+  absl::flat_hash_map<std::pair<uint32_t, uint64_t>, uint32_t> children_;  // (parent, address) -> node
 };
 
 }  // namespace memstage::reports
