@@ -14,7 +14,8 @@
 namespace memstage::harness {
 
 ChildResult run_child(const std::vector<std::string>& command,
-                      const std::vector<std::pair<std::string, std::string>>& extra_env) {
+                      const std::vector<std::pair<std::string, std::string>>& extra_env,
+                      const std::function<void(uint64_t pid)>& started) {
   // The child reports a failed exec through this pipe; a successful exec closes it.
   int exec_errors[2];
   if (pipe2(exec_errors, O_CLOEXEC) != 0) throw CliError(std::string("pipe: ") + strerror(errno));
@@ -38,6 +39,7 @@ ChildResult run_child(const std::vector<std::string>& command,
   int exec_error = 0;
   const bool exec_failed = read(exec_errors[0], &exec_error, sizeof(exec_error)) == sizeof(exec_error);
   close(exec_errors[0]);
+  if (!exec_failed && started) started(static_cast<uint64_t>(pid));
 
   // Ctrl-C reaches the child from the terminal; memstage stays to write the report.
   struct sigaction ignore{}, old_int{}, old_quit{};

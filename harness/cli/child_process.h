@@ -1,6 +1,8 @@
 // Runs the traced command as a child process and waits for it.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -17,8 +19,10 @@ struct ChildResult {
 
 // Starts `command` (looked up in PATH) with `extra_env` added to this process's
 // environment, waits for it, and returns how it ended. Throws CliError (exit 127) when
-// the command can't be started.
+// the command can't be started. `started`, if given, is called with the child's pid once
+// the command is running, before waiting for it.
 ChildResult run_child(const std::vector<std::string>& command,
-                      const std::vector<std::pair<std::string, std::string>>& extra_env);
+                      const std::vector<std::pair<std::string, std::string>>& extra_env,
+                      const std::function<void(uint64_t pid)>& started = {});
 
 }  // namespace memstage::harness

@@ -1,12 +1,14 @@
 // memstage run [-o DIR] [--mode full|stats|aggregate|sample] [--sample-rate BYTES] [--max-depth N] -- CMD ARGS...
 // Runs CMD with the tracer preloaded, writes the traces, run.json, report.json and
 // report.html into DIR, prints a summary on stderr and exits with CMD's exit code.
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "harness/cli/child_process.h"
 #include "harness/cli/cli_error.h"
@@ -34,6 +36,7 @@ struct RunFlags {
   double snapshot_interval_s = 1.0;
   bool no_follow_fork = false;
   bool quiet = false;
+  bool read_after_exit = false;  // --read-after-exit: no TraceBeingWritten
   std::string ram_limit;
   std::string ram_limit_action = "stop";
   std::vector<std::string> command;
@@ -54,6 +57,14 @@ void add_python_environment(const RunFlags& flags, const std::string& preload,
     env.emplace_back("MEMSTAGE_PYTHON_BOOTSTRAP", "1");  // its own work is not the program's (python_frames.h)
   }
   if (flags.python_allocator == "malloc") env.emplace_back("PYTHONMALLOC", "malloc");
+}
+
+// The program's trace is read as it is written only where a core is left for it: on one
+// core the reading would slow the program down (its times, not its memory figures).
+bool spare_core() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) > 1;
 }
 
 std::string default_output_dir(const std::string& program) {
@@ -101,7 +112,15 @@ int run(const RunFlags& flags) {
       {"MEMSTAGE_RAM_LIMIT_ACTION", flags.ram_limit_action},
   };
   add_python_environment(flags, preload, env);
-  const ChildResult child = run_child(flags.command, env);
+  // The traced command's first pass is read while it runs: by its end, most of the
+  // analysis is done (reports/analysis/analyzer.h, TraceBeingWritten).
+  std::optional<reports::TraceBeingWritten> read_ahead;
+  const ChildResult child = run_child(flags.command, env, [&](uint64_t pid) {
+    if (!flags.read_after_exit && spare_core()) {
+      read_ahead.emplace(dir + "/trace." + std::to_string(pid) + ".mst", reports::AnalysisOptions{});
+    }
+  });
+  if (read_ahead) read_ahead->writer_ended();
 
   // From here on the program has run: whatever cannot be written or analysed (a full
   // disk, a broken trace) is said, what can be is kept, and CMD's exit status is ours.
@@ -115,7 +134,7 @@ int run(const RunFlags& flags) {
             reports::terminal_text(flags.command[0]).c_str());
     return failed_exit;
   }
-  if (!write_reports(dir, info, flags.quiet)) return failed_exit;
+  if (!write_reports(dir, info, flags.quiet, read_ahead ? &*read_ahead : nullptr)) return failed_exit;
   // --budget (harness/gate): CMD's own failure wins; otherwise the gate's 0 or 1.
   if (!flags.budget_path.empty()) {
     gate::GateOptions gate_options;
@@ -153,6 +172,9 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_flag("--no-follow-fork", flags->no_follow_fork, "Do not trace forked children");
   cmd->add_flag("-q,--quiet", flags->quiet, "Print no summary");
+  cmd->add_flag("--read-after-exit", flags->read_after_exit,
+                "Read the trace only after the program ends (by default it is read on a spare core as it is "
+                "written: a faster report, but the analysis's memory is in use beside the program's)");
   cmd->add_option("--budget", flags->budget_path, "Gate the report against this budget (docs/budget.md): exit 1 when over");
   cmd->add_option("--ram-limit", flags->ram_limit,
                    "Play a machine with this much RAM (16GiB): record when RSS passes it");

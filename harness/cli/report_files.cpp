@@ -80,12 +80,13 @@ std::vector<std::string> traces_of(const std::string& path) {
 
 }  // namespace
 
-reports::Report analyze_path(const std::string& path, bool symbolize, std::optional<reports::RunInfo> run) {
-  return analyze_paths({path}, symbolize, std::move(run));
+reports::Report analyze_path(const std::string& path, bool symbolize, std::optional<reports::RunInfo> run,
+                             reports::TraceBeingWritten* read_ahead) {
+  return analyze_paths({path}, symbolize, std::move(run), read_ahead);
 }
 
 reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize,
-                              std::optional<reports::RunInfo> run) {
+                              std::optional<reports::RunInfo> run, reports::TraceBeingWritten* read_ahead) {
   std::vector<std::string> traces;
   for (const auto& path : paths) {
     const auto found = traces_of(path);
@@ -101,7 +102,7 @@ reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbol
   options.symbolize = symbolize;
   options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
   try {
-    return reports::analyze(traces, run ? run : read_run_info(dir), options);
+    return reports::analyze(traces, run ? run : read_run_info(dir), options, read_ahead);
   } catch (const trace::NotATraceError& e) {
     throw CliError(e.what());
   } catch (const std::runtime_error& e) {
@@ -154,10 +155,11 @@ bool write_or_say(const std::string& path, const std::string& content) {
   }
 }
 
-bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet) {
+bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,
+                   reports::TraceBeingWritten* read_ahead) {
   reports::Report report;
   try {
-    report = analyze_path(dir, true, run);
+    report = analyze_path(dir, true, run, read_ahead);
   } catch (const CliError& e) {
     fprintf(stderr, "memstage: %s (the traces are kept in %s)\n", e.what(), reports::terminal_text(dir).c_str());
     return false;

@@ -17,15 +17,18 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir);
 // Analyses a trace file, a run's folder of traces, or a folder of runs' folders (one per
 // host: docs/jobs.md), with a progress bar on a terminal; `run` (else the folder's
 // run.json) gives the command, exit status and duration. Throws CliError (exit 2) for
-// input that is not a trace or a folder without traces.
+// input that is not a trace or a folder without traces. `read_ahead`: one of the traces,
+// read while it was written (reports/analysis/analyzer.h).
 reports::Report analyze_path(const std::string& path, bool symbolize = true,
-                             std::optional<reports::RunInfo> run = std::nullopt);
+                             std::optional<reports::RunInfo> run = std::nullopt,
+                             reports::TraceBeingWritten* read_ahead = nullptr);
 
 // Several runs as one job (the ranks of a job that ran on several hosts, each host's run
 // in its own folder): every trace of every path, as analyze_path finds them, on one
 // clock; the first path's run.json gives the command.
 reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize = true,
-                              std::optional<reports::RunInfo> run = std::nullopt);
+                              std::optional<reports::RunInfo> run = std::nullopt,
+                              reports::TraceBeingWritten* read_ahead = nullptr);
 
 enum class ReportFormat { kJson, kText, kHtml, kChrome, kPprof };
 ReportFormat parse_format(const std::string& name);
@@ -42,7 +45,8 @@ bool write_or_say(const std::string& path, const std::string& content);
 // The end of `run` and `attach`: analyses the folder's traces, writes report.json and
 // report.html into it and, unless `quiet`, prints the text summary on stderr. What cannot
 // be analysed or written is said on stderr, the traces kept. True when report.json was
-// written.
-bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet);
+// written. `read_ahead`: as for analyze_path.
+bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,
+                   reports::TraceBeingWritten* read_ahead = nullptr);
 
 }  // namespace memstage::harness

@@ -1,10 +1,14 @@
 #include "profiler/trace/trace_reader.h"
 
+#include <sys/stat.h>
 #include <zstd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "profiler/trace/trace_records.h"
 
@@ -274,6 +278,21 @@ class ChunkDecoder {
   std::vector<AggStackBytes> ram_limit_stacks_;
 };
 
+// Reads `n` bytes from where `f` stands. With a writer still at work, waits for bytes
+// the file does not have yet; `writing()` is asked before each try, so that the try after
+// it said no sees everything the writer wrote.
+size_t read_fully(FILE* f, void* into, size_t n, const FollowWriter* follow) {
+  size_t got = fread(into, 1, n, f);
+  while (got < n && follow) {
+    const bool writing = follow->writing();
+    clearerr(f);  // past the end for now, not for good
+    got += fread(static_cast<char*>(into) + got, 1, n - got, f);
+    if (got == n || !writing) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(follow->poll_ms));
+  }
+  return got;
+}
+
 }  // namespace
 
 bool looks_like_trace(const std::string& path) {
@@ -285,7 +304,7 @@ bool looks_like_trace(const std::string& path) {
 }
 
 ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
-                       const std::function<void(uint64_t, uint64_t)>& progress) {
+                       const std::function<void(uint64_t, uint64_t)>& progress, const FollowWriter* follow) {
   File f(fopen(path.c_str(), "rb"));
   if (!f) throw std::runtime_error("cannot open " + path + ": " + strerror(errno));
   ReadSummary summary;
@@ -294,7 +313,7 @@ ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
   fseeko(f.get(), 0, SEEK_SET);
 
   FileHeader header{};
-  if (fread(&header, sizeof(header), 1, f.get()) != 1 ||
+  if (read_fully(f.get(), &header, sizeof(header), follow) != sizeof(header) ||
       memcmp(header.magic, kFileMagic, sizeof(header.magic)) != 0) {
     throw NotATraceError(path + " is not a memstage trace");
   }
@@ -311,7 +330,7 @@ ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
   uint64_t offset = sizeof(header);
   for (;;) {
     ChunkHeader chunk{};
-    const size_t got = fread(&chunk, 1, sizeof(chunk), f.get());
+    const size_t got = read_fully(f.get(), &chunk, sizeof(chunk), follow);
     if (got == 0) break;
     auto stop = [&](const std::string& why) {
       summary.truncated = true;
@@ -327,7 +346,7 @@ ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
       break;
     }
     compressed.resize(chunk.compressed_bytes);
-    if (fread(compressed.data(), 1, compressed.size(), f.get()) != compressed.size()) {
+    if (read_fully(f.get(), compressed.data(), compressed.size(), follow) != compressed.size()) {
       stop("the file ends inside a chunk");
       break;
     }
@@ -346,8 +365,11 @@ ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
     }
     ++summary.chunks;
     offset += sizeof(chunk) + chunk.compressed_bytes;
+    if (follow) summary.file_bytes = std::max(summary.file_bytes, offset);
     if (progress) progress(offset, summary.file_bytes);
   }
+  struct stat written{};
+  if (follow && fstat(fileno(f.get()), &written) == 0) summary.file_bytes = static_cast<uint64_t>(written.st_size);
   return summary;
 }
 

@@ -210,9 +210,19 @@ struct ReadSummary {
   std::string truncation;      // what was wrong, for a warning
 };
 
-// Calls `progress(bytes_read, file_bytes)` after each chunk, if given.
+// A trace whose process is still writing it. Where the file stops, the reader waits for
+// more (polling every `poll_ms`) while `writing()` says so; once it says no, the file is
+// read to its end, and a chunk cut short there is a truncation as in a finished file.
+struct FollowWriter {
+  std::function<bool()> writing;
+  unsigned poll_ms = 10;
+};
+
+// Calls `progress(bytes_read, file_bytes)` after each chunk, if given. With `follow`, the
+// file may still be growing (see FollowWriter); file_bytes is then what was read.
 ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
-                       const std::function<void(uint64_t, uint64_t)>& progress = {});
+                       const std::function<void(uint64_t, uint64_t)>& progress = {},
+                       const FollowWriter* follow = nullptr);
 
 // True when the file starts with the trace magic.
 bool looks_like_trace(const std::string& path);

@@ -1,11 +1,14 @@
 #include "reports/analysis/analyzer.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <exception>
 #include <filesystem>
 #include <map>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -727,6 +730,57 @@ SamplingReport sampling_report(uint64_t rate_bytes, uint64_t samples) {
 
 }  // namespace
 
+struct TraceBeingWritten::State {
+  State(std::string trace_path, uint64_t max_kept_text_bytes)
+      : path(std::move(trace_path)), budget(max_kept_text_bytes) {}
+  std::string path;
+  KeptTextBudget budget;  // the analysis it is handed to goes on charging it
+  std::atomic<bool> writing{true};
+  std::unique_ptr<TraceFile> file;  // once read; null when the file never appeared
+  std::exception_ptr failed;
+  std::jthread reader;  // last: the members above outlive it
+
+  void read() {
+    // The tracer creates the file as its process starts; one it never reaches (a
+    // statically linked program) has none.
+    for (std::error_code ec;;) {
+      const bool still_writing = writing.load(std::memory_order_acquire);
+      if (std::filesystem::exists(path, ec)) break;
+      if (!still_writing) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    try {
+      auto f = std::make_unique<TraceFile>(budget);
+      f->path = path;
+      const trace::FollowWriter follow{[this] { return writing.load(std::memory_order_acquire); }};
+      f->summary = trace::read_trace(path, f->pass, {}, &follow);
+      file = std::move(f);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  }
+
+  // The pass over `trace_path` if it is this file (null otherwise, or when the file never
+  // appeared): waits for the reader to finish it; what it threw, this throws.
+  std::unique_ptr<TraceFile> take(const std::string& trace_path) {
+    std::error_code ec;
+    if (!std::filesystem::equivalent(trace_path, path, ec)) return nullptr;
+    writing.store(false, std::memory_order_release);
+    if (reader.joinable()) reader.join();
+    if (failed) std::rethrow_exception(std::exchange(failed, nullptr));
+    return std::move(file);
+  }
+};
+
+TraceBeingWritten::TraceBeingWritten(std::string path, const AnalysisOptions& options)
+    : state_(std::make_unique<State>(std::move(path), options.max_kept_text_bytes)) {
+  state_->reader = std::jthread([state = state_.get()] { state->read(); });
+}
+
+TraceBeingWritten::~TraceBeingWritten() { writer_ended(); }  // State's reader joins
+
+void TraceBeingWritten::writer_ended() { state_->writing.store(false, std::memory_order_release); }
+
 std::vector<std::string> find_traces(const std::string& dir) {
   std::vector<std::pair<std::filesystem::file_time_type, std::string>> found;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
@@ -742,7 +796,7 @@ std::vector<std::string> find_traces(const std::string& dir) {
 }
 
 Report analyze(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
-               const AnalysisOptions& options) {
+               const AnalysisOptions& options, TraceBeingWritten* read_ahead) {
   if (trace_paths.empty()) throw std::runtime_error("no trace files to analyse");
   uint64_t total_bytes = 0;
   for (const auto& p : trace_paths) total_bytes += std::filesystem::file_size(p);
@@ -757,14 +811,19 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   // Of a run's several traces, one that is empty or ends before its process record (a
   // process killed at once, a full disk) is skipped with a warning: the others still
   // make a report. A single trace must be one.
-  KeptTextBudget kept_text(options.max_kept_text_bytes);
+  KeptTextBudget own_budget(options.max_kept_text_bytes);
+  KeptTextBudget& kept_text = read_ahead ? read_ahead->state_->budget : own_budget;
   std::vector<std::unique_ptr<TraceFile>> files;
   std::vector<std::string> skipped;
   for (const auto& path : trace_paths) {
-    auto f = std::make_unique<TraceFile>(kept_text);
-    f->path = path;
+    std::unique_ptr<TraceFile> f;
     try {
-      f->summary = trace::read_trace(path, f->pass, progress_for(done_bytes));
+      if (read_ahead) f = read_ahead->state_->take(path);
+      if (!f) {
+        f = std::make_unique<TraceFile>(kept_text);
+        f->summary = trace::read_trace(path, f->pass, progress_for(done_bytes));
+      }
+      f->path = path;
     } catch (const trace::NotATraceError& e) {
       if (trace_paths.size() == 1) throw;
       skipped.push_back(std::string(e.what()) + ": skipped");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <optional>
 #include <string>
@@ -46,9 +47,35 @@ class AnalysisLimitError : public std::runtime_error {
 // Finds the trace files (trace.*.mst) in a run's output folder, oldest first.
 std::vector<std::string> find_traces(const std::string& dir);
 
+// The trace of a process that is still running, read by a thread of its own as the
+// tracer writes it: `memstage run` has its program's first pass done by the time the
+// program ends, on a core the program leaves idle, instead of reading it all afterwards.
+// The analysis it is handed to takes that pass as its own (the report is the same).
+class TraceBeingWritten {
+ public:
+  // Starts reading `path` as soon as the file appears (the tracer creates it as its
+  // process starts); `options` must be those of the analysis it is handed to.
+  TraceBeingWritten(std::string path, const AnalysisOptions& options);
+  ~TraceBeingWritten();  // stops reading and waits for the thread
+  TraceBeingWritten(const TraceBeingWritten&) = delete;
+  TraceBeingWritten& operator=(const TraceBeingWritten&) = delete;
+
+  // The process that writes the file has ended: read what is left of it, then stop.
+  void writer_ended();
+
+  struct State;  // analyzer.cpp
+
+ private:
+  std::unique_ptr<State> state_;
+  friend Report analyze(const std::vector<std::string>&, const std::optional<RunInfo>&, const AnalysisOptions&,
+                        TraceBeingWritten*);
+};
+
 // Analyses the traces of one run; the first process started is the one reported, the
 // others appear under `processes`. Throws trace::NotATraceError for a non-trace file.
+// `read_ahead`, when given, is one of `trace_paths` read while it was written; its reader
+// is told the writer ended, and its pass is taken instead of reading the file again.
 Report analyze(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
-               const AnalysisOptions& options);
+               const AnalysisOptions& options, TraceBeingWritten* read_ahead = nullptr);
 
 }  // namespace memstage::reports

@@ -211,6 +211,16 @@ class Scenario:
         self.reports.append(path)
         return json.loads(proc.stdout)
 
+    def same_as_report_afterwards(self, out, what):
+        """memstage run read its program's trace while the program ran (TraceBeingWritten): its report.json must be
+        the one `memstage report` makes from the finished files."""
+        proc = self.run([self.memstage, "report", out, "--format", "json"])
+        with open(os.path.join(out, "report.json"), "rb") as f:
+            written = f.read()
+        self.check(proc.returncode == 0 and proc.stdout == written,
+                   "%s: report.json of the run (%d bytes) == memstage report of its folder afterwards (%d bytes)"
+                   % (what, len(written), len(proc.stdout)))
+
     def truth_file(self, name):
         return os.path.join(self.work, name + ".truth.json")
 
@@ -544,6 +554,7 @@ def scenario_fork(s):
         s.eq(kids[0]["complete"], True, "the child's trace is complete")
     s.expect_chain(report, 123460, ["parent_alloc", "main"], "parent")
     s.counts_consistent(report, "parent")
+    s.same_as_report_afterwards(out, "fork")
     child_report = s.report_json(os.path.join(out, "trace.%d.mst" % child), "child_report")
     s.expect_chain(child_report, 123458, ["child_alloc", "fork_and_alloc", "main"], "child")
     if child_report["processes"]:
@@ -629,8 +640,9 @@ def scenario_exit(s):
 
 def scenario_sigkill(s, mode=None, run_flags=()):
     """SIGKILL after 1 s: exit 137, the 50 MiB flushed before are in the report, a warning says so."""
-    _, report = s.traced("run", [s.program("sigkill"), s.truth_file("sigkill")], expect_exit=137, mode=mode,
-                         run_flags=run_flags)
+    out, report = s.traced("run", [s.program("sigkill"), s.truth_file("sigkill")], expect_exit=137, mode=mode,
+                           run_flags=run_flags)
+    s.same_as_report_afterwards(out, "killed program")
     t = s.read_truth("sigkill")
     s.eq(report["exit_code"], 137, "report exit_code")
     s.eq(report["signal"], 9, "report signal")
@@ -1098,6 +1110,7 @@ def scenario_exec(s):
     for p in report["processes"]:
         s.check(" %d " % p["pid"] in summary, "the summary names pid %d" % p["pid"])
     s.check("exec'd figures" in summary, "the summary says the child exec'd:\n" + summary)
+    s.same_as_report_afterwards(out, "fork + exec")
 
     # The exec'd child's own report: its command, no exit code memstage never saw.
     child_trace = os.path.join(out, "trace.%d.1.mst" % child)

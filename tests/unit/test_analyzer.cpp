@@ -1,9 +1,14 @@
 // The analysis on hand-made event streams whose figures are known exactly.
 #include <catch2/catch.hpp>
+
+#include <chrono>
+#include <filesystem>
 #include <set>
+#include <thread>
 
 #include "reports/analysis/analyzer.h"
 #include "reports/analysis/stage_rows.h"
+#include "reports/render/text/text_report.h"
 #include "tests/unit/trace_builder.h"
 
 using memstage::testing::TraceBuilder;
@@ -349,4 +354,56 @@ TEST_CASE("no device memory: no device figures") {
   const auto r = analyze(b, "no_device");
   CHECK(!r.device.has_value());
   CHECK(!r.stages[0].device.has_value());
+}
+
+TEST_CASE("a trace read while it is written makes the report of the finished file") {
+  TraceBuilder b;
+  b.process().stack({0x10}).stack({0x20, 0x10}).stage_name("load");
+  b.time(1'000'000).alloc(0x1000, 100, 0).chunk();
+  b.stage_begin(0, 2'000'000).alloc(0x2000, 5000, 1).chunk();
+  b.alloc(0x3000, 700, 1).free(0x3000).chunk();
+  b.stage_end(3'000'000).free(0x2000).alloc(0x4000, 10, 0).chunk();
+  b.end(4'000'000);
+  const std::string bytes = b.bytes();
+  const std::string path = memstage::testing::temp_trace_path("analyzer_being_written.mst");
+  std::filesystem::remove(path);
+  reports::AnalysisOptions options;
+  options.symbolize = false;
+
+  // The reader starts before the file exists, as memstage run's does before its program's
+  // tracer has created it, and follows it as it grows chunk by chunk.
+  reports::TraceBeingWritten ahead(path, options);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    FILE* f = fopen(path.c_str(), "wb");
+    for (size_t at = 0; at < bytes.size(); at += 11) {
+      fwrite(bytes.data() + at, 1, std::min<size_t>(11, bytes.size() - at), f);
+      fflush(f);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    fclose(f);
+  });
+  writer.join();
+  ahead.writer_ended();
+  const auto followed = reports::analyze({path}, std::nullopt, options, &ahead);
+  const auto plain = reports::analyze({path}, std::nullopt, options);
+  CHECK(followed.totals.peak_heap_bytes == 5800);
+  CHECK(followed.totals.leaked_bytes == 110);
+  CHECK(followed.warnings.empty());
+  REQUIRE(followed.stages.size() == 1);
+  CHECK(followed.stages[0].figures.peak_heap_bytes == plain.stages[0].figures.peak_heap_bytes);
+  CHECK(reports::render_text(followed) == reports::render_text(plain));
+}
+
+TEST_CASE("a trace to be read ahead that never appears leaves the analysis as it was") {
+  TraceBuilder b;
+  b.process().stack({0x10}).alloc(0x1000, 64, 0).end(1'000'000);
+  reports::AnalysisOptions options;
+  options.symbolize = false;
+  reports::TraceBeingWritten ahead(memstage::testing::temp_trace_path("analyzer_never_written.mst"), options);
+  ahead.writer_ended();
+  const std::string path = memstage::testing::temp_trace_path("analyzer_other.mst");
+  b.write(path);
+  const auto r = reports::analyze({path}, std::nullopt, options, &ahead);
+  CHECK(r.totals.peak_heap_bytes == 64);
 }
