@@ -367,6 +367,7 @@ ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
     offset += sizeof(chunk) + chunk.compressed_bytes;
     if (follow) summary.file_bytes = std::max(summary.file_bytes, offset);
     if (progress) progress(offset, summary.file_bytes);
+    if (visitor.done()) break;
   }
   struct stat written{};
   if (follow && fstat(fileno(f.get()), &written) == 0) summary.file_bytes = static_cast<uint64_t>(written.st_size);

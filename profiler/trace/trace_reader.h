@@ -140,6 +140,9 @@ struct AggPeakSiteRecord {
 class TraceVisitor {
  public:
   virtual ~TraceVisitor() = default;
+  // True once the visitor needs nothing more of the trace: the reader stops after the
+  // chunk it is in (the summary then says nothing of the rest of the file).
+  virtual bool done() const { return false; }
   virtual void on_process_info(const ProcessInfo&) {}
   virtual void on_time(uint64_t /*t_ns*/) {}
   virtual void on_modules(const std::vector<Module>&) {}

@@ -55,6 +55,9 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
 
   size_t top_stacks = 20;
 
+  // Every peak is taken: the events after the last one cannot change them.
+  bool done() const override { return next_ == targets_.size(); }
+
   void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
     heap_.define(id, allocation_info(size, stack, stage, sample_rate_bytes_));
   }

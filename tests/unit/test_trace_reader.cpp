@@ -284,3 +284,16 @@ TEST_CASE("a trace whose writer ended inside a chunk is truncated there, as a fi
   CHECK(v.allocs == plain.allocs);
   CHECK(summary.file_bytes == cut);
 }
+
+TEST_CASE("a visitor that is done stops the reader after that chunk") {
+  const std::string path = temp_path("done.mst");
+  write_bytes(path, three_chunk_trace());
+  struct DoneAfterTwo : Counting {
+    bool done() const override { return allocs >= 2; }
+  } v;
+  const auto summary = trace::read_trace(path, v);
+  CHECK(summary.chunks == 1);  // the first chunk holds two allocations
+  CHECK(v.allocs == 2);
+  CHECK(v.frees == 0);
+  CHECK_FALSE(summary.ended_cleanly);
+}
