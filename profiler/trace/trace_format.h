@@ -36,6 +36,7 @@
 namespace memstage::trace {
 
 inline constexpr char kFileMagic[8] = {'M', 'E', 'M', 'S', 'T', 'A', 'G', 'E'};
+inline constexpr double kNsPerS = 1e9;  // trace times are nanoseconds; reports speak seconds
 inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr uint32_t kChunkMagic = 0x4b43534d;  // "MSCK"

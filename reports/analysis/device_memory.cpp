@@ -38,7 +38,7 @@ void DeviceMemoryReplay::end_stage(int index, int parent) {
 }
 
 void DeviceMemoryReplay::reach(uint64_t t_ns, int stage) {
-  timeline_.push_back(DeviceTimelinePoint{t_ns / 1e9, live_bytes_, stage});
+  timeline_.push_back(DeviceTimelinePoint{t_ns / trace::kNsPerS, live_bytes_, stage});
   if (live_bytes_ > peak_bytes_) {
     peak_bytes_ = live_bytes_;
     peak_ns_ = t_ns;
@@ -86,7 +86,7 @@ void DeviceMemoryReplay::free(uint64_t t_ns, uint64_t address, trace::DeviceMemo
   live_.erase(it);
   ++frees_;
   if (stage >= 0) ++stages_[stage].frees;
-  timeline_.push_back(DeviceTimelinePoint{t_ns / 1e9, live_bytes_, stage});
+  timeline_.push_back(DeviceTimelinePoint{t_ns / trace::kNsPerS, live_bytes_, stage});
 }
 
 void DeviceMemoryReplay::cache(uint64_t t_ns, uint64_t reserved_bytes, uint64_t allocated_bytes, int stage) {

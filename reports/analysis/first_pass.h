@@ -1,0 +1,433 @@
+// Pass one of the analysis (analyzer.h): one trace's records, each handed to the
+// aggregators that answer one question apiece (peaks.h, stages.h, sites.h, timeline.h,
+// growth.h, live_heap.h, anonymous_mappings.h, device_memory.h, stack_tree.h), and what the
+// report is assembled from besides: the process, its samples, modules and Python code.
+// Everything but the stacks held at the peaks (pass two, peak_snapshots.h). Aggregate
+// mode's records are kept as the tracer wrote them; aggregate_capture.h folds them in.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "profiler/trace/trace_reader.h"
+#include "reports/analysis/analyzer.h"
+#include "reports/analysis/anonymous_mappings.h"
+#include "reports/analysis/device_memory.h"
+#include "reports/analysis/growth.h"
+#include "reports/analysis/live_heap.h"
+#include "reports/analysis/peaks.h"
+#include "reports/analysis/sites.h"
+#include "reports/analysis/stack_tree.h"
+#include "reports/analysis/stages.h"
+#include "reports/analysis/timeline.h"
+#include "reports/model/report_model.h"
+
+namespace memstage::reports {
+
+using trace::kNsPerS;
+
+// Counts the bytes of text and lists the analysis keeps from its traces, against
+// AnalysisOptions::max_kept_text_bytes.
+class KeptTextBudget {
+ public:
+  explicit KeptTextBudget(uint64_t max_bytes) : max_bytes_(max_bytes) {}
+  void charge(uint64_t bytes, const char* what) {
+    kept_bytes_ += bytes;
+    if (kept_bytes_ > max_bytes_)
+      throw AnalysisLimitError(fmt::format("the traces describe more than {} MiB of {} (and other text) to keep: "
+                                           "too large to analyse",
+                                           max_bytes_ >> 20, what));
+  }
+
+ private:
+  uint64_t max_bytes_;
+  uint64_t kept_bytes_ = 0;
+};
+
+// What the allocator said it held at one moment, with the heap, RSS and tracer's share then.
+struct AllocatorSample {
+  uint64_t t_ns;
+  trace::AllocatorStatsRecord stats;
+  uint64_t live_bytes;
+  uint64_t rss_bytes;
+  uint64_t tracer_bytes;
+};
+
+// Pass one: everything but the stacks at the peaks.
+class FirstPass : public trace::TraceVisitor {
+ public:
+  explicit FirstPass(KeptTextBudget& budget) : budget_(budget) {}
+  trace::ProcessInfo info;
+  bool have_info = false;
+  StageAggregator stages;
+  // Stage begins the tracer dropped past its limits (by trace::StageLimit).
+  struct DroppedStageBegins {
+    uint64_t first_t_ns = 0;
+    uint64_t limit = 0;
+    uint64_t begins = 0;
+  };
+  std::optional<DroppedStageBegins> dropped_stage_begins[2];
+  LiveHeap heap;
+  AnonymousMappings mappings;
+  DeviceMemoryReplay device;
+
+  uint64_t now_ns = 0;
+  uint64_t events = 0;  // alloc/free events so far: the replay position of pass two
+  Peaks peaks;  // the run's
+  uint64_t allocations = 0, frees = 0, bytes_allocated = 0;
+  uint64_t unknown_frees = 0, lost_events = 0;
+  std::optional<int> signal;
+  bool ended = false;
+  std::optional<std::string> exec_path;  // the last exec the process called
+  std::optional<RamLimitReport> ram_limit;
+  uint64_t ram_limit_event = 0;
+
+  uint64_t last_rss_bytes = 0, last_tracer_bytes = 0;
+  std::optional<AllocatorSample> last_allocator;
+  std::vector<AllocatorSample> allocator_samples;
+  std::optional<trace::CountersRecord> last_counters;
+
+  std::vector<std::vector<trace::Module>> module_snapshots;
+  std::unordered_map<uint64_t, trace::PythonCode> python_codes;
+  std::optional<trace::PythonInfo> python;
+  std::vector<std::string> deep_bind_modules;
+  bool attached = false;
+  std::vector<trace::MemorySharesRecord> shares;
+  trace::JobPlace place;
+  StackTree stacks;
+  SiteAggregator sites;
+
+  TimelineAggregator timeline;
+
+  // Growth over time, full mode: live bytes per stack taken as the events replay, first
+  // every sampling tick (10 ms: a run of seconds still gets a hundred points), the
+  // spacing doubling as the run goes on so that at most 256 snapshots are held.
+  GrowthAggregator growth{[] {
+    GrowthOptions o;
+    o.initial_interval_s = 0.01;
+    return o;
+  }()};
+  StackLiveBytesReplay stack_live;
+  bool full_mode() const { return have_info && info.mode == trace::Mode::kFull; }
+  // Full mode's events give exact live bytes per stack; sample mode's samples, weighted,
+  // estimates of them (SamplingReport says how good).
+  bool replays_growth() const { return have_info && (info.mode == trace::Mode::kFull || info.mode == trace::Mode::kSample); }
+
+  // Aggregate mode: the heap as kAggHeap records say, and the latest figures of each
+  // site, stage and the run's peak (the kAgg* records carry absolute figures).
+  uint64_t agg_live_bytes = 0;
+  std::unordered_map<uint64_t, trace::AggSiteRecord> agg_sites;  // by figure_key
+  std::unordered_map<uint32_t, trace::AggStageRecord> agg_stages;
+  std::vector<trace::AggPeakSiteRecord> agg_run_peak, agg_run_peak_pending;
+  std::optional<trace::AggSnapshotRecord> agg_snapshot;
+  std::optional<std::vector<trace::AggStackBytes>> agg_ram_limit_stacks;
+
+  // Sample mode: the sampler's rate, the allocations sampled, and the exact live heap.
+  uint64_t sample_rate_bytes = 0;
+  uint64_t samples = 0;
+  uint64_t counted_live_bytes = 0;
+
+  int innermost() const { return stages.innermost(); }
+
+  void on_process_info(const trace::ProcessInfo& i) override {
+    info = i;
+    have_info = true;
+  }
+  void on_time(uint64_t t) override {
+    now_ns = std::max(now_ns, t);
+    if (replays_growth()) stack_live.tick(now_ns / kNsPerS, growth);
+  }
+  void on_modules(const std::vector<trace::Module>& m) override {
+    uint64_t bytes = 0;
+    for (const trace::Module& module : m) bytes += sizeof(trace::Module) + module.path.size() + module.segments.size() * sizeof(trace::Segment);
+    budget_.charge(bytes, "module lists");
+    module_snapshots.push_back(m);
+  }
+  void on_stack_node(uint32_t id, uint32_t parent, uint64_t return_address) override {
+    stacks.add_node(id, parent, return_address, static_cast<int>(module_snapshots.size()) - 1);
+  }
+  void on_stack(uint32_t id, std::span<const uint64_t> ips) override {
+    stacks.add_stack(id, ips, static_cast<int>(module_snapshots.size()) - 1);
+  }
+
+  void reach(uint64_t live) {
+    timeline.reach(live, events);
+    peaks.reach_heap(live, now_ns, events);
+    stages.reach_heap(live, now_ns, events);
+  }
+
+  void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
+    heap.define(id, allocation_info(size, stack, stage, sample_rate_bytes));
+  }
+
+  void on_sampling(uint64_t rate_bytes) override { sample_rate_bytes = rate_bytes; }
+
+  // Sample mode's heap figures: exact, counted on every call (on_alloc's are estimates).
+  void on_heap_counters(uint64_t t, uint64_t live, uint64_t high) override {
+    now_ns = std::max(now_ns, t);
+    counted_live_bytes = live;
+    reach(std::max(high, live));
+  }
+
+  void on_alloc(uint32_t info, bool) override {
+    ++events;
+    heap.allocate(info);
+    const AllocationInfo& a = heap.info(info);
+    const uint64_t size = a.size;
+    const uint32_t stack = a.stack;
+    const int stage = a.stage;
+    sites.allocated(stack, stage, blocks_counted(a, 1), size);
+    stack_live.add(stack, static_cast<int64_t>(size));
+    if (sample_mode()) {
+      // The totals and stage counts come from the tracer's counters (on_counters).
+      ++samples;
+      stages.allocated(stage, size, false);
+      return;
+    }
+    ++allocations;
+    bytes_allocated += size;
+    stages.allocated(stage, size, true);
+    reach(heap.live_bytes());
+  }
+
+  void on_free(uint32_t info, bool temporary) override {
+    ++events;
+    if (!heap.free(info)) {
+      ++unknown_frees;
+      return;
+    }
+    const AllocationInfo* block = &heap.info(info);
+    if (!sample_mode()) ++frees;
+    stack_live.add(block->stack, -static_cast<int64_t>(block->size));
+    stages.freed(block->stage, block->size, temporary);
+    if (temporary) sites.temporary(block->stack, block->stage);
+  }
+
+  void on_mmap(uint64_t address, uint64_t length, uint32_t) override {
+    mappings.map(address, length, true);
+    note_mappings();
+  }
+  void on_mmap_reserved(uint64_t address, uint64_t length, uint32_t) override { mappings.map(address, length, false); }
+  void on_mprotect(uint64_t address, uint64_t length, bool accessible) override {
+    mappings.protect(address, length, accessible);
+    note_mappings();
+  }
+  void on_munmap(uint64_t address, uint64_t length) override { mappings.unmap(address, length); }
+  void on_mremap(uint64_t old_address, uint64_t old_length, uint64_t new_address, uint64_t new_length,
+                 uint32_t) override {
+    const std::optional<bool> accessible = mappings.accessible_at(old_address);
+    mappings.unmap(old_address, old_length);
+    if (accessible) mappings.map(new_address, new_length, *accessible);
+    note_mappings();
+  }
+  void note_mappings() {
+    peaks.note_mmap(mappings.bytes());
+    stages.note_mmap(mappings.bytes());
+  }
+
+  void on_device_alloc(const trace::DeviceAllocRecord& r) override {
+    now_ns = std::max(now_ns, r.t_ns);
+    device.allocate(r, innermost());
+  }
+  void on_device_free(uint64_t t, uint64_t address, trace::DeviceMemory kind) override {
+    now_ns = std::max(now_ns, t);
+    device.free(t, address, kind, innermost());
+  }
+  void on_device_cache(uint64_t t, uint64_t reserved, uint64_t allocated) override {
+    now_ns = std::max(now_ns, t);
+    device.cache(t, reserved, allocated, innermost());
+  }
+
+  void on_stage_name(uint32_t, const std::string& name) override {
+    budget_.charge(sizeof(std::string) + name.size(), "stage names");
+    stages.names.push_back(name);
+  }
+
+  void on_stage_begin(uint32_t name_id, uint64_t t) override {
+    now_ns = std::max(now_ns, t);
+    add_timeline_point();
+    stages.begin(name_id, now_ns, Peaks::starting_at(heap_now(), now_ns, last_rss_bytes, last_tracer_bytes),
+                 last_counters ? &*last_counters : nullptr);
+    device.begin_stage();
+  }
+
+  void on_stage_end(uint64_t t) override {
+    if (innermost() < 0) return;
+    now_ns = std::max(now_ns, t);
+    close_innermost(true);
+    add_timeline_point();
+  }
+
+  // closed: by its end record, not by the run's end.
+  void close_innermost(bool closed) {
+    StageInstance& s = stages.instances[innermost()];
+    if (last_allocator && last_allocator->t_ns >= s.start_ns) {
+      s.breakdown = breakdown_from(*last_allocator, heap_now());
+      s.has_breakdown = true;
+    }
+    const int index = stages.end_innermost(now_ns, last_counters ? &*last_counters : nullptr, closed);
+    device.end_stage(index, stages.instances[index].parent);
+  }
+
+  bool stats_mode() const { return info.mode == trace::Mode::kStats; }
+  bool aggregate_mode() const { return info.mode == trace::Mode::kAggregate; }
+  bool sample_mode() const { return info.mode == trace::Mode::kSample; }
+  // Per-stage allocation counts come from the tracer's process-wide counters.
+  bool counts_from_counters() const { return stats_mode() || sample_mode(); }
+
+  // Stats mode sees no allocation events: its heap is what the allocator counts in use.
+  // Aggregate mode's is what the latest kAggHeap said. Sample mode sees a sample of the
+  // events: its heap is what the tracer counted.
+  uint64_t heap_now() const {
+    if (stats_mode()) return last_allocator ? last_allocator->stats.in_use_bytes : 0;
+    if (aggregate_mode()) return agg_live_bytes;
+    if (sample_mode()) return counted_live_bytes;
+    return heap.live_bytes();
+  }
+
+  // The heap's highest since the previous record, reached at this record's time and
+  // stage (trace_format.h, kAggHeap): the same peaks as replaying the events.
+  void on_agg_heap(uint64_t live, uint64_t high) override {
+    ++events;
+    reach(high);
+    agg_live_bytes = live;
+  }
+  // Each snapshot's sites feed growth over time: live bytes per stack at its moment.
+  void on_agg_site(const trace::AggSiteRecord& r) override {
+    trace::AggSiteRecord& site = agg_sites[figure_key(r.stack, r.stage)];
+    stack_live.add(r.stack, static_cast<int64_t>(r.live_bytes) - static_cast<int64_t>(site.live_bytes));
+    site = r;
+  }
+  void on_agg_stage(const trace::AggStageRecord& r) override { agg_stages[r.stage] = r; }
+  void on_agg_peak_site(const trace::AggPeakSiteRecord& r) override { agg_run_peak_pending.push_back(r); }
+  void on_agg_snapshot(const trace::AggSnapshotRecord& r) override {
+    if (!agg_run_peak_pending.empty()) agg_run_peak = std::move(agg_run_peak_pending);
+    agg_run_peak_pending.clear();
+    agg_snapshot = r;
+    stack_live.flush(r.t_ns / kNsPerS, growth);
+  }
+  void on_agg_ram_limit_stacks(const std::vector<trace::AggStackBytes>& stacks) override {
+    agg_ram_limit_stacks = stacks;
+  }
+
+  static RssBreakdown breakdown_from(const AllocatorSample& a, uint64_t live) {
+    RssBreakdown b;
+    b.live_bytes = live;
+    b.allocator_in_use_bytes = std::max(a.stats.in_use_bytes, live);
+    b.allocator_resident_bytes = std::max(a.stats.resident_bytes, b.allocator_in_use_bytes);
+    b.rss_bytes = a.rss_bytes;
+    b.tracer_bytes = a.tracer_bytes;
+    b.estimated = a.stats.in_use_bytes == 0;
+    b.t_s = a.t_ns / kNsPerS;
+    return b;
+  }
+
+  void on_rss(uint64_t t, uint64_t rss, uint64_t tracer) override {
+    now_ns = std::max(now_ns, t);
+    // Older tracers counted their mappings' size rather than what of them is resident: a
+    // share larger than RSS itself is not one, and is left out.
+    if (tracer > rss) tracer = 0;
+    last_rss_bytes = rss;
+    last_tracer_bytes = tracer;
+    peaks.sample_rss(rss, tracer);
+    stages.sample_rss(rss, tracer);
+    add_timeline_point();
+  }
+
+  // When the kernel's high-water mark came is unknown: the run's peak takes it, no stage
+  // and no point of the timeline does.
+  void on_rss_high_water(uint64_t t, uint64_t rss) override {
+    now_ns = std::max(now_ns, t);
+    peaks.rss_high_water(rss);
+  }
+
+  void on_allocator_stats(const trace::AllocatorStatsRecord& r) override {
+    now_ns = std::max(now_ns, r.t_ns);
+    if (stats_mode()) {
+      last_allocator = AllocatorSample{r.t_ns, r, r.in_use_bytes, last_rss_bytes, last_tracer_bytes};
+      reach(r.in_use_bytes);
+    }
+    AllocatorSample sample{r.t_ns, r, heap_now(), last_rss_bytes, last_tracer_bytes};
+    last_allocator = sample;
+    allocator_samples.push_back(sample);
+  }
+
+  void on_counters(const trace::CountersRecord& c) override {
+    now_ns = std::max(now_ns, c.t_ns);
+    last_counters = c;
+    allocations = c.allocations;
+    frees = c.frees;
+    bytes_allocated = c.bytes_allocated;
+  }
+
+  void on_end(uint64_t t) override {
+    now_ns = std::max(now_ns, t);
+    ended = true;
+  }
+  void on_signal(uint64_t t, int sig) override {
+    now_ns = std::max(now_ns, t);
+    signal = sig;
+  }
+  void on_lost(uint64_t n) override { lost_events += n; }
+  void on_ram_limit(uint64_t t, uint64_t rss, uint64_t limit) override {
+    now_ns = std::max(now_ns, t);
+    ram_limit = RamLimitReport{limit, rss, t / kNsPerS, innermost(), {}};
+    ram_limit_event = events;
+  }
+  void on_python_code(const trace::PythonCode& code) override { python_codes[code.id] = code; }
+  void on_python_info(const trace::PythonInfo& i) override { python = i; }
+  void on_deep_bind_removed(const std::string& path) override {
+    budget_.charge(sizeof(std::string) + path.size(), "module paths");
+    deep_bind_modules.push_back(path);
+  }
+  void on_attached(uint64_t) override { attached = true; }
+  void on_stage_limit(uint64_t t, trace::StageLimit limit, uint64_t limit_value, uint64_t begins) override {
+    auto& dropped = dropped_stage_begins[static_cast<size_t>(limit)];
+    if (!dropped) dropped = DroppedStageBegins{t, limit_value, 0};
+    dropped->begins = std::max(dropped->begins, begins);
+  }
+  void on_exec(uint64_t t, const std::string& path) override {
+    now_ns = std::max(now_ns, t);
+    exec_path = path;
+  }
+  // The exec went through: nothing ended the process after it (a failed exec returns
+  // and the program goes on to its own end).
+  bool replaced_by_exec() const { return exec_path && !ended && !signal; }
+  void on_memory_shares(const trace::MemorySharesRecord& r) override {
+    now_ns = std::max(now_ns, r.t_ns);
+    shares.push_back(r);
+  }
+  void on_job_place(const trace::JobPlace& p) override { place = p; }
+
+  void add_timeline_point() {
+    timeline.add_point(now_ns / kNsPerS, heap_now(), last_rss_bytes, last_tracer_bytes, innermost(), events);
+  }
+
+  // The run is over: stages still open end with it.
+  void finish() {
+    add_timeline_point();
+    if (replays_growth()) stack_live.flush(now_ns / kNsPerS, growth);
+    device.count_leaks();
+    while (innermost() >= 0) close_innermost(false);
+  }
+
+ private:
+  KeptTextBudget& budget_;
+};
+
+// One trace and what pass one made of it.
+struct TraceFile {
+  explicit TraceFile(KeptTextBudget& budget) : pass(budget) {}
+  std::string path;
+  FirstPass pass;
+  trace::ReadSummary summary;
+};
+
+}  // namespace memstage::reports

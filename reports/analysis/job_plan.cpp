@@ -1,0 +1,90 @@
+#include "reports/analysis/job_plan.h"
+
+#include <algorithm>
+
+#include "reports/analysis/job_clock.h"
+
+namespace memstage::reports {
+
+JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t main_index, size_t max_points) {
+  JobPlan plan;
+  plan.order.push_back(main_index);
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (i != main_index) plan.order.push_back(i);
+  }
+  uint64_t zero_ns = UINT64_MAX;
+  for (const auto& f : files) zero_ns = std::min(zero_ns, f->pass.info.start_realtime_ns);
+  std::vector<Series> heap, rss, pss, uss;
+  bool any_shares = false;
+  for (size_t i : plan.order) {
+    const FirstPass& p = files[i]->pass;
+    const double offset_s = static_cast<double>(p.info.start_realtime_ns - zero_ns) / kNsPerS;
+    Series h{offset_s, {}}, r{offset_s, {}};
+    h.samples.reserve(p.timeline.points().size());
+    r.samples.reserve(p.timeline.points().size());
+    for (const TimelinePoint& point : p.timeline.points()) {
+      h.samples.push_back(Sample{offset_s + point.t_s, point.heap_bytes});
+      r.samples.push_back(Sample{offset_s + point.t_s, point.rss_bytes});
+    }
+    plan.start_s.push_back(offset_s);
+    plan.end_s.push_back(offset_s + p.now_ns / kNsPerS);
+    plan.job.clock_resolution_s = std::max(plan.job.clock_resolution_s, p.info.sample_interval_ns / kNsPerS);
+    heap.push_back(std::move(h));
+    rss.push_back(std::move(r));
+    Series ps{offset_s, {}}, us{offset_s, {}};
+    std::optional<uint64_t> peak_pss, peak_uss;
+    for (const trace::MemorySharesRecord& s : p.shares) {
+      ps.samples.push_back(Sample{offset_s + s.t_ns / kNsPerS, s.pss_bytes});
+      us.samples.push_back(Sample{offset_s + s.t_ns / kNsPerS, s.private_bytes});
+      peak_pss = std::max(peak_pss.value_or(0), s.pss_bytes);
+      peak_uss = std::max(peak_uss.value_or(0), s.private_bytes);
+    }
+    // A process's PSS holds until its end, not only until its last (sparse) sample.
+    if (!ps.samples.empty()) {
+      any_shares = true;
+      const double end_s = offset_s + p.now_ns / kNsPerS;
+      if (end_s > ps.samples.back().t_s) {
+        ps.samples.push_back(Sample{end_s, ps.samples.back().bytes});
+        us.samples.push_back(Sample{end_s, us.samples.back().bytes});
+      }
+    }
+    plan.peak_pss_bytes.push_back(peak_pss);
+    plan.peak_uss_bytes.push_back(peak_uss);
+    pss.push_back(std::move(ps));
+    uss.push_back(std::move(us));
+  }
+  std::vector<Sample> heap_sums;
+  const JobPeak heap_peak = highest_sum(heap, Hold::kIntervalEndingAt, &heap_sums);
+  const JobPeak rss_peak = highest_sum(rss, Hold::kUntilNext);
+  plan.job.peak_heap_bytes = heap_peak.bytes;
+  plan.job.peak_heap_time_s = heap_peak.t_s;
+  plan.job.peak_rss_bytes = rss_peak.bytes;
+  plan.job.peak_rss_time_s = rss_peak.t_s;
+  if (any_shares) {
+    const JobPeak pss_peak = highest_sum(pss, Hold::kUntilNext);
+    plan.job.peak_pss_bytes = pss_peak.bytes;
+    plan.job.peak_pss_time_s = pss_peak.t_s;
+    plan.job.peak_uss_bytes = highest_sum(uss, Hold::kUntilNext).bytes;
+    // A quarter more than PSS: beyond what the sparser PSS samples can miss.
+    plan.job.rss_overstates = 4 * plan.job.peak_rss_bytes > 5 * pss_peak.bytes;
+  }
+  for (size_t n = 0; n < plan.order.size(); ++n) {
+    const int64_t k = heap_peak.sample_at_peak[n];
+    const FirstPass& p = files[plan.order[n]]->pass;
+    plan.heap_at_peak_bytes.push_back(k >= 0 ? heap[n].samples[k].bytes : 0);
+    plan.event_at_peak.push_back(k >= 0 && p.info.mode == trace::Mode::kFull ? p.timeline.heap_events()[k] : 0);
+  }
+  // One process: its own timeline is the job's.
+  if (files.size() > 1) {
+    plan.job.timeline = job_timeline(heap, rss, heap_sums, heap_peak, max_points);
+    if (any_shares) {
+      for (JobTimelinePoint& point : plan.job.timeline) {
+        point.pss_bytes = 0;
+        for (const Series& s : pss) *point.pss_bytes += value_at(s, point.t_s, Hold::kUntilNext);
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace memstage::reports
