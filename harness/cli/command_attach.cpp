@@ -267,6 +267,8 @@ int attach(const AttachFlags& flags) {
     throw CliError("attach: pid " + pid_text(pid) + ": " + attach_error_text(values[2]));
   }
   const double attached_at_s = now_s();
+  // The trace is read as the tracer writes it, as `memstage run` does.
+  const std::unique_ptr<reports::TraceBeingWritten> read_ahead = read_trace_ahead(dir, static_cast<uint64_t>(pid));
   if (!flags.quiet) {
     char until[64] = "until Ctrl-C";
     if (flags.duration_s > 0) snprintf(until, sizeof(until), "for %g s", flags.duration_s);
@@ -297,7 +299,9 @@ int attach(const AttachFlags& flags) {
   if (ended && !flags.quiet) {
     fprintf(stderr, "memstage: pid %d ended while attached; reporting up to its end\n", pid);
   }
-  return write_reports(dir, std::nullopt, flags.quiet) ? 0 : 1;
+  // Detached or ended: the tracer has written its last chunk.
+  if (read_ahead) read_ahead->writer_ended();
+  return write_reports(dir, std::nullopt, flags.quiet, read_ahead.get()) ? 0 : 1;
 }
 
 }  // namespace

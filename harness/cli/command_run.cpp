@@ -1,14 +1,12 @@
 // memstage run [-o DIR] [--mode full|stats|aggregate|sample] [--sample-rate BYTES] [--max-depth N] -- CMD ARGS...
 // Runs CMD with the tracer preloaded, writes the traces, run.json, report.json and
 // report.html into DIR, prints a summary on stderr and exits with CMD's exit code.
-#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <optional>
 
 #include "harness/cli/child_process.h"
 #include "harness/cli/cli_error.h"
@@ -59,14 +57,6 @@ void add_python_environment(const RunFlags& flags, const std::string& preload,
   if (flags.python_allocator == "malloc") env.emplace_back("PYTHONMALLOC", "malloc");
 }
 
-// The program's trace is read as it is written only where a core is left for it: on one
-// core the reading would slow the program down (its times, not its memory figures).
-bool spare_core() {
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) > 1;
-}
-
 std::string default_output_dir(const std::string& program) {
   return "memstage." + fs::path(program).filename().string() + "." + std::to_string(getpid());
 }
@@ -114,11 +104,9 @@ int run(const RunFlags& flags) {
   add_python_environment(flags, preload, env);
   // The traced command's first pass is read while it runs: by its end, most of the
   // analysis is done (reports/analysis/analyzer.h, TraceBeingWritten).
-  std::optional<reports::TraceBeingWritten> read_ahead;
+  std::unique_ptr<reports::TraceBeingWritten> read_ahead;
   const ChildResult child = run_child(flags.command, env, [&](uint64_t pid) {
-    if (!flags.read_after_exit && spare_core()) {
-      read_ahead.emplace(dir + "/trace." + std::to_string(pid) + ".mst", reports::AnalysisOptions{});
-    }
+    if (!flags.read_after_exit) read_ahead = read_trace_ahead(dir, pid);
   });
   if (read_ahead) read_ahead->writer_ended();
 
@@ -134,7 +122,7 @@ int run(const RunFlags& flags) {
             reports::terminal_text(flags.command[0]).c_str());
     return failed_exit;
   }
-  if (!write_reports(dir, info, flags.quiet, read_ahead ? &*read_ahead : nullptr)) return failed_exit;
+  if (!write_reports(dir, info, flags.quiet, read_ahead.get())) return failed_exit;
   // --budget (harness/gate): CMD's own failure wins; otherwise the gate's 0 or 1.
   if (!flags.budget_path.empty()) {
     gate::GateOptions gate_options;

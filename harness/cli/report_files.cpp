@@ -1,5 +1,6 @@
 #include "harness/cli/report_files.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -153,6 +154,14 @@ bool write_or_say(const std::string& path, const std::string& content) {
     fprintf(stderr, "memstage: %s\n", e.what());
     return false;
   }
+}
+
+std::unique_ptr<reports::TraceBeingWritten> read_trace_ahead(const std::string& dir, uint64_t pid) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) < 2) return nullptr;
+  return std::make_unique<reports::TraceBeingWritten>(dir + "/trace." + std::to_string(pid) + ".mst",
+                                                      reports::AnalysisOptions{});
 }
 
 bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,

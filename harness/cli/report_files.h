@@ -1,6 +1,8 @@
 // From a run's folder (or one trace file) to the report files: used by `run` and `report`.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -41,6 +43,12 @@ void prepare_output_dir(const std::string& dir);
 
 // Writes `path`; on failure (a full disk) says so on stderr and returns false.
 bool write_or_say(const std::string& path, const std::string& content);
+
+// A reader of `dir`/trace.<pid>.mst while process `pid` writes it (`run`, `attach`:
+// reports/analysis/analyzer.h, TraceBeingWritten), where a core is left for it: on one
+// core the reading would slow the program down (its times, not its memory figures), and
+// none is made.
+std::unique_ptr<reports::TraceBeingWritten> read_trace_ahead(const std::string& dir, uint64_t pid);
 
 // The end of `run` and `attach`: analyses the folder's traces, writes report.json and
 // report.html into it and, unless `quiet`, prints the text summary on stderr. What cannot

@@ -212,8 +212,8 @@ class Scenario:
         return json.loads(proc.stdout)
 
     def same_as_report_afterwards(self, out, what):
-        """memstage run read its program's trace while the program ran (TraceBeingWritten): its report.json must be
-        the one `memstage report` makes from the finished files."""
+        """memstage run and attach read the program's trace while it ran (TraceBeingWritten): the report.json they
+        wrote must be the one `memstage report` makes from the finished files."""
         proc = self.run([self.memstage, "report", out, "--format", "json"])
         with open(os.path.join(out, "report.json"), "rb") as f:
             written = f.read()
@@ -1233,6 +1233,7 @@ def scenario_attach(s):
         with open(path) as f:
             reports[mode] = json.load(f)
         s.eq(reports[mode].get("attached"), True, "%s: the report says it was attached" % mode)
+        s.same_as_report_afterwards(attaches[mode][1], "attach --mode %s" % mode)
         s.check(reports[mode]["totals"]["allocations"] > 0, "%s: allocations were counted while attached" % mode)
     for mode in ("full", "aggregate", "sample"):
         report = reports.get(mode)
