@@ -665,9 +665,10 @@ def scenario_output(s):
     plain = s.run([program])
     s.eq(plain.returncode, 7, "untraced exit code")
     s.check(len(plain.stdout) > 200000, "untraced output is large: %d bytes" % len(plain.stdout))
-    for mode in ("full", "stats"):
+    # Full mode also with the trace read only after the program ends: the same report.
+    for mode, flags in (("full", []), ("stats", []), ("full-read-after-exit", ["--read-after-exit"])):
         out = os.path.join(s.work, mode)
-        traced = s.run([s.memstage, "run", "-o", out, "--mode", mode, "--", program])
+        traced = s.run([s.memstage, "run", "-o", out, "--mode", mode.split("-")[0]] + flags + ["--", program])
         s.eq(traced.returncode, plain.returncode, "%s mode: exit code traced vs untraced" % mode)
         if not s.check(traced.stdout == plain.stdout, "%s mode: stdout traced (%d bytes) == untraced (%d bytes)"
                        % (mode, len(traced.stdout), len(plain.stdout))):
@@ -681,6 +682,7 @@ def scenario_output(s):
             s.reports.append(path)
             with open(path) as f:
                 s.eq(json.load(f)["exit_code"], 7, "%s mode: report exit_code" % mode)
+            s.same_as_report_afterwards(out, "%s mode" % mode)
 
 
 def chunk_offsets(data):
