@@ -98,11 +98,16 @@ bool resolve_api() {
 
 // ---- code objects: each gets an id and one kPythonCode record naming it ----
 
-// Open addressing over code object addresses. The tracer never keeps a code object
-// alive (generated code, exec, notebooks would keep every one and its constants): it
-// holds a weak reference whose callback marks the slot dead when the object goes. Its
-// address may then be given to another code object, which gets an id of its own.
-constexpr uint32_t kCodeSlots = 1u << 20;
+// Open addressing over code object addresses, sized to what the program has: a table for
+// the most a program could have (half a million) would spread a few thousand code objects
+// over every page of 24 MiB. Doubled when half full, up to kMaxCodeSlots; read and
+// changed under the GIL only (intern_code, the weak references' callback). The tracer
+// never keeps a code object alive (generated code, exec, notebooks would keep every one
+// and its constants): it holds a weak reference whose callback marks the code object's
+// slot dead when the object goes. Its address may then be given to another code object,
+// which gets an id of its own.
+constexpr uint32_t kFirstCodeSlots = 1u << 12;
+constexpr uint32_t kMaxCodeSlots = 1u << 20;
 constexpr uint32_t kNoCode = 0xffffffffu;
 struct CodeSlot {
   std::atomic<uint64_t> code;  // 0: empty; stays once set (probing relies on it)
@@ -110,6 +115,7 @@ struct CodeSlot {
   PyObject* weakref;           // ours; nullptr once handed to g_dead_weakrefs
 };
 CodeSlot* g_code_slots = nullptr;
+uint32_t g_code_slot_count = 0;  // a power of two
 uint32_t g_code_count = 0;       // ids given; guarded by g_attach_mutex
 uint32_t g_code_slots_used = 0;  // addresses seen; half the table at most
 
@@ -119,9 +125,61 @@ constexpr uint32_t kMaxDeadWeakrefs = 4096;
 PyObject* g_dead_weakrefs[kMaxDeadWeakrefs];
 uint32_t g_dead_weakref_count = 0;
 
-PyObject* on_code_died(PyObject* slot_number, PyObject*) {
-  const long slot = g_api.PyLong_AsLong(slot_number);
-  if (slot >= 0 && slot < static_cast<long>(kCodeSlots)) {
+uint32_t code_slot_of(uint64_t code) {
+  return static_cast<uint32_t>((code >> 4) * 0x9E3779B97F4A7C15ull >> 32) & (g_code_slot_count - 1);
+}
+
+// The slot of `code`, or the empty slot where it goes; g_code_slot_count when the table is full.
+uint32_t find_slot(uint64_t code) {
+  const uint32_t mask = g_code_slot_count - 1;
+  for (uint32_t i = code_slot_of(code), probes = 0; probes < g_code_slot_count; i = (i + 1) & mask, ++probes) {
+    const uint64_t c = g_code_slots[i].code.load(std::memory_order_acquire);
+    if (c == code || c == 0) return i;
+  }
+  return g_code_slot_count;
+}
+
+uint32_t find_code(uint64_t code) {
+  const uint32_t slot = find_slot(code);
+  if (slot == g_code_slot_count || g_code_slots[slot].code.load(std::memory_order_acquire) != code) return kNoCode;
+  return g_code_slots[slot].id.load(std::memory_order_acquire);
+}
+
+// The table, empty, at its first size; false when it cannot be had.
+bool map_code_slots() {
+  g_code_slots = static_cast<CodeSlot*>(tracer_map(sizeof(CodeSlot) * kFirstCodeSlots));
+  g_code_slot_count = g_code_slots ? kFirstCodeSlots : 0;
+  return g_code_slots != nullptr;
+}
+
+// Twice the slots, every slot used moved over (dead ones too: a dead one may still hold
+// its weak reference); false (the table as it was) when the memory cannot be had. Pure
+// C: no callback runs meanwhile. With g_attach_mutex held.
+bool grow_code_slots() {
+  const uint32_t count = g_code_slot_count * 2;
+  auto* bigger = static_cast<CodeSlot*>(tracer_map(sizeof(CodeSlot) * count));
+  if (!bigger) return false;
+  CodeSlot* old = g_code_slots;
+  const uint32_t old_count = g_code_slot_count;
+  g_code_slots = bigger;
+  g_code_slot_count = count;
+  for (uint32_t i = 0; i < old_count; ++i) {
+    const uint64_t code = old[i].code.load(std::memory_order_relaxed);
+    if (code == 0) continue;
+    CodeSlot& s = bigger[find_slot(code)];
+    s.id.store(old[i].id.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    s.weakref = old[i].weakref;
+    s.code.store(code, std::memory_order_release);
+  }
+  tracer_unmap(old, sizeof(CodeSlot) * old_count);
+  return true;
+}
+
+// The callback's argument is the code object's address: its slot moves when the table grows.
+PyObject* on_code_died(PyObject* code_address, PyObject*) {
+  const auto code = static_cast<uint64_t>(g_api.PyLong_AsLong(code_address));
+  const uint32_t slot = code ? find_slot(code) : g_code_slot_count;
+  if (slot < g_code_slot_count && g_code_slots[slot].code.load(std::memory_order_relaxed) == code) {
     CodeSlot& s = g_code_slots[slot];
     s.id.store(kNoCode, std::memory_order_release);
     if (s.weakref && g_dead_weakref_count < kMaxDeadWeakrefs) {
@@ -134,34 +192,15 @@ PyObject* on_code_died(PyObject* slot_number, PyObject*) {
 }
 MethodDef g_on_code_died{"memstage_code_died", on_code_died, kMethOneArgument, nullptr};
 
-// A weak reference to `code` that tells slot `slot` when it dies; nullptr if none can be had.
-PyObject* watch_code(PyObject* code, uint32_t slot) {
-  PyObject* number = g_api.PyLong_FromLong(static_cast<long>(slot));
-  PyObject* callback = number ? g_api.PyCFunction_NewEx(&g_on_code_died, number, nullptr) : nullptr;
+// A weak reference to `code` that tells on_code_died when it dies; nullptr if none can be had.
+PyObject* watch_code(PyObject* code) {
+  PyObject* address = g_api.PyLong_FromLong(static_cast<long>(reinterpret_cast<uintptr_t>(code)));
+  PyObject* callback = address ? g_api.PyCFunction_NewEx(&g_on_code_died, address, nullptr) : nullptr;
   PyObject* weakref = callback ? g_api.PyWeakref_NewRef(code, callback) : nullptr;
   if (!weakref) g_api.PyErr_Clear();
   if (callback) g_api.Py_DecRef(callback);  // the weak reference holds it
-  if (number) g_api.Py_DecRef(number);
+  if (address) g_api.Py_DecRef(address);
   return weakref;
-}
-
-uint32_t code_slot_of(uint64_t code) {
-  return static_cast<uint32_t>((code >> 4) * 0x9E3779B97F4A7C15ull >> 44) & (kCodeSlots - 1);
-}
-
-// The slot of `code`, or the empty slot where it goes; kCodeSlots when the table is full.
-uint32_t find_slot(uint64_t code) {
-  for (uint32_t i = code_slot_of(code), probes = 0; probes < kCodeSlots; i = (i + 1) & (kCodeSlots - 1), ++probes) {
-    const uint64_t c = g_code_slots[i].code.load(std::memory_order_acquire);
-    if (c == code || c == 0) return i;
-  }
-  return kCodeSlots;
-}
-
-uint32_t find_code(uint64_t code) {
-  const uint32_t slot = find_slot(code);
-  if (slot == kCodeSlots || g_code_slots[slot].code.load(std::memory_order_acquire) != code) return kNoCode;
-  return g_code_slots[slot].id.load(std::memory_order_acquire);
 }
 
 // Copies a str attribute of `object` as UTF-8; empty when it has none.
@@ -208,9 +247,13 @@ uint32_t intern_code(PyObject* code) {
   pthread_mutex_lock(&g_attach_mutex);
   while (g_dead_weakref_count > 0) g_api.Py_DecRef(g_dead_weakrefs[--g_dead_weakref_count]);
   id = find_code(key);
+  if (id == kNoCode && g_code_slots_used >= g_code_slot_count / 2 && g_code_slot_count < kMaxCodeSlots) {
+    grow_code_slots();
+  }
+  // Slot numbers hold from here on: the Python calls below may run callbacks, which only mark slots dead.
   const uint32_t slot = find_slot(key);  // a dead code object's slot, or an empty one
-  const bool fresh = slot < kCodeSlots && g_code_slots[slot].code.load(std::memory_order_relaxed) == 0;
-  if (id == kNoCode && slot < kCodeSlots && (!fresh || g_code_slots_used < kCodeSlots / 2)) {
+  const bool fresh = slot < g_code_slot_count && g_code_slots[slot].code.load(std::memory_order_relaxed) == 0;
+  if (id == kNoCode && slot < g_code_slot_count && (!fresh || g_code_slots_used < g_code_slot_count / 2)) {
     g_code_slots_used += fresh;
     constexpr size_t kMaxName = 4096;
     uint8_t record[1 + 3 * trace::kMaxVarintBytes + 2 * (kMaxName + trace::kMaxVarintBytes)];
@@ -228,7 +271,7 @@ uint32_t intern_code(PyObject* code) {
     if (ThreadState* ts = current_thread_state()) push_encoded(ts, record, static_cast<uint32_t>(out - record));
     CodeSlot& s = g_code_slots[slot];
     if (s.weakref) g_api.Py_DecRef(s.weakref);  // dead, not handed over (the list was full)
-    s.weakref = watch_code(code, slot);
+    s.weakref = watch_code(code);
     s.id.store(id, std::memory_order_release);
     s.code.store(key, std::memory_order_release);
   }
@@ -411,8 +454,7 @@ int python_attach(int skip_frames) {
   if (!recording() || stats_mode()) return 0;
   pthread_mutex_lock(&g_attach_mutex);
   if (g_api_state.load() == 0) {
-    g_code_slots = static_cast<CodeSlot*>(tracer_map(sizeof(CodeSlot) * kCodeSlots));
-    const bool ok = g_code_slots && resolve_api();
+    const bool ok = map_code_slots() && resolve_api();
     g_api_state.store(ok ? 1 : -1);
     if (ok) push_python_info();
   }
