@@ -47,7 +47,7 @@ class AddressMap {
   }
 
   void clear() {
-    if (slots_) tracer_unmap(slots_, capacity_ * sizeof(Slot));
+    if (slots_) tracer_unmap_table(slots_, capacity_ * sizeof(Slot));
     slots_ = nullptr;
     capacity_ = count_ = 0;
   }
@@ -64,7 +64,7 @@ class AddressMap {
 
   bool grow() {
     const uint64_t new_capacity = capacity_ ? capacity_ * 2 : 1u << 16;
-    auto* bigger = static_cast<Slot*>(tracer_map(new_capacity * sizeof(Slot)));
+    auto* bigger = static_cast<Slot*>(tracer_map_table(new_capacity * sizeof(Slot)));
     if (!bigger) return false;
     Slot* old = slots_;
     const uint64_t old_capacity = capacity_;
@@ -76,7 +76,7 @@ class AddressMap {
       while (slots_[j].address != 0) j = (j + 1) & (capacity_ - 1);
       slots_[j] = old[i];
     }
-    if (old) tracer_unmap(old, old_capacity * sizeof(Slot));
+    if (old) tracer_unmap_table(old, old_capacity * sizeof(Slot));
     return true;
   }
 

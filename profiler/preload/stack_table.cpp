@@ -13,15 +13,18 @@ uint64_t StackTable::hash(uint32_t parent, uint64_t return_address) {
   return h ^ (h >> 29);
 }
 
+StackTable::Index* StackTable::map_index(uint64_t slots) {
+  auto* index = static_cast<Index*>(tracer_map_table(index_bytes(slots)));
+  if (index) index->slot_count = slots;
+  return index;
+}
+
 bool StackTable::init() {
   if (index_.load(std::memory_order_relaxed)) return true;
-  constexpr uint64_t kFirstSlots = 1u << 14;
-  auto* index = static_cast<Index*>(tracer_map(index_bytes(kFirstSlots)));
-  auto* first = static_cast<Block*>(tracer_map(sizeof(Block)));
+  Index* index = map_index(1u << 14);
+  auto* first = static_cast<Node*>(tracer_map_huge(kBlockBytes, kHugePageBytes));
   if (!index || !first) return false;
-  index->slot_count = kFirstSlots;
-  first->addresses[kRootId] = 0;
-  first->parents[kRootId] = kRootId;
+  first[kRootId] = Node{0, 0, kRootId};
   blocks_[0].store(first, std::memory_order_release);
   index_.store(index, std::memory_order_release);
   count_.store(1, std::memory_order_release);
@@ -33,23 +36,23 @@ uint64_t StackTable::home_slot(uint64_t h, uint64_t slot_count) {
 }
 
 uint32_t StackTable::find(const Index* index, uint32_t parent, uint64_t return_address, uint64_t h) const {
+  if (!index) return kRootId;
   const uint64_t slot_count = index->slot_count;
   for (uint64_t j = home_slot(h, slot_count);; j = j + 1 == slot_count ? 0 : j + 1) {
     const uint32_t slot = index->slots[j].load(std::memory_order_acquire);
-    if (slot == 0) return 0;
+    if (slot == 0) return kRootId;
     if (!slot_may_hold(slot, h)) continue;
     const uint32_t id = slot & kIdMask;
-    const Block* b = block(id);
-    if (b->addresses[id % kBlockNodes] == return_address && b->parents[id % kBlockNodes] == parent) return id;
+    const Node& n = node(id);
+    if (n.return_address() == return_address && n.parent == parent) return id;
   }
 }
 
 bool StackTable::grow_index_locked() {
   Index* old = index_.load(std::memory_order_relaxed);
   const uint64_t slots = old->slot_count + old->slot_count / 2;
-  auto* bigger = static_cast<Index*>(tracer_map(index_bytes(slots)));
+  Index* bigger = map_index(slots);
   if (!bigger) return false;
-  bigger->slot_count = slots;
   const uint32_t n = count_.load(std::memory_order_relaxed);
   for (uint32_t id = 1; id < n; ++id) {
     const uint64_t h = hash(parent(id), return_address(id));
@@ -62,10 +65,8 @@ bool StackTable::grow_index_locked() {
   // then see empty slots, a miss, and ask again under the mutex) but stay mapped. The
   // first page, with slot_count, stays as it is.
   constexpr uint64_t kPage = 4096;
-  const uint64_t bytes = index_bytes(old->slot_count);
-  if (bytes > 2 * kPage) {
-    syscall(SYS_madvise, reinterpret_cast<uint8_t*>(old) + kPage, (bytes - kPage) & ~(kPage - 1), MADV_DONTNEED);
-  }
+  const uint64_t bytes = tracer_table_mapped_bytes(index_bytes(old->slot_count));
+  if (bytes > 2 * kPage) syscall(SYS_madvise, reinterpret_cast<uint8_t*>(old) + kPage, bytes - kPage, MADV_DONTNEED);
   return true;
 }
 
@@ -81,14 +82,13 @@ uint32_t StackTable::add_locked(uint32_t parent_id, uint64_t return_address, uin
       return kRootId;
     }
   }
-  Block* b = blocks_[id / kBlockNodes].load(std::memory_order_relaxed);
+  Node* b = blocks_[id / kBlockNodes].load(std::memory_order_relaxed);
   if (!b) {
-    b = static_cast<Block*>(tracer_map(sizeof(Block)));
+    b = static_cast<Node*>(tracer_map_huge(kBlockBytes, 0));
     if (!b) return kRootId;
     blocks_[id / kBlockNodes].store(b, std::memory_order_release);
   }
-  b->addresses[id % kBlockNodes] = return_address;
-  b->parents[id % kBlockNodes] = parent_id;
+  b[id % kBlockNodes] = Node{static_cast<uint32_t>(return_address), static_cast<uint32_t>(return_address >> 32), parent_id};
   // Published (for the writer) before it can be found (by the threads whose events the
   // writer then drains).
   count_.store(id + 1, std::memory_order_release);
@@ -99,43 +99,90 @@ uint32_t StackTable::add_locked(uint32_t parent_id, uint64_t return_address, uin
   return id;
 }
 
-uint32_t StackTable::intern(uint32_t parent_id, uint64_t return_address) {
-  const Index* index = index_.load(std::memory_order_acquire);
-  if (!index) return kRootId;
-  const uint64_t h = hash(parent_id, return_address);
-  if (const uint32_t id = find(index, parent_id, return_address, h)) return id;
+uint32_t StackTable::intern_chain(uint32_t parent_id, const uint64_t* return_addresses, uint32_t count, uint32_t* ids) {
+  if (!index_.load(std::memory_order_acquire)) return kRootId;  // before init
+  uint32_t node_id = parent_id;
+  bool below_added = false;
   lock();
-  uint32_t id = find(index_.load(std::memory_order_relaxed), parent_id, return_address, h);
-  if (!id) id = add_locked(parent_id, return_address, h);
+  for (uint32_t done = 0; done < count; ++done) {
+    const uint64_t address = return_addresses[count - 1 - done];
+    const uint64_t h = hash(node_id, address);
+    uint32_t id = below_added ? kRootId : find(index_.load(std::memory_order_relaxed), node_id, address, h);
+    if (id == kRootId) {
+      id = add_locked(node_id, address, h);
+      if (id == kRootId) {  // full
+        node_id = kRootId;
+        break;
+      }
+      below_added = true;
+    }
+    node_id = id;
+    if (ids) ids[done] = id;
+  }
   unlock();
-  return id;
+  return node_id;
+}
+
+uint32_t StackTable::intern(uint32_t parent_id, uint64_t return_address) {
+  if (const uint32_t id = find(parent_id, return_address, hash(parent_id, return_address))) return id;
+  return intern_chain(parent_id, &return_address, 1, nullptr);
 }
 
 uint32_t StackTable::intern_stack(const uint64_t* return_addresses, uint32_t depth) {
-  uint32_t node = kRootId;
+  uint32_t node_id = kRootId;
   for (uint32_t i = depth; i > 0; --i) {
-    node = intern(node, return_addresses[i - 1]);
-    if (node == kRootId) return kRootId;  // full
+    const uint64_t address = return_addresses[i - 1];
+    const uint32_t id = find(node_id, address, hash(node_id, address));
+    if (id == kRootId) return intern_chain(node_id, return_addresses, i, nullptr);
+    node_id = id;
   }
-  return node;
+  return node_id;
+}
+
+LastStack::~LastStack() {
+  if (cache) tracer_unmap(cache, kCachedNodes * sizeof(CachedNode));
 }
 
 uint32_t LastStack::intern(StackTable& table, const uint64_t* return_addresses, uint32_t new_depth) {
   if (new_depth > kMaxFrames) return table.intern_stack(return_addresses, new_depth);
+  if (!cache) cache = static_cast<CachedNode*>(tracer_map(kCachedNodes * sizeof(CachedNode)));
   // Frames shared with the last stack, from the outermost.
   const uint32_t common_limit = new_depth < depth ? new_depth : depth;
-  uint32_t shared = 0;
-  while (shared < common_limit && frames[shared] == return_addresses[new_depth - 1 - shared]) ++shared;
-  uint32_t node = shared ? nodes[shared - 1] : StackTable::kRootId;
-  for (uint32_t j = shared; j < new_depth; ++j) {
+  uint32_t j = 0;
+  while (j < common_limit && frames[j] == return_addresses[new_depth - 1 - j]) ++j;
+  uint32_t node = j ? nodes[j - 1] : StackTable::kRootId;
+  // Then the nodes already known, from the cache or the table.
+  for (; j < new_depth; ++j) {
     const uint64_t address = return_addresses[new_depth - 1 - j];
-    node = table.intern(node, address);
+    const uint64_t h = StackTable::hash(node, address);
+    CachedNode* entry = cache ? &cache[(h >> 20) & (kCachedNodes - 1)] : nullptr;
+    uint32_t id;
+    if (entry && entry->id != 0 && entry->return_address == address && entry->parent == node) {
+      id = entry->id;
+    } else {
+      id = table.find(node, address, h);
+      if (id == StackTable::kRootId) break;
+      if (entry) *entry = CachedNode{address, node, id};
+    }
+    frames[j] = address;
+    nodes[j] = node = id;
+  }
+  if (j < new_depth) {
+    // The rest, from the first frame not found, under the table's lock at once.
+    const uint32_t count = new_depth - j;
+    node = table.intern_chain(node, return_addresses, count, nodes + j);
     if (node == StackTable::kRootId) {  // the table is full: forget, so nothing stale is kept
       depth = 0;
       return node;
     }
-    frames[j] = address;
-    nodes[j] = node;
+    for (uint32_t k = j; k < new_depth; ++k) {
+      const uint64_t address = return_addresses[new_depth - 1 - k];
+      frames[k] = address;
+      if (cache) {
+        const uint32_t parent = k ? nodes[k - 1] : StackTable::kRootId;
+        cache[(StackTable::hash(parent, address) >> 20) & (kCachedNodes - 1)] = CachedNode{address, parent, nodes[k]};
+      }
+    }
   }
   depth = new_depth;
   return node;

@@ -6,8 +6,9 @@
 // first event that uses it; symbolization happens offline.
 //
 // Lookups are lock-free (a published node never changes, an index slot is written once);
-// adding a node takes a mutex. Memory grows with the nodes: node blocks and the index are
-// mapped as they fill, nothing is reserved up front beyond a small table of block pointers.
+// adding nodes takes a mutex. Memory grows with the nodes: node blocks and the index are
+// mapped as they fill, nothing is reserved up front beyond a small table of block pointers;
+// the large ones in 2 MiB pages (tracer_map_huge).
 #pragma once
 
 #include <pthread.h>
@@ -20,30 +21,50 @@ namespace memstage::preload {
 class StackTable {
  public:
   static constexpr uint32_t kRootId = 0;  // the empty stack, also used when full
-  static constexpr uint32_t kBlockNodes = 1u << 16;
-  static constexpr uint32_t kMaxBlocks = 256;
+  // A block is three 2 MiB pages of nodes (tracer_map_huge); the first block's first 2 MiB
+  // are in 4 KiB pages, so a small program's table stays small.
+  static constexpr uint32_t kBlockNodes = 1u << 19;
+  static constexpr uint32_t kMaxBlocks = 32;
   static constexpr uint32_t kMaxNodes = kBlockNodes * kMaxBlocks;  // 16 Mi nodes
 
   bool init();
+  static uint64_t hash(uint32_t parent, uint64_t return_address);
+  // Lock-free: the node (parent, return_address) with that `hash`, or kRootId when it is
+  // not there yet (or is being added: intern_chain then finds it).
+  uint32_t find(uint32_t parent, uint64_t return_address, uint64_t hash) const {
+    return find(index_.load(std::memory_order_acquire), parent, return_address, hash);
+  }
   // Thread-safe. The node (parent, return_address), added if new; kRootId when full.
   uint32_t intern(uint32_t parent, uint64_t return_address);
+  // Thread-safe, under one lock: the chain of `count` frames below `parent`, outermost
+  // return_addresses[count - 1] to innermost return_addresses[0], each added if new. Once
+  // one is added the frames below it are new too (nothing else adds while the lock is
+  // held) and are added without a lookup. Writes each frame's node into ids[] (when given),
+  // outermost first; returns the innermost's, or kRootId when the table filled (ids[] then
+  // holds the ones interned before).
+  uint32_t intern_chain(uint32_t parent, const uint64_t* return_addresses, uint32_t count, uint32_t* ids);
   // Thread-safe. The id of a whole stack, innermost frame first; kRootId for depth 0.
   uint32_t intern_stack(const uint64_t* return_addresses, uint32_t depth);
 
   // Ids below this are complete and readable without a lock.
   uint32_t published() const { return count_.load(std::memory_order_acquire); }
-  uint32_t parent(uint32_t id) const { return block(id)->parents[id % kBlockNodes]; }
-  uint64_t return_address(uint32_t id) const { return block(id)->addresses[id % kBlockNodes]; }
+  uint32_t parent(uint32_t id) const { return node(id).parent; }
+  uint64_t return_address(uint32_t id) const { return node(id).return_address(); }
 
   void lock() { pthread_mutex_lock(&mutex_); }
   void unlock() { pthread_mutex_unlock(&mutex_); }
   void reset_lock_after_fork() { pthread_mutex_init(&mutex_, nullptr); }
 
  private:
-  struct Block {
-    uint64_t addresses[kBlockNodes];
-    uint32_t parents[kBlockNodes];
+  // 12 bytes, the key whole: a lookup's comparison reads one cache line.
+  struct Node {
+    uint32_t address_low;
+    uint32_t address_high;
+    uint32_t parent;
+    uint64_t return_address() const { return static_cast<uint64_t>(address_high) << 32 | address_low; }
   };
+  static_assert(sizeof(Node) == 12);
+  static constexpr uint64_t kBlockBytes = sizeof(Node) * uint64_t{kBlockNodes};
   // Open addressing over node ids (0: empty; the root is never in it). Replaced by one
   // 1.5 times the size when 3/4 full (4 to 6 bytes a node); a lookup still running in an old one may miss and
   // then asks again under the mutex. A slot holds the id in its low kIdBits and 8 bits of
@@ -59,16 +80,18 @@ class StackTable {
     std::atomic<uint32_t> slots[1];  // slot_count of them
   };
   static uint64_t index_bytes(uint64_t slots) { return sizeof(Index) + (slots - 1) * sizeof(uint32_t); }
-  static uint64_t hash(uint32_t parent, uint64_t return_address);
+  static Index* map_index(uint64_t slots);
   static uint64_t home_slot(uint64_t hash, uint64_t slot_count);
 
-  Block* block(uint32_t id) const { return blocks_[id / kBlockNodes].load(std::memory_order_acquire); }
+  const Node& node(uint32_t id) const {
+    return blocks_[id / kBlockNodes].load(std::memory_order_acquire)[id % kBlockNodes];
+  }
   uint32_t find(const Index* index, uint32_t parent, uint64_t return_address, uint64_t h) const;
   uint32_t add_locked(uint32_t parent, uint64_t return_address, uint64_t h);
   bool grow_index_locked();
 
   pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
-  std::atomic<Block*> blocks_[kMaxBlocks] = {};
+  std::atomic<Node*> blocks_[kMaxBlocks] = {};
   std::atomic<uint32_t> count_{0};
   std::atomic<Index*> index_{nullptr};
 };
@@ -77,11 +100,30 @@ class StackTable {
 // stack reuses the nodes of the frames it shares with it from the outermost end, compared
 // frame by frame (never trusted on a hash). The common case, the same call path again or
 // one that differs in its innermost frames, costs a comparison and no shared memory write.
+// The frames past the shared ones are looked up in the thread's node cache, then in the
+// table; the first one not there and the rest are added under one lock.
 struct LastStack {
   static constexpr uint32_t kMaxFrames = 512;
   uint32_t depth = 0;
   uint64_t frames[kMaxFrames];
   uint32_t nodes[kMaxFrames];
+  // Nodes this thread met lately, direct-mapped on the node's hash and compared whole
+  // (parent and return address): the paths a program comes back to after others in
+  // between (an interpreter's, a library's) are found without the table's index, whose
+  // slot and node are a cache miss each in a table of millions. Mapped on first use
+  // (zeroed: an id of 0 is an empty entry); never stale, as a node's id never changes.
+  struct CachedNode {
+    uint64_t return_address;
+    uint32_t parent;
+    uint32_t id;
+  };
+  static constexpr uint32_t kCachedNodes = 1u << 12;  // 64 KiB
+  CachedNode* cache = nullptr;
+
+  LastStack() = default;
+  LastStack(const LastStack&) = delete;
+  LastStack& operator=(const LastStack&) = delete;
+  ~LastStack();
 
   // The id of the stack `return_addresses` (innermost first), interning what is new.
   uint32_t intern(StackTable& table, const uint64_t* return_addresses, uint32_t depth);

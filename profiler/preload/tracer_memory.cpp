@@ -65,6 +65,39 @@ void* tracer_map(size_t bytes) {
   return reinterpret_cast<void*>(r);
 }
 
+namespace {
+size_t huge_rounded(size_t bytes) { return (bytes + kHugePageBytes - 1) & ~(kHugePageBytes - 1); }
+}  // namespace
+
+void* tracer_map_huge(size_t bytes, size_t small_bytes) {
+  const size_t rounded = huge_rounded(bytes);
+  // Mapped 2 MiB larger, then trimmed to the aligned part.
+  long r = syscall(SYS_mmap, nullptr, rounded + kHugePageBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (r < 0 && r > -4096) return nullptr;
+  const auto start = static_cast<uintptr_t>(r);
+  const uintptr_t aligned = (start + kHugePageBytes - 1) & ~(uintptr_t)(kHugePageBytes - 1);
+  if (aligned > start) syscall(SYS_munmap, start, aligned - start);
+  syscall(SYS_munmap, aligned + rounded, start + kHugePageBytes - aligned);
+  const size_t small = huge_rounded(small_bytes);
+  // Without transparent huge pages (or with them off) it fails: 4 KiB pages then.
+  if (small < rounded) syscall(SYS_madvise, aligned + small, rounded - small, MADV_HUGEPAGE);
+  note_mapped(reinterpret_cast<void*>(aligned), rounded);
+  return reinterpret_cast<void*>(aligned);
+}
+
+void tracer_unmap_huge(void* p, size_t bytes) { tracer_unmap(p, huge_rounded(bytes)); }
+
+size_t tracer_table_mapped_bytes(size_t bytes) {
+  return bytes >= kHugePageBytes ? huge_rounded(bytes) : (bytes + 4095) & ~size_t{4095};
+}
+
+void* tracer_map_table(size_t bytes) {
+  return bytes >= kHugePageBytes ? tracer_map_huge(bytes, 0) : tracer_map(bytes);
+}
+
+void tracer_unmap_table(void* p, size_t bytes) { tracer_unmap(p, tracer_table_mapped_bytes(bytes)); }
+
 bool tracer_map_at(void* address, size_t bytes) {
   long r = syscall(SYS_mmap, address, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   if (r < 0 && r > -4096) return false;

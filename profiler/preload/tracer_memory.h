@@ -12,6 +12,21 @@ namespace memstage::preload {
 // Zeroed pages; nullptr on failure. Never calls malloc.
 void* tracer_map(size_t bytes);
 void tracer_unmap(void* p, size_t bytes);
+// Zeroed pages for a large table that fills as it is used: 2 MiB aligned and rounded up to
+// whole 2 MiB, in transparent huge pages past its first `small_bytes` (rounded up to 2 MiB).
+// A fresh 4 KiB page costs a fault (~11 us in a VM) and a TLB entry; a 2 MiB page one of
+// each for 512 of them. The 4 KiB start keeps a small program's tracer small: a huge page
+// is resident whole once touched. Unmapped with tracer_unmap_huge and the same `bytes`.
+inline constexpr size_t kHugePageBytes = 2u << 20;
+void* tracer_map_huge(size_t bytes, size_t small_bytes);
+void tracer_unmap_huge(void* p, size_t bytes);
+// A hash table's memory, which a table touches all over as soon as it has it (it is
+// rebuilt whole at each growth): in 2 MiB pages from 2 MiB up, 4 KiB pages below.
+// Unmapped with tracer_unmap_table and the same `bytes`.
+void* tracer_map_table(size_t bytes);
+void tracer_unmap_table(void* p, size_t bytes);
+// The bytes tracer_map_table(bytes) maps (all of which its 2 MiB pages make resident).
+size_t tracer_table_mapped_bytes(size_t bytes);
 // Zeroed pages in place of the whole pages at `address` (the tracer's own, as a static page
 // of its library); false on failure.
 bool tracer_map_at(void* address, size_t bytes);

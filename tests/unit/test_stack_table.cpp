@@ -95,6 +95,50 @@ TEST_CASE("the last-stack cache compares whole frames") {
   CHECK(intern(table, {0x05, 0x10, 0x20, 0x30, 0x40}) == deeper);
 }
 
+TEST_CASE("stacks met before the last one come back with their ids and no new nodes") {
+  StackTable table;
+  REQUIRE(table.init());
+  LastStack last;
+  auto via_cache = [&](std::vector<uint64_t> frames) {
+    return last.intern(table, frames.data(), static_cast<uint32_t>(frames.size()));
+  };
+  // Many paths that differ at the outermost frame, so the last stack shares nothing with
+  // the next: each comes back through the thread's node cache or the table.
+  std::vector<uint32_t> ids;
+  for (uint64_t i = 0; i < 3000; ++i) ids.push_back(via_cache({0x10, 0x20 + i % 7, 0x30, 0x1000 + i}));
+  const uint32_t nodes = table.published();
+  CHECK(nodes == 1 + 3000 * 4);
+  for (uint64_t i = 0; i < 3000; i += 1) CHECK(via_cache({0x10, 0x20 + i % 7, 0x30, 0x1000 + i}) == ids[i]);
+  CHECK(table.published() == nodes);
+  // The same frames under another outermost caller are other nodes, however the cache is hit.
+  for (uint64_t i = 0; i < 3000; i += 3) {
+    const uint32_t other = via_cache({0x10, 0x20 + i % 7, 0x30, 0x1000 + (i + 1) % 3000 + 3000});
+    CHECK(other != ids[i]);
+    CHECK(read_back(table, other) == std::vector<uint64_t>{0x10, 0x20 + i % 7, 0x30, 0x1000 + (i + 1) % 3000 + 3000});
+  }
+  // What the cache returns is what the table holds.
+  for (uint64_t i = 0; i < 3000; i += 11) {
+    CHECK(intern(table, {0x10, 0x20 + i % 7, 0x30, 0x1000 + i}) == ids[i]);
+    CHECK(read_back(table, ids[i]) == std::vector<uint64_t>{0x10, 0x20 + i % 7, 0x30, 0x1000 + i});
+  }
+}
+
+TEST_CASE("a chain interned under one lock gives each frame's node, outermost first") {
+  StackTable table;
+  REQUIRE(table.init());
+  const uint32_t shared = intern(table, {0x300, 0x200, 0x100});
+  const std::vector<uint64_t> frames = {0x11, 0x22, 0x300, 0x200, 0x100};  // innermost first
+  uint32_t ids[5] = {};
+  const uint32_t id = table.intern_chain(StackTable::kRootId, frames.data(), 5, ids);
+  CHECK(table.published() == 1 + 3 + 2);  // the three known frames found, two added
+  CHECK(ids[2] == shared);
+  CHECK(ids[4] == id);
+  CHECK(table.parent(ids[3]) == shared);
+  CHECK(read_back(table, id) == frames);
+  CHECK(intern(table, frames) == id);
+  CHECK(table.intern_chain(StackTable::kRootId, frames.data(), 0, nullptr) == StackTable::kRootId);
+}
+
 TEST_CASE("eight threads interning overlapping stacks at once get one id per stack") {
   StackTable table;
   REQUIRE(table.init());
