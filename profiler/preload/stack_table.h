@@ -88,6 +88,7 @@ class StackTable {
   }
   uint32_t find(const Index* index, uint32_t parent, uint64_t return_address, uint64_t h) const;
   uint32_t add_locked(uint32_t parent, uint64_t return_address, uint64_t h);
+  void prefetch_chain_slots(uint32_t added_id, const uint64_t* return_addresses, uint32_t below) const;
   bool grow_index_locked();
 
   pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
