@@ -53,8 +53,8 @@ int main(int argc, char** argv) {
   }
   const Report report = memstage::reports::analyze(memstage::reports::find_traces(argv[1]), std::nullopt, {});
   g_report = &report;
-  fprintf(stderr, "%zu stacks, %zu stack figures, %zu frames\n", report.stacks.size(), report.stack_figures.size(),
-          report.frames.size());
+  fprintf(stderr, "%zu stacks of %zu nodes, %zu stack figures, %zu frames\n", report.stacks.size(),
+          report.stack_nodes.size(), report.stack_figures.size(), report.frames.size());
   argv[1] = argv[0];
   int rest = argc - 1;
   benchmark::Initialize(&rest, argv + 1);

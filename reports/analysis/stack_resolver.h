@@ -1,7 +1,7 @@
-// The trace's stacks (stack_tree.h) as the report's: symbolized frames, each distinct one
-// stored once in Report::frames. A large trace (Python importing torch: 7e5 stacks, 4.6e7
-// addresses in all) has under 1e5 distinct frames: each address is symbolized once and
-// later occurrences reuse its frames' indices.
+// The trace's stacks (stack_tree.h) as the report's: a tree of symbolized frames
+// (Report::stack_nodes), each distinct frame stored once in Report::frames. A large trace
+// (Python importing torch: 7e5 stacks, 4.6e7 addresses in all) has under 1e5 distinct
+// frames: each address is symbolized once and later occurrences reuse its frames' indices.
 #pragma once
 
 #include <cstdint>
@@ -32,11 +32,16 @@ class StackResolver {
   StackIndex index_of(uint32_t trace_stack);
 
  private:
-  Stack resolve(uint32_t trace_stack);
+  // The report's node of trace stack `trace_stack`'s innermost frame, made on first use.
+  StackNodeIndex resolve(uint32_t trace_stack);
+  // The frames of a return address in the module list `snapshot`, innermost first:
+  // (first, count) in frame_ids_, symbolized once per address and module.
+  std::pair<uint32_t, uint32_t> frames_at(uint64_t address, int snapshot);
   // Appends to frame_ids_ the frames of an address inside `module` (ModuleIndex::kNone: none).
   void add_frames(uint64_t address, uint32_t module);
-  void append_native(std::vector<FrameIndex>& out, uint64_t address, int snapshot);
   Frame python_frame(uint64_t address) const;
+  // Whether report node `node` is the frames (first, count) of frame_ids_ called from `caller`.
+  bool is_node_of(StackNodeIndex node, StackNodeIndex caller, uint32_t first, uint32_t count) const;
 
   const StackTree& tree_;
   const std::unordered_map<uint64_t, trace::PythonCode>& python_codes_;
@@ -45,18 +50,23 @@ class StackResolver {
   Symbolizer symbolizer_;
   ModuleIndex modules_;
   FrameInterner interner_;
-  // The stack resolved last: its nodes by depth, its frames and where each address's
-  // frames start (by index from its innermost address); the nodes of this one not shared.
-  std::vector<uint32_t> previous_nodes_, own_nodes_;
-  std::vector<FrameIndex> scratch_;
-  std::vector<uint32_t> address_starts_;
-  int previous_snapshot_ = -1;
+  // Each trace node's report node (its address's innermost frame), and the module list its
+  // addresses were resolved in: a trace node and its callers are made into report nodes
+  // once, and stacks through them stop there. A stack resolves every address in its own
+  // module list: under another list, a node is looked at again (and is mostly the same).
+  static constexpr int32_t kUnresolved = -1;
+  struct Resolved {
+    StackNodeIndex node = 0;
+    int32_t snapshot = kUnresolved;
+  };
+  std::vector<Resolved> resolved_;  // by trace node
+  std::vector<uint32_t> path_;      // the trace nodes of the stack being resolved, innermost first
   absl::flat_hash_map<uint32_t, StackIndex> indices_;
 
-  // (address, module) -> (first, count) in frame_ids_.
+  // (address, module) -> (first, count) in frame_ids_; Python frames' module is kPython.
+  static constexpr uint32_t kPython = ModuleIndex::kNone - 1;
   absl::flat_hash_map<std::pair<uint64_t, uint32_t>, std::pair<uint32_t, uint32_t>> frames_of_;
   std::vector<FrameIndex> frame_ids_;
-  std::unordered_map<uint64_t, FrameIndex> python_ids_;
 };
 
 }  // namespace memstage::reports

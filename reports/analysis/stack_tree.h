@@ -36,6 +36,7 @@ class StackTree {
   uint64_t return_address(uint32_t node) const { return nodes_[node].return_address; }
   uint32_t parent(uint32_t node) const { return nodes_[node].parent; }
   uint32_t depth(uint32_t node) const { return nodes_[node].depth; }
+  size_t size() const { return nodes_.size(); }  // nodes, node 0 included
 
  private:
   struct Node {

@@ -10,6 +10,7 @@
 #include "reports/analysis/allocator_frames.h"
 #include "reports/analysis/stage_rows.h"
 #include "reports/model/frame_interner.h"
+#include "reports/model/stack_interner.h"
 
 namespace memstage::tests {
 namespace {
@@ -93,12 +94,12 @@ class Generator {
   // Innermost first: allocator (and for some, the C++ library), site, helpers, the stage's
   // function, the pipeline, main.
   // Frames go into the report's frame table through `frames`.
-  Stack stack(FrameInterner& frames, int stage, size_t index, size_t helper_pool) {
-    Stack s;
+  std::vector<FrameIndex> stack(FrameInterner& frames, int stage, size_t index, size_t helper_pool) {
+    std::vector<FrameIndex> s;
     struct {
-      Stack& s;
+      std::vector<FrameIndex>& s;
       FrameInterner& frames;
-      void push_back(Frame frame) { s.frames.push_back(frames.intern(std::move(frame))); }
+      void push_back(Frame frame) { s.push_back(frames.intern(std::move(frame))); }
     } f{s, frames};
     if (chance(0.5)) {
       f.push_back(native("operator new(unsigned long)", "", 0, kLibstdcxx, kLibstdcxxBase, 0xae1c0));
@@ -207,11 +208,12 @@ Report make_fixture_report(const FixtureOptions& options) {
   const size_t helper_pool = options.stack_count > 1000 ? 5000 : 40;
   r.stacks.reserve(options.stack_count);
   FrameInterner frames(r.frames);
+  StackInterner stacks(r.stack_nodes);
   for (size_t i = 0; i < options.stack_count; ++i) {
     // Stage: spread over all, weighted to the busy ones; the first few stacks are special.
     const int stage = i < 8 ? static_cast<int>(std::vector<int>{4, 0, 1, 7, 3, 6, 8, 9}[i])
                             : static_cast<int>(gen.uniform(0, kStageCount - 1));
-    r.stacks.push_back(gen.stack(frames, stage, i, helper_pool));
+    r.stacks.push_back(stacks.stack(gen.stack(frames, stage, i, helper_pool)));
     StackStageFigures f;
     f.stack = static_cast<StackIndex>(i);
     f.stage = stage;
@@ -226,9 +228,12 @@ Report make_fixture_report(const FixtureOptions& options) {
   // Stacks share frames: changing one stack's frame is a new frame for that stack.
   auto rename_site = [&](size_t i, const std::string& function) {
     if (i >= r.stacks.size()) return;
-    Frame site = r.frame(r.stacks[i].frames[1]);
+    std::vector<FrameIndex> ids;
+    for (FrameIndex id : r.frames_of(r.stacks[i])) ids.push_back(id);
+    Frame site = r.frame(ids[1]);
     site.function = function;
-    r.stacks[i].frames[1] = frames.intern(std::move(site));
+    ids[1] = frames.intern(std::move(site));
+    r.stacks[i] = stacks.stack(ids);
   };
   if (options.stack_count >= 8) {
     // The densified matrix: one huge block, live at the peak.

@@ -75,7 +75,7 @@ TEST_CASE("HTML report holds what its sections need", "[html]") {
   const auto& leak_a = data["leaks"]["groups"][0];
   CHECK(leak_a["bytes"] == report.leaks[0].bytes);
   const auto& stack = data["stacks"][std::to_string(leak_a["stack"].get<int>())];
-  CHECK(stack.size() == report.stacks[leak_a["stack"].get<size_t>()].frames.size());
+  CHECK(stack.size() == report.frames_of(report.stacks[leak_a["stack"].get<size_t>()]).size());
   CHECK(frames[stack[1].get<size_t>()][0] == "leak_a");
   bool offset_label = false;
   for (const auto& f : frames) offset_label |= f[0] == "libtextfeatures.so+0x1180";
@@ -109,7 +109,7 @@ TEST_CASE("HTML report: top allocation sites are program frames, one row each", 
   // analysis did not flag as plumbing (or its innermost Python frame).
   std::map<std::string, uint64_t> expected_bytes;
   for (const auto& f : report.stack_figures) {
-    const auto& ids = report.stacks[f.stack].frames;
+    const auto ids = report.frames_of(report.stacks[f.stack]);
     const memstage::reports::Frame* site = nullptr;
     for (auto id : ids) {
       if (!site && !report.frame(id).allocator) site = &report.frame(id);

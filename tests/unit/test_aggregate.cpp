@@ -44,7 +44,7 @@ reports::Report analyze(TraceBuilder& b, const std::string& name) {
 // A stack as its return addresses: the two reports number their stacks apart.
 std::vector<uint64_t> addresses(const reports::Report& r, reports::StackIndex stack) {
   std::vector<uint64_t> out;
-  for (auto f : r.stacks[stack].frames) out.push_back(r.frame(f).address);
+  for (auto f : r.frames_of(r.stacks[stack])) out.push_back(r.frame(f).address);
   return out;
 }
 using Listed = std::vector<std::tuple<std::vector<uint64_t>, uint64_t, uint64_t>>;

@@ -2,10 +2,13 @@
 // resolves from it.
 #include <catch2/catch.hpp>
 #include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "reports/analysis/analyzer.h"
 #include "reports/analysis/stack_tree.h"
+#include "reports/model/stack_interner.h"
 #include "tests/unit/trace_builder.h"
 
 using memstage::reports::StackTree;
@@ -65,30 +68,159 @@ TEST_CASE("stack tree: version 1 whole stacks are interned, shared frames stored
   CHECK_FALSE(tree.contains(4));
 }
 
-TEST_CASE("every stack of the report holds its trace stack's frames, whatever order they are resolved in") {
-  // Stacks sharing callers at several depths, one the prefix of others, the empty one;
-  // leaks are listed (and their stacks resolved) largest first: the sizes interleave
-  // them so that each resolution starts from a different depth of the one before.
-  const std::vector<std::vector<uint64_t>> stacks{
-      {0x11, 0xa2, 0xa1}, {0x12, 0xa2, 0xa1}, {0x13, 0xb2, 0xa1}, {0xa2, 0xa1}, {0x14, 0x11, 0xa2, 0xa1},
-      {0x15},             {},                 {0x16, 0x14, 0x11, 0xa2, 0xa1},    {0x17, 0xb2, 0xa1}};
-  const uint64_t sizes[] = {700, 300, 900, 500, 100, 800, 200, 600, 400};
+namespace {
+
+// Stacks sharing callers at several depths, one the prefix of others, the empty one;
+// leaks are listed (and their stacks resolved) largest first: the sizes interleave
+// them so that each resolution starts from a different depth of the one before.
+const std::vector<std::vector<uint64_t>> kStacks{
+    {0x11, 0xa2, 0xa1}, {0x12, 0xa2, 0xa1}, {0x13, 0xb2, 0xa1}, {0xa2, 0xa1}, {0x14, 0x11, 0xa2, 0xa1},
+    {0x15},             {},                 {0x16, 0x14, 0x11, 0xa2, 0xa1},    {0x17, 0xb2, 0xa1}};
+const uint64_t kSizes[] = {700, 300, 900, 500, 100, 800, 200, 600, 400};
+
+memstage::reports::Report analyze_stacks() {
   TraceBuilder builder;
   builder.process();
-  for (const auto& s : stacks) builder.stack(s);
-  for (uint32_t i = 0; i < stacks.size(); ++i) builder.alloc(0x1000 * (i + 1), sizes[i], i);
+  for (const auto& s : kStacks) builder.stack(s);
+  for (uint32_t i = 0; i < kStacks.size(); ++i) builder.alloc(0x1000 * (i + 1), kSizes[i], i);
   builder.end(1'000'000);
   const std::string path = memstage::testing::temp_trace_path("stack_tree.mst");
   builder.write(path);
   memstage::reports::AnalysisOptions options;
   options.symbolize = false;
-  const auto r = memstage::reports::analyze({path}, std::nullopt, options);
+  return memstage::reports::analyze({path}, std::nullopt, options);
+}
+
+std::vector<uint64_t> addresses_of(const memstage::reports::Report& r, memstage::reports::StackIndex stack) {
+  std::vector<uint64_t> out;
+  for (const auto f : r.frames_of(r.stacks.at(stack))) out.push_back(r.frames.at(f).address);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every stack of the report holds its trace stack's frames, whatever order they are resolved in") {
+  const auto r = analyze_stacks();
   std::map<uint64_t, std::vector<uint64_t>> by_size;
-  for (size_t i = 0; i < stacks.size(); ++i) by_size[sizes[i]] = stacks[i];
-  REQUIRE(r.leaks.size() == stacks.size());
-  for (const auto& leak : r.leaks) {
-    std::vector<uint64_t> resolved;
-    for (const auto f : r.stacks.at(leak.stack).frames) resolved.push_back(r.frames.at(f).address);
-    CHECK(resolved == by_size.at(leak.bytes));
+  for (size_t i = 0; i < kStacks.size(); ++i) by_size[kSizes[i]] = kStacks[i];
+  REQUIRE(r.leaks.size() == kStacks.size());
+  for (const auto& leak : r.leaks) CHECK(addresses_of(r, leak.stack) == by_size.at(leak.bytes));
+}
+
+TEST_CASE("the report's stacks are a tree: frames that stacks share are stored once") {
+  const auto r = analyze_stacks();
+  // One node per distinct stack of callers: each stack's tails from every depth.
+  std::set<std::vector<uint64_t>> tails;
+  for (const auto& s : kStacks) {
+    for (size_t i = 0; i < s.size(); ++i) tails.emplace(s.begin() + i, s.end());
   }
+  CHECK(r.stack_nodes.size() == 1 + tails.size());  // and node 0, the empty stack
+  std::set<std::pair<uint32_t, uint32_t>> pairs;
+  for (size_t n = 1; n < r.stack_nodes.size(); ++n) {
+    CHECK(r.stack_nodes[n].caller < n);
+    pairs.emplace(r.stack_nodes[n].caller, r.stack_nodes[n].frame);
+  }
+  CHECK(pairs.size() == r.stack_nodes.size() - 1);
+  // 0xa2 0xa1 is one stack's whole and four others' callers.
+  const auto stack_of_bytes = [&](uint64_t bytes) {
+    for (const auto& leak : r.leaks) {
+      if (leak.bytes == bytes) return r.stacks.at(leak.stack);
+    }
+    FAIL("no leak of " << bytes);
+    return memstage::reports::Stack{};
+  };
+  const auto callers = stack_of_bytes(500).innermost;
+  CHECK(r.stack_nodes[stack_of_bytes(700).innermost].caller == callers);
+  CHECK(r.stack_nodes[stack_of_bytes(300).innermost].caller == callers);
+  CHECK(r.stack_nodes[r.stack_nodes[stack_of_bytes(100).innermost].caller].caller == callers);
+  CHECK(stack_of_bytes(200).innermost == 0);
+}
+
+TEST_CASE("a stack's frames are those of its own module list, and shared with earlier stacks where they agree") {
+  using memstage::trace::records::ModuleEntry;
+  using memstage::trace::records::Modules;
+  using memstage::trace::records::Segment;
+  const auto modules_record = [](std::vector<ModuleEntry>& entries) {
+    Modules m;
+    m.modules.items = entries;
+    return m;
+  };
+  const Segment low[] = {{0x1000, 0x2000}}, high[] = {{0x5000, 0x6000}};
+  ModuleEntry libx, liby, libz;
+  libx.path = "/lib/libx.so";
+  libx.segments.items = low;
+  liby.path = "/lib/liby.so";
+  liby.segments.items = high;
+  libz.path = "/lib/libz.so";  // loaded where libx was, after it was unloaded
+  libz.segments.items = low;
+  std::vector<ModuleEntry> first{libx}, second{libx, liby}, third{libz, liby};
+  TraceBuilder builder;
+  builder.process();
+  builder.record(modules_record(first)).stack({0x1100, 0x1010});
+  builder.record(modules_record(second)).stack({0x5100, 0x1100, 0x1010});
+  builder.record(modules_record(third)).stack({0x5200, 0x1100, 0x1010});
+  builder.alloc(0x100000, 300, 0).alloc(0x200000, 200, 1).alloc(0x300000, 100, 2).end(1'000'000);
+  const std::string path = memstage::testing::temp_trace_path("stack_tree_modules.mst");
+  builder.write(path);
+  memstage::reports::AnalysisOptions options;
+  options.symbolize = false;
+  const auto r = memstage::reports::analyze({path}, std::nullopt, options);
+  REQUIRE(r.leaks.size() == 3);
+  const auto modules_of = [&](const memstage::reports::Leak& leak) {
+    std::vector<std::string> out;
+    for (const auto f : r.frames_of(r.stacks.at(leak.stack))) out.push_back(r.frame(f).module);
+    return out;
+  };
+  CHECK(modules_of(r.leaks[0]) == std::vector<std::string>{"/lib/libx.so", "/lib/libx.so"});
+  CHECK(modules_of(r.leaks[1]) == std::vector<std::string>{"/lib/liby.so", "/lib/libx.so", "/lib/libx.so"});
+  CHECK(modules_of(r.leaks[2]) == std::vector<std::string>{"/lib/liby.so", "/lib/libz.so", "/lib/libz.so"});
+  // The second stack's callers are the first stack's nodes; the third's are its own.
+  const auto& nodes = r.stack_nodes;
+  CHECK(nodes[r.stacks.at(r.leaks[1].stack).innermost].caller == r.stacks.at(r.leaks[0].stack).innermost);
+  CHECK(nodes.size() == 1 + 2 + 1 + 3);
+}
+
+TEST_CASE("report model: stacks made whole share their callers; the site is found walking from the innermost") {
+  using namespace memstage::reports;
+  Report r;
+  const auto frame = [&](const char* function, bool allocator, const char* kind = "native") {
+    Frame f;
+    f.function = function;
+    f.allocator = allocator;
+    f.kind = kind;
+    r.frames.push_back(f);
+    return static_cast<FrameIndex>(r.frames.size() - 1);
+  };
+  const FrameIndex malloc_ = frame("malloc", true), new_ = frame("operator new", true), site = frame("site", false),
+                   main_ = frame("main", false), script = frame("script.py", false, "python");
+  StackInterner stacks(r.stack_nodes);
+  const std::vector<FrameIndex> a{malloc_, new_, site, main_}, b{new_, site, main_}, c{malloc_, script, main_},
+      plumbing{malloc_, new_};
+  r.stacks = {stacks.stack(a), stacks.stack(b), stacks.stack(c), stacks.stack(plumbing), Stack{}};
+  // main; site, main; new, site, main; malloc, new, site, main; script; malloc, script;
+  // new; malloc, new.
+  CHECK(r.stack_nodes.size() == 1 + 8);
+  CHECK(r.stack_nodes[r.stacks[0].innermost].caller == r.stacks[1].innermost);
+  const auto frames_of = [&](size_t i) {
+    std::vector<FrameIndex> out;
+    for (FrameIndex f : r.frames_of(r.stacks[i])) out.push_back(f);
+    return out;
+  };
+  CHECK(frames_of(0) == a);
+  CHECK(frames_of(2) == c);
+  CHECK(frames_of(4).empty());
+  CHECK(r.frames_of(r.stacks[0]).size() == 4);
+  CHECK(program_frames(r, r.stacks[0]).front() == site);
+  CHECK(program_frames(r, r.stacks[0]).size() == 2);
+  CHECK(program_frames(r, r.stacks[3]).front() == malloc_);  // all plumbing: the whole stack
+  const FrameRoles roles(r);
+  for (size_t i = 0; i < 4; ++i) CHECK(roles.allocation_site(r.stacks[i]) == allocation_site(r, r.stacks[i]));
+  CHECK(allocation_site(r, r.stacks[0]) == site);
+  CHECK(allocation_site(r, r.stacks[2]) == script);  // the script's line, in a Python program
+  CHECK(allocation_site(r, r.stacks[3]) == malloc_);
+  CHECK_FALSE(allocation_site(r, r.stacks[4]));
+  // Indexing a model that has nodes already shares them.
+  StackInterner again(r.stack_nodes);
+  CHECK(again.stack(b).innermost == r.stacks[1].innermost);
+  CHECK(r.stack_nodes.size() == 1 + 8);
 }

@@ -55,8 +55,7 @@ class ProfileBuilder {
   std::vector<uint64_t> locations(const Report& report, const Stack& stack) {
     std::vector<uint64_t> ids;
     std::vector<FrameIndex> group;
-    for (size_t i = first_program_frame(report, stack); i < stack.frames.size(); ++i) {
-      const FrameIndex id = stack.frames[i];
+    for (const FrameIndex id : program_frames(report, stack)) {
       group.push_back(id);
       if (report.frame(id).inlined) continue;
       ids.push_back(location(report, group));

@@ -173,47 +173,32 @@ class ChildIndex {
 // (label and module), not by address, so calls from different lines of one function meet.
 class CallTree {
  public:
-  explicit CallTree(const Report& report) : report_(report), label_of_frame_(report.frames.size(), kNone) {}
+  explicit CallTree(const Report& report)
+      : report_(report),
+        label_of_frame_(report.frames.size(), kNone),
+        node_of_stack_node_(report.stack_nodes.size(), kNone) {
+    node_of_stack_node_[0] = 0;
+  }
 
   std::vector<uint32_t> parent{0};         // node 0 is the root ("all"); parent < child always
   std::vector<FrameIndex> frame{kNone};    // the first frame seen for the node
 
-  // The node of a stack's innermost frame, adding the nodes it lacks. Consecutive stacks
-  // mostly share their outer frames: the path of the previous one is reused as far as it
-  // agrees, which saves most lookups (a Python program's stacks are ~100 frames deep).
+  // The node of a stack's innermost frame, adding the nodes it lacks. The report's stack
+  // nodes that are already here (a stack's callers, mostly) have their node: a stack is
+  // walked only up to the first of them.
   uint32_t leaf(const Stack& stack) {
-    uint32_t node = 0;
-    size_t depth = 0;
-    bool same_path = true;
-    // Outer frames that are the previous stack's own (the same indices) have its nodes:
-    // compared as indices first, without looking up labels.
-    const std::vector<FrameIndex>& frames = stack.frames;
-    if (previous_) {
-      const size_t shared_limit = std::min(frames.size(), previous_->size());
-      while (depth < shared_limit && frames[frames.size() - 1 - depth] == (*previous_)[previous_->size() - 1 - depth]) {
-        ++depth;
-      }
-      if (depth > 0) node = path_nodes_[depth - 1];
+    const std::vector<StackNode>& stack_nodes = report_.stack_nodes;
+    path_.clear();
+    StackNodeIndex s = stack.innermost;
+    while (node_of_stack_node_[s] == kNone) {
+      path_.push_back(s);
+      s = stack_nodes[s].caller;
     }
-    previous_ = &frames;
-    for (auto it = stack.frames.rbegin() + depth; it != stack.frames.rend(); ++it, ++depth) {
-      const uint32_t label = label_id(*it);
-      if (same_path && depth < path_labels_.size() && path_labels_[depth] == label) {
-        node = path_nodes_[depth];
-        continue;
-      }
-      if (same_path) {
-        same_path = false;
-        path_labels_.resize(depth);
-        path_nodes_.resize(depth);
-      }
-      node = child(node, label, *it);
-      path_labels_.push_back(label);
-      path_nodes_.push_back(node);
-    }
-    if (same_path) {
-      path_labels_.resize(depth);
-      path_nodes_.resize(depth);
+    uint32_t node = node_of_stack_node_[s];
+    for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
+      const FrameIndex f = stack_nodes[*it].frame;
+      node = child(node, label_id(f), f);
+      node_of_stack_node_[*it] = node;
     }
     return node;
   }
@@ -253,8 +238,8 @@ class CallTree {
   std::vector<uint32_t> label_of_frame_;  // by the report's frame index
   ChildIndex children_;  // (parent << 32 | label id) -> node, for children after the first
   std::unordered_map<std::string, uint32_t> label_ids_;
-  std::vector<uint32_t> path_labels_, path_nodes_;  // the previous stack's, outermost first
-  const std::vector<FrameIndex>* previous_ = nullptr;  // the previous stack's frames
+  std::vector<uint32_t> node_of_stack_node_;  // by the report's stack node: this tree's node
+  std::vector<StackNodeIndex> path_;          // the stack nodes of a stack not yet here, innermost first
   struct FirstChild {
     uint32_t label = kNone, node = 0;
   };
@@ -780,7 +765,7 @@ json page_data(const Report& report) {
   for (StackIndex s : used_stacks) {
     if (s >= report.stacks.size()) continue;
     json ids = json::array();
-    for (FrameIndex f : report.stacks[s].frames) ids.push_back(frames.intern(f));
+    for (FrameIndex f : report.frames_of(report.stacks[s])) ids.push_back(frames.intern(f));
     stacks[std::to_string(s)] = std::move(ids);
   }
   data["stacks"] = std::move(stacks);

@@ -31,7 +31,7 @@ Json frame_json(const Frame& f) {
 Json stack_json(const Report& r, StackIndex index) {
   Json frames = Json::array();
   if (index < r.stacks.size()) {
-    for (FrameIndex id : r.stacks[index].frames) frames.push_back(frame_json(r.frame(id)));
+    for (FrameIndex id : r.frames_of(r.stacks[index])) frames.push_back(frame_json(r.frame(id)));
   }
   return frames;
 }

@@ -11,27 +11,33 @@ namespace memstage::reports {
 namespace {
 
 void append_stack(std::string& out, const Report& r, StackIndex index, size_t max_frames) {
-  if (index >= r.stacks.size() || r.stacks[index].frames.empty()) {
+  if (index >= r.stacks.size() || r.frames_of(r.stacks[index]).empty()) {
     out += "      (no stack)\n";
     return;
   }
-  const auto& ids = r.stacks[index].frames;
-  const auto frame = [&](size_t i) -> const Frame& { return r.frame(ids[i]); };
   // Start where the program asked for memory, past the allocation plumbing.
-  const size_t first = first_program_frame(r, r.stacks[index]);
-  const bool python =
-      std::any_of(ids.begin() + first, ids.end(), [&](FrameIndex id) { return r.frame(id).kind == "python"; });
+  const StackFrames frames = program_frames(r, r.stacks[index]);
+  const bool python = std::ranges::any_of(frames, [&](FrameIndex id) { return r.frame(id).kind == "python"; });
   if (!python) {
-    const size_t n = std::min(max_frames, ids.size() - first);
-    for (size_t i = first; i < first + n; ++i) out += fmt::format("      {}\n", terminal_text(format_frame(frame(i))));
-    if (ids.size() > first + n) out += fmt::format("      ... {} more frames\n", ids.size() - first - n);
+    size_t shown = 0, more = 0;
+    for (FrameIndex id : frames) {
+      if (shown < max_frames) {
+        out += fmt::format("      {}\n", terminal_text(format_frame(r.frame(id))));
+        ++shown;
+      } else {
+        ++more;
+      }
+    }
+    if (more) out += fmt::format("      ... {} more frames\n", more);
     return;
   }
   // A Python program: the native frame that asked for memory, then the script's lines.
-  out += fmt::format("      {}\n", terminal_text(format_frame(frame(first))));
+  auto it = frames.begin();
+  out += fmt::format("      {}\n", terminal_text(format_frame(r.frame(*it))));
   size_t shown = 1, skipped_native = 0;
-  for (size_t i = first + 1; i < ids.size(); ++i) {
-    if (frame(i).kind != "python") {
+  for (++it; it != frames.end(); ++it) {
+    const Frame& frame = r.frame(*it);
+    if (frame.kind != "python") {
       ++skipped_native;
       continue;
     }
@@ -41,7 +47,7 @@ void append_stack(std::string& out, const Report& r, StackIndex index, size_t ma
     }
     if (skipped_native) out += fmt::format("      ... {} native frame{}\n", skipped_native, skipped_native == 1 ? "" : "s");
     skipped_native = 0;
-    out += fmt::format("      {}\n", terminal_text(format_frame(frame(i))));
+    out += fmt::format("      {}\n", terminal_text(format_frame(frame)));
     ++shown;
   }
 }
