@@ -46,6 +46,11 @@ class AddressMap {
     return true;
   }
 
+  // Starts fetching the slot where `address` is put or taken soon (their cache miss).
+  void prefetch(uint64_t address) const {
+    if (capacity_) prefetch_line(&slots_[slot_of(address)]);
+  }
+
   void clear() {
     if (slots_) tracer_unmap_table(slots_, capacity_ * sizeof(Slot));
     slots_ = nullptr;

@@ -57,11 +57,11 @@ bool StackTable::grow_index_locked() {
   // Each node goes to a random slot: fetched some nodes ahead, so the misses overlap.
   constexpr uint32_t kAhead = 16;
   for (uint32_t id = 1; id < n && id < 1 + kAhead; ++id) {
-    __builtin_prefetch(&bigger->slots[home_slot(hash(parent(id), return_address(id)), slots)], 1);
+    prefetch_line(&bigger->slots[home_slot(hash(parent(id), return_address(id)), slots)]);
   }
   for (uint32_t id = 1; id < n; ++id) {
     if (id + kAhead < n) {
-      __builtin_prefetch(&bigger->slots[home_slot(hash(parent(id + kAhead), return_address(id + kAhead)), slots)], 1);
+      prefetch_line(&bigger->slots[home_slot(hash(parent(id + kAhead), return_address(id + kAhead)), slots)]);
     }
     const uint64_t h = hash(parent(id), return_address(id));
     uint64_t j = home_slot(h, slots);
@@ -115,7 +115,7 @@ void StackTable::prefetch_chain_slots(uint32_t added_id, const uint64_t* return_
   constexpr uint32_t kMaxPrefetched = 32;
   for (uint32_t k = 0; k < below && k < kMaxPrefetched; ++k) {
     const uint64_t h = hash(added_id + k, return_addresses[below - 1 - k]);
-    __builtin_prefetch(&index->slots[home_slot(h, slot_count)], 1);
+    prefetch_line(&index->slots[home_slot(h, slot_count)]);
   }
 }
 
