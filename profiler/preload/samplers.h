@@ -20,10 +20,11 @@ struct MemoryShares {
   uint64_t shared_bytes = 0;   // Shared_Clean + Shared_Dirty
   uint64_t private_bytes = 0;  // Private_Clean + Private_Dirty: the USS
 };
-// Reads smaps_rollup when it is due: at most one read per 20 times the last read's cost
+// Reads smaps_rollup when it is due: at most one read per 50 times the last read's cost
 // (the kernel walks every page table of the process: milliseconds per 100 MiB resident,
-// against microseconds for statm), so that it takes at most 5 % of one core; and, except
-// at stage edges (`edge`), at least 100 ms apart. False when not due or unreadable.
+// against microseconds for statm), so that it takes at most 2 % of one core; and, except
+// at stage edges and heap highs (`edge`), at least 100 ms apart. False when not due or
+// unreadable.
 bool read_memory_shares_if_due(uint64_t now_ns, bool edge, MemoryShares& out);
 
 // Where the process stands in a distributed job, from its environment (trace_format.h
