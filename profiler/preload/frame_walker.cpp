@@ -434,6 +434,10 @@ void keep_walk(WalkCache& cache, uint32_t kept, uint32_t count, bool complete, b
 
 }  // namespace
 
+// The rule slot of an address: the top bits of its product with a large odd constant.
+constexpr int kRuleSlotShift = 64 - __builtin_ctz(WalkCache::kRuleSlots);
+static_assert(WalkCache::kRuleSlots == 1u << (64 - kRuleSlotShift), "kRuleSlots is a power of two");
+
 int walk_frames(WalkCache& cache, WalkStart start, uint64_t* out, int max) {
   if (max < 0 || static_cast<uint32_t>(max) > WalkCache::kMaxSteps) return kLeaveToLibunwind;
   const uint64_t generation = g_frame_rule_generation.load(std::memory_order_acquire);
@@ -464,8 +468,7 @@ int walk_frames(WalkCache& cache, WalkStart start, uint64_t* out, int max) {
       }
       match = -1;  // the stack differs further out: walked on without the last walk
     }
-    FrameRule& slot = cache.rules[(pc * 0x9e3779b97f4a7c15ull) >> 53];
-    static_assert(WalkCache::kRuleSlots == 1u << 11);
+    FrameRule& slot = cache.rules[(pc * 0x9e3779b97f4a7c15ull) >> kRuleSlotShift];
     if (slot.pc != pc) slot = frame_rule_for(pc);
     uint64_t cfa;
     switch (slot.kind) {
