@@ -46,6 +46,8 @@ class AddressMap {
     return true;
   }
 
+  uint64_t size() const { return count_; }
+
   // Starts fetching the slot where `address` is put or taken soon (their cache miss).
   void prefetch(uint64_t address) const {
     if (capacity_) prefetch_line(&slots_[slot_of(address)]);
