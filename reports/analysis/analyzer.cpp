@@ -30,6 +30,19 @@ constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 
 constexpr size_t kMaxLeakSites = 500;
 
+// Pass two over one trace: its events replayed into `snapshots` from pass one's log of
+// them, or, past the log's bound, read from the file again.
+void replay_events(const TraceFile& file, PeakSnapshots& snapshots,
+                   const std::function<void(uint64_t, uint64_t)>& progress) {
+  if (!file.pass.event_log.complete()) {
+    trace::read_trace(file.path, snapshots, progress);
+    return;
+  }
+  snapshots.define(file.pass.heap.infos());
+  file.pass.event_log.replay(snapshots);
+  if (progress) progress(file.summary.file_bytes, file.summary.file_bytes);
+}
+
 Fragmentation fragmentation_of(const RssBreakdown& b) {
   Fragmentation f;
   f.estimated = b.estimated;
@@ -108,10 +121,11 @@ SamplingReport sampling_report(uint64_t rate_bytes, uint64_t samples) {
 }  // namespace
 
 struct TraceBeingWritten::State {
-  State(std::string trace_path, uint64_t max_kept_text_bytes)
-      : path(std::move(trace_path)), budget(max_kept_text_bytes) {}
+  State(std::string trace_path, const AnalysisOptions& options)
+      : path(std::move(trace_path)), budget(options.max_kept_text_bytes), max_logged_events(options.max_logged_events) {}
   std::string path;
   KeptTextBudget budget;  // the analysis it is handed to goes on charging it
+  size_t max_logged_events;
   std::atomic<bool> writing{true};
   std::unique_ptr<TraceFile> file;  // once read; null when the file never appeared
   std::exception_ptr failed;
@@ -127,7 +141,7 @@ struct TraceBeingWritten::State {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     try {
-      auto f = std::make_unique<TraceFile>(budget);
+      auto f = std::make_unique<TraceFile>(budget, max_logged_events);
       f->path = path;
       const trace::FollowWriter follow{[this] { return writing.load(std::memory_order_acquire); }};
       f->summary = trace::read_trace(path, f->pass, {}, &follow);
@@ -150,7 +164,7 @@ struct TraceBeingWritten::State {
 };
 
 TraceBeingWritten::TraceBeingWritten(std::string path, const AnalysisOptions& options)
-    : state_(std::make_unique<State>(std::move(path), options.max_kept_text_bytes)) {
+    : state_(std::make_unique<State>(std::move(path), options)) {
   state_->reader = std::jthread([state = state_.get()] { state->read(); });
 }
 
@@ -197,7 +211,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     try {
       if (read_ahead) f = read_ahead->state_->take(path);
       if (!f) {
-        f = std::make_unique<TraceFile>(kept_text);
+        f = std::make_unique<TraceFile>(kept_text, options.max_logged_events);
         f->summary = trace::read_trace(path, f->pass, progress_for(done_bytes));
       }
       f->path = path;
@@ -327,14 +341,14 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   snapshots.top_stacks = options.top_stacks;
   StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize);
   if (pass.info.mode == trace::Mode::kFull || sampled) {
-    // Pass two reads the trace again on a thread of its own while this one resolves the
-    // stacks of every site, all the report will name (leaks and stacks at the peaks are
-    // sites too): the two took about as long on a torch import's trace.
+    // Pass two replays the events (pass one's log of them, else the trace read again) on a
+    // thread of its own while this one resolves the stacks of every site, all the report
+    // will name (leaks and stacks at the peaks are sites too).
     std::exception_ptr pass_two_failed;
     {
       std::jthread pass_two([&] {
         try {
-          trace::read_trace(main.path, snapshots, progress_for(total_bytes));
+          replay_events(main, snapshots, progress_for(total_bytes));
         } catch (...) {
           pass_two_failed = std::current_exception();
         }
@@ -583,7 +597,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     PeakSnapshots held({{job.event_at_peak[n], PeakSnapshots::kJobPeak}}, file.pass.heap.infos().size(),
                        file.pass.events);
     held.top_stacks = options.top_stacks;
-    trace::read_trace(file.path, held);
+    replay_events(file, held, {});
     StackResolver resolver(file.pass.stacks, file.pass.module_snapshots, file.pass.python_codes, report,
                            options.symbolize);
     for (const StackBytes& sb : held.stage_peaks[PeakSnapshots::kJobPeak]) {

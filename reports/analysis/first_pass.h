@@ -20,6 +20,7 @@
 #include "reports/analysis/analyzer.h"
 #include "reports/analysis/anonymous_mappings.h"
 #include "reports/analysis/device_memory.h"
+#include "reports/analysis/event_log.h"
 #include "reports/analysis/growth.h"
 #include "reports/analysis/live_heap.h"
 #include "reports/analysis/peaks.h"
@@ -80,6 +81,7 @@ class FirstPass : public trace::TraceVisitor {
 
   uint64_t now_ns = 0;
   uint64_t events = 0;  // alloc/free events so far: the replay position of pass two
+  EventLog event_log;   // those events, for pass two to replay
   Peaks peaks;  // the run's
   uint64_t allocations = 0, frees = 0, bytes_allocated = 0;
   uint64_t unknown_frees = 0, lost_events = 0;
@@ -178,6 +180,7 @@ class FirstPass : public trace::TraceVisitor {
 
   void on_alloc(uint32_t info, bool) override {
     ++events;
+    event_log.allocated(info);
     heap.allocate(info);
     const AllocationInfo& a = heap.info(info);
     const uint64_t size = a.size;
@@ -199,6 +202,7 @@ class FirstPass : public trace::TraceVisitor {
 
   void on_free(uint32_t info, bool temporary) override {
     ++events;
+    event_log.freed(info);
     if (!heap.free(info)) {
       ++unknown_frees;
       return;
@@ -424,7 +428,9 @@ class FirstPass : public trace::TraceVisitor {
 
 // One trace and what pass one made of it.
 struct TraceFile {
-  explicit TraceFile(KeptTextBudget& budget) : pass(budget) {}
+  TraceFile(KeptTextBudget& budget, size_t max_logged_events) : pass(budget) {
+    pass.event_log = EventLog(max_logged_events);
+  }
   std::string path;
   FirstPass pass;
   trace::ReadSummary summary;

@@ -61,6 +61,11 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
   void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
     heap_.define(id, allocation_info(size, stack, stage, sample_rate_bytes_));
   }
+  // Every info at once, as pass one defined them, for a replay of its EventLog (event_log.h)
+  // instead of the trace: infos not defined yet at a peak hold no live block there.
+  void define(const std::vector<AllocationInfo>& infos) {
+    for (size_t id = 0; id < infos.size(); ++id) heap_.define(static_cast<uint32_t>(id), infos[id]);
+  }
   void on_sampling(uint64_t rate_bytes) override { sample_rate_bytes_ = rate_bytes; }
   void on_alloc(uint32_t info, bool) override {
     ++events_;

@@ -407,3 +407,32 @@ TEST_CASE("a trace to be read ahead that never appears leaves the analysis as it
   const auto r = reports::analyze({path}, std::nullopt, options, &ahead);
   CHECK(r.totals.peak_heap_bytes == 64);
 }
+
+TEST_CASE("pass two replays pass one's log of the events or reads the trace again: the same stacks at the peaks") {
+  TraceBuilder b;
+  b.process().stack({0x10}).stack({0x20}).stack({0x30}).stage_name("grow");
+  b.time(1'000'000).alloc(0x1000, 100, 0).alloc(0x2000, 300, 1);
+  b.stage_begin(0, 2'000'000).alloc(0x3000, 1000, 2).alloc(0x4000, 50, 0);  // the stage's and the run's peak: 1450
+  b.free(0x3000).stage_end(3'000'000);
+  b.alloc(0x5000, 200, 2).free(0x5000).free(0x1000).end(4'000'000);
+  const std::string path = memstage::testing::temp_trace_path("analyzer_event_log.mst");
+  b.write(path);
+  reports::AnalysisOptions options;
+  options.symbolize = false;
+  const auto logged = reports::analyze({path}, std::nullopt, options);
+  for (const size_t bound : {size_t{0}, size_t{3}}) {  // no log; a log cut short by its bound
+    INFO("at most " << bound << " events logged");
+    options.max_logged_events = bound;
+    const auto read_again = reports::analyze({path}, std::nullopt, options);
+    CHECK(reports::render_text(read_again) == reports::render_text(logged));
+    REQUIRE(read_again.top_stacks_at_peak.size() == logged.top_stacks_at_peak.size());
+    for (size_t i = 0; i < logged.top_stacks_at_peak.size(); ++i) {
+      CHECK(read_again.top_stacks_at_peak[i].bytes == logged.top_stacks_at_peak[i].bytes);
+    }
+  }
+  REQUIRE(logged.top_stacks_at_peak.size() == 3);
+  CHECK(logged.top_stacks_at_peak[0].bytes == 1000);
+  CHECK(logged.top_stacks_at_peak[1].bytes == 300);
+  CHECK(logged.top_stacks_at_peak[2].bytes == 150);
+  CHECK(logged.totals.peak_heap_bytes == 1450);
+}
