@@ -1,7 +1,9 @@
 // Turns the trace files of one run into the analysis model (reports/model).
-// Streams each trace twice: the first pass finds totals, stages and the moments of the
-// peaks; the second replays up to those moments to see which stacks held the memory.
-// Memory grows with the live blocks and distinct stacks, not with the trace's length.
+// Goes over each trace's events twice: the first pass (first_pass.h) reads the trace and
+// finds totals, stages and the moments of the peaks; the second replays the events up to
+// those moments to see which stacks held the memory (from the first pass's log of them,
+// event_log.h, or for a trace past its bound, the trace read again). Memory grows with the
+// live blocks and distinct stacks, and up to that bound with the events.
 #pragma once
 
 #include <functional>
