@@ -3,11 +3,15 @@
 // try to symbolize again from binaries that may not exist where the profile is read.
 #include "reports/render/export/pprof.h"
 
-#include <map>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
-#include <zlib.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/gzip_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include "profile.pb.h"
 
@@ -47,22 +51,21 @@ class ProfileBuilder {
 
   StringTable& strings() { return strings_; }
 
-  // Location ids of a stack, leaf first. Like pprof's own heap profiles, the leaf is the
-  // program's frame that asked for memory: the allocation plumbing below it (the model's
-  // Frame::allocator) is left out. Inlined frames share their caller's address, so a run
-  // of inlined frames and the frame they are inlined into make one location whose lines
-  // go innermost first, as profile.proto asks.
-  std::vector<uint64_t> locations(const Report& report, const Stack& stack) {
-    std::vector<uint64_t> ids;
-    std::vector<FrameIndex> group;
+  // Appends the location ids of a stack to `ids`, leaf first. Like pprof's own heap
+  // profiles, the leaf is the program's frame that asked for memory: the allocation plumbing
+  // below it (the model's Frame::allocator) is left out. Inlined frames share their caller's
+  // address, so a run of inlined frames and the frame they are inlined into make one
+  // location whose lines go innermost first, as profile.proto asks. The same stack always
+  // gets the same ids: a location is built once, when first met.
+  void locations(const Report& report, const Stack& stack, google::protobuf::RepeatedField<uint64_t>& ids) {
+    group_.clear();
     for (const FrameIndex id : program_frames(report, stack)) {
-      group.push_back(id);
+      group_.push_back(id);
       if (report.frame(id).inlined) continue;
-      ids.push_back(location(report, group));
-      group.clear();
+      ids.Add(location(report, group_));
+      group_.clear();
     }
-    if (!group.empty()) ids.push_back(location(report, group));
-    return ids;
+    if (!group_.empty()) ids.Add(location(report, group_));
   }
 
  private:
@@ -151,30 +154,15 @@ class ProfileBuilder {
   std::vector<uint64_t> location_of_frame_;  // by FrameIndex, 0 = not yet (location ids start at 1)
   std::unordered_map<std::string, uint64_t> locations_by_frames_;  // key: the FrameIndex bytes
   std::unordered_map<uint64_t, Range> ranges_;
+  std::vector<FrameIndex> group_;  // locations()'s run of frames, kept for its capacity
 };
-
-std::string gzip(const std::string& data) {
-  z_stream z{};
-  // windowBits 15 + 16: a gzip header and trailer rather than zlib's.
-  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    throw std::runtime_error("render_pprof: deflateInit2 failed");
-  }
-  std::string out(deflateBound(&z, data.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  const int rc = deflate(&z, Z_FINISH);
-  const auto written = z.total_out;
-  deflateEnd(&z);
-  if (rc != Z_STREAM_END) throw std::runtime_error("render_pprof: deflate failed");
-  out.resize(written);
-  return out;
-}
 
 }  // namespace
 
 std::string render_pprof(const Report& report) {
+  // Everything but the samples: the sample types, and the mappings, locations, functions
+  // and strings the samples name (thousands, where the samples are hundreds of thousands of
+  // stacks of ~66 locations each).
   pp::Profile profile;
   ProfileBuilder builder(profile);
   auto& strings = builder.strings();
@@ -193,33 +181,55 @@ std::string render_pprof(const Report& report) {
   for (const auto& word : report.command) command += (command.empty() ? "" : " ") + word;
   profile.add_comment(strings.add("memstage: " + command));
   profile.add_comment(strings.add("allocator: " + report.allocator + ", mode: " + report.mode));
-
   const int64_t stage_key = strings.add("stage");
-  // A stack in several stages is several samples: the later ones copy the first one's
-  // locations rather than keep a second list of them per stack.
-  std::unordered_map<StackIndex, int> first_sample;
-  for (const auto& f : report.stack_figures) {
-    if (f.stack >= report.stacks.size()) continue;
-    if (f.live_at_peak_bytes == 0 && f.bytes_allocated == 0 && f.allocations == 0 && f.leaked_bytes == 0) continue;
-    const auto [first, added] = first_sample.try_emplace(f.stack, profile.sample_size());
-    auto* sample = profile.add_sample();
-    if (added) {
-      for (uint64_t id : builder.locations(report, report.stacks[f.stack])) sample->add_location_id(id);
-    } else {
-      *sample->mutable_location_id() = profile.sample(first->second).location_id();
+
+  // The samples go straight to the gzip stream, one reused Sample message at a time, rather
+  // than into the Profile: as messages they would be the whole export's memory (a Python
+  // program importing torch: 4.6e7 location ids, ~1 GB). A message serializes as its fields
+  // in field-number order, so sample_type (1), then the samples (2), then the Profile
+  // without its sample_type (mapping 3, ...) are the bytes Profile::SerializeToString
+  // would give. GzipOutputStream's defaults are gzip at zlib's default level, window and
+  // strategy: what pprof readers expect.
+  namespace io = google::protobuf::io;
+  using google::protobuf::internal::WireFormatLite;
+  std::string gz;
+  io::StringOutputStream gz_stream(&gz);
+  io::GzipOutputStream zipped(&gz_stream);
+  {
+    io::CodedOutputStream out(&zipped);
+    const auto write_field = [&out](int field_number, const google::protobuf::MessageLite& message) {
+      out.WriteTag(WireFormatLite::MakeTag(field_number, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+      out.WriteVarint32(static_cast<uint32_t>(message.ByteSizeLong()));
+      message.SerializeWithCachedSizes(&out);
+    };
+    for (const auto& st : profile.sample_type()) write_field(pp::Profile::kSampleTypeFieldNumber, st);
+    pp::Sample sample;
+    for (const auto& f : report.stack_figures) {
+      if (f.stack >= report.stacks.size()) continue;
+      if (f.live_at_peak_bytes == 0 && f.bytes_allocated == 0 && f.allocations == 0 && f.leaked_bytes == 0) continue;
+      sample.Clear();  // keeps its fields' memory for the next stack
+      // A stack in several stages is several samples, each with the stack's locations.
+      builder.locations(report, report.stacks[f.stack], *sample.mutable_location_id());
+      sample.add_value(static_cast<int64_t>(f.live_at_peak_bytes));
+      sample.add_value(static_cast<int64_t>(f.bytes_allocated));
+      sample.add_value(static_cast<int64_t>(f.allocations));
+      sample.add_value(static_cast<int64_t>(f.leaked_bytes));
+      auto* label = sample.add_label();
+      label->set_key(stage_key);
+      const bool in_stage = f.stage >= 0 && static_cast<size_t>(f.stage) < report.stages.size();
+      label->set_str(strings.add(in_stage ? report.stages[f.stage].path : "(none)"));
+      write_field(pp::Profile::kSampleFieldNumber, sample);
     }
-    sample->add_value(static_cast<int64_t>(f.live_at_peak_bytes));
-    sample->add_value(static_cast<int64_t>(f.bytes_allocated));
-    sample->add_value(static_cast<int64_t>(f.allocations));
-    sample->add_value(static_cast<int64_t>(f.leaked_bytes));
-    auto* label = sample->add_label();
-    label->set_key(stage_key);
-    const bool in_stage = f.stage >= 0 && static_cast<size_t>(f.stage) < report.stages.size();
-    label->set_str(strings.add(in_stage ? report.stages[f.stage].path : "(none)"));
+    profile.clear_sample_type();
+    if (!profile.SerializeToCodedStream(&out) || out.HadError()) {
+      throw std::runtime_error("render_pprof: serialization failed");
+    }
   }
-  std::string bytes;
-  if (!profile.SerializeToString(&bytes)) throw std::runtime_error("render_pprof: serialization failed");
-  return gzip(bytes);
+  if (!zipped.Close()) {
+    throw std::runtime_error(std::string("render_pprof: gzip failed: ") +
+                             (zipped.ZlibErrorMessage() ? zipped.ZlibErrorMessage() : "unknown error"));
+  }
+  return gz;
 }
 
 }  // namespace memstage::reports
