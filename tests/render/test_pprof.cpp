@@ -1,5 +1,7 @@
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <zlib.h>
@@ -100,4 +102,104 @@ TEST_CASE("pprof export of an empty Report parses", "[pprof]") {
   REQUIRE(profile.ParseFromString(gunzip(memstage::reports::render_pprof(memstage::reports::Report{}))));
   CHECK(profile.sample_type_size() == 4);
   CHECK(profile.sample_size() == 0);
+}
+
+TEST_CASE("pprof export's samples are the report's stack figures, location by location", "[pprof]") {
+  using memstage::reports::FrameIndex;
+  using memstage::reports::StackStageFigures;
+  auto report = memstage::tests::make_fixture_report();
+  // A stack in a second stage, one outside every stage, one with nothing to show and one
+  // naming no stack: the export writes the first two and skips the others.
+  REQUIRE(report.stack_figures.size() >= 2);
+  StackStageFigures again = report.stack_figures[0];
+  again.stage = report.stack_figures[0].stage == 0 ? 1 : 0;
+  again.allocations = 3;
+  again.bytes_allocated = 96;
+  again.live_at_peak_bytes = 32;
+  again.leaked_bytes = 0;
+  StackStageFigures unstaged = report.stack_figures[1];
+  unstaged.stage = -1;
+  StackStageFigures nothing{};
+  nothing.stack = report.stack_figures[1].stack;
+  StackStageFigures no_stack = report.stack_figures[1];
+  no_stack.stack = static_cast<memstage::reports::StackIndex>(report.stacks.size());
+  report.stack_figures.insert(report.stack_figures.end(), {again, unstaged, nothing, no_stack});
+
+  perftools::profiles::Profile profile;
+  REQUIRE(profile.ParseFromString(gunzip(memstage::reports::render_pprof(report))));
+  const auto& strings = profile.string_table();
+  std::map<uint64_t, const perftools::profiles::Location*> locations;
+  for (const auto& l : profile.location()) locations[l.id()] = &l;
+  std::map<uint64_t, const perftools::profiles::Function*> functions;
+  for (const auto& f : profile.function()) functions[f.id()] = &f;
+  std::map<uint64_t, std::string> mappings;
+  for (const auto& m : profile.mapping()) mappings[m.id()] = strings.at(m.filename());
+
+  std::vector<const StackStageFigures*> shown;
+  for (const auto& f : report.stack_figures) {
+    if (f.stack >= report.stacks.size()) continue;
+    if (f.live_at_peak_bytes == 0 && f.bytes_allocated == 0 && f.allocations == 0 && f.leaked_bytes == 0) continue;
+    shown.push_back(&f);
+  }
+  REQUIRE(static_cast<size_t>(profile.sample_size()) == shown.size());
+  size_t inlined_locations = 0, unmapped_locations = 0;  // the fixture has both
+  for (size_t i = 0; i < shown.size(); ++i) {
+    const StackStageFigures& f = *shown[i];
+    const auto& sample = profile.sample(static_cast<int>(i));
+    INFO("sample " << i << ", stack " << f.stack);
+    REQUIRE(sample.value_size() == 4);
+    CHECK(sample.value(0) == static_cast<int64_t>(f.live_at_peak_bytes));
+    CHECK(sample.value(1) == static_cast<int64_t>(f.bytes_allocated));
+    CHECK(sample.value(2) == static_cast<int64_t>(f.allocations));
+    CHECK(sample.value(3) == static_cast<int64_t>(f.leaked_bytes));
+    REQUIRE(sample.label_size() == 1);
+    CHECK(strings.at(sample.label(0).key()) == "stage");
+    CHECK(strings.at(sample.label(0).str()) == (f.stage >= 0 ? report.stages.at(f.stage).path : "(none)"));
+
+    // The locations' lines, in order, are the stack's program frames innermost first; a
+    // location ends at a frame that is not inlined into its caller, and has that frame's
+    // address and module.
+    std::vector<FrameIndex> frames;
+    for (FrameIndex id : memstage::reports::program_frames(report, report.stacks[f.stack])) frames.push_back(id);
+    size_t next = 0;
+    for (const uint64_t location_id : sample.location_id()) {
+      const auto* location = locations.at(location_id);
+      REQUIRE(location->line_size() >= 1);
+      inlined_locations += location->line_size() > 1;
+      unmapped_locations += location->mapping_id() == 0;
+      for (int l = 0; l < location->line_size(); ++l, ++next) {
+        REQUIRE(next < frames.size());
+        const auto& frame = report.frame(frames[next]);
+        const auto& line = location->line(l);
+        const auto* function = functions.at(line.function_id());
+        if (!frame.function.empty()) CHECK(strings.at(function->name()) == frame.function);
+        CHECK(!strings.at(function->name()).empty());
+        CHECK(strings.at(function->filename()) == frame.file);
+        CHECK(line.line() == frame.line);
+        const bool last = l + 1 == location->line_size();
+        if (!last) CHECK(frame.inlined);
+        if (last && next + 1 < frames.size()) CHECK(!frame.inlined);  // the stack's outermost may be
+        if (last) {
+          CHECK(location->address() == frame.address);
+          if (frame.kind == "native" && !frame.module.empty()) {
+            CHECK(mappings.at(location->mapping_id()) == frame.module);
+          } else {
+            CHECK(location->mapping_id() == 0);
+          }
+        }
+      }
+    }
+    CHECK(next == frames.size());
+  }
+  CHECK(inlined_locations > 0);
+  CHECK(unmapped_locations > 0);
+  // The stack shown again in another stage names the same locations.
+  const auto first = std::find(shown.begin(), shown.end(), &report.stack_figures[0]) - shown.begin();
+  REQUIRE(static_cast<size_t>(first) < shown.size());
+  const auto second = std::find_if(shown.begin(), shown.end(), [&](const StackStageFigures* f) {
+                        return f->stack == again.stack && f->stage == again.stage && f->allocations == 3;
+                      }) - shown.begin();
+  REQUIRE(static_cast<size_t>(second) < shown.size());
+  CHECK(std::vector<uint64_t>(profile.sample(first).location_id().begin(), profile.sample(first).location_id().end()) ==
+        std::vector<uint64_t>(profile.sample(second).location_id().begin(), profile.sample(second).location_id().end()));
 }
