@@ -28,7 +28,7 @@ OwnedDescriptor g_statm[kStatmSlots];
 std::atomic<uint32_t> g_statm_current{0};
 std::atomic<uint32_t> g_statm_next{0};
 std::atomic<uint64_t> g_shares_last_ns{0};  // trace time of the last smaps_rollup read (0: none)
-std::atomic<uint64_t> g_shares_cost_ns{0};  // how long it took
+std::atomic<uint64_t> g_shares_cost_ns{0};  // the CPU time it took
 uint64_t g_page_bytes = 4096;
 
 enum class Allocator { kGlibc, kJemalloc, kTcmalloc, kMimalloc };
@@ -59,10 +59,10 @@ uint64_t tcmalloc_property(const char* name) {
   return g_tc_property(name, &value) ? value : 0;
 }
 
-uint64_t monotonic_ns() {
+uint64_t thread_cpu_ns() {
   timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 // "Key:   123 kB" lines: the value of `key` in bytes, 0 when absent.
@@ -97,19 +97,21 @@ uint64_t env_number_plus_one(std::initializer_list<const char*> names) {
 
 }  // namespace
 
-bool read_memory_shares_if_due(uint64_t now_ns, bool edge, MemoryShares& out) {
+bool read_memory_shares_if_due(uint64_t now_ns, SharesMoment moment, MemoryShares& out) {
   // python3 importing torch (300 MB resident, hundreds of libraries): a read costs ~4 ms;
   // at 20 times that apart its 52 reads took 3 % of the run, at 50 times 2 % at most.
   constexpr uint64_t kCostFactor = 50;
   uint64_t last = g_shares_last_ns.load(std::memory_order_relaxed);
   const uint64_t cost = g_shares_cost_ns.load(std::memory_order_relaxed);
-  if (last != 0) {
+  if (last != 0 && moment != SharesMoment::kEnd) {
     const uint64_t since = now_ns > last ? now_ns - last : 0;
-    if (since < kCostFactor * cost || (!edge && since < 100'000'000)) return false;
+    if (since < kCostFactor * cost || (moment == SharesMoment::kTick && since < 100'000'000)) return false;
   }
   // One thread reads at a time; the others skip this sample.
   if (!g_shares_last_ns.compare_exchange_strong(last, now_ns == 0 ? 1 : now_ns, std::memory_order_relaxed)) return false;
-  const uint64_t start = monotonic_ns();
+  // The cost is this thread's CPU time: a machine busy with other work stretches the wall
+  // time of a read, not what it takes from the program.
+  const uint64_t start = thread_cpu_ns();
   // Opened for each read, unlike statm: a read costs milliseconds, the open microseconds,
   // and a descriptor held for long is one more the program can close under the tracer.
   const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, "/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC));
@@ -117,7 +119,7 @@ bool read_memory_shares_if_due(uint64_t now_ns, bool edge, MemoryShares& out) {
   char buf[4096];
   const long n = syscall(SYS_pread64, fd, buf, sizeof(buf), 0);
   syscall(SYS_close, fd);
-  g_shares_cost_ns.store(monotonic_ns() - start, std::memory_order_relaxed);
+  g_shares_cost_ns.store(thread_cpu_ns() - start, std::memory_order_relaxed);
   if (n <= 0) return false;
   const char* end = buf + n;
   out.pss_bytes = kib_field(buf, end, "Pss");

@@ -20,12 +20,18 @@ struct MemoryShares {
   uint64_t shared_bytes = 0;   // Shared_Clean + Shared_Dirty
   uint64_t private_bytes = 0;  // Private_Clean + Private_Dirty: the USS
 };
-// Reads smaps_rollup when it is due: at most one read per 50 times the last read's cost
+// When smaps_rollup is asked for (read_memory_shares_if_due).
+enum class SharesMoment {
+  kTick,  // a sampling tick
+  kEdge,  // a stage edge or a heap high
+  kEnd,   // the process's end: read whatever the spacing, once (a short-lived worker's
+          // copied pages are in its last figures, however loaded the machine)
+};
+// Reads smaps_rollup when it is due: at most one read per 50 times the last read's CPU time
 // (the kernel walks every page table of the process: milliseconds per 100 MiB resident,
-// against microseconds for statm), so that it takes at most 2 % of one core; and, except
-// at stage edges and heap highs (`edge`), at least 100 ms apart. False when not due or
-// unreadable.
-bool read_memory_shares_if_due(uint64_t now_ns, bool edge, MemoryShares& out);
+// against microseconds for statm), so that it takes at most 2 % of one core; and, at ticks,
+// at least 100 ms apart. False when not due or unreadable.
+bool read_memory_shares_if_due(uint64_t now_ns, SharesMoment moment, MemoryShares& out);
 
 // Where the process stands in a distributed job, from its environment (trace_format.h
 // kJobPlace): rank + 1 etc., 0 when not set. `host` receives the host name.

@@ -512,12 +512,15 @@ void fold_heap_bytes(ThreadState* ts) {
   errno = saved_errno;
 }
 
-void push_samples(ThreadState* ts, bool with_allocator_stats) {
+void push_samples(ThreadState* ts, bool with_allocator_stats, bool at_end) {
   if (sample_mode()) push_heap_counters(ts);
   push_rss(ts);
   MemoryShares shares;
   const uint64_t now_ns = trace_time_ns();
-  if (read_memory_shares_if_due(now_ns, with_allocator_stats, shares)) {
+  const SharesMoment moment = at_end ? SharesMoment::kEnd
+                              : with_allocator_stats ? SharesMoment::kEdge
+                                                     : SharesMoment::kTick;
+  if (read_memory_shares_if_due(now_ns, moment, shares)) {
     push_record(ts, records::MemoryShares{now_ns, shares.pss_bytes, shares.pss_anon_bytes, shares.pss_file_bytes,
                                           shares.pss_shmem_bytes, shares.shared_bytes, shares.private_bytes});
   }
@@ -898,7 +901,7 @@ void flush_before_exec(const char* path) {
 void finish_trace() {
   if (!recording() || in_child_sharing_memory()) return;
   if (ThreadState* ts = current_thread_state()) {
-    push_samples(ts, true);
+    push_samples(ts, true, true);
     // The totals of dropped stage begins, where a limit was hit.
     pthread_mutex_lock(&g_tracer.stage_mutex);
     for (auto limit : {trace::StageLimit::kDistinctNames, trace::StageLimit::kDepth}) {

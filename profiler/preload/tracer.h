@@ -183,8 +183,8 @@ inline void push_record(ThreadState* ts, const Record& record) {
   push_encoded(ts, buf, static_cast<uint32_t>(trace::records::encode(buf, record) - buf));
 }
 // Pushes one RSS record and one allocator-statistics record (and counters in stats and
-// sample modes).
-void push_samples(ThreadState* ts, bool with_allocator_stats);
+// sample modes), and the memory shares where due (`at_end`: the process's last samples).
+void push_samples(ThreadState* ts, bool with_allocator_stats, bool at_end = false);
 // Pushes the process's call counters (kCounters), summed over the threads.
 void push_counters(ThreadState* ts);
 // Encodes the module list (dl_iterate_phdr) as a kModules record into `out` (capacity
