@@ -4,11 +4,9 @@
 #include <zstd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <thread>
 
 #include "profiler/trace/trace_records.h"
 
@@ -288,7 +286,7 @@ size_t read_fully(FILE* f, void* into, size_t n, const FollowWriter* follow) {
     clearerr(f);  // past the end for now, not for good
     got += fread(static_cast<char*>(into) + got, 1, n - got, f);
     if (got == n || !writing) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(follow->poll_ms));
+    follow->wait();
   }
   return got;
 }

@@ -213,12 +213,13 @@ struct ReadSummary {
   std::string truncation;      // what was wrong, for a warning
 };
 
-// A trace whose process is still writing it. Where the file stops, the reader waits for
-// more (polling every `poll_ms`) while `writing()` says so; once it says no, the file is
-// read to its end, and a chunk cut short there is a truncation as in a finished file.
+// A trace whose process is still writing it. Where the file stops, the reader calls
+// `wait()` and reads on while `writing()` says so; once it says no, the file is read to its
+// end, and a chunk cut short there is a truncation as in a finished file. `wait` returns
+// when more may have come: after a poll interval, or at once when the writer ended.
 struct FollowWriter {
   std::function<bool()> writing;
-  unsigned poll_ms = 10;
+  std::function<void()> wait;
 };
 
 // Calls `progress(bytes_read, file_bytes)` after each chunk, if given. With `follow`, the

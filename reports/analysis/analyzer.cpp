@@ -1,11 +1,12 @@
 #include "reports/analysis/analyzer.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -126,24 +127,44 @@ struct TraceBeingWritten::State {
   std::string path;
   KeptTextBudget budget;  // the analysis it is handed to goes on charging it
   size_t max_logged_events;
-  std::atomic<bool> writing{true};
+  std::mutex mutex;
+  std::condition_variable writer_ended;
+  bool writing = true;  // under mutex
   std::unique_ptr<TraceFile> file;  // once read; null when the file never appeared
   std::exception_ptr failed;
   std::jthread reader;  // last: the members above outlive it
+
+  bool still_writing() {
+    std::lock_guard lock(mutex);
+    return writing;
+  }
+  void end_writing() {
+    {
+      std::lock_guard lock(mutex);
+      writing = false;
+    }
+    writer_ended.notify_all();
+  }
+  // Until more may have been written: a poll interval, or the writer's end at once (a short
+  // program's report is not held up by a sleep).
+  void wait() {
+    std::unique_lock lock(mutex);
+    writer_ended.wait_for(lock, std::chrono::milliseconds(10), [this] { return !writing; });
+  }
 
   void read() {
     // The tracer creates the file as its process starts; one it never reaches (a
     // statically linked program) has none.
     for (std::error_code ec;;) {
-      const bool still_writing = writing.load(std::memory_order_acquire);
+      const bool writer_on = still_writing();
       if (std::filesystem::exists(path, ec)) break;
-      if (!still_writing) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (!writer_on) return;
+      wait();
     }
     try {
       auto f = std::make_unique<TraceFile>(budget, max_logged_events);
       f->path = path;
-      const trace::FollowWriter follow{[this] { return writing.load(std::memory_order_acquire); }};
+      const trace::FollowWriter follow{[this] { return still_writing(); }, [this] { wait(); }};
       f->summary = trace::read_trace(path, f->pass, {}, &follow);
       file = std::move(f);
     } catch (...) {
@@ -156,7 +177,7 @@ struct TraceBeingWritten::State {
   std::unique_ptr<TraceFile> take(const std::string& trace_path) {
     std::error_code ec;
     if (!std::filesystem::equivalent(trace_path, path, ec)) return nullptr;
-    writing.store(false, std::memory_order_release);
+    end_writing();
     if (reader.joinable()) reader.join();
     if (failed) std::rethrow_exception(std::exchange(failed, nullptr));
     return std::move(file);
@@ -170,7 +191,7 @@ TraceBeingWritten::TraceBeingWritten(std::string path, const AnalysisOptions& op
 
 TraceBeingWritten::~TraceBeingWritten() { writer_ended(); }  // State's reader joins
 
-void TraceBeingWritten::writer_ended() { state_->writing.store(false, std::memory_order_release); }
+void TraceBeingWritten::writer_ended() { state_->end_writing(); }
 
 std::vector<std::string> find_traces(const std::string& dir) {
   std::vector<std::pair<std::filesystem::file_time_type, std::string>> found;

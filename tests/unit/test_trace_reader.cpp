@@ -245,7 +245,8 @@ TEST_CASE("a trace still being written is read as it grows, to the same records 
       writing = false;
     });
     Counting v;
-    const trace::FollowWriter follow{[&] { return writing.load(); }, 1};
+    const trace::FollowWriter follow{[&] { return writing.load(); },
+                                     [] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }};
     const auto summary = trace::read_trace(path, v, {}, &follow);
     writer.join();
     // Every piece came while the reader waited: never a truncation, nothing missed.
@@ -275,7 +276,8 @@ TEST_CASE("a trace whose writer ended inside a chunk is truncated there, as a fi
     writing = false;
   });
   Counting v;
-  const trace::FollowWriter follow{[&] { return writing.load(); }, 1};
+  const trace::FollowWriter follow{[&] { return writing.load(); },
+                                     [] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }};
   const auto summary = trace::read_trace(path, v, {}, &follow);
   writer.join();
   CHECK(summary.truncated);
