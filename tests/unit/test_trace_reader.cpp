@@ -231,6 +231,24 @@ void append_in_pieces(const std::string& path, const std::string& bytes, size_t 
   fclose(f);
 }
 
+// Reads `path` into `v` while a thread writes `bytes` into it in pieces of `piece` bytes,
+// waiting `linger_ms` before it says the writer ended.
+trace::ReadSummary read_while_written(const std::string& path, const std::string& bytes, size_t piece,
+                                      Counting& v, unsigned linger_ms = 0) {
+  write_bytes(path, "");
+  std::atomic<bool> writing{true};
+  std::thread writer([&] {
+    append_in_pieces(path, bytes, piece);
+    std::this_thread::sleep_for(std::chrono::milliseconds(linger_ms));
+    writing = false;
+  });
+  const trace::FollowWriter follow{[&] { return writing.load(); },
+                                   [] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }};
+  const auto summary = trace::read_trace(path, v, {}, &follow);
+  writer.join();
+  return summary;
+}
+
 }  // namespace
 
 TEST_CASE("a trace still being written is read as it grows, to the same records as the whole file") {
@@ -238,17 +256,8 @@ TEST_CASE("a trace still being written is read as it grows, to the same records 
   const std::string path = temp_path("growing.mst");
   for (const size_t piece : {size_t{1}, size_t{7}, sizeof(trace::ChunkHeader), size_t{4096}}) {
     INFO("written " << piece << " bytes at a time");
-    write_bytes(path, "");
-    std::atomic<bool> writing{true};
-    std::thread writer([&] {
-      append_in_pieces(path, whole, piece);
-      writing = false;
-    });
     Counting v;
-    const trace::FollowWriter follow{[&] { return writing.load(); },
-                                     [] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }};
-    const auto summary = trace::read_trace(path, v, {}, &follow);
-    writer.join();
+    const auto summary = read_while_written(path, whole, piece, v);
     // Every piece came while the reader waited: never a truncation, nothing missed.
     CHECK_FALSE(summary.truncated);
     CHECK(summary.ended_cleanly);
@@ -268,18 +277,8 @@ TEST_CASE("a trace whose writer ended inside a chunk is truncated there, as a fi
   Counting plain;
   const auto expected = trace::read_trace(path, plain);
 
-  write_bytes(path, "");
-  std::atomic<bool> writing{true};
-  std::thread writer([&] {
-    append_in_pieces(path, whole.substr(0, cut), 5);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the reader waits inside the chunk
-    writing = false;
-  });
   Counting v;
-  const trace::FollowWriter follow{[&] { return writing.load(); },
-                                     [] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }};
-  const auto summary = trace::read_trace(path, v, {}, &follow);
-  writer.join();
+  const auto summary = read_while_written(path, whole.substr(0, cut), 5, v, 20);  // the reader waits inside the chunk
   CHECK(summary.truncated);
   CHECK(summary.truncation == expected.truncation);
   CHECK(summary.chunks == expected.chunks);
