@@ -1,11 +1,14 @@
 #include "reports/analysis/analyzer.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -83,6 +86,39 @@ void warn_if_outside_malloc(const TraceFile& f, std::vector<std::string>& warnin
       p.python && p.python->allocator == "pymalloc" ? ", pymalloc's arenas: --python-allocator malloc shows them" : "",
       p.peaks.mmap_bytes ? fmt::format(" (anonymous mmap outside malloc peaked at {:.1f} MiB)", p.peaks.mmap_bytes / kBytesPerMiB)
                         : ""));
+}
+
+// Symbols come from each module's file where the trace names it, read now: a file changed
+// after the traced processes ended is not the one they ran (a library rebuilt since), and
+// the names and lines of its frames may be wrong. The trace keeps no build id to tell; a
+// file's change time later than the run's end (plus the file system's time granularity)
+// is what says so.
+void warn_of_modules_changed_since(const std::vector<std::unique_ptr<TraceFile>>& files, const Report& report,
+                                   std::vector<std::string>& warnings) {
+  constexpr uint64_t kTimeGranularityNs = 2'000'000'000;
+  uint64_t ended_ns = 0;
+  for (const auto& f : files) ended_ns = std::max(ended_ns, f->pass.info.start_realtime_ns + f->pass.now_ns);
+  std::set<std::string> modules;
+  // Allocation plumbing (the allocator, the tracer's own entry points) is left out: a
+  // memstage or allocator upgrade between the run and the report does not move the
+  // program's frames.
+  for (const Frame& frame : report.frames) {
+    if (frame.kind == "native" && !frame.allocator && !frame.module.empty()) modules.insert(frame.module);
+  }
+  std::vector<std::string> changed;
+  for (const std::string& module : modules) {
+    struct stat st {};
+    if (stat(module.c_str(), &st) != 0) continue;
+    const uint64_t changed_ns = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    if (changed_ns > ended_ns + kTimeGranularityNs) changed.push_back(module);
+  }
+  if (changed.empty()) return;
+  std::string named = changed.front();
+  for (size_t i = 1; i < std::min<size_t>(changed.size(), 3); ++i) named += ", " + changed[i];
+  if (changed.size() > 3) named += fmt::format(" and {} more", changed.size() - 3);
+  warnings.push_back(fmt::format("{} changed after the trace was recorded (rebuilt?): the function names and lines "
+                                 "of {} frames are read from the file as it is now and may be wrong",
+                                 named, changed.size() == 1 ? "its" : "their"));
 }
 
 std::string rate_text(uint64_t bytes) {
@@ -628,6 +664,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   std::stable_sort(job_stacks.begin(), job_stacks.end(),
                    [](const JobStack& a, const JobStack& b) { return a.held.bytes > b.held.bytes; });
   if (job_stacks.size() > options.top_stacks) job_stacks.resize(options.top_stacks);
+  if (options.symbolize) warn_of_modules_changed_since(files, report, report.warnings);
   return report;
 }
 

@@ -1,6 +1,9 @@
 // The analysis on hand-made event streams whose figures are known exactly.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <set>
@@ -435,4 +438,42 @@ TEST_CASE("pass two replays pass one's log of the events or reads the trace agai
   CHECK(logged.top_stacks_at_peak[1].bytes == 300);
   CHECK(logged.top_stacks_at_peak[2].bytes == 150);
   CHECK(logged.totals.peak_heap_bytes == 1450);
+}
+
+TEST_CASE("a module changed after the trace was recorded is named in a warning") {
+  // The trace's process started in November 2023 (TraceBuilder) and ran 1 ms; the module's
+  // file is written now.
+  const std::string module = memstage::testing::temp_trace_path("rebuilt_module.so");
+  FILE* f = fopen(module.c_str(), "wb");
+  fputs("not an ELF file: symbolization finds nothing in it", f);
+  fclose(f);
+  const trace::records::Segment segments[] = {{0x1000, 0x2000}};
+  trace::records::ModuleEntry entry;
+  entry.path = module;
+  entry.segments.items = segments;
+  std::vector<trace::records::ModuleEntry> entries{entry};
+  trace::records::Modules modules;
+  modules.modules.items = entries;
+  TraceBuilder b;
+  b.process().record(modules).stack({0x1100, 0x1200}).alloc(0x7000, 64, 0).end(1'000'000);
+  const std::string path = memstage::testing::temp_trace_path("analyzer_rebuilt_module.mst");
+  b.write(path);
+  reports::AnalysisOptions options;
+  options.symbolize = true;
+  const auto warned = [&] {
+    const auto r = reports::analyze({path}, std::nullopt, options);
+    return std::any_of(r.warnings.begin(), r.warnings.end(), [&](const std::string& w) {
+      return w.find(module) != std::string::npos && w.find("changed after the trace was recorded") != std::string::npos;
+    });
+  };
+  CHECK(warned());
+
+  // The same file as it was before the run: no warning.
+  const timespec before_run[2] = {{1'600'000'000, 0}, {1'600'000'000, 0}};  // September 2020
+  REQUIRE(utimensat(AT_FDCWD, module.c_str(), before_run, 0) == 0);
+  CHECK_FALSE(warned());
+  // Without symbolization frames are module + offset, which a rebuild does not change.
+  REQUIRE(utimensat(AT_FDCWD, module.c_str(), nullptr, 0) == 0);
+  options.symbolize = false;
+  CHECK_FALSE(warned());
 }
