@@ -14,6 +14,7 @@
 #include "harness/cli/progress_bar.h"
 #include "harness/files/output_files.h"
 #include "profiler/preload/options.h"
+#include "profiler/trace/trace_format.h"
 #include "profiler/trace/trace_reader.h"
 #include "reports/render/export/chrome_trace.h"
 #include "reports/render/export/pprof.h"
@@ -160,8 +161,11 @@ std::unique_ptr<reports::TraceBeingWritten> read_trace_ahead(const std::string& 
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) < 2) return nullptr;
-  return std::make_unique<reports::TraceBeingWritten>(dir + "/trace." + std::to_string(pid) + ".mst",
-                                                      reports::AnalysisOptions{});
+  // The name the tracer gives the trace of the program it starts in (trace_format.h).
+  const int length = snprintf(nullptr, 0, trace::kTracePathFormat, dir.c_str(), static_cast<long>(pid));
+  std::string path(static_cast<size_t>(length), '\0');
+  snprintf(path.data(), path.size() + 1, trace::kTracePathFormat, dir.c_str(), static_cast<long>(pid));
+  return std::make_unique<reports::TraceBeingWritten>(path, reports::AnalysisOptions{});
 }
 
 bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,

@@ -484,9 +484,9 @@ bool create_trace_file() {
   // An exec'd program keeps its pid: it writes trace.<pid>.1.mst next to the first.
   for (int generation = 0; generation < 1000; ++generation) {
     if (generation == 0) {
-      snprintf(path, sizeof(w.path), "%s/trace.%ld.mst", g_tracer.options.output_dir, pid);
+      snprintf(path, sizeof(w.path), trace::kTracePathFormat, g_tracer.options.output_dir, pid);
     } else {
-      snprintf(path, sizeof(w.path), "%s/trace.%ld.%d.mst", g_tracer.options.output_dir, pid,
+      snprintf(path, sizeof(w.path), trace::kExecTracePathFormat, g_tracer.options.output_dir, pid,
                generation);
     }
     const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, path,

@@ -37,6 +37,10 @@ namespace memstage::trace {
 
 inline constexpr char kFileMagic[8] = {'M', 'E', 'M', 'S', 'T', 'A', 'G', 'E'};
 inline constexpr double kNsPerS = 1e9;  // trace times are nanoseconds; reports speak seconds
+// A process's trace in the output folder (printf formats of folder and pid): the first
+// program it runs writes trace.<pid>.mst, the n-th one it exec's trace.<pid>.<n>.mst.
+inline constexpr char kTracePathFormat[] = "%s/trace.%ld.mst";
+inline constexpr char kExecTracePathFormat[] = "%s/trace.%ld.%d.mst";
 inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr uint32_t kChunkMagic = 0x4b43534d;  // "MSCK"

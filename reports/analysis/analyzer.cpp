@@ -8,8 +8,8 @@
 #include <exception>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -93,8 +93,7 @@ void warn_if_outside_malloc(const TraceFile& f, std::vector<std::string>& warnin
 // the names and lines of its frames may be wrong. The trace keeps no build id to tell; a
 // file's change time later than the run's end (plus the file system's time granularity)
 // is what says so.
-void warn_of_modules_changed_since(const std::vector<std::unique_ptr<TraceFile>>& files, const Report& report,
-                                   std::vector<std::string>& warnings) {
+void warn_of_modules_changed_since(const std::vector<std::unique_ptr<TraceFile>>& files, Report& report) {
   constexpr uint64_t kTimeGranularityNs = 2'000'000'000;
   uint64_t ended_ns = 0;
   for (const auto& f : files) ended_ns = std::max(ended_ns, f->pass.info.start_realtime_ns + f->pass.now_ns);
@@ -116,9 +115,9 @@ void warn_of_modules_changed_since(const std::vector<std::unique_ptr<TraceFile>>
   std::string named = changed.front();
   for (size_t i = 1; i < std::min<size_t>(changed.size(), 3); ++i) named += ", " + changed[i];
   if (changed.size() > 3) named += fmt::format(" and {} more", changed.size() - 3);
-  warnings.push_back(fmt::format("{} changed after the trace was recorded (rebuilt?): the function names and lines "
+  report.warnings.push_back(fmt::format("{} changed after the trace was recorded (rebuilt?): the function names and lines "
                                  "of {} frames are read from the file as it is now and may be wrong",
-                                 named, changed.size() == 1 ? "its" : "their"));
+                                        named, changed.size() == 1 ? "its" : "their"));
 }
 
 std::string rate_text(uint64_t bytes) {
@@ -199,7 +198,6 @@ struct TraceBeingWritten::State {
     }
     try {
       auto f = std::make_unique<TraceFile>(budget, max_logged_events);
-      f->path = path;
       const trace::FollowWriter follow{[this] { return still_writing(); }, [this] { wait(); }};
       f->summary = trace::read_trace(path, f->pass, {}, &follow);
       file = std::move(f);
@@ -664,7 +662,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   std::stable_sort(job_stacks.begin(), job_stacks.end(),
                    [](const JobStack& a, const JobStack& b) { return a.held.bytes > b.held.bytes; });
   if (job_stacks.size() > options.top_stacks) job_stacks.resize(options.top_stacks);
-  if (options.symbolize) warn_of_modules_changed_since(files, report, report.warnings);
+  if (options.symbolize) warn_of_modules_changed_since(files, report);
   return report;
 }
 
