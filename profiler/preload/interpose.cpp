@@ -291,7 +291,7 @@ inline size_t glibc_usable_size(const void* p) {
 }
 }  // namespace
 
-size_t usable_size_before_free(void* p) { return g_glibc_allocator ? glibc_usable_size(p) : real_usable_size(p); }
+size_t live_block_usable_size(void* p) { return g_glibc_allocator ? glibc_usable_size(p) : real_usable_size(p); }
 
 }  // namespace memstage::preload
 

@@ -36,9 +36,10 @@ class RecordingGuard {
 
 // The allocator's malloc_usable_size (interpose.cpp).
 size_t real_usable_size(void* p);
-// The usable size of a block the program is about to free or realloc, read without
-// touching more than the allocator itself will (interpose.cpp).
-size_t usable_size_before_free(void* p);
+// The usable size of a live block (one just allocated, or one the program is about to
+// free or realloc), read without touching more than the allocator itself will: glibc's
+// size word inline, another allocator's malloc_usable_size (interpose.cpp).
+size_t live_block_usable_size(void* p);
 // Attaching (got_hooks.cpp): the functions the tracer forwards to become those the
 // program's own lookups find (its allocator, not necessarily libc's) (interpose.cpp).
 void resolve_from_program();

@@ -155,6 +155,7 @@ void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_
   e.stack_or_length = stack;
   e.kind = kind;
   ts->ring.publish(1);
+  ts->ring.prefetch_ahead_for_write();
   if (__builtin_expect(ts->ring.tail() % kServeEvery == 0, 0)) at_serve_boundary(ts, at_serve_point);
 }
 
@@ -608,7 +609,7 @@ void record_alloc(void* p, size_t size, bool from_realloc) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
   if (sample_mode()) return sample_alloc(ts, p, size, from_realloc);
-  const size_t usable = real_usable_size(p);
+  const size_t usable = live_block_usable_size(p);
   const uint32_t stack = capture_stack(ts);
   track_live_bytes(ts, static_cast<int64_t>(usable));
   push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc,
@@ -619,7 +620,7 @@ void record_free(void* p) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
   if (sample_mode()) return sample_free(ts, p);
-  const size_t usable = usable_size_before_free(p);
+  const size_t usable = live_block_usable_size(p);
   // A large block goes back to the OS at once: sample RSS while it still counts.
   if (usable >= kSampleBeforeFreeBytes) push_rss(ts);
   track_live_bytes(ts, -static_cast<int64_t>(usable));
@@ -922,6 +923,7 @@ void start_tracer_with(const Options& options, bool writer_thread_now) {
   if (g_tracer.options.output_dir[0] == '\0') return;
   g_tracer.start_monotonic_ns = monotonic_ns();
   dl_iterate_phdr(find_own_text, nullptr);
+  detect_prefetch_for_write();
   if (!g_tracer.stacks.init() || !map_process_mark()) return;
   pthread_key_create(&g_thread_key, mark_thread_exiting);
   // Stats mode walks no stack: libunwind's caches (whose setup writes them) stay as they are.

@@ -270,8 +270,6 @@ inline bool recording_counted() {
 // (keep errno; callable without the re-entry guard: they set it).
 void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc);
 void sampled_free(ThreadState* ts, void* p);
-// The usable size of a live block (interpose.cpp).
-size_t usable_size_before_free(void* p);
 
 // Sample mode: adds the thread's change of live heap to the process's, raising the high
 // (callable without the re-entry guard: it sets it, and keeps errno).
@@ -288,7 +286,7 @@ inline constexpr auto kHeapFoldBytes = static_cast<int64_t>(trace::kHeapFoldByte
 inline constexpr unsigned kFoldDue = 1;     // the thread's heap count moved kHeapFoldBytes: fold_heap_bytes
 inline constexpr unsigned kSampledDue = 2;  // the sampler picked the allocation (rearm it), or the freed block may be sampled
 inline constexpr unsigned kServeDue = 4;    // a serve point (one every kServeEvery allocations)
-// `usable_bytes`: the block's usable size (usable_size_before_free, or the same read inline).
+// `usable_bytes`: the block's usable size (live_block_usable_size, or the same read inline).
 inline unsigned sample_alloc_counted(ThreadState* ts, size_t size, size_t usable_bytes) {
   const uint64_t allocations = ts->allocations.load(std::memory_order_relaxed) + 1;
   ts->allocations.store(allocations, std::memory_order_relaxed);
@@ -314,11 +312,11 @@ void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc,
 void sample_free_rest(ThreadState* ts, void* p, unsigned due);
 
 inline void sample_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
-  const unsigned due = sample_alloc_counted(ts, size, usable_size_before_free(p));
+  const unsigned due = sample_alloc_counted(ts, size, live_block_usable_size(p));
   if (due) sample_alloc_rest(ts, p, size, from_realloc, due);
 }
 inline void sample_free(ThreadState* ts, void* p) {
-  if (const unsigned due = sample_free_counted(ts, p, usable_size_before_free(p))) sample_free_rest(ts, p, due);
+  if (const unsigned due = sample_free_counted(ts, p, live_block_usable_size(p))) sample_free_rest(ts, p, due);
 }
 
 }  // namespace memstage::preload
