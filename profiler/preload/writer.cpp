@@ -367,10 +367,17 @@ void drain(bool final) {
     }
     w.gap_since_ns = 0;
     const EventRing& ring = g_tracer.threads[best]->ring;
-    if (prefetch && heads[best] + kPrefetchEvents < tails[best]) prefetch_event(ring, heads[best] + kPrefetchEvents);
-    write_event(ring, heads[best]);
-    heads[best] += slots_of(ring.at(heads[best]));
-    if (best_seq >= w.next_seq) w.next_seq = best_seq + 1;
+    // The events that follow in the same ring are next in order too while their numbers
+    // run on without a gap (no other ring can hold a lower one): written without looking
+    // at the other rings again.
+    do {
+      if (prefetch && heads[best] + kPrefetchEvents < tails[best]) prefetch_event(ring, heads[best] + kPrefetchEvents);
+      write_event(ring, heads[best]);
+      heads[best] += slots_of(ring.at(heads[best]));
+      if (best_seq >= w.next_seq) w.next_seq = best_seq + 1;
+      if (heads[best] == tails[best]) break;
+      best_seq = ring.at(heads[best]).seq;
+    } while (best_seq == w.next_seq);
   }
   for (uint32_t i = 0; i < n; ++i) g_tracer.threads[i]->ring.consume_to(heads[i]);
 
