@@ -184,10 +184,9 @@ class FirstPass : public trace::TraceVisitor {
     heap.allocate(info);
     const AllocationInfo& a = heap.info(info);
     const uint64_t size = a.size;
-    const uint32_t stack = a.stack;
     const int stage = a.stage;
-    sites.allocated(stack, stage, blocks_counted(a, 1), size);
-    stack_live.add(stack, static_cast<int64_t>(size));
+    sites.allocated_as(info, a);
+    stack_live.add(a.stack, static_cast<int64_t>(size));
     if (sample_mode()) {
       // The totals and stage counts come from the tracer's counters (on_counters).
       ++samples;
@@ -211,7 +210,7 @@ class FirstPass : public trace::TraceVisitor {
     if (!sample_mode()) ++frees;
     stack_live.add(block->stack, -static_cast<int64_t>(block->size));
     stages.freed(block->stage, block->size, temporary);
-    if (temporary) sites.temporary(block->stack, block->stage);
+    if (temporary) sites.temporary_as(info, *block);
   }
 
   void on_mmap(uint64_t address, uint64_t length, uint32_t) override {
@@ -416,6 +415,7 @@ class FirstPass : public trace::TraceVisitor {
 
   // The run is over: stages still open end with it.
   void finish() {
+    sites.flush_infos(heap.infos());
     add_timeline_point();
     if (replays_growth()) stack_live.flush(now_ns / kNsPerS, growth);
     device.count_leaks();

@@ -29,6 +29,7 @@ inline AllocationInfo allocation_info(uint64_t size, uint32_t stack, int32_t sta
 
 // `blocks` live blocks of `info`, as allocations counted (estimated in sample mode).
 inline uint64_t blocks_counted(const AllocationInfo& info, uint64_t blocks) {
+  if (info.blocks_per_block == 1) return blocks;  // exact modes: no libm call an event
   return static_cast<uint64_t>(std::llround(static_cast<double>(blocks) * info.blocks_per_block));
 }
 
