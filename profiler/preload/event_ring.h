@@ -94,9 +94,9 @@ class EventRing {
   // The writer, on another core, read every line of the ring last; a store to such a line
   // waits for it to come back, and the sequence number's locked add waits for every store
   // before it, so without this the traced thread waits a line's transfer every other
-  // event (58% of a 1-thread churn's time was push_event; with it, the churn under the
-  // preload 2.5 -> 1.16 s, harness/bench/overhead.sh). Ahead by 1 KiB, which the writer
-  // left a ring's length ago.
+  // event (58% of its time was push_event in `memstage_churn 1 15000000` under the
+  // preload; with it, that run 2.5 -> 1.16 s). Ahead by 1 KiB, which the writer left a
+  // ring's length ago.
   void prefetch_ahead_for_write() {
     if (!g_cpu_prefetches_for_write) return;
     const RawEvent* ahead = &slots_[(tail_.load(std::memory_order_relaxed) + kWriteAheadSlots) & (kSlots - 1)];
