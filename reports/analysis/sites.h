@@ -38,15 +38,6 @@ class SiteAggregator {
     ++temporary_allocations_;
     if (++counts_of(id).temporaries == UINT32_MAX) flush_info(id, info);
   }
-  void flush_info(uint32_t id, const AllocationInfo& info) {
-    if (id >= per_info_.size()) return;
-    const InfoCounts n = std::exchange(per_info_[id], InfoCounts{});
-    if (n.allocations == 0 && n.temporaries == 0) return;
-    StackStageFigures& f = at(info.stack, info.stage);
-    f.allocations += uint64_t{n.allocations} * blocks_counted(info, 1);
-    f.bytes_allocated += uint64_t{n.allocations} * info.size;
-    f.temporary_allocations += n.temporaries;
-  }
   void flush_infos(const std::vector<AllocationInfo>& infos) {
     for (uint32_t id = 0; id < per_info_.size() && id < infos.size(); ++id) flush_info(id, infos[id]);
   }
@@ -124,6 +115,15 @@ class SiteAggregator {
     return per_info_[info];
   }
   std::vector<InfoCounts> per_info_;  // not yet in figures_
+  void flush_info(uint32_t id, const AllocationInfo& info) {
+    if (id >= per_info_.size()) return;
+    const InfoCounts n = std::exchange(per_info_[id], InfoCounts{});
+    if (n.allocations == 0 && n.temporaries == 0) return;
+    StackStageFigures& f = at(info.stack, info.stage);
+    f.allocations += uint64_t{n.allocations} * blocks_counted(info, 1);
+    f.bytes_allocated += uint64_t{n.allocations} * info.size;
+    f.temporary_allocations += n.temporaries;
+  }
   uint64_t temporary_allocations_ = 0;
 };
 

@@ -28,6 +28,11 @@ uint32_t intern(StackTable& table, const std::vector<uint64_t>& frames) {
   return table.intern_stack(frames.data(), static_cast<uint32_t>(frames.size()));
 }
 
+// The same through a thread's last-stack cache.
+uint32_t intern(LastStack& last, StackTable& table, const std::vector<uint64_t>& frames) {
+  return last.intern(table, frames.data(), static_cast<uint32_t>(frames.size()));
+}
+
 }  // namespace
 
 TEST_CASE("stacks that share their outer frames store them once") {
@@ -75,9 +80,7 @@ TEST_CASE("the last-stack cache compares whole frames") {
   StackTable table;
   REQUIRE(table.init());
   LastStack last;
-  auto via_cache = [&](std::vector<uint64_t> frames) {
-    return last.intern(table, frames.data(), static_cast<uint32_t>(frames.size()));
-  };
+  auto via_cache = [&](const std::vector<uint64_t>& frames) { return intern(last, table, frames); };
   const uint32_t x = via_cache({0x10, 0x20, 0x30, 0x40});
   CHECK(via_cache({0x10, 0x20, 0x30, 0x40}) == x);
   // The same innermost frames from another caller: a different stack.
@@ -99,9 +102,7 @@ TEST_CASE("stacks met before the last one come back with their ids and no new no
   StackTable table;
   REQUIRE(table.init());
   LastStack last;
-  auto via_cache = [&](std::vector<uint64_t> frames) {
-    return last.intern(table, frames.data(), static_cast<uint32_t>(frames.size()));
-  };
+  auto via_cache = [&](const std::vector<uint64_t>& frames) { return intern(last, table, frames); };
   // Many paths that differ at the outermost frame, so the last stack shares nothing with
   // the next: each comes back through the thread's node cache or the table.
   std::vector<uint32_t> ids;
