@@ -495,6 +495,10 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   // its children's.
   const std::vector<trace::CountersRecord> own_counters =
       pass.counts_from_counters() ? pass.stages.own_counters() : std::vector<trace::CountersRecord>();
+  std::unordered_map<size_t, std::vector<StackBytes>> device_stage_stacks;
+  if (pass.device.used()) {
+    device_stage_stacks = device_stacks_at_stage_peaks(pass.device, stacks, stage_rows, options.top_stacks);
+  }
   for (size_t i = 0; i < instances.size(); ++i) {
     const StageInstance& s = instances[i];
     StageReport r;
@@ -538,7 +542,12 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
         r.top_stacks_at_peak.push_back(StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks});
       }
     }
-    if (pass.device.used()) r.device = device_stage_figures(pass.device.stages()[i]);
+    if (pass.device.used()) {
+      r.device = device_stage_figures(pass.device.stages()[i]);
+      if (auto held = device_stage_stacks.find(i); held != device_stage_stacks.end()) {
+        r.device->top_stacks_at_peak = std::move(held->second);
+      }
+    }
     stage_rows.add(i, std::move(r));
   }
   report.stages = stage_rows.take_rows();

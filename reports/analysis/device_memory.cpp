@@ -13,6 +13,7 @@ constexpr size_t kMaxBlocksCopiedAtPeak = 1u << 16;
 void DeviceMemoryReplay::begin_stage() {
   StageFigures s;
   s.peak_bytes = live_bytes_;
+  s.peak_event = log_.size();
   stages_.push_back(s);
   live_self_bytes_.push_back();
 }
@@ -28,6 +29,7 @@ void DeviceMemoryReplay::end_stage(int index, int parent) {
     if (s.peak_bytes > p.peak_bytes) {
       p.peak_bytes = s.peak_bytes;
       p.peak_ns = s.peak_ns;
+      p.peak_event = s.peak_event;
     }
     if (s.cache) {
       DeviceCache& pc = p.cache ? *p.cache : p.cache.emplace(*s.cache);
@@ -50,6 +52,7 @@ void DeviceMemoryReplay::reach(uint64_t t_ns, int stage) {
   if (stage >= 0 && live_bytes_ > stages_[stage].peak_bytes) {
     stages_[stage].peak_bytes = live_bytes_;
     stages_[stage].peak_ns = t_ns;
+    stages_[stage].peak_event = log_.size();
   }
 }
 
@@ -60,9 +63,11 @@ void DeviceMemoryReplay::allocate(const trace::DeviceAllocRecord& r, int stage) 
     live_bytes_ -= it->second.bytes;
     if (it->second.stage >= 0) live_self_bytes_.add(it->second.stage, -static_cast<int64_t>(it->second.bytes));
     live_.erase(it);
+    log_.push_back(LoggedEvent{key, false, Block{}});
     ++unknown_frees_;
   }
   live_[key] = Block{r.bytes, r.stack, stage};
+  log_.push_back(LoggedEvent{key, true, Block{r.bytes, r.stack, stage}});
   live_bytes_ += r.bytes;
   ++allocations_;
   bytes_allocated_ += r.bytes;
@@ -84,6 +89,7 @@ void DeviceMemoryReplay::free(uint64_t t_ns, uint64_t address, trace::DeviceMemo
   live_bytes_ -= it->second.bytes;
   if (it->second.stage >= 0) live_self_bytes_.add(it->second.stage, -static_cast<int64_t>(it->second.bytes));
   live_.erase(it);
+  log_.push_back(LoggedEvent{key_of(address, kind), false, Block{}});
   ++frees_;
   if (stage >= 0) ++stages_[stage].frees;
   timeline_.push_back(DeviceTimelinePoint{t_ns / trace::kNsPerS, live_bytes_, stage});
@@ -131,6 +137,26 @@ DeviceFigures DeviceMemoryReplay::totals(double ns_per_s) const {
   }
   f.cache = cache_;
   return f;
+}
+
+std::vector<std::vector<DeviceMemoryReplay::Block>> DeviceMemoryReplay::live_after(
+    const std::vector<uint64_t>& event_counts) const {
+  std::vector<size_t> order(event_counts.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return event_counts[a] < event_counts[b]; });
+  std::vector<std::vector<Block>> out(event_counts.size());
+  std::map<Key, Block> live;
+  uint64_t replayed = 0;
+  for (size_t i : order) {
+    for (; replayed < event_counts[i] && replayed < log_.size(); ++replayed) {
+      const LoggedEvent& e = log_[replayed];
+      if (e.allocated) live[e.key] = e.block;
+      else live.erase(e.key);
+    }
+    out[i].reserve(live.size());
+    for (const auto& [key, block] : live) out[i].push_back(block);
+  }
+  return out;
 }
 
 std::vector<DeviceMemoryReplay::Block> DeviceMemoryReplay::live_blocks() const {

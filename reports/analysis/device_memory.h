@@ -48,6 +48,9 @@ class DeviceMemoryReplay {
     uint64_t leaked_bytes = 0;
     uint64_t leaked_blocks = 0;
     std::optional<DeviceCache> cache;
+    // How many logged events (allocations and frees) came before the stage's peak: the
+    // blocks live after them are those held at it (live_after).
+    uint64_t peak_event = 0;
   };
   const std::vector<StageFigures>& stages() const { return stages_; }
   std::vector<StageFigures>& stages() { return stages_; }
@@ -57,6 +60,9 @@ class DeviceMemoryReplay {
   // The blocks live at the run's device peak (copied while fewer than 65,536 are live).
   const std::vector<Block>& at_peak() const { return at_peak_; }
   const std::vector<DeviceTimelinePoint>& timeline() const { return timeline_; }
+  // The blocks live after each of `event_counts` logged events (a stage's peak_event), in
+  // the order asked: one replay of the log, however many are asked.
+  std::vector<std::vector<Block>> live_after(const std::vector<uint64_t>& event_counts) const;
 
  private:
   using Key = std::pair<bool, uint64_t>;  // (is a physical handle, address or handle)
@@ -64,6 +70,13 @@ class DeviceMemoryReplay {
     return {kind == trace::DeviceMemory::kPhysical, address};
   }
   void reach(uint64_t t_ns, int stage);
+  // Device programs make few blocks (a caching allocator keeps large segments), so every
+  // allocation and free is logged: the stacks at any stage's peak are a replay away.
+  struct LoggedEvent {
+    Key key;
+    bool allocated;  // else freed
+    Block block;
+  };
 
   std::map<Key, Block> live_;
   uint64_t live_bytes_ = 0;
@@ -75,6 +88,7 @@ class DeviceMemoryReplay {
   SuffixSums live_self_bytes_;  // per stage instance: live device bytes allocated in it
   std::vector<Block> at_peak_;
   std::vector<DeviceTimelinePoint> timeline_;
+  std::vector<LoggedEvent> log_;
 };
 
 }  // namespace memstage::reports

@@ -32,6 +32,20 @@ std::vector<Leak> group_device_blocks(const std::vector<DeviceMemoryReplay::Bloc
   return out;
 }
 
+// Blocks held at a peak, by stack alone (whatever stage allocated them), the largest
+// top_stacks.
+template <typename IndexOf>
+std::vector<StackBytes> top_device_stacks(std::vector<DeviceMemoryReplay::Block> blocks, IndexOf index_of,
+                                          size_t top_stacks) {
+  for (auto& b : blocks) b.stage = -1;
+  std::vector<StackBytes> out;
+  for (const Leak& l : group_device_blocks(blocks, index_of)) {
+    if (out.size() == top_stacks) break;
+    out.push_back(StackBytes{l.stack, l.bytes, l.blocks});
+  }
+  return out;
+}
+
 // The device timeline, at most max_points: each bucket keeps its highest point.
 std::vector<DeviceTimelinePoint> bucket_device_timeline(const std::vector<DeviceTimelinePoint>& points,
                                                         size_t max_points) {
@@ -68,6 +82,30 @@ DeviceFigures device_stage_figures(const DeviceMemoryReplay::StageFigures& s) {
   return f;
 }
 
+std::unordered_map<size_t, std::vector<StackBytes>> device_stacks_at_stage_peaks(const DeviceMemoryReplay& device,
+                                                                                  StackResolver& stacks,
+                                                                                  const StageRows& stage_rows,
+                                                                                  size_t top_stacks) {
+  const auto& figures = device.stages();
+  std::unordered_map<int, size_t> row_peak;  // row -> the instance whose device peak it reports
+  for (size_t i = 0; i < figures.size(); ++i) {
+    auto [it, added] = row_peak.try_emplace(stage_rows.row_of(static_cast<int>(i)), i);
+    if (!added && figures[i].peak_bytes > figures[it->second].peak_bytes) it->second = i;
+  }
+  std::vector<size_t> instances;
+  std::vector<uint64_t> peak_events;
+  for (const auto& [row, instance] : row_peak) {
+    if (figures[instance].peak_bytes == 0) continue;
+    instances.push_back(instance);
+    peak_events.push_back(figures[instance].peak_event);
+  }
+  std::vector<std::vector<DeviceMemoryReplay::Block>> held = device.live_after(peak_events);
+  auto index_of = [&](uint32_t stack) { return stacks.index_of(stack); };
+  std::unordered_map<size_t, std::vector<StackBytes>> out;
+  for (size_t k = 0; k < instances.size(); ++k) out[instances[k]] = top_device_stacks(std::move(held[k]), index_of, top_stacks);
+  return out;
+}
+
 DeviceReport device_report(const DeviceMemoryReplay& device, StackResolver& stacks, const StageRows& stage_rows,
                            size_t top_stacks, size_t max_timeline_points) {
   DeviceReport d;
@@ -76,13 +114,7 @@ DeviceReport device_report(const DeviceMemoryReplay& device, StackResolver& stac
   std::vector<DeviceMemoryReplay::Block> live = device.live_blocks();
   for (auto& b : live) b.stage = stage_rows.row_of(b.stage);
   d.leaks = group_device_blocks(live, index_of);
-  // At the peak: by stack alone, whatever stage allocated.
-  std::vector<DeviceMemoryReplay::Block> at_peak = device.at_peak();
-  for (auto& b : at_peak) b.stage = -1;
-  for (const Leak& l : group_device_blocks(at_peak, index_of)) {
-    if (d.top_stacks_at_peak.size() == top_stacks) break;
-    d.top_stacks_at_peak.push_back(StackBytes{l.stack, l.bytes, l.blocks});
-  }
+  d.top_stacks_at_peak = top_device_stacks(device.at_peak(), index_of, top_stacks);
   d.timeline = bucket_device_timeline(device.timeline(), max_timeline_points);
   for (DeviceTimelinePoint& p : d.timeline) p.stage = stage_rows.row_of(p.stage);
   d.unknown_frees = device.unknown_frees();

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <unordered_map>
+#include <vector>
 
 #include "reports/analysis/device_memory.h"
 #include "reports/analysis/stack_resolver.h"
@@ -13,6 +15,14 @@
 namespace memstage::reports {
 
 DeviceFigures device_stage_figures(const DeviceMemoryReplay::StageFigures& s);
+
+// The device memory held at each stage row's device peak, by stack, largest first, at most
+// top_stacks: keyed by the instance whose device peak its row reports (the first with the
+// highest, as StageRows merges them). Stacks resolved through `stacks`.
+std::unordered_map<size_t, std::vector<StackBytes>> device_stacks_at_stage_peaks(const DeviceMemoryReplay& device,
+                                                                                  StackResolver& stacks,
+                                                                                  const StageRows& stage_rows,
+                                                                                  size_t top_stacks);
 
 // Stacks resolved through `stacks`, stages named by their rows.
 DeviceReport device_report(const DeviceMemoryReplay& device, StackResolver& stacks, const StageRows& stage_rows,

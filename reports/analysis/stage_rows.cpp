@@ -14,6 +14,7 @@ std::optional<DeviceFigures> merge_device(const std::optional<DeviceFigures>& in
   if (d.peak_bytes > m.peak_bytes) {
     m.peak_bytes = d.peak_bytes;
     m.peak_time_s = d.peak_time_s;
+    m.top_stacks_at_peak = d.top_stacks_at_peak;
   }
   m.allocations += d.allocations;
   m.frees += d.frees;

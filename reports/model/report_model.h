@@ -183,6 +183,9 @@ struct DeviceFigures {
   uint64_t leaked_bytes = 0;    // never freed
   uint64_t leaked_blocks = 0;
   std::optional<DeviceCache> cache;
+  // Stages only: the device memory held at the stage's device peak, by stack, largest first
+  // (the run's are DeviceReport::top_stacks_at_peak).
+  std::vector<StackBytes> top_stacks_at_peak;
 };
 
 struct StageReport {

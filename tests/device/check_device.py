@@ -6,14 +6,18 @@ the device leaks with the stacks that made them, and a budget on peak_device.
 Then runs cache_markers.py (a stand-in for torch.cuda) under memstage: the caching
 allocator's reserved and allocated bytes at each stage's end.
 
-Usage: check_device.py MEMSTAGE DEVICE_PROGRAM CACHE_MARKERS_PY WORK_DIR"""
+Per stage, the device stacks held at the stage's device peak. And the runtime reached only
+through a library loaded RTLD_LOCAL (device_local_runtime.c): the tracer still finds the
+real cudaMalloc and records the block.
+
+Usage: check_device.py MEMSTAGE DEVICE_PROGRAM CACHE_MARKERS_PY WORK_DIR LOCAL_RUNTIME_PROGRAM"""
 import json
 import os
 import shutil
 import subprocess
 import sys
 
-memstage, program, cache_markers, work = sys.argv[1:5]
+memstage, program, cache_markers, work, local_runtime_program = sys.argv[1:6]
 MiB = 1 << 20
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
@@ -59,6 +63,15 @@ for mode in ("full", "stats"):
           "%s mode: run device peak %d (18 MiB), %d allocations (9), %d frees (6)"
           % (mode, device["peak_bytes"], device["allocations"], device["frees"]))
     check(report["totals"]["peak_device_bytes"] == 18 * MiB, "%s mode: totals.peak_device_bytes" % mode)
+    # Held at each stage's device peak, by stack (each block has a call site of its own):
+    # the stage's blocks and direct's 2 MiB, which lives to the end.
+    held = {"direct": [2 * MiB, 1 * MiB], "runtime": [8 * MiB, 2 * MiB], "async": [5 * MiB, 3 * MiB, 2 * MiB],
+            "vmm": [16 * MiB, 2 * MiB], "leak": [2 * MiB, 1 * MiB, 1 * MiB]}
+    for path, sizes in held.items():
+        tops = stages[path]["device"]["top_stacks_at_peak"]
+        got = [t["bytes"] for t in tops]
+        check(got == sizes and all(any("main" in f["function"] for f in t["stack"]) for t in tops),
+              "%s mode: %s holds %s at its device peak, each through main (%s)" % (mode, path, got, sizes))
     leaks = {l["stage"]: l["bytes"] for l in device["leaks"]}
     check(device["leaked_bytes"] == 4 * MiB and leaks == {"direct": 2 * MiB, "vmm": 1 * MiB, "leak": 1 * MiB},
           "%s mode: device leaks %d bytes by stage %s" % (mode, device["leaked_bytes"], leaks))
@@ -99,6 +112,16 @@ if done.returncode == 0:
           "cache: empty_cache gives back the 28 MiB cached: %s" % emptied)
     check(report["device"]["peak_bytes"] == 0 and report["device"]["cache"]["reserved_bytes"] == 32 * MiB,
           "cache: no driver allocations seen, the run's last cache sample: %s" % report["device"]["cache"])
+
+out = os.path.join(work, "local_runtime")
+done = subprocess.run([memstage, "run", "-q", "-o", out, "--", local_runtime_program], capture_output=True, text=True)
+check(done.returncode == 0, "runtime loaded RTLD_LOCAL: the program's cudaMalloc succeeds under the tracer: exit %d %s"
+      % (done.returncode, done.stderr.strip()[-500:]))
+if done.returncode == 0:
+    report = json.load(open(os.path.join(out, "report.json")))
+    stage = {s["path"]: s for s in report["stages"]}["local_runtime"]["device"]
+    check(stage["peak_bytes"] == 6 * MiB and stage["allocations"] == 1 and report["device"]["frees"] == 1,
+          "runtime loaded RTLD_LOCAL: the 6 MiB block recorded once, and its free: %s" % stage)
 
 if failures:
     print("%d check(s) failed" % len(failures))

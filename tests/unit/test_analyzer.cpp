@@ -351,6 +351,38 @@ TEST_CASE("device memory: per-stage peaks and retained, handles apart from point
   CHECK(load.cache->peak_reserved_bytes == 9000);
 }
 
+TEST_CASE("device memory: the stacks held at each stage's device peak") {
+  using memstage::trace::DeviceMemory;
+  using memstage::trace::records::DeviceAlloc;
+  using memstage::trace::records::DeviceFree;
+  const auto device = static_cast<uint64_t>(DeviceMemory::kDevice);
+  TraceBuilder b;
+  b.process().stack({0x10}).stack({0x20}).stage_name("a").stage_name("b").stage_name("c");
+  b.stage_begin(0, 10);
+  b.record(DeviceAlloc{11, 0x7000, 100, device, 0});
+  b.record(DeviceFree{12, 0x7000, device});
+  b.stage_end(13);
+  b.stage_begin(1, 14);
+  b.record(DeviceAlloc{15, 0x8000, 50, device, 1});
+  b.record(DeviceAlloc{16, 0x9000, 20, device, 0});
+  b.record(DeviceFree{17, 0x9000, device});
+  b.stage_end(18);
+  b.stage_begin(2, 19);  // allocates nothing: its peak is what was live when it began
+  b.stage_end(20);
+  b.end(30);
+  const auto r = analyze(b, "device_stage_stacks");
+  const auto held = [&](const char* path) {
+    std::vector<uint64_t> bytes;
+    for (const auto& sb : stage(r, path).device->top_stacks_at_peak) bytes.push_back(sb.bytes);
+    return bytes;
+  };
+  CHECK(held("a") == std::vector<uint64_t>{100});
+  CHECK(held("b") == std::vector<uint64_t>{50, 20});
+  CHECK(held("c") == std::vector<uint64_t>{50});
+  CHECK(stage(r, "c").device->top_stacks_at_peak[0].stack == stage(r, "b").device->top_stacks_at_peak[0].stack);
+  CHECK(r.device->top_stacks_at_peak.size() == 1);  // the run's peak: a's 100
+}
+
 TEST_CASE("no device memory: no device figures") {
   TraceBuilder b;
   b.process().stack({0x10}).stage_name("load").stage_begin(0, 1).alloc(0x1000, 10).stage_end(2).end(3);

@@ -708,6 +708,10 @@ json page_data(const Report& report) {
                       {"closed", s.closed},
                       {"retained_bytes", s.retained_bytes},
                       {"figures", figures_json(s.figures)},
+                      {"device", s.device ? json{{"peak_bytes", s.device->peak_bytes},
+                                                 {"retained_bytes", s.device->retained_bytes},
+                                                 {"leaked_bytes", s.device->leaked_bytes}}
+                                          : json(nullptr)},
                       {"top_stacks_at_peak", stack_bytes_json(s.top_stacks_at_peak, used_stacks)}});
   }
   data["stages"] = std::move(stages);

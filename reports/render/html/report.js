@@ -239,6 +239,10 @@
             ? figure('Held at detach', fmtBytes(totals.leaked_bytes),
               `${fmtExactCount(totals.leaked_blocks || 0)} blocks allocated while attached and not freed by detach`)
             : figure('Leaked', fmtBytes(totals.leaked_bytes), `${fmtExactCount(totals.leaked_blocks || 0)} blocks never freed`),
+        data.device
+          ? figure('Peak device', fmtBytes(data.device.peak_bytes),
+            `GPU memory from the driver, at ${fmtSeconds(data.device.peak_time_s)} · ${fmtBytes(data.device.leaked_bytes)} never freed`)
+          : null,
         figure('Allocations', fmtCount(totals.allocations),
           `${fmtBytes(totals.bytes_allocated)} in total · ` +
             (data.sampling ? 'temporaries not measured' : `${fmtCount(totals.temporary_allocations)} temporary`)),
@@ -711,13 +715,16 @@
     { key: 'duration', title: 'Duration', value: (s) => s.open_s, show: (s) => fmtSeconds(s.open_s) },
     { key: 'peak_heap', title: 'Peak heap', value: (s) => s.figures.peak_heap_bytes, show: (s) => fmtBytes(s.figures.peak_heap_bytes), bar: true },
     { key: 'peak_rss', title: 'Peak RSS', value: (s) => s.figures.peak_rss_bytes, show: (s) => fmtBytes(s.figures.peak_rss_bytes) },
+    // Only when the run used device memory (CUDA): the device's peak while the stage was open.
+    { key: 'peak_device', title: 'Peak device', device: true, value: (s) => (s.device ? s.device.peak_bytes : 0),
+      show: (s) => (s.device ? fmtBytes(s.device.peak_bytes) : '–') },
     { key: 'allocations', title: 'Allocations', value: (s) => s.figures.allocations, show: (s) => fmtCount(s.figures.allocations) },
     { key: 'allocated', title: 'Allocated', value: (s) => s.figures.bytes_allocated, show: (s) => fmtBytes(s.figures.bytes_allocated) },
     { key: 'retained', title: 'Retained', value: (s) => s.retained_bytes, show: (s) => fmtBytes(s.retained_bytes) },
     { key: 'leaked', title: 'Leaked', value: (s) => s.figures.leaked_bytes, show: (s) => fmtBytes(s.figures.leaked_bytes) },
     { key: 'fragmentation', title: 'Fragmentation', value: (s) => s.figures.fragmentation.ratio,
       show: (s) => (100 * s.figures.fragmentation.ratio).toFixed(1) + '%' + (s.figures.fragmentation.estimated ? ' (est.)' : '') },
-  ];
+  ].filter((c) => !c.device || data.device);
   const stageSort = { key: 'name', descending: false };
 
   function renderStageTable() {

@@ -215,7 +215,15 @@ Json report_to_json(const Report& r) {
     for (const auto& sb : s.top_stacks_at_peak) tops.push_back(stack_bytes_json(r, sb));
     st["top_stacks_at_peak"] = std::move(tops);
     st["peak_device_bytes"] = s.device ? Json(s.device->peak_bytes) : Json(nullptr);
-    st["device"] = s.device ? device_figures_json(*s.device) : Json(nullptr);
+    if (s.device) {
+      Json device = device_figures_json(*s.device);
+      Json held = Json::array();
+      for (const auto& sb : s.device->top_stacks_at_peak) held.push_back(stack_bytes_json(r, sb));
+      device["top_stacks_at_peak"] = std::move(held);
+      st["device"] = std::move(device);
+    } else {
+      st["device"] = nullptr;
+    }
     stages.push_back(std::move(st));
   }
   j["stages"] = std::move(stages);

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Loads a memstage HTML report from file:// in Debian's chromium (driven by playwright-core)
 // and checks that it works offline and safely:
-//   node check_report.mjs REPORT.html SCREENSHOT.png [--expect-text FILE] [--expect-job]
+//   node check_report.mjs REPORT.html SCREENSHOT.png [--expect-text FILE] [--expect-job] [--expect-device]
 // - no console errors, no page errors, no network requests, no dialogs;
 // - timeline, stage table and flame graph drawn with a non-zero size;
 // - clicking a flame-graph frame zooms into it; dragging across the timeline zooms it;
@@ -14,7 +14,9 @@
 // - a report of several processes (required with --expect-job) shows the job: one tree
 //   entry per pid, nested under its parent's, whose shares of the job's peak add up to it;
 //   one stacked band per process that held heap; the job's peak marked, and the pointer
-//   over it reads the job's peak; when the report finds summed RSS well over summed PSS, a note says so.
+//   over it reads the job's peak; when the report finds summed RSS well over summed PSS, a note says so;
+// - a report with device memory (required with --expect-device) shows a "Peak device" figure
+//   and a "Peak device" column in the stage table, whose highest cell reads as that figure.
 // Writes a full-page screenshot. Exits 0 when every check passes, 1 otherwise.
 // playwright-core comes from `npm ci` next to this script, or from the node_modules folder
 // named by MEMSTAGE_NODE_MODULES; the browser from MEMSTAGE_CHROMIUM or /usr/bin/chromium.
@@ -25,7 +27,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 function usage() {
-  console.error('usage: check_report.mjs REPORT.html SCREENSHOT.png [--expect-text FILE] [--expect-job]');
+  console.error('usage: check_report.mjs REPORT.html SCREENSHOT.png [--expect-text FILE] [--expect-job] [--expect-device]');
   process.exit(2);
 }
 
@@ -33,9 +35,11 @@ const args = process.argv.slice(2);
 const positional = [];
 let expectText = null;
 let expectJob = false;
+let expectDevice = false;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--expect-text' && i + 1 < args.length) expectText = fs.readFileSync(args[++i], 'utf8');
   else if (args[i] === '--expect-job') expectJob = true;
+  else if (args[i] === '--expect-device') expectDevice = true;
   else positional.push(args[i]);
 }
 if (positional.length !== 2) usage();
@@ -113,6 +117,33 @@ try {
     return data.stages.filter((s) => !shown.has(s.name)).map((s) => s.name);
   });
   for (const name of stageCheck) fail(`stage name not shown as text in the stage table: ${JSON.stringify(name)}`);
+  // Device memory: the figure and the stage table's column, read off the same data.
+  const device = await page.evaluate(() => {
+    const data = JSON.parse(document.getElementById('memstage-data').textContent);
+    const figure = [...document.querySelectorAll('#summary .figure')].find((f) => f.querySelector('.label').textContent === 'Peak device');
+    const headers = [...document.querySelectorAll('#stage-table thead th')].map((th) => th.textContent);
+    const column = headers.indexOf('Peak device');
+    let highestCell = null, highest = -1;
+    for (const row of document.querySelectorAll('#stage-table tbody tr')) {
+      const s = data.stages[Number(row.dataset.stage)];
+      if (column >= 0 && s && s.device && s.device.peak_bytes > highest) {
+        highest = s.device.peak_bytes;
+        highestCell = row.children[column].textContent;
+      }
+    }
+    return { used: Boolean(data.device), figure: figure ? figure.querySelector('.value').textContent : null,
+      column, highestCell, runPeak: data.device ? data.device.peak_bytes : 0, highest };
+  });
+  if (expectDevice && !device.used) fail('--expect-device: the report has no device memory');
+  if (device.used) {
+    if (device.figure === null) fail('device: no "Peak device" figure');
+    if (device.column < 0) fail('device: no "Peak device" column in the stage table');
+    else if (device.highest === device.runPeak && device.highestCell !== device.figure) {
+      fail(`device: the stage table's highest device peak reads ${device.highestCell}, the figure ${device.figure}`);
+    }
+  } else if (device.figure !== null || device.column >= 0) {
+    fail('device: a device figure or column on a report without device memory');
+  }
   if (expectText !== null) {
     const found = await page.evaluate((text) => document.body.innerText.includes(text), expectText);
     if (!found) fail(`text not shown on the page: ${JSON.stringify(expectText)}`);
