@@ -87,6 +87,18 @@ for name, want in expected.items():
         check(cublas_bytes > 0 and cublas_bytes <= driver_rise - reserved_rise + 2 * MiB,
               "torch blas_handle: cuBLAS's own %d bytes seen, within the driver's rise beyond torch's reserve %d"
               % (cublas_bytes, driver_rise - reserved_rise))
+    # The stacks held at the stage's device peak: cuBLAS's own from the stage that makes
+    # them on; the 512 MiB tensor, from the script's line (Python frames in full mode).
+    held = device.get("top_stacks_at_peak") or []
+    cublas_held = sum(h["bytes"] for h in held if in_cublas(h["stack"]))
+    check(cublas_held == cublas_bytes, "torch %s: cuBLAS's own %d bytes among the stacks held at the stage's device peak"
+          % (name, cublas_held))
+    if name == "alloc":
+        tensor = held[0] if held else {"bytes": 0, "stack": []}
+        python = [f["function"] for f in tensor["stack"] if f.get("kind") == "python"]
+        check(tensor["bytes"] == 512 * MiB and (not python or "allocate" in python),
+              "torch alloc: the largest stack held at its device peak is the 512 MiB tensor (%d), made in %s"
+              % (tensor["bytes"], python[:2] or "native frames (stats mode)"))
     cache = device.get("cache") or {}
     check(cache.get("reserved_bytes") == want["reserved_bytes"] and cache.get("allocated_bytes") == want["allocated_bytes"],
           "torch %s: cache at the end reserved %s allocated %s vs torch's %d %d"
