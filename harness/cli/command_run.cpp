@@ -106,7 +106,7 @@ int run(const RunFlags& flags) {
   // analysis is done (reports/analysis/analyzer.h, TraceBeingWritten).
   std::unique_ptr<reports::TraceBeingWritten> read_ahead;
   const ChildResult child = run_child(flags.command, env, [&](uint64_t pid) {
-    if (!flags.read_after_exit) read_ahead = read_trace_ahead(dir, pid);
+    if (!flags.read_after_exit) read_ahead = read_trace_ahead(dir, pid, flags.mode != "stats");
   });
   if (read_ahead) read_ahead->writer_ended();
 

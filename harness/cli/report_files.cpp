@@ -157,7 +157,7 @@ bool write_or_say(const std::string& path, const std::string& content) {
   }
 }
 
-std::unique_ptr<reports::TraceBeingWritten> read_trace_ahead(const std::string& dir, uint64_t pid) {
+std::unique_ptr<reports::TraceBeingWritten> read_trace_ahead(const std::string& dir, uint64_t pid, bool with_stacks) {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) < 2) return nullptr;
@@ -165,7 +165,7 @@ std::unique_ptr<reports::TraceBeingWritten> read_trace_ahead(const std::string& 
   const int length = snprintf(nullptr, 0, trace::kTracePathFormat, dir.c_str(), static_cast<long>(pid));
   std::string path(static_cast<size_t>(length), '\0');
   snprintf(path.data(), path.size() + 1, trace::kTracePathFormat, dir.c_str(), static_cast<long>(pid));
-  return std::make_unique<reports::TraceBeingWritten>(path, reports::AnalysisOptions{});
+  return std::make_unique<reports::TraceBeingWritten>(path, reports::AnalysisOptions{}, with_stacks);
 }
 
 bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,

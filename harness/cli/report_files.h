@@ -47,8 +47,9 @@ bool write_or_say(const std::string& path, const std::string& content);
 // A reader of `dir`/trace.<pid>.mst while process `pid` writes it (`run`, `attach`:
 // reports/analysis/analyzer.h, TraceBeingWritten), where a core is left for it: on one
 // core the reading would slow the program down (its times, not its memory figures), and
-// none is made.
-std::unique_ptr<reports::TraceBeingWritten> read_trace_ahead(const std::string& dir, uint64_t pid);
+// none is made. `with_stacks`: the run records stacks (not stats mode), so the C library's
+// debug information is read while it runs too.
+std::unique_ptr<reports::TraceBeingWritten> read_trace_ahead(const std::string& dir, uint64_t pid, bool with_stacks);
 
 // The end of `run` and `attach`: analyses the folder's traces, writes report.json and
 // report.html into it and, unless `quiet`, prints the text summary on stderr. What cannot

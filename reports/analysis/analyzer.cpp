@@ -1,6 +1,10 @@
 #include "reports/analysis/analyzer.h"
 
+#include <link.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,6 +14,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -154,11 +160,37 @@ SamplingReport sampling_report(uint64_t rate_bytes, uint64_t samples) {
                   rate, samples, rate, rate, percent(1 << 20), percent(16 << 20), percent(256 << 20), rate)};
 }
 
+// The C library's modules (libc, the dynamic loader) as this process loaded them. Every
+// traced process's stacks end in them (its threads start there), and a program run by
+// `memstage run` is loaded the same way, from the same paths.
+std::vector<std::string> c_library_modules() {
+  std::vector<std::string> paths;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        const std::string_view path = info->dlpi_name ? info->dlpi_name : "";
+        const std::string_view name = path.substr(path.rfind('/') + 1);
+        if (name.starts_with("libc.so") || name.starts_with("ld-linux")) {
+          static_cast<std::vector<std::string>*>(data)->emplace_back(path);
+        }
+        return 0;
+      },
+      &paths);
+  return paths;
+}
+
 }  // namespace
 
 struct TraceBeingWritten::State {
-  State(std::string trace_path, const AnalysisOptions& options)
-      : path(std::move(trace_path)), budget(options.max_kept_text_bytes), max_logged_events(options.max_logged_events) {}
+  State(std::string trace_path, const AnalysisOptions& options, bool warm_symbols)
+      : path(std::move(trace_path)), budget(options.max_kept_text_bytes), max_logged_events(options.max_logged_events) {
+    if (!warm_symbols || !options.symbolize) return;
+    // At the lowest priority: while the program runs, this thread takes only a core the
+    // program leaves idle.
+    warmer = std::jthread([this] {
+      setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
+      for (const std::string& module : c_library_modules()) symbolizer.warm(module);
+    });
+  }
   std::string path;
   KeptTextBudget budget;  // the analysis it is handed to goes on charging it
   size_t max_logged_events;
@@ -167,7 +199,9 @@ struct TraceBeingWritten::State {
   bool writing = true;  // under mutex
   std::unique_ptr<TraceFile> file;  // once read; null when the file never appeared
   std::exception_ptr failed;
-  std::jthread reader;  // last: the members above outlive it
+  Symbolizer symbolizer;  // the C library's modules opened while the program runs (warmer)
+  std::jthread reader;  // last two: the members above outlive them
+  std::jthread warmer;
 
   bool still_writing() {
     std::lock_guard lock(mutex);
@@ -206,6 +240,12 @@ struct TraceBeingWritten::State {
     }
   }
 
+  // The symbolizer with the C library's modules open (once the warmer is done with them).
+  Symbolizer take_symbolizer() {
+    if (warmer.joinable()) warmer.join();
+    return std::move(symbolizer);
+  }
+
   // The pass over `trace_path` if it is this file (null otherwise, or when the file never
   // appeared): waits for the reader to finish it; what it threw, this throws.
   std::unique_ptr<TraceFile> take(const std::string& trace_path) {
@@ -218,8 +258,8 @@ struct TraceBeingWritten::State {
   }
 };
 
-TraceBeingWritten::TraceBeingWritten(std::string path, const AnalysisOptions& options)
-    : state_(std::make_unique<State>(std::move(path), options)) {
+TraceBeingWritten::TraceBeingWritten(std::string path, const AnalysisOptions& options, bool warm_symbols)
+    : state_(std::make_unique<State>(std::move(path), options, warm_symbols)) {
   state_->reader = std::jthread([state = state_.get()] { state->read(); });
 }
 
@@ -394,7 +434,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     return targets;
   }(), pass.heap.infos().size(), pass.events);
   snapshots.top_stacks = options.top_stacks;
-  StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize);
+  StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize,
+                       read_ahead ? read_ahead->state_->take_symbolizer() : Symbolizer());
   if (pass.info.mode == trace::Mode::kFull || sampled) {
     // Pass two replays the events (pass one's log of them, else the trace read again) on a
     // thread of its own while this one resolves the stacks of every site, all the report

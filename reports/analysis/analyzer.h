@@ -59,8 +59,10 @@ std::vector<std::string> find_traces(const std::string& dir);
 class TraceBeingWritten {
  public:
   // Starts reading `path` as soon as the file appears (the tracer creates it as its
-  // process starts); `options` must be those of the analysis it is handed to.
-  TraceBeingWritten(std::string path, const AnalysisOptions& options);
+  // process starts); `options` must be those of the analysis it is handed to. With
+  // `warm_symbols` (a trace with stacks, symbolized), it also reads the C library's symbols
+  // and debug information meanwhile (Symbolizer::warm), on a thread at the lowest priority.
+  TraceBeingWritten(std::string path, const AnalysisOptions& options, bool warm_symbols = false);
   ~TraceBeingWritten();  // stops reading and waits for the thread
   TraceBeingWritten(const TraceBeingWritten&) = delete;
   TraceBeingWritten& operator=(const TraceBeingWritten&) = delete;

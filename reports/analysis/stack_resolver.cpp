@@ -8,11 +8,12 @@ namespace memstage::reports {
 
 StackResolver::StackResolver(const StackTree& tree, const std::vector<std::vector<trace::Module>>& module_snapshots,
                              const std::unordered_map<uint64_t, trace::PythonCode>& python_codes, Report& report,
-                             bool symbolize)
+                             bool symbolize, Symbolizer symbolizer)
     : tree_(tree),
       python_codes_(python_codes),
       report_(report),
       symbolize_(symbolize),
+      symbolizer_(std::move(symbolizer)),
       modules_(module_snapshots),
       interner_(report.frames) {}
 

@@ -24,9 +24,11 @@ class StackResolver {
  public:
   // The trace's stacks, the module lists their addresses are resolved in and the Python
   // code objects their Python frames name, all kept by reference; stacks and frames go
-  // into `report`. Without `symbolize`, native frames are module + offset.
+  // into `report`. Without `symbolize`, native frames are module + offset. `symbolizer`:
+  // one that has modules open already (warmed while the program ran), or a new one.
   StackResolver(const StackTree& tree, const std::vector<std::vector<trace::Module>>& module_snapshots,
-                const std::unordered_map<uint64_t, trace::PythonCode>& python_codes, Report& report, bool symbolize);
+                const std::unordered_map<uint64_t, trace::PythonCode>& python_codes, Report& report, bool symbolize,
+                Symbolizer symbolizer = Symbolizer());
 
   // The report's stack for trace stack `trace_stack`, resolved on first use.
   StackIndex index_of(uint32_t trace_stack);

@@ -240,6 +240,15 @@ class Symbolizer::Module {
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
+  // Reads the symbol table and the debug information (libdw reads and inflates every
+  // debug section of a file at its first lookup).
+  void warm() {
+    if (module_ == nullptr) return;
+    Dwarf_Addr bias = 0;
+    dwfl_module_getdwarf(module_, &bias);
+    if (!symbols_indexed_) index_symbols();
+  }
+
   // Frames with module and module_offset filled in; the caller fills in the address.
   const std::vector<Frame>& frames(uint64_t module_offset, bool is_return_address) {
     const CacheKey key{module_offset, is_return_address};
@@ -514,6 +523,16 @@ class Symbolizer::Module {
 
 Symbolizer::Symbolizer() = default;
 Symbolizer::~Symbolizer() = default;
+Symbolizer::Symbolizer(Symbolizer&&) noexcept = default;
+Symbolizer& Symbolizer::operator=(Symbolizer&&) noexcept = default;
+
+void Symbolizer::warm(const std::string& module_path) {
+  try {
+    module(module_path).warm();
+  } catch (const std::exception&) {
+    // Out of memory: the lookups will try again, one at a time.
+  }
+}
 
 Symbolizer::Module& Symbolizer::module(const std::string& module_path) {
   auto found = modules_.find(module_path);

@@ -19,6 +19,14 @@ class Symbolizer {
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
+  Symbolizer(Symbolizer&&) noexcept;
+  Symbolizer& operator=(Symbolizer&&) noexcept;
+
+  // Opens `module_path` and reads its symbol table and debug information now, so that
+  // symbolizing in it later costs only lookups. A run's trace reader warms the C library
+  // while the program runs: where its debug information is installed (libc6-dbg), reading
+  // it is most of a small run's report time (~60 ms). Never throws.
+  void warm(const std::string& module_path);
 
   // Frames for one address of the traced process, innermost first: the inlined frames
   // (inlined = true), then the function that contains them. Always at least one frame;

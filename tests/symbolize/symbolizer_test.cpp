@@ -319,6 +319,25 @@ TEST_CASE("libc's DWARF is found by build id under /usr/lib/debug when installed
   CHECK(frames[0].line > 0);
 }
 
+TEST_CASE("a warmed symbolizer, moved to its user, gives the frames a fresh one gives") {
+  int call_line = 0;
+  void* address = memstage_fixture::plain_function(&call_line);
+  const LoadedModule module = module_containing(address);
+  Symbolizer warmed;
+  warmed.warm(module.path);
+  warmed.warm("/nonexistent/libnothing.so");  // nothing to open: no throw, nothing kept wrong
+  Symbolizer moved(std::move(warmed));
+  Symbolizer fresh;
+  const std::vector<Frame> from_warmed = symbolize_return_address(moved, address);
+  const std::vector<Frame> from_fresh = symbolize_return_address(fresh, address);
+  REQUIRE(from_warmed.size() == 1);
+  REQUIRE(from_fresh.size() == 1);
+  CHECK(from_warmed[0].function == from_fresh[0].function);
+  CHECK(from_warmed[0].file == from_fresh[0].file);
+  CHECK(from_warmed[0].line == call_line);
+  CHECK(from_warmed[0].module_offset == from_fresh[0].module_offset);
+}
+
 TEST_CASE("a missing or non-ELF module gives one frame with only module and offset") {
   const std::string not_elf = std::filesystem::temp_directory_path() /
                               ("memstage_symbolize_not_elf_" + std::to_string(getpid()));
