@@ -2,7 +2,8 @@
 # The device check, run ON the GPU machine (docs/gpu.md): memstage's device figures
 # against what CUDA and PyTorch say, on a real GPU, in full and stats mode. Prepared here
 # by prepare_device_check.sh (build-gpu/ is carried there). Needs nvcc, python3 with a
-# CUDA torch. Prints one line per check and leaves the reports, as one archive, in $OUT
+# CUDA torch. DEVICE_CHECK_TRAIN_ROUNDS: rounds of the timed training job (default 3, 0: none).
+# Prints one line per check and leaves the reports, as one archive, in $OUT
 # (or /tmp/device_check). Exit 0 when every check passed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,6 +18,20 @@ step() { printf '\n== %s (%s s)\n' "$*" "$SECONDS"; }
 fail() { echo "FAIL  $*"; status=1; }
 # Each step is bounded, so one that hangs leaves time for the rest.
 bounded() { timeout --kill-after=10 "$@"; }
+# traced_check KIND MODE RUN LIMIT_S CMD...: runs CMD (which writes what it measured itself
+# to its last argument, RUN.expected.json) under memstage in MODE into RUN, compares the
+# device figures (compare_device.py KIND: cuda or torch) and writes the text report.
+traced_check() {
+  local kind=$1 mode=$2 run=$3 limit=$4 start=$SECONDS
+  shift 4
+  if bounded "$limit" "$memstage" run -q --mode "$mode" -o "$run" -- "$@" "$run.expected.json"; then
+    echo "memstage run --mode $mode $(basename "$1"): $((SECONDS - start)) s"
+    python3 tests/gpu/compare_device.py "$kind" "$run/report.json" "$run.expected.json" || status=1
+    bounded 120 "$memstage" report "$run" --format text > "$run/report.txt" 2>&1
+  else
+    fail "memstage run --mode $mode $*"
+  fi
+}
 
 step "machine"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || fail "nvidia-smi"
@@ -45,13 +60,7 @@ for cudart in static shared; do
     continue
   fi
   for mode in full stats; do
-    run=$work/cuda_${cudart}_$mode
-    if bounded 120 "$memstage" run -q --mode "$mode" -o "$run" -- "$exe" "$run.expected.json"; then
-      python3 tests/gpu/compare_device.py cuda "$run/report.json" "$run.expected.json" || status=1
-      bounded 60 "$memstage" report "$run" --format text > "$run/report.txt" 2>&1
-    else
-      fail "memstage run --mode $mode cuda_stages ($cudart)"
-    fi
+    traced_check cuda "$mode" "$work/cuda_${cudart}_$mode" 120 "$exe"
   done
   sed -n '/device memory by stage/,/^$/p' "$work/cuda_${cudart}_full/report.txt"
 done
@@ -62,22 +71,14 @@ start=$SECONDS
 bounded 120 python3 tests/gpu/torch_stages.py "$work/torch_untraced.expected.json" > /dev/null
 echo "untraced: $((SECONDS - start)) s"
 for mode in full stats; do
-  run=$work/torch_$mode
-  start=$SECONDS
-  if bounded 240 "$memstage" run -q --mode "$mode" -o "$run" -- python3 tests/gpu/torch_stages.py "$run.expected.json"; then
-    echo "memstage run --mode $mode: $((SECONDS - start)) s"
-    python3 tests/gpu/compare_device.py torch "$run/report.json" "$run.expected.json" || status=1
-    bounded 120 "$memstage" report "$run" --format text > "$run/report.txt" 2>&1
-  else
-    fail "memstage run --mode $mode torch_stages"
-  fi
+  traced_check torch "$mode" "$work/torch_$mode" 240 python3 tests/gpu/torch_stages.py
 done
 sed -n '/device memory by stage/,/^$/p' "$work/torch_full/report.txt"
-sed -n '/stacks at the device peak/,/^$/p' "$work/torch_full/report.txt" | head -40
+sed -n '/device memory held at the device peak/,/^$/p' "$work/torch_full/report.txt" | head -40
 
 step "PyTorch training job: memstage's cost on a GPU program"
 # Interleaved rounds; wall seconds of the whole process. The loss must be the same traced.
-for round in 1 2 3; do
+for round in $(seq "${DEVICE_CHECK_TRAIN_ROUNDS:-3}"); do  # 0: no training job
   for variant in untraced full stats; do
     start=$EPOCHREALTIME
     if [ "$variant" = untraced ]; then
@@ -89,7 +90,7 @@ for round in 1 2 3; do
     echo "round $round $variant: $(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }') s, $(grep -o 'loss [0-9.]*' "$work/train_$variant.log")"
   done
 done
-python3 - "$work" <<'PY'
+[ -f "$work/train_full/report.json" ] && python3 - "$work" <<'PY'
 import json, sys
 work = sys.argv[1]
 report = json.load(open(work + "/train_full/report.json"))
