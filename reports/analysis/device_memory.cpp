@@ -153,6 +153,8 @@ std::vector<std::vector<DeviceMemoryReplay::Block>> DeviceMemoryReplay::live_aft
       if (e.allocated) live[e.key] = e.block;
       else live.erase(e.key);
     }
+    // As at the run's peak: past so many live blocks, none are copied (no stacks for it).
+    if (live.size() > kMaxBlocksCopiedAtPeak) continue;
     out[i].reserve(live.size());
     for (const auto& [key, block] : live) out[i].push_back(block);
   }

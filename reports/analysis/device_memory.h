@@ -61,7 +61,8 @@ class DeviceMemoryReplay {
   const std::vector<Block>& at_peak() const { return at_peak_; }
   const std::vector<DeviceTimelinePoint>& timeline() const { return timeline_; }
   // The blocks live after each of `event_counts` logged events (a stage's peak_event), in
-  // the order asked: one replay of the log, however many are asked.
+  // the order asked: one replay of the log, however many are asked. None where more than
+  // 65,536 were live, as for at_peak().
   std::vector<std::vector<Block>> live_after(const std::vector<uint64_t>& event_counts) const;
 
  private:

@@ -93,16 +93,18 @@ std::unordered_map<size_t, std::vector<StackBytes>> device_stacks_at_stage_peaks
     if (!added && figures[i].peak_bytes > figures[it->second].peak_bytes) it->second = i;
   }
   std::vector<size_t> instances;
-  std::vector<uint64_t> peak_events;
   for (const auto& [row, instance] : row_peak) {
-    if (figures[instance].peak_bytes == 0) continue;
-    instances.push_back(instance);
-    peak_events.push_back(figures[instance].peak_event);
+    if (figures[instance].peak_bytes > 0) instances.push_back(instance);
   }
+  std::sort(instances.begin(), instances.end());  // stacks resolved in stage order, run after run
+  std::vector<uint64_t> peak_events;
+  for (size_t instance : instances) peak_events.push_back(figures[instance].peak_event);
   std::vector<std::vector<DeviceMemoryReplay::Block>> held = device.live_after(peak_events);
   auto index_of = [&](uint32_t stack) { return stacks.index_of(stack); };
   std::unordered_map<size_t, std::vector<StackBytes>> out;
-  for (size_t k = 0; k < instances.size(); ++k) out[instances[k]] = top_device_stacks(std::move(held[k]), index_of, top_stacks);
+  for (size_t k = 0; k < instances.size(); ++k) {
+    out[instances[k]] = top_device_stacks(std::move(held[k]), index_of, top_stacks);
+  }
   return out;
 }
 
