@@ -11,7 +11,8 @@ int main(int argc, char** argv) {
   // Messages quote stage names, paths and commands: their control characters are shown, not obeyed.
   using memstage::reports::terminal_text;
   // Symbolization reads the files on this machine; with DEBUGINFOD_URLS set, libdw would
-  // download debug info for every module. Nothing is downloaded unless asked for.
+  // download debug info for every module. Nothing is downloaded unless asked for (and
+  // libdw's client is not even loaded then: debuginfod_client.cpp).
   if (!getenv("MEMSTAGE_DEBUGINFOD")) unsetenv("DEBUGINFOD_URLS");
   CLI::App app{"memstage: where a program's memory goes, stage by stage", "memstage"};
   app.require_subcommand(1);
