@@ -18,6 +18,7 @@ struct MetricSpec {
   const char* name;
   Unit unit;
   bool additive;  // summed over repeats of a path; else the maximum (or the last, for ratios)
+  bool device = false;  // only when one of the two runs used device memory
 };
 
 // Order of the columns in every rendering.
@@ -26,7 +27,14 @@ const MetricSpec kMetrics[] = {
     {"peak_rss_bytes", Unit::kBytes, false},    {"leaked_bytes", Unit::kBytes, true},
     {"allocations", Unit::kCount, true},        {"bytes_allocated", Unit::kBytes, true},
     {"fragmentation", Unit::kRatio, false},     {"allocator_resident_bytes", Unit::kBytes, false},
+    {"peak_device_bytes", Unit::kBytes, false, true},
 };
+
+// A report whose run used device memory (CUDA): its totals' device peak is a number.
+bool used_device(const Json& report) {
+  return report.contains("totals") && report["totals"].is_object() && report["totals"].contains("peak_device_bytes") &&
+         report["totals"]["peak_device_bytes"].is_number();
+}
 
 double number(const Json& j, const char* key) {
   if (!j.is_object()) return 0;
@@ -68,12 +76,13 @@ std::map<std::string, std::map<std::string, double>> stage_figures(const Json& r
 }
 
 DiffRow make_row(const std::string& path, const std::map<std::string, double>* a,
-                 const std::map<std::string, double>* b) {
+                 const std::map<std::string, double>* b, bool device) {
   DiffRow row;
   row.path = path;
   row.in_a = a != nullptr;
   row.in_b = b != nullptr;
   for (const MetricSpec& spec : kMetrics) {
+    if (spec.device && !device) continue;
     MetricDelta m;
     m.name = spec.name;
     m.unit = spec.unit;
@@ -130,16 +139,17 @@ DiffResult build_diff(const Json& a, const Json& b, const std::string& a_label, 
   const Json empty = Json::object();
   const auto ta = figures(a.contains("totals") ? a["totals"] : empty, true, a);
   const auto tb = figures(b.contains("totals") ? b["totals"] : empty, true, b);
-  diff.rows.push_back(make_row("", &ta, &tb));
+  const bool device = used_device(a) || used_device(b);
+  diff.rows.push_back(make_row("", &ta, &tb, device));
   std::vector<std::string> order_a, order_b;
   const auto sa = stage_figures(a, order_a);
   const auto sb = stage_figures(b, order_b);
   for (const std::string& p : order_a) {
     const auto ib = sb.find(p);
-    diff.rows.push_back(make_row(p, &sa.at(p), ib == sb.end() ? nullptr : &ib->second));
+    diff.rows.push_back(make_row(p, &sa.at(p), ib == sb.end() ? nullptr : &ib->second, device));
   }
   for (const std::string& p : order_b) {
-    if (!sa.contains(p)) diff.rows.push_back(make_row(p, nullptr, &sb.at(p)));
+    if (!sa.contains(p)) diff.rows.push_back(make_row(p, nullptr, &sb.at(p), device));
   }
   return diff;
 }

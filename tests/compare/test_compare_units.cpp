@@ -2,6 +2,7 @@
 // models, HTML escaping.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
+#include <algorithm>
 
 #include "harness/compare/compare_model.h"
 #include "harness/compare/compare_render.h"
@@ -190,6 +191,33 @@ TEST_CASE("build_diff: deltas, percent, stages matched by path", "[diff]") {
   CHECK(text.find("+500 B") != std::string::npos);
   CHECK(text.find("+50.0%") != std::string::npos);
   CHECK(diff_to_json(d)["rows"][1]["metrics"]["peak_heap_bytes"]["delta"] == -200.0);
+}
+
+TEST_CASE("build_diff: the device peak, only when a run used device memory", "[diff]") {
+  const auto names = [](const DiffRow& row) {
+    std::vector<std::string> out;
+    for (const MetricDelta& m : row.metrics) out.push_back(m.name);
+    return out;
+  };
+  nlohmann::json a = report(2.0, 1000, "train", 1.0, 400);
+  nlohmann::json b = report(2.0, 1000, "train", 1.0, 400);
+  a["totals"]["peak_device_bytes"] = nullptr;  // a run without device memory
+  a["stages"][0]["peak_device_bytes"] = nullptr;
+  const DiffResult host_only = build_diff(a, a, "A.json", "A.json");
+  const std::vector<std::string> host_names = names(host_only.rows[0]);
+  CHECK(std::find(host_names.begin(), host_names.end(), "peak_device_bytes") == host_names.end());
+  b["totals"]["peak_device_bytes"] = 3 << 20;
+  b["stages"][0]["peak_device_bytes"] = 2 << 20;
+  const DiffResult d = build_diff(a, b, "A.json", "B.json");
+  const MetricDelta& total = d.rows[0].metrics.back();
+  CHECK(total.name == "peak_device_bytes");
+  CHECK(*total.a == 0);  // none in A
+  CHECK(*total.delta == 3 << 20);
+  const MetricDelta& stage = d.rows[1].metrics.back();
+  CHECK(stage.name == "peak_device_bytes");
+  CHECK(*stage.b == 2 << 20);
+  CHECK(diff_to_json(d)["rows"][1]["metrics"]["peak_device_bytes"]["delta"] == double(2 << 20));
+  CHECK(render_diff_text(d).find("peak_device_bytes") != std::string::npos);
 }
 
 TEST_CASE("HTML escapes hostile names", "[html]") {
