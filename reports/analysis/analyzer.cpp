@@ -1,9 +1,7 @@
 #include "reports/analysis/analyzer.h"
 
-#include <link.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,8 +12,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <string>
-#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -160,24 +156,6 @@ SamplingReport sampling_report(uint64_t rate_bytes, uint64_t samples) {
                   rate, samples, rate, rate, percent(1 << 20), percent(16 << 20), percent(256 << 20), rate)};
 }
 
-// The C library's modules (libc, the dynamic loader) as this process loaded them. Every
-// traced process's stacks end in them (its threads start there), and a program run by
-// `memstage run` is loaded the same way, from the same paths.
-std::vector<std::string> c_library_modules() {
-  std::vector<std::string> paths;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        const std::string_view path = info->dlpi_name ? info->dlpi_name : "";
-        const std::string_view name = path.substr(path.rfind('/') + 1);
-        if (name.starts_with("libc.so") || name.starts_with("ld-linux")) {
-          static_cast<std::vector<std::string>*>(data)->emplace_back(path);
-        }
-        return 0;
-      },
-      &paths);
-  return paths;
-}
-
 }  // namespace
 
 struct TraceBeingWritten::State {
@@ -187,8 +165,8 @@ struct TraceBeingWritten::State {
     // At the lowest priority: while the program runs, this thread takes only a core the
     // program leaves idle.
     warmer = std::jthread([this] {
-      setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
-      for (const std::string& module : c_library_modules()) symbolizer.warm(module);
+      setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+      symbolizer.warm_c_library();
     });
   }
   std::string path;

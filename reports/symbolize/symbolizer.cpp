@@ -5,6 +5,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace memstage::reports {
@@ -532,6 +534,22 @@ void Symbolizer::warm(const std::string& module_path) {
   } catch (const std::exception&) {
     // Out of memory: the lookups will try again, one at a time.
   }
+}
+
+void Symbolizer::warm_c_library() {
+  std::vector<std::string> paths;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        const std::string_view path = info->dlpi_name ? info->dlpi_name : "";
+        const std::string_view name = path.substr(path.rfind('/') + 1);
+        if (name.starts_with("libc.so") || name.starts_with("ld-linux")) {
+          static_cast<std::vector<std::string>*>(data)->emplace_back(path);
+        }
+        return 0;
+      },
+      &paths);
+  // Outside dl_iterate_phdr's lock: opening a module may allocate, and libdw may dlopen.
+  for (const std::string& path : paths) warm(path);
 }
 
 Symbolizer::Module& Symbolizer::module(const std::string& module_path) {

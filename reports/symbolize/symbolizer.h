@@ -27,6 +27,10 @@ class Symbolizer {
   // while the program runs: where its debug information is installed (libc6-dbg), reading
   // it is most of a small run's report time (~60 ms). Never throws.
   void warm(const std::string& module_path);
+  // Warms the C library's modules (libc, the dynamic loader) as this process loaded them:
+  // every traced process's stacks end in them (its threads start there), and a program
+  // that memstage runs loads them the same way, from the same paths.
+  void warm_c_library();
 
   // Frames for one address of the traced process, innermost first: the inlined frames
   // (inlined = true), then the function that contains them. Always at least one frame;
