@@ -39,8 +39,9 @@ enum class EventKind : uint8_t {
   kEncodedBlob,  // a = tracer_map'd block holding `length` bytes of records; b = its size
 };
 
-// Every event has a process-wide sequence number: the writer merges the rings by it, so
-// the trace has one order in which a block is always freed before its address is reused.
+// Every event has a number of one process-wide counter: the writer merges the rings by it
+// (event_order.h), so the trace has one order in which a block is always freed before its
+// address is reused.
 struct RawEvent {
   uint64_t seq;
   uint64_t a;
@@ -87,12 +88,30 @@ class EventRing {
   RawEvent& slot_at(uint64_t offset) {
     return slots_[(tail_.load(std::memory_order_relaxed) + offset) & (kSlots - 1)];
   }
+  // Producer side: the number of the event about to be published, taken from `next` or
+  // read from it (event_order.h). A read marks the ring, with the floor it cannot be under
+  // (this ring's previous number), until the publish.
+  uint64_t take_number(std::atomic<uint64_t>& next) {
+    last_number_ = next.fetch_add(1, std::memory_order_relaxed);
+    return last_number_;
+  }
+  uint64_t read_number(const std::atomic<uint64_t>& next) {
+    reading_mark_.store(last_number_ + 1, std::memory_order_relaxed);
+    // The mark before the load in the code; the writer's membarrier orders them in the CPU.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+#if defined(__x86_64__)
+    if (g_cpu_prefetches_for_write) asm volatile("prefetchw %0" : : "m"(next));
+#endif
+    last_number_ = next.load(std::memory_order_relaxed);
+    return last_number_;
+  }
   void publish(uint64_t count) {
     tail_.store(tail_.load(std::memory_order_relaxed) + count, std::memory_order_release);
+    reading_mark_.store(0, std::memory_order_release);  // after the tail: seen clear, the event is seen
   }
   // Producer side, after a publish: asks for the line kWriteAheadSlots on, to be written.
   // The writer, on another core, read every line of the ring last; a store to such a line
-  // waits for it to come back, and the sequence number's locked add waits for every store
+  // waits for it to come back, and the event number's locked add waits for every store
   // before it, so without this the traced thread waits a line's transfer every other
   // event (58% of its time was push_event in `memstage_churn 1 15000000` under the
   // preload; with it, that run 2.5 -> 1.16 s). Ahead by 1 KiB, which the writer left a
@@ -112,16 +131,35 @@ class EventRing {
   uint64_t tail_acquire() const { return tail_.load(std::memory_order_acquire); }
   const RawEvent& at(uint64_t index) const { return slots_[index & (kSlots - 1)]; }
   void consume_to(uint64_t index) { head_.store(index, std::memory_order_release); }
+  // Consumer side, read before the tail: the lowest number the event this ring's thread is
+  // numbering can carry, or ~0 when it numbers none. A mark left with one floor for
+  // `patience_ns` is not waited for (its thread died, or never returns from a signal
+  // handler that interrupted it there).
+  uint64_t reading_floor(uint64_t now_ns, uint64_t patience_ns) {
+    const uint64_t mark = reading_mark_.load(std::memory_order_acquire);
+    if (mark == 0) return ~0ull;
+    if (mark != mark_seen_) {
+      mark_seen_ = mark;
+      mark_seen_since_ns_ = now_ns;
+    }
+    return now_ns - mark_seen_since_ns_ < patience_ns ? mark - 1 : ~0ull;
+  }
   // After fork: the child drops what other (now gone) threads left unwritten.
   void reset() {
     head_.store(tail_.load(std::memory_order_relaxed), std::memory_order_relaxed);
     seen_head_ = head_.load(std::memory_order_relaxed);
+    reading_mark_.store(0, std::memory_order_relaxed);
+    mark_seen_ = 0;
   }
 
  private:
   alignas(64) std::atomic<uint64_t> tail_{0};
   uint64_t seen_head_ = 0;  // the producer's copy of head_
+  uint64_t last_number_ = 0;
+  std::atomic<uint64_t> reading_mark_{0};  // 0, or 1 + the floor of a number being read
   alignas(64) std::atomic<uint64_t> head_{0};
+  uint64_t mark_seen_ = 0;  // the consumer's: the mark last seen, and since when
+  uint64_t mark_seen_since_ns_ = 0;
   alignas(64) RawEvent slots_[kSlots];
 };
 

@@ -148,8 +148,9 @@ void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_
   if (!wait_for_slots(ts, 1)) return;
   RawEvent& e = ts->ring.slot_at(0);
   // Numbered after the space is there, right before publishing: the writer waits for
-  // a number that is taken but not yet published, so that window stays tiny.
-  e.seq = g_tracer.next_seq.fetch_add(1, std::memory_order_relaxed);
+  // a number that is taken or read but not yet published, so that window stays tiny.
+  e.seq = g_tracer.numbers.allocations_read && reads_number(kind) ? ts->ring.read_number(g_tracer.numbers.next)
+                                                                   : ts->ring.take_number(g_tracer.numbers.next);
   e.a = a;
   e.b = b;
   e.stack_or_length = stack;
@@ -476,7 +477,7 @@ void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length) {
     memcpy(&ts->ring.slot_at(1 + i), bytes + i * sizeof(RawEvent), n);
   }
   RawEvent& e = ts->ring.slot_at(0);
-  e.seq = g_tracer.next_seq.fetch_add(1, std::memory_order_relaxed);
+  e.seq = ts->ring.take_number(g_tracer.numbers.next);
   e.stack_or_length = length;
   e.kind = EventKind::kEncoded;
   ts->ring.publish(1 + payload_slots);
@@ -924,6 +925,7 @@ void start_tracer_with(const Options& options, bool writer_thread_now) {
   g_tracer.start_monotonic_ns = monotonic_ns();
   dl_iterate_phdr(find_own_text, nullptr);
   detect_prefetch_for_write();
+  g_tracer.numbers.allocations_read = register_thread_fence();
   if (!g_tracer.stacks.init() || !map_process_mark()) return;
   pthread_key_create(&g_thread_key, mark_thread_exiting);
   // Stats mode walks no stack: libunwind's caches (whose setup writes them) stay as they are.

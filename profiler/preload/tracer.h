@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "profiler/preload/byte_sampler.h"
+#include "profiler/preload/event_order.h"
 #include "profiler/preload/event_ring.h"
 #include "profiler/preload/frame_walker.h"
 #include "profiler/preload/options.h"
@@ -84,7 +85,7 @@ struct Tracer {
   Options options;
   // Set by the fork handlers for the child's: the child's mark is wiped.
   bool recording_at_fork = false;
-  std::atomic<uint64_t> next_seq{0};
+  EventNumbers numbers;  // the events' order (event_order.h)
   StackTable stacks;
 
   ThreadState* threads[kMaxThreads] = {};

@@ -35,7 +35,6 @@ constexpr size_t kRawBytes = 2u << 20;          // one chunk's records, at most 
 constexpr size_t kFlushAtRawBytes = 1u << 20;   // write a chunk once this much is waiting
 constexpr uint64_t kFlushEveryNs = 50'000'000;  // ...or this long after the last write
 constexpr size_t kWriterStackBytes = 512u << 10;   // drain's arrays take 64 KiB of it
-constexpr uint64_t kGapPatienceNs = 1'000'000'000;  // then a missing event is given up
 
 struct WriterState {
   OwnedDescriptor trace;  // the trace file (descriptors.h)
@@ -65,11 +64,10 @@ struct WriterState {
   uint32_t open_stage_instances[Tracer::kMaxStageDepth] = {};
   uint32_t open_stage_depth = 0;
   uint32_t stack_nodes_written = 0;
-  uint64_t next_seq = 0;
-  uint64_t gap_since_ns = 0;
+  EventMerge merge;  // the rings' order (event_order.h)
   uint64_t lost_written = 0;
   uint64_t last_write_ns = 0;
-  uint64_t last_tick_seq = ~0ull;
+  uint64_t events_at_last_tick = ~0ull;
   uint64_t ticks = 0;
   uint64_t next_tick_ns = 0;  // monotonic
   bool write_failed = false;
@@ -299,10 +297,6 @@ void write_event(const EventRing& ring, uint64_t index) {
   }
 }
 
-uint64_t slots_of(const RawEvent& e) {
-  return e.kind == EventKind::kEncoded ? 1 + encoded_payload_slots(e.stack_or_length) : 1;
-}
-
 // How far ahead of the event being written the next ones' table slots are fetched: each
 // event's live-block slot and allocation info are a cache miss in tables of megabytes,
 // fetched together instead of one after another. Only once the program holds this many
@@ -335,50 +329,26 @@ void prefetch_event(const EventRing& ring, uint64_t index) {
 // Moves every event that can be ordered from the rings into the raw buffer.
 void drain(bool final) {
   const uint32_t n = g_tracer.thread_count.load(std::memory_order_acquire);
+  const auto rings = [](uint32_t i) -> EventRing& { return g_tracer.threads[i]->ring; };
+  const uint64_t now = monotonic_ns();
+  // Before the tails: every event numbered below it is in them by now.
+  const uint64_t horizon = w.merge.horizon(g_tracer.numbers, rings, n, now);
   uint64_t heads[Tracer::kMaxThreads];
   uint64_t tails[Tracer::kMaxThreads];
   for (uint32_t i = 0; i < n; ++i) {
-    tails[i] = g_tracer.threads[i]->ring.tail_acquire();
-    heads[i] = g_tracer.threads[i]->ring.head();
+    tails[i] = rings(i).tail_acquire();
+    heads[i] = rings(i).head();
   }
   // After the tails: every stack node an event drained now refers to is published by now.
   write_new_stack_nodes();
   const bool prefetch = w.live_blocks.size() >= kPrefetchFromLiveBlocks;
-
-  for (;;) {
-    int best = -1;
-    uint64_t best_seq = ~0ull;
-    for (uint32_t i = 0; i < n; ++i) {
-      if (heads[i] == tails[i]) continue;
-      const uint64_t seq = g_tracer.threads[i]->ring.at(heads[i]).seq;
-      if (seq < best_seq) {
-        best_seq = seq;
-        best = static_cast<int>(i);
-      }
-    }
-    if (best < 0) break;
-    if (best_seq > w.next_seq && !final) {
-      // A thread took a sequence number and has not published its event yet: wait for
-      // it, but not forever (the thread may have died inside the tracer).
-      const uint64_t now = monotonic_ns();
-      if (w.gap_since_ns == 0) w.gap_since_ns = now;
-      if (now - w.gap_since_ns < kGapPatienceNs) break;
-      g_tracer.lost_events.fetch_add(best_seq - w.next_seq, std::memory_order_relaxed);
-    }
-    w.gap_since_ns = 0;
-    const EventRing& ring = g_tracer.threads[best]->ring;
-    // The events that follow in the same ring are next in order too while their numbers
-    // run on without a gap (no other ring can hold a lower one): written without looking
-    // at the other rings again.
-    do {
-      if (prefetch && heads[best] + kPrefetchEvents < tails[best]) prefetch_event(ring, heads[best] + kPrefetchEvents);
-      write_event(ring, heads[best]);
-      heads[best] += slots_of(ring.at(heads[best]));
-      if (best_seq >= w.next_seq) w.next_seq = best_seq + 1;
-      if (heads[best] == tails[best]) break;
-      best_seq = ring.at(heads[best]).seq;
-    } while (best_seq == w.next_seq);
-  }
+  const uint64_t given_up =
+      w.merge.merge(rings, n, heads, tails, horizon, g_tracer.numbers.allocations_read, final, now,
+                    [&](uint32_t ring, uint64_t index) {
+                      if (prefetch && index + kPrefetchEvents < tails[ring]) prefetch_event(rings(ring), index + kPrefetchEvents);
+                      write_event(rings(ring), index);
+                    });
+  if (given_up) g_tracer.lost_events.fetch_add(given_up, std::memory_order_relaxed);
   for (uint32_t i = 0; i < n; ++i) g_tracer.threads[i]->ring.consume_to(heads[i]);
 
   const uint64_t lost = g_tracer.lost_events.load(std::memory_order_relaxed);
@@ -394,12 +364,19 @@ void drain(bool final) {
 // allocator's lock may be held by the code this call interrupted).
 enum class AskAllocator { kAsDue, kNow, kNever };
 
+// Slots the threads published so far: a tick that finds it unchanged has nothing to date.
+uint64_t events_published() {
+  const uint32_t n = g_tracer.thread_count.load(std::memory_order_acquire);
+  uint64_t slots = 0;
+  for (uint32_t i = 0; i < n; ++i) slots += g_tracer.threads[i]->ring.tail();
+  return slots;
+}
+
 void tick(ThreadState* self, AskAllocator allocator = AskAllocator::kAsDue) {
-  const uint64_t seq = g_tracer.next_seq.load(std::memory_order_relaxed);
-  if (seq != w.last_tick_seq) {
+  if (events_published() != w.events_at_last_tick) {
     uint8_t buf[records::max_encoded_bytes<records::Time>()];
     push_encoded(self, buf, static_cast<uint32_t>(records::encode(buf, records::Time{trace_time_ns()}) - buf));
-    w.last_tick_seq = g_tracer.next_seq.load(std::memory_order_relaxed);
+    w.events_at_last_tick = events_published();
   }
   // Stats mode's heap figure is the allocator's; asking costs a walk of its free lists,
   // so every fifth tick.
@@ -713,10 +690,9 @@ void writer_after_fork_child(bool follow) {
   w.mutex_owner.store(0, std::memory_order_relaxed);
   w.thread_running.store(false, std::memory_order_relaxed);
   release_descriptor(w.trace);  // the parent's file
-  w.gap_since_ns = 0;
-  w.last_tick_seq = ~0ull;
+  w.events_at_last_tick = ~0ull;
   // Events numbered before the fork are the parent's to write.
-  w.next_seq = g_tracer.next_seq.load(std::memory_order_relaxed);
+  w.merge.restart(g_tracer.numbers.next.load(std::memory_order_relaxed));
   w.next_tick_ns = 0;
   if (!follow) return;
   // One thread lives on in the child: the writer's rounds run on it until it makes another.
