@@ -1,5 +1,5 @@
 // The writer thread: drains every thread's ring, merges the events into one order by
-// their sequence numbers, encodes them compactly (trace_format.h), compresses each chunk
+// their numbers (event_order.h), encodes them compactly (trace_format.h), compresses each chunk
 // with zstd and writes it. It also ticks the samplers (time, RSS, counters).
 #pragma once
 

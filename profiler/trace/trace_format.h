@@ -18,7 +18,7 @@
 // kind's fields are defined once, in trace_records.h, which every encoder and the reader
 // use; the comments below say what each kind means. Records
 // appear in the process's global event order (the tracer orders events from all threads
-// by a process-wide sequence number before writing), so a reader replays them in order.
+// by a process-wide event number before writing), so a reader replays them in order.
 // Every record a reader needs to understand a later one comes before it: a stack node or
 // stage definition precedes its first use.
 //
