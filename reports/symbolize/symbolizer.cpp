@@ -1,5 +1,7 @@
 #include "reports/symbolize/symbolizer.h"
 
+#include "reports/symbolize/symbol_cache.h"
+
 #include <cxxabi.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -190,18 +192,6 @@ bool may_contain_inlined(int tag) {
          tag == DW_TAG_try_block || tag == DW_TAG_catch_block;
 }
 
-struct CacheKey {
-  uint64_t module_offset;
-  bool is_return_address;
-  bool operator==(const CacheKey&) const = default;
-};
-
-struct CacheKeyHash {
-  size_t operator()(const CacheKey& key) const {
-    return std::hash<uint64_t>()(key.module_offset) ^ static_cast<size_t>(key.is_return_address);
-  }
-};
-
 }  // namespace
 
 // One ELF file. It is reported to its own Dwfl at bias 0, so Dwfl addresses are the
@@ -215,26 +205,18 @@ struct CacheKeyHash {
 // function that contains an address to find its inlined calls.
 class Symbolizer::Module {
  public:
-  explicit Module(const std::string& path) : path_(path) {
-    dwfl_ = dwfl_begin(&offline_callbacks);
-    if (dwfl_ == nullptr) return;
-    dwfl_report_begin(dwfl_);
-    // The path comes from the trace: only a regular file is read. Opened without blocking,
-    // so that a FIFO or a device named there cannot stall the analysis, then checked.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    struct stat info {};
-    if (fd >= 0 && (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))) {
-      ::close(fd);
-    } else if (fd >= 0) {
-      // ET_DYN: add_p_vaddr=true places vaddr v at base + v, i.e. at v with base 0.
-      // ET_EXEC: libdwfl ignores the base and uses the vaddrs, which are also what we want.
-      // On success libdwfl owns the descriptor.
-      module_ = dwfl_report_elf(dwfl_, path.c_str(), path.c_str(), fd, 0, true);
-      if (module_ == nullptr) ::close(fd);
+  // The frames a cache kept for the file as it is now are taken at once; libdw opens the
+  // file at the first address they lack.
+  Module(const std::string& path, std::shared_ptr<const SymbolCache> cache) : path_(path), cache_(std::move(cache)) {
+    if (cache_ == nullptr) return;
+    identity_ = SymbolCache::module_identity(path);
+    frames_ = cache_->load(identity_);
+    for (auto& [key, frames] : frames_) {
+      for (Frame& frame : frames) {
+        frame.module = path_;
+        frame.module_offset = key.module_offset;
+      }
     }
-    if (dwfl_report_end(dwfl_, nullptr, nullptr) != 0) module_ = nullptr;
-    if (module_ != nullptr)
-      dwfl_module_info(module_, nullptr, &begin_, &end_, nullptr, nullptr, nullptr, nullptr);
   }
   ~Module() {
     if (dwfl_ != nullptr) dwfl_end(dwfl_);
@@ -242,9 +224,26 @@ class Symbolizer::Module {
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
+  bool opened() const { return opened_; }
+
+  // Keeps the frames in the cache, if any were symbolized anew. A file libdw could not
+  // read as ELF is not kept: nothing was known of it.
+  bool save() {
+    if (cache_ == nullptr || !symbolized_anew_ || module_ == nullptr) return false;
+    const char* main_file = nullptr;
+    const char* debug_file = nullptr;
+    if (module_ != nullptr) dwfl_module_info(module_, nullptr, nullptr, nullptr, nullptr, nullptr, &main_file, &debug_file);
+    const bool separate = debug_file != nullptr && (main_file == nullptr || std::strcmp(debug_file, main_file) != 0);
+    cache_->save(identity_, separate ? std::string(debug_file) : std::string(), frames_);
+    symbolized_anew_ = false;
+    return true;
+  }
+
   // Reads the symbol table and the debug information (libdw reads and inflates every
   // debug section of a file at its first lookup).
   void warm() {
+    if (!frames_.empty()) return;  // the cache's: most likely the frames a run of it asks for
+    open();
     if (module_ == nullptr) return;
     Dwarf_Addr bias = 0;
     dwfl_module_getdwarf(module_, &bias);
@@ -253,9 +252,11 @@ class Symbolizer::Module {
 
   // Frames with module and module_offset filled in; the caller fills in the address.
   const std::vector<Frame>& frames(uint64_t module_offset, bool is_return_address) {
-    const CacheKey key{module_offset, is_return_address};
-    auto found = cache_.find(key);
-    if (found != cache_.end()) return found->second;
+    const SymbolCacheKey key{module_offset, is_return_address};
+    auto found = frames_.find(key);
+    if (found != frames_.end()) return found->second;
+    open();
+    symbolized_anew_ = true;
     std::vector<Frame> frames;
     // Outside the file's segments nothing can be known, and the nearest symbol would lie.
     if (module_ != nullptr && module_offset >= begin_ && module_offset < end_) {
@@ -269,10 +270,34 @@ class Symbolizer::Module {
       frame.module = path_;
       frame.module_offset = module_offset;
     }
-    return cache_.emplace(key, std::move(frames)).first->second;
+    return frames_.emplace(key, std::move(frames)).first->second;
   }
 
  private:
+  void open() {
+    if (opened_) return;
+    opened_ = true;
+    dwfl_ = dwfl_begin(&offline_callbacks);
+    if (dwfl_ == nullptr) return;
+    dwfl_report_begin(dwfl_);
+    // The path comes from the trace: only a regular file is read. Opened without blocking,
+    // so that a FIFO or a device named there cannot stall the analysis, then checked.
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat info {};
+    if (fd >= 0 && (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))) {
+      ::close(fd);
+    } else if (fd >= 0) {
+      // ET_DYN: add_p_vaddr=true places vaddr v at base + v, i.e. at v with base 0.
+      // ET_EXEC: libdwfl ignores the base and uses the vaddrs, which are also what we want.
+      // On success libdwfl owns the descriptor.
+      module_ = dwfl_report_elf(dwfl_, path_.c_str(), path_.c_str(), fd, 0, true);
+      if (module_ == nullptr) ::close(fd);
+    }
+    if (dwfl_report_end(dwfl_, nullptr, nullptr) != 0) module_ = nullptr;
+    if (module_ != nullptr)
+      dwfl_module_info(module_, nullptr, &begin_, &end_, nullptr, nullptr, nullptr, nullptr);
+  }
+
   struct FunctionRange {
     Dwarf_Addr begin = 0;  // DWARF addresses, [begin, end)
     Dwarf_Addr end = 0;
@@ -510,10 +535,14 @@ class Symbolizer::Module {
   }
 
   std::string path_;
+  std::shared_ptr<const SymbolCache> cache_;  // null: none
+  std::string identity_;  // the file as the cache knows it (SymbolCache::module_identity)
+  bool opened_ = false;
+  bool symbolized_anew_ = false;  // frames_ holds frames the cache does not
   Dwfl* dwfl_ = nullptr;
   Dwfl_Module* module_ = nullptr;  // null when the file is missing or not ELF
   Dwarf_Addr begin_ = 0, end_ = 0;  // what its PT_LOAD segments span
-  std::unordered_map<CacheKey, std::vector<Frame>, CacheKeyHash> cache_;
+  ModuleFrames frames_;  // by module offset: from the cache, and symbolized here
   std::unordered_map<const void*, std::vector<FunctionRange>> function_ranges_by_unit_;
   // By Dwarf_Die::addr, which points at the DIE's bytes: unique even across the main and
   // a dwz alternate file, where DIE offsets are not.
@@ -523,8 +552,28 @@ class Symbolizer::Module {
   bool symbols_indexed_ = false;
 };
 
-Symbolizer::Symbolizer() = default;
-Symbolizer::~Symbolizer() = default;
+Symbolizer::Symbolizer() : Symbolizer(SymbolCache::directory_from_environment()) {}
+
+Symbolizer::Symbolizer(const std::optional<std::string>& cache_directory) {
+  if (cache_directory) cache_ = std::make_shared<const SymbolCache>(*cache_directory);
+}
+
+Symbolizer::~Symbolizer() {
+  try {
+    bool saved = false;
+    for (auto& [path, module] : modules_) saved = module->save() || saved;
+    if (saved) cache_->prune();
+  } catch (const std::exception&) {
+    // Out of memory while encoding: the next run symbolizes it again.
+  }
+}
+
+size_t Symbolizer::modules_opened() const {
+  size_t opened = 0;
+  for (const auto& [path, module] : modules_) opened += module->opened() ? 1 : 0;
+  return opened;
+}
+
 Symbolizer::Symbolizer(Symbolizer&&) noexcept = default;
 Symbolizer& Symbolizer::operator=(Symbolizer&&) noexcept = default;
 
@@ -555,7 +604,7 @@ void Symbolizer::warm_c_library() {
 Symbolizer::Module& Symbolizer::module(const std::string& module_path) {
   auto found = modules_.find(module_path);
   if (found == modules_.end())
-    found = modules_.emplace(module_path, std::make_unique<Module>(module_path)).first;
+    found = modules_.emplace(module_path, std::make_unique<Module>(module_path, cache_)).first;
   return *found->second;
 }
 

@@ -1,10 +1,12 @@
 // Offline symbolization: turns the return addresses the tracer recorded into functions,
 // source files and lines, with inlined frames, using libdw on the module files as they
-// are on disk now (separate debug files found the standard way, e.g. /usr/lib/debug).
+// are on disk now (separate debug files found the standard way, e.g. /usr/lib/debug), and
+// keeps the results on disk for the next run of the same files (symbol_cache.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -13,9 +15,15 @@
 
 namespace memstage::reports {
 
+class SymbolCache;
+
 class Symbolizer {
  public:
+  // With the on-disk cache the environment names (symbol_cache.h), if any.
   Symbolizer();
+  // With the cache in `cache_directory`; nullopt: none.
+  explicit Symbolizer(const std::optional<std::string>& cache_directory);
+  // Keeps what was symbolized anew in the cache.
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
@@ -43,10 +51,14 @@ class Symbolizer {
   std::vector<Frame> symbolize(const std::string& module_path, uint64_t load_bias,
                                uint64_t address, bool is_return_address);
 
+  // Modules whose file libdw opened so far (those the cache answered for are not).
+  size_t modules_opened() const;
+
  private:
   class Module;  // one ELF file and its debug information; keeps libdw out of this header
   Module& module(const std::string& module_path);
 
+  std::shared_ptr<const SymbolCache> cache_;  // null: none
   std::unordered_map<std::string, std::unique_ptr<Module>> modules_;
 };
 

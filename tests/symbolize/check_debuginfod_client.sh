@@ -3,7 +3,7 @@
 # only when asked to use a server (MEMSTAGE_DEBUGINFOD, DEBUGINFOD_URLS): LD_DEBUG=files
 # lists what a process loads. PROGRAM's stacks go through libstdc++, which has no debug
 # information here, so libdw looks for a client. Without libdebuginfod on the machine only
-# the first half can be checked.
+# the first half can be checked. No symbol cache: libdw reads the modules each time.
 # Usage: check_debuginfod_client.sh MEMSTAGE PROGRAM WORK_DIR
 set -euo pipefail
 memstage=$1 program=$2 work=$3
@@ -11,7 +11,7 @@ rm -rf "$work"
 mkdir -p "$work/home"
 "$memstage" run -q -o "$work/run" -- "$program" 1 1000 > /dev/null
 loads_client() {
-  env "$@" HOME="$work/home" LD_DEBUG=files "$memstage" report -f json -o "$work/report.json" "$work/run" 2>&1 |
+  env "$@" HOME="$work/home" MEMSTAGE_SYMBOL_CACHE=off LD_DEBUG=files "$memstage" report -f json -o "$work/report.json" "$work/run" 2>&1 |
     grep -c "file=libdebuginfod" || true
 }
 unasked=$(loads_client -u MEMSTAGE_DEBUGINFOD -u DEBUGINFOD_URLS)

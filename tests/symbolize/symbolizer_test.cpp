@@ -2,6 +2,7 @@
 // the purpose (tests/symbolize/fixture_*.cpp) and in this PIE executable, located the way
 // the tracer locates them (dl_iterate_phdr), checked against lines known from __LINE__.
 #include "reports/symbolize/symbolizer.h"
+#include "reports/symbolize/symbol_cache.h"
 
 #include <elf.h>
 #include <link.h>
@@ -10,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <cstdio>
 #include <cstdlib>
@@ -444,4 +446,134 @@ TEST_CASE("a module path that is a FIFO or a device is not read: a bare frame, n
     CHECK(frames[0].module_offset == 0x234);
   }
   std::filesystem::remove(fifo);
+}
+
+namespace {
+
+// A folder of its own for one test's symbol cache, and the files it holds.
+struct TemporaryFolder {
+  std::filesystem::path path;
+  explicit TemporaryFolder(const std::string& name)
+      : path(std::filesystem::temp_directory_path() / (name + "_" + std::to_string(getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TemporaryFolder() {
+    std::error_code error;
+    std::filesystem::remove_all(path, error);
+  }
+};
+
+std::vector<std::filesystem::path> files_in(const std::filesystem::path& folder) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) files.push_back(entry.path());
+  return files;
+}
+
+// The separate-debug fixture and its debug file copied into `folder` (libdw finds the debug
+// file by .gnu_debuglink beside the module): the module's path and the offset of a return
+// address in it, with the line the call is on.
+struct CopiedModule {
+  std::string path;
+  std::string debug_path;
+  uint64_t offset = 0;
+  int call_line = 0;
+};
+CopiedModule copy_separate_debug_fixture(const std::filesystem::path& folder) {
+  CopiedModule copy;
+  void* address = memstage_fixture_separate_debug(&copy.call_line);
+  const LoadedModule module = module_containing(address);
+  copy.path = (folder / basename_of(module.path)).string();
+  copy.debug_path = copy.path + ".debug";
+  std::filesystem::copy_file(module.path, copy.path);
+  std::filesystem::copy_file(module.path + ".debug", copy.debug_path);
+  copy.offset = reinterpret_cast<uint64_t>(address) - module.load_bias;
+  return copy;
+}
+
+// A file's modification time moved one second on, as an edit or a rebuild would.
+void touch_later(const std::string& path) {
+  const auto time = std::filesystem::last_write_time(path);
+  std::filesystem::last_write_time(path, time + std::chrono::seconds(1));
+}
+
+}  // namespace
+
+TEST_CASE("symbol cache: a second symbolizer answers from it, the frames equal, no module opened") {
+  TemporaryFolder cache("memstage_symbol_cache");
+  int plain_line = 0, innermost_line = 0, middle_line = 0, caller_line = 0, own_line = 0;
+  std::vector<void*> addresses = {memstage_fixture::plain_function(&plain_line),
+                                  memstage_fixture::inlining_caller(&innermost_line, &middle_line, &caller_line),
+                                  memstage_fixture_nodebug::function_without_debug_info(),
+                                  function_in_test_executable(&own_line)};
+  std::vector<std::vector<Frame>> uncached;
+  {
+    Symbolizer none(std::nullopt);
+    for (void* address : addresses) uncached.push_back(symbolize_return_address(none, address));
+  }
+  {
+    Symbolizer first(cache.path.string());
+    for (size_t i = 0; i < addresses.size(); ++i) CHECK(symbolize_return_address(first, addresses[i]) == uncached[i]);
+    CHECK(first.modules_opened() == 3);
+  }  // kept on disk here
+  CHECK(files_in(cache.path).size() == 3);
+  Symbolizer second(cache.path.string());
+  second.warm(module_containing(addresses[0]).path);  // the cache's frames stand for the warm-up
+  for (size_t i = 0; i < addresses.size(); ++i) CHECK(symbolize_return_address(second, addresses[i]) == uncached[i]);
+  CHECK(second.modules_opened() == 0);
+  // An address the cache lacks opens its module, and only that one.
+  CHECK(symbolize_return_address(second, reinterpret_cast<char*>(addresses[0]) + 1).size() >= 1);
+  CHECK(second.modules_opened() == 1);
+}
+
+TEST_CASE("symbol cache: a module or separate debug file changed since, or a cache file cut short, is read again") {
+  TemporaryFolder modules("memstage_symbol_cache_modules");
+  TemporaryFolder cache("memstage_symbol_cache_files");
+  const CopiedModule copy = copy_separate_debug_fixture(modules.path);
+  const auto symbolize_copy = [&](Symbolizer& symbolizer) { return symbolizer.symbolize(copy.path, 0, copy.offset, true); };
+  std::vector<Frame> expected;
+  {
+    Symbolizer first(cache.path.string());
+    expected = symbolize_copy(first);
+  }
+  REQUIRE(expected.size() == 1);
+  CHECK(expected[0].line == copy.call_line);  // from the separate debug file
+  const auto read_again = [&] {
+    Symbolizer symbolizer(cache.path.string());
+    CHECK(symbolize_copy(symbolizer) == expected);
+    return symbolizer.modules_opened();
+  };
+  CHECK(read_again() == 0);
+
+  SECTION("the module") { touch_later(copy.path); }
+  SECTION("its separate debug file") { touch_later(copy.debug_path); }
+  SECTION("the cache file cut short") {
+    const std::vector<std::filesystem::path> files = files_in(cache.path);
+    REQUIRE(files.size() == 1);
+    std::filesystem::resize_file(files[0], std::filesystem::file_size(files[0]) / 2);
+  }
+  CHECK(read_again() == 1);
+  CHECK(read_again() == 0);  // and kept anew
+}
+
+TEST_CASE("symbol cache: the folder keeps the files used last") {
+  TemporaryFolder cache("memstage_symbol_cache_prune");
+  const size_t kept = memstage::reports::SymbolCache::kMaxFiles;
+  const auto long_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(24);
+  for (size_t i = 0; i < kept + 5; ++i) {
+    const std::filesystem::path old = cache.path / ("old" + std::to_string(i) + ".syms");
+    std::fclose(std::fopen(old.c_str(), "w"));
+    std::filesystem::last_write_time(old, long_ago + std::chrono::seconds(i));
+  }
+  int call_line = 0;
+  {
+    Symbolizer symbolizer(cache.path.string());
+    symbolize_return_address(symbolizer, memstage_fixture::plain_function(&call_line));
+  }
+  const std::vector<std::filesystem::path> files = files_in(cache.path);
+  CHECK(files.size() == kept);
+  // The oldest went; the one just written stays.
+  CHECK_FALSE(std::filesystem::exists(cache.path / "old0.syms"));
+  CHECK(std::filesystem::exists(cache.path / ("old" + std::to_string(kept + 4) + ".syms")));
+  CHECK(std::count_if(files.begin(), files.end(), [](const auto& f) { return f.filename().string().rfind("old", 0) != 0; }) == 1);
 }
