@@ -15,13 +15,13 @@
 //
 // What reading costs the writer: numbers taken leave no gaps, so one taken but not yet
 // published is seen missing and waited for; a number read leaves no trace until published.
-// So, before it reads the rings' tails, the writer takes a number of its own (a fence, that
-// no event carries) and makes every running thread of the process pass a full memory barrier
+// So, first in a drain, the writer takes a number of its own (a fence, that no event
+// carries) and makes every running thread of the process pass a full memory barrier
 // (membarrier(2), private expedited). A thread marks its ring before it reads the number
 // (the mark holds a floor: its own previous number, which the one it reads cannot be under)
 // and publish clears the mark. After the barrier, a thread whose mark the writer does not see
-// reads the fence's number or above; one whose mark it sees, its floor or above. So every
-// event numbered below
+// (or that joins after it: the writer counts the threads after the barrier) reads above the
+// fence's number; one whose mark it sees, its floor or above. So every event numbered below
 //     horizon = min(fence + 1, the floors of the marked rings)
 // is in the rings, and until the end the writer writes only those.
 // Where the kernel has no membarrier (before 4.14, or a seccomp filter refuses it),
@@ -89,11 +89,10 @@ class EventMerge {
     gap_since_ns_ = 0;
   }
 
-  // Every event numbered below the horizon is published by now: call it before reading the
-  // rings' tails. kNoHorizon where allocations take their numbers.
-  // `ring(i)` is the EventRing of thread i < n.
-  template <class Rings>
-  uint64_t horizon(EventNumbers& numbers, Rings&& ring, uint32_t n, uint64_t now_ns) {
+  // First of a drain: the fence. Returns the horizon before the rings' marks are looked
+  // at (kNoHorizon where allocations take their numbers). The thread count is to be read
+  // after it: a thread that joins later numbers above the fence.
+  uint64_t fence(EventNumbers& numbers) {
     if (!numbers.allocations_read) return kNoHorizon;
     // A new fence once the last is written past. Until then the last one stands: a thread
     // unmarked at its barrier reads above it for good, and one marked then still shows its
@@ -102,7 +101,16 @@ class EventMerge {
       fence_ = numbers.next.fetch_add(1, std::memory_order_acq_rel);
       fence_all_threads();
     }
-    uint64_t horizon = fence_ + 1;
+    return fence_ + 1;
+  }
+
+  // Then the horizon, lowered to the floors of the rings marked now: every event numbered
+  // below it is published. Call it before reading the rings' tails; `ring(i)` is thread
+  // i's EventRing, i < n.
+  template <class Rings>
+  uint64_t horizon(uint64_t fenced, Rings&& ring, uint32_t n, uint64_t now_ns) {
+    if (fenced == kNoHorizon) return kNoHorizon;
+    uint64_t horizon = fenced;
     for (uint32_t i = 0; i < n; ++i) {
       const uint64_t floor = ring(i).reading_floor(now_ns, kPatienceNs);
       if (floor < horizon) horizon = floor;

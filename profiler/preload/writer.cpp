@@ -328,11 +328,12 @@ void prefetch_event(const EventRing& ring, uint64_t index) {
 
 // Moves every event that can be ordered from the rings into the raw buffer.
 void drain(bool final) {
+  const uint64_t fenced = w.merge.fence(g_tracer.numbers);
   const uint32_t n = g_tracer.thread_count.load(std::memory_order_acquire);
   const auto rings = [](uint32_t i) -> EventRing& { return g_tracer.threads[i]->ring; };
   const uint64_t now = monotonic_ns();
   // Before the tails: every event numbered below it is in them by now.
-  const uint64_t horizon = w.merge.horizon(g_tracer.numbers, rings, n, now);
+  const uint64_t horizon = w.merge.horizon(fenced, rings, n, now);
   uint64_t heads[Tracer::kMaxThreads];
   uint64_t tails[Tracer::kMaxThreads];
   for (uint32_t i = 0; i < n; ++i) {

@@ -61,7 +61,7 @@ uint64_t drain(EventMerge& merge, EventNumbers& numbers, std::vector<std::unique
                LiveModel& model, bool final) {
   const auto ring = [&](uint32_t i) -> EventRing& { return *rings[i]; };
   const uint32_t n = static_cast<uint32_t>(rings.size());
-  const uint64_t horizon = merge.horizon(numbers, ring, n, now_ns());
+  const uint64_t horizon = merge.horizon(merge.fence(numbers), ring, n, now_ns());
   std::vector<uint64_t> heads(n), tails(n);
   for (uint32_t i = 0; i < n; ++i) {
     tails[i] = rings[i]->tail_acquire();
