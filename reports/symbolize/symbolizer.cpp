@@ -232,7 +232,8 @@ class Symbolizer::Module {
     if (cache_ == nullptr || !symbolized_anew_ || module_ == nullptr) return false;
     const char* main_file = nullptr;
     const char* debug_file = nullptr;
-    if (module_ != nullptr) dwfl_module_info(module_, nullptr, nullptr, nullptr, nullptr, nullptr, &main_file, &debug_file);
+    // The debug file is named once libdw read it (at the first address with DWARF).
+    dwfl_module_info(module_, nullptr, nullptr, nullptr, nullptr, nullptr, &main_file, &debug_file);
     const bool separate = debug_file != nullptr && (main_file == nullptr || std::strcmp(debug_file, main_file) != 0);
     cache_->save(identity_, separate ? std::string(debug_file) : std::string(), frames_);
     symbolized_anew_ = false;
