@@ -925,7 +925,8 @@ void start_tracer_with(const Options& options, bool writer_thread_now) {
   g_tracer.start_monotonic_ns = monotonic_ns();
   dl_iterate_phdr(find_own_text, nullptr);
   detect_prefetch_for_write();
-  g_tracer.numbers.allocations_read = register_thread_fence();
+  // Stats mode numbers no allocations: no fence to pay for in every drain.
+  g_tracer.numbers.allocations_read = !stats_mode() && register_thread_fence();
   if (!g_tracer.stacks.init() || !map_process_mark()) return;
   pthread_key_create(&g_thread_key, mark_thread_exiting);
   // Stats mode walks no stack: libunwind's caches (whose setup writes them) stay as they are.
