@@ -438,7 +438,8 @@ void keep_walk(WalkCache& cache, uint32_t kept, uint32_t count, bool complete, b
 constexpr int kRuleSlotShift = 64 - __builtin_ctz(WalkCache::kRuleSlots);
 static_assert(WalkCache::kRuleSlots == 1u << (64 - kRuleSlotShift), "kRuleSlots is a power of two");
 
-int walk_frames(WalkCache& cache, WalkStart start, uint64_t* out, int max) {
+int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_t start_rbp, uint64_t* out, int max) {
+  const WalkStart start{start_pc, start_rsp, start_rbp};
   if (max < 0 || static_cast<uint32_t>(max) > WalkCache::kMaxSteps) return kLeaveToLibunwind;
   const uint64_t generation = g_frame_rule_generation.load(std::memory_order_acquire);
   if (cache.generation != generation) {

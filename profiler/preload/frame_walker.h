@@ -97,8 +97,13 @@ constexpr int kLeaveToLibunwind = -1;
 
 // Writes the return addresses of the frames above `start` (its caller's first), at most
 // `max`, as unw_backtrace called at `start` would; returns how many, or kLeaveToLibunwind.
-// `max` is at most WalkCache::kMaxSteps.
-int walk_frames(WalkCache& cache, WalkStart start, uint64_t* out, int max);
+// `max` is at most WalkCache::kMaxSteps. The start comes in three registers: passed as a
+// struct (24 bytes, on the stack) it was copied 16 bytes at a time from the two 8-byte
+// stores that made it, a load no store can forward to.
+int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_t start_rbp, uint64_t* out, int max);
+inline int walk_frames(WalkCache& cache, WalkStart start, uint64_t* out, int max) {
+  return walk_frames(cache, start.pc, start.rsp, start.rbp, out, max);
+}
 
 // The rule for `pc`, read from its module's unwind table (what the cache keeps).
 FrameRule frame_rule_for(uint64_t pc);
