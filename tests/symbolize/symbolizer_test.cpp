@@ -577,3 +577,26 @@ TEST_CASE("symbol cache: the folder keeps the files used last") {
   CHECK(std::filesystem::exists(cache.path / ("old" + std::to_string(kept + 4) + ".syms")));
   CHECK(std::count_if(files.begin(), files.end(), [](const auto& f) { return f.filename().string().rfind("old", 0) != 0; }) == 1);
 }
+
+TEST_CASE("symbol cache: a folder that cannot be made or written costs nothing but the cache") {
+  int call_line = 0;
+  void* address = memstage_fixture::plain_function(&call_line);
+  std::vector<Frame> expected;
+  {
+    Symbolizer none(std::nullopt);
+    expected = symbolize_return_address(none, address);
+  }
+  TemporaryFolder folder("memstage_symbol_cache_blocked");
+  const std::string file = (folder.path / "a_file").string();
+  std::fclose(std::fopen(file.c_str(), "w"));
+  // Under a regular file (no folder can be made there), and under /proc (nothing can be written).
+  for (const std::string& directory : {file + "/symbols", std::string("/proc/memstage_symbols")}) {
+    {
+      Symbolizer symbolizer(directory);
+      CHECK(symbolize_return_address(symbolizer, address) == expected);
+    }  // the save fails here, quietly
+    Symbolizer again(directory);
+    CHECK(symbolize_return_address(again, address) == expected);
+    CHECK(again.modules_opened() == 1);
+  }
+}
