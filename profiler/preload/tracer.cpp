@@ -147,10 +147,8 @@ void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_
                 bool at_serve_point = false) {
   if (!wait_for_slots(ts, 1)) return;
   RawEvent& e = ts->ring.slot_at(0);
-  // Numbered after the space is there, right before publishing: the writer waits for
-  // a number that is taken or read but not yet published, so that window stays tiny.
-  e.seq = g_tracer.numbers.allocations_read && reads_number(kind) ? ts->ring.read_number(g_tracer.numbers.next)
-                                                                   : ts->ring.take_number(g_tracer.numbers.next);
+  // Numbered after the space is there, right before publishing (event_order.h).
+  e.seq = number_event(ts->ring, g_tracer.numbers, kind);
   e.a = a;
   e.b = b;
   e.stack_or_length = stack;
@@ -477,7 +475,7 @@ void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length) {
     memcpy(&ts->ring.slot_at(1 + i), bytes + i * sizeof(RawEvent), n);
   }
   RawEvent& e = ts->ring.slot_at(0);
-  e.seq = ts->ring.take_number(g_tracer.numbers.next);
+  e.seq = number_event(ts->ring, g_tracer.numbers, EventKind::kEncoded);
   e.stack_or_length = length;
   e.kind = EventKind::kEncoded;
   ts->ring.publish(1 + payload_slots);

@@ -32,8 +32,7 @@ uint64_t now_ns() {
 void push(EventRing& ring, EventNumbers& numbers, EventKind kind, uint64_t address, uint64_t thread_order) {
   while (!ring.has_room(1)) ring.wait_for_consumer(10'000);
   RawEvent& e = ring.slot_at(0);
-  e.seq = numbers.allocations_read && memstage::preload::reads_number(kind) ? ring.read_number(numbers.next)
-                                                                           : ring.take_number(numbers.next);
+  e.seq = memstage::preload::number_event(ring, numbers, kind);
   e.a = address;
   e.b = thread_order;
   e.kind = kind;
