@@ -9,9 +9,9 @@
 #include <vector>
 
 #include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/gzip_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/wire_format_lite.h>
+#include <zlib.h>
 
 #include "profile.pb.h"
 
@@ -32,6 +32,54 @@ class StringTable {
  private:
   pp::Profile& profile_;
   std::unordered_map<std::string, int64_t> ids_;
+};
+
+// gzip of what a protobuf stream writes, at zlib's default level, window and strategy (what
+// pprof readers expect; the parameters of protobuf's GzipOutputStream, which only the full
+// runtime has), appended to `out` as it comes.
+class GzipSink final : public google::protobuf::io::CopyingOutputStream {
+ public:
+  explicit GzipSink(std::string& out) : out_(out) {
+    constexpr int kGzipWindowBits = 15 + 16;  // the largest window, with a gzip header
+    constexpr int kDefaultMemLevel = 8;
+    if (deflateInit2(&stream_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, kGzipWindowBits, kDefaultMemLevel,
+                     Z_DEFAULT_STRATEGY) != Z_OK) {
+      throw std::runtime_error("render_pprof: gzip failed: out of memory");
+    }
+  }
+  GzipSink(const GzipSink&) = delete;
+  GzipSink& operator=(const GzipSink&) = delete;
+  ~GzipSink() override { deflateEnd(&stream_); }
+
+  bool Write(const void* buffer, int size) override { return deflate_bytes(buffer, size, Z_NO_FLUSH); }
+
+  void finish() {
+    if (!deflate_bytes(nullptr, 0, Z_FINISH)) {
+      throw std::runtime_error(std::string("render_pprof: gzip failed: ") + (stream_.msg ? stream_.msg : "unknown error"));
+    }
+  }
+
+ private:
+  bool deflate_bytes(const void* buffer, int size, int flush) {
+    stream_.next_in = static_cast<Bytef*>(const_cast<void*>(buffer));
+    stream_.avail_in = static_cast<uInt>(size);
+    for (;;) {
+      constexpr size_t kChunkBytes = 64 * 1024;
+      const size_t used = out_.size();
+      out_.resize(used + kChunkBytes);
+      stream_.next_out = reinterpret_cast<Bytef*>(out_.data() + used);
+      stream_.avail_out = static_cast<uInt>(kChunkBytes);
+      const int rc = deflate(&stream_, flush);
+      out_.resize(used + kChunkBytes - stream_.avail_out);
+      if (rc == Z_STREAM_END) return true;
+      if (rc != Z_OK && rc != Z_BUF_ERROR) return false;
+      // Done with this input once deflate left output space unused.
+      if (flush == Z_NO_FLUSH && stream_.avail_in == 0 && stream_.avail_out != 0) return true;
+    }
+  }
+
+  std::string& out_;
+  z_stream stream_{};
 };
 
 std::string basename(const std::string& path) {
@@ -188,47 +236,46 @@ std::string render_pprof(const Report& report) {
   // program importing torch: 4.6e7 location ids, ~1 GB). A message serializes as its fields
   // in field-number order, so sample_type (1), then the samples (2), then the Profile
   // without its sample_type (mapping 3, ...) are the bytes Profile::SerializeToString
-  // would give. GzipOutputStream's defaults are gzip at zlib's default level, window and
-  // strategy: what pprof readers expect.
+  // would give.
   namespace io = google::protobuf::io;
   using google::protobuf::internal::WireFormatLite;
   std::string gz;
-  io::StringOutputStream gz_stream(&gz);
-  io::GzipOutputStream zipped(&gz_stream);
+  GzipSink gzip(gz);
   {
-    io::CodedOutputStream out(&zipped);
-    const auto write_field = [&out](int field_number, const google::protobuf::MessageLite& message) {
-      out.WriteTag(WireFormatLite::MakeTag(field_number, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
-      out.WriteVarint32(static_cast<uint32_t>(message.ByteSizeLong()));
-      message.SerializeWithCachedSizes(&out);
-    };
-    for (const auto& st : profile.sample_type()) write_field(pp::Profile::kSampleTypeFieldNumber, st);
-    pp::Sample sample;
-    for (const auto& f : report.stack_figures) {
-      if (f.stack >= report.stacks.size()) continue;
-      if (f.live_at_peak_bytes == 0 && f.bytes_allocated == 0 && f.allocations == 0 && f.leaked_bytes == 0) continue;
-      sample.Clear();  // keeps its fields' memory for the next stack
-      // A stack in several stages is several samples, each with the stack's locations.
-      builder.locations(report, report.stacks[f.stack], *sample.mutable_location_id());
-      sample.add_value(static_cast<int64_t>(f.live_at_peak_bytes));
-      sample.add_value(static_cast<int64_t>(f.bytes_allocated));
-      sample.add_value(static_cast<int64_t>(f.allocations));
-      sample.add_value(static_cast<int64_t>(f.leaked_bytes));
-      auto* label = sample.add_label();
-      label->set_key(stage_key);
-      const bool in_stage = f.stage >= 0 && static_cast<size_t>(f.stage) < report.stages.size();
-      label->set_str(strings.add(in_stage ? report.stages[f.stage].path : "(none)"));
-      write_field(pp::Profile::kSampleFieldNumber, sample);
-    }
-    profile.clear_sample_type();
-    if (!profile.SerializeToCodedStream(&out) || out.HadError()) {
-      throw std::runtime_error("render_pprof: serialization failed");
-    }
+    io::CopyingOutputStreamAdaptor zipped(&gzip);
+    {
+      io::CodedOutputStream out(&zipped);
+      const auto write_field = [&out](int field_number, const google::protobuf::MessageLite& message) {
+        out.WriteTag(WireFormatLite::MakeTag(field_number, WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+        out.WriteVarint32(static_cast<uint32_t>(message.ByteSizeLong()));
+        message.SerializeWithCachedSizes(&out);
+      };
+      for (const auto& st : profile.sample_type()) write_field(pp::Profile::kSampleTypeFieldNumber, st);
+      pp::Sample sample;
+      for (const auto& f : report.stack_figures) {
+        if (f.stack >= report.stacks.size()) continue;
+        if (f.live_at_peak_bytes == 0 && f.bytes_allocated == 0 && f.allocations == 0 && f.leaked_bytes == 0) continue;
+        sample.Clear();  // keeps its fields' memory for the next stack
+        // A stack in several stages is several samples, each with the stack's locations.
+        builder.locations(report, report.stacks[f.stack], *sample.mutable_location_id());
+        sample.add_value(static_cast<int64_t>(f.live_at_peak_bytes));
+        sample.add_value(static_cast<int64_t>(f.bytes_allocated));
+        sample.add_value(static_cast<int64_t>(f.allocations));
+        sample.add_value(static_cast<int64_t>(f.leaked_bytes));
+        auto* label = sample.add_label();
+        label->set_key(stage_key);
+        const bool in_stage = f.stage >= 0 && static_cast<size_t>(f.stage) < report.stages.size();
+        label->set_str(strings.add(in_stage ? report.stages[f.stage].path : "(none)"));
+        write_field(pp::Profile::kSampleFieldNumber, sample);
+      }
+      profile.clear_sample_type();
+      if (!profile.SerializeToCodedStream(&out) || out.HadError()) {
+        throw std::runtime_error("render_pprof: serialization failed");
+      }
+    }  // the coded stream hands what it buffered to `zipped` here
+    if (!zipped.Flush()) throw std::runtime_error("render_pprof: gzip failed");
   }
-  if (!zipped.Close()) {
-    throw std::runtime_error(std::string("render_pprof: gzip failed: ") +
-                             (zipped.ZlibErrorMessage() ? zipped.ZlibErrorMessage() : "unknown error"));
-  }
+  gzip.finish();
   return gz;
 }
 
