@@ -1023,12 +1023,44 @@ def scenario_fork_threads(s):
     s.counts_consistent(report, "fork_threads")
 
 
+def attach_refused_by_ptrace_scope(s, pid):
+    """Yama's ptrace_scope, as memstage attach reads it, on a kernel that may have no Yama: as root, in a mount
+    namespace of its own, a tmpfs over /proc/sys/kernel holds the value; gdb's ptrace is refused by a seccomp
+    filter (refuse_syscall), as Yama or a container would refuse it."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or not unshare:
+        print("NOTE: not root with unshare: the ptrace_scope refusals are unchecked here")
+        return
+    setup = ("mount -t tmpfs memstage-test /proc/sys/kernel && mkdir /proc/sys/kernel/yama && "
+             "echo \"$1\" > /proc/sys/kernel/yama/ptrace_scope && shift && exec \"$@\"")
+    refuse_ptrace = [s.program("refuse_syscall"), "ptrace"]
+    cases = [("3", [], "ptrace is disabled on this machine (kernel.yama.ptrace_scope = 3)"),
+             ("2", refuse_ptrace, "ptrace was refused (kernel.yama.ptrace_scope = 2: set it to 0, or attach as root)"),
+             ("1", refuse_ptrace, "ptrace was refused (kernel.yama.ptrace_scope = 1: set it to 0, or attach as root)")]
+    probe = s.run([unshare, "--mount", "--propagation", "private", "sh", "-c", setup, "sh", "0", "true"])
+    if probe.returncode != 0:
+        print("NOTE: cannot mount over /proc/sys/kernel here (%s): the ptrace_scope refusals are unchecked"
+              % probe.stderr.decode(errors="replace").strip())
+        return
+    for scope, prefix, message in cases:
+        proc = s.run([unshare, "--mount", "--propagation", "private", "sh", "-c", setup, "sh", scope] + prefix +
+                     [s.memstage, "attach", str(pid)])
+        s.eq(proc.returncode, 2, "attach with ptrace_scope %s: exit code" % scope)
+        s.one_line_error(proc, "attach with ptrace_scope %s" % scope, "no permission to trace pid %d: %s" % (pid, message))
+    # No Yama at all, ptrace refused (a container's seccomp profile, or no CAP_SYS_PTRACE).
+    proc = s.run(refuse_ptrace + [s.memstage, "attach", str(pid)])
+    s.eq(proc.returncode, 2, "attach with ptrace refused, no Yama: exit code")
+    s.one_line_error(proc, "attach with ptrace refused, no Yama",
+                     "ptrace was refused (a container without CAP_SYS_PTRACE?)" if not os.path.exists(
+                         "/proc/sys/kernel/yama/ptrace_scope") else "ptrace was refused")
+
+
 def scenario_handoff(s):
     """Eight threads pass blocks of one size round a ring: every free precedes the reuse of its address,
     whether allocations read their event number (the writer fences with membarrier) or, where a seccomp
     filter refuses membarrier, take one as frees do."""
     handoff = [s.program("handoff"), "truth.json", "20000"]
-    for name, command in (("run", handoff), ("no_membarrier", [s.program("no_membarrier")] + handoff)):
+    for name, command in (("run", handoff), ("no_membarrier", [s.program("refuse_syscall"), "membarrier"] + handoff)):
         _, report, t = s.traced_as_untraced(name, command, timeout=120)
         if not t:
             return
@@ -1190,6 +1222,7 @@ def scenario_attach(s):
         s.one_line_error(proc, "attach to pid 1 (another user's)", "no permission to trace pid 1")
     else:
         print("NOTE: neither root with setpriv nor another user's pid 1: the permission refusal is unchecked here")
+    attach_refused_by_ptrace_scope(s, plain.pid)
 
     # Attached for about 1 s each, all at once: full and aggregate mode for --duration 1, stats mode until a
     # SIGINT (Ctrl-C) 1 s after its trace appeared.
