@@ -49,7 +49,15 @@ ChildResult run_child(const std::vector<std::string>& command,
   // itself (a command not found, not executable).
   const auto start = std::chrono::steady_clock::now();
   pid_t pid = 0;
-  const int spawn_error = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+  int spawn_error = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+  if (spawn_error == ENOEXEC) {
+    // A script without a #! line, which execvp (and a shell) would run with /bin/sh and
+    // posix_spawnp does not: the shell's exec runs it so, after its own PATH lookup.
+    std::vector<char*> shell_argv{const_cast<char*>("sh"), const_cast<char*>("-c"),
+                                  const_cast<char*>("exec \"$0\" \"$@\"")};
+    shell_argv.insert(shell_argv.end(), argv.begin(), argv.end());
+    spawn_error = posix_spawn(&pid, "/bin/sh", nullptr, nullptr, shell_argv.data(), envp.data());
+  }
   if (spawn_error != 0) {
     throw CliError("cannot run '" + command[0] + "': " + strerror(spawn_error), 127);
   }

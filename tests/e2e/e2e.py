@@ -762,6 +762,19 @@ def scenario_bad_input(s):
     proc = s.run([s.memstage, "run", "-o", os.path.join(s.work, "nonexistent"), "--", "/nonexistent/e2e-program"])
     s.eq(proc.returncode, 127, "run of a missing program: exit code")
     s.one_line_error(proc, "run of a missing program", "/nonexistent/e2e-program")
+    # A file that is executable but no program, nor a script with a #! line: run with /bin/sh, as a
+    # shell (and execvp) would; a file that is not executable is refused.
+    script = os.path.join(s.work, "no_shebang")
+    with open(script, "w") as f:
+        f.write("echo no shebang here\nexit 7\n")
+    os.chmod(script, 0o755)
+    proc = s.run([s.memstage, "run", "-q", "-o", os.path.join(s.work, "no_shebang.out"), "--", script])
+    s.eq(proc.returncode, 7, "run of a script without #!: its exit code")
+    s.check(b"no shebang here" in proc.stdout, "run of a script without #!: its output, got %r" % proc.stdout)
+    os.chmod(script, 0o644)
+    proc = s.run([s.memstage, "run", "-o", os.path.join(s.work, "not_executable.out"), "--", script])
+    s.eq(proc.returncode, 127, "run of a file that is not executable: exit code")
+    s.one_line_error(proc, "run of a file that is not executable", "Permission denied")
 
 
 SOURCE_PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs")
