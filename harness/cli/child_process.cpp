@@ -44,7 +44,7 @@ ChildResult run_child(const std::vector<std::string>& command,
   envp.push_back(nullptr);
 
   // posix_spawnp rather than fork and exec: glibc's shares the address space until the
-  // exec (CLONE_VM | CLONE_VFORK), where a fork copied memstage's page tables (20 libraries,
+  // exec (CLONE_VM | CLONE_VFORK), where a fork copied memstage's page tables (its libraries,
   // jemalloc's arenas) only for the exec to drop them, and it returns the exec's error
   // itself (a command not found, not executable).
   const auto start = std::chrono::steady_clock::now();

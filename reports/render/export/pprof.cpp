@@ -64,13 +64,10 @@ class GzipSink final : public google::protobuf::io::CopyingOutputStream {
     stream_.next_in = static_cast<Bytef*>(const_cast<void*>(buffer));
     stream_.avail_in = static_cast<uInt>(size);
     for (;;) {
-      constexpr size_t kChunkBytes = 64 * 1024;
-      const size_t used = out_.size();
-      out_.resize(used + kChunkBytes);
-      stream_.next_out = reinterpret_cast<Bytef*>(out_.data() + used);
-      stream_.avail_out = static_cast<uInt>(kChunkBytes);
+      stream_.next_out = chunk_.data();
+      stream_.avail_out = static_cast<uInt>(chunk_.size());
       const int rc = deflate(&stream_, flush);
-      out_.resize(used + kChunkBytes - stream_.avail_out);
+      out_.append(reinterpret_cast<const char*>(chunk_.data()), chunk_.size() - stream_.avail_out);
       if (rc == Z_STREAM_END) return true;
       if (rc != Z_OK && rc != Z_BUF_ERROR) return false;
       // Done with this input once deflate left output space unused.
@@ -79,6 +76,7 @@ class GzipSink final : public google::protobuf::io::CopyingOutputStream {
   }
 
   std::string& out_;
+  std::vector<Bytef> chunk_ = std::vector<Bytef>(64 * 1024);
   z_stream stream_{};
 };
 
