@@ -34,15 +34,16 @@ class StringTable {
   std::unordered_map<std::string, int64_t> ids_;
 };
 
-// gzip of what a protobuf stream writes, at zlib's default level, window and strategy (what
-// pprof readers expect; the parameters of protobuf's GzipOutputStream, which only the full
-// runtime has), appended to `out` as it comes.
+// gzip of what a protobuf stream writes, appended to `out` as it comes (protobuf's own
+// GzipOutputStream is in its full runtime only). At zlib's fastest level, as Go's
+// runtime/pprof writes its profiles: torch_small.py's 108 MB export deflates in 0.27 s
+// instead of 0.59 s at the default level, to 6.5 MB instead of 5.2.
 class GzipSink final : public google::protobuf::io::CopyingOutputStream {
  public:
   explicit GzipSink(std::string& out) : out_(out) {
     constexpr int kGzipWindowBits = 15 + 16;  // the largest window, with a gzip header
     constexpr int kDefaultMemLevel = 8;
-    if (deflateInit2(&stream_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, kGzipWindowBits, kDefaultMemLevel,
+    if (deflateInit2(&stream_, Z_BEST_SPEED, Z_DEFLATED, kGzipWindowBits, kDefaultMemLevel,
                      Z_DEFAULT_STRATEGY) != Z_OK) {
       throw std::runtime_error("render_pprof: gzip failed: out of memory");
     }
