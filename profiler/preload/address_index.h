@@ -70,7 +70,9 @@ class AddressMap {
   }
 
   bool grow() {
-    const uint64_t new_capacity = capacity_ ? capacity_ * 2 : 1u << 16;
+    // From 16 KiB: a map that stays small (sample mode's few sampled blocks live at once)
+    // touches a few pages, not the 1 MiB it started at before.
+    const uint64_t new_capacity = capacity_ ? capacity_ * 2 : 1u << 10;
     auto* bigger = static_cast<Slot*>(tracer_map_table(new_capacity * sizeof(Slot)));
     if (!bigger) return false;
     Slot* old = slots_;

@@ -13,6 +13,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "profiler/preload/tracer_memory.h"
+
 namespace memstage::preload {
 
 class SampledBlocks {
@@ -20,12 +22,21 @@ class SampledBlocks {
   // 16 KiB: stays in a core's L1 cache beside the program's data (a 256 KiB table made
   // the churn benchmark's frees miss it).
   static constexpr uint32_t kBuckets = 1u << 12;
-  static constexpr uint32_t kSlots = 1u << 16;  // 512 KiB, touched only by sampled blocks
+  static constexpr uint32_t kSlots = 1u << 16;  // 512 KiB, used only in sample mode
   static constexpr uint32_t kMaxProbes = 64;
+
+  // At sample mode's start, before any add: the addresses' table, in the tracer's own
+  // counted memory and made whole at once (tracer_map_table). Each sampled block lands on a
+  // random page of it: one fault each otherwise, ~11 us in a VM. False when it cannot be had.
+  bool init() {
+    if (!slots_) slots_ = static_cast<std::atomic<uint64_t>*>(tracer_map_table(kSlots * sizeof(uint64_t)));
+    return slots_ != nullptr;
+  }
 
   // Before the block is handed to the program (any free of it comes after). False when
   // its neighbourhood of the table is full: the block is then not recorded at all.
   bool add(uint64_t address) {
+    if (!slots_) return false;
     uint32_t slot = hash(address) & (kSlots - 1);
     for (uint32_t probe = 0; probe < kMaxProbes; ++probe, slot = (slot + 1) & (kSlots - 1)) {
       uint64_t held = slots_[slot].load(std::memory_order_relaxed);
@@ -70,7 +81,7 @@ class SampledBlocks {
   static_assert(kBuckets == 1u << 12, "bucket_of keeps the top 12 bits");
 
   std::atomic<uint32_t> buckets_[kBuckets] = {};
-  std::atomic<uint64_t> slots_[kSlots] = {};
+  std::atomic<uint64_t>* slots_ = nullptr;  // kSlots of them (init)
 };
 
 }  // namespace memstage::preload

@@ -926,6 +926,7 @@ void start_tracer_with(const Options& options, bool writer_thread_now) {
   // Stats mode numbers no allocations: no fence to pay for in every drain.
   g_tracer.numbers.allocations_read = !stats_mode() && register_thread_fence();
   if (!g_tracer.stacks.init() || !map_process_mark()) return;
+  if (sample_mode() && !g_tracer.sampled_blocks.init()) return;
   pthread_key_create(&g_thread_key, mark_thread_exiting);
   // Stats mode walks no stack: libunwind's caches (whose setup writes them) stay as they are.
   if (!stats_mode()) unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);

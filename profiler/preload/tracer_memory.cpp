@@ -93,7 +93,14 @@ size_t tracer_table_mapped_bytes(size_t bytes) {
 }
 
 void* tracer_map_table(size_t bytes) {
-  return bytes >= kHugePageBytes ? tracer_map_huge(bytes, 0) : tracer_map(bytes);
+  if (bytes >= kHugePageBytes) return tracer_map_huge(bytes, 0);
+  // Touched all over at once: its pages made in one call (MAP_POPULATE), not one fault each
+  // (a fault ~11 us in a VM, against ~1 us a page populated).
+  long r = syscall(SYS_mmap, nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_POPULATE, -1, 0);
+  if (r < 0 && r > -4096) return nullptr;
+  note_mapped(reinterpret_cast<void*>(r), bytes);
+  return reinterpret_cast<void*>(r);
 }
 
 void tracer_unmap_table(void* p, size_t bytes) { tracer_unmap(p, tracer_table_mapped_bytes(bytes)); }

@@ -21,7 +21,8 @@ inline constexpr size_t kHugePageBytes = 2u << 20;
 void* tracer_map_huge(size_t bytes, size_t small_bytes);
 void tracer_unmap_huge(void* p, size_t bytes);
 // A hash table's memory, which a table touches all over as soon as it has it (it is
-// rebuilt whole at each growth): in 2 MiB pages from 2 MiB up, 4 KiB pages below.
+// rebuilt whole at each growth): in 2 MiB pages from 2 MiB up, 4 KiB pages below, made
+// resident at once (one call, not a fault a page).
 // Unmapped with tracer_unmap_table and the same `bytes`.
 void* tracer_map_table(size_t bytes);
 void tracer_unmap_table(void* p, size_t bytes);
