@@ -399,7 +399,9 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   // Pass two: stacks at the peaks.
   StacksAtPeaks at_peaks;
-  PeakSnapshots snapshots([&] {
+  // Destroyed once pass two is over: its own heap (a copy of pass one's infos and a count
+  // per info, 32 MiB on a torch import's trace) is not held through the rest.
+  std::optional<PeakSnapshots> snapshots(std::in_place, [&] {
     std::vector<PeakSnapshots::Target> targets;
     if (job.event_at_peak[0]) targets.push_back({job.event_at_peak[0], PeakSnapshots::kJobPeak});
     if (pass.peaks.heap_event) targets.push_back({pass.peaks.heap_event, -1});
@@ -411,7 +413,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     if (pass.ram_limit && pass.ram_limit_event) targets.push_back({pass.ram_limit_event, StacksAtPeaks::kRamLimit});
     return targets;
   }(), pass.heap.infos().size(), pass.events);
-  snapshots.top_stacks = options.top_stacks;
+  snapshots->top_stacks = options.top_stacks;
   StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize,
                        read_ahead ? read_ahead->state_->take_symbolizer() : Symbolizer());
   if (pass.info.mode == trace::Mode::kFull || sampled) {
@@ -422,7 +424,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     {
       std::jthread pass_two([&] {
         try {
-          replay_events(main, snapshots, progress_for(total_bytes));
+          replay_events(main, *snapshots, progress_for(total_bytes));
         } catch (...) {
           pass_two_failed = std::current_exception();
         }
@@ -430,10 +432,11 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
       for (const uint32_t stack : pass.sites.stacks()) stacks.index_of(stack);
     }
     if (pass_two_failed) std::rethrow_exception(pass_two_failed);
-    at_peaks = std::move(static_cast<StacksAtPeaks&>(snapshots));
+    at_peaks = std::move(static_cast<StacksAtPeaks&>(*snapshots));
   } else if (pass.aggregate_mode()) {
     at_peaks = stacks_at_peaks_of_aggregate(pass, options.top_stacks);
   }
+  snapshots.reset();
 
   // Totals.
   MemoryFigures& t = report.totals;
@@ -485,6 +488,9 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     const AllocationInfo& block = pass.heap.infos()[i];
     count_leaked(block.stack, block.stage, blocks * block.size, blocks_counted(block, blocks));
   }
+  // The main process's heap is done with (pass two has replayed it, its leaks are counted;
+  // the job's replays below are of the other processes): 32 MiB on a torch import's trace.
+  pass.heap = LiveHeap();
   for (const auto& [key, site] : pass.agg_sites) {
     if (site.live_blocks) count_leaked(site.stack, site.stage, site.live_bytes, site.live_blocks);
   }
@@ -582,7 +588,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   // Per stack and stage row figures, with the bytes live at the run's peak.
   for (const auto& [key, live] : at_peaks.run_peak) pass.sites.live_at_peak(live.stack, stage_of_key(key), live.bytes);
   std::unordered_map<uint32_t, StackBytes> run_peak_by_stack;
-  report.stack_figures = pass.sites.by_row([&](int stage) { return stage_rows.row_of(stage); });
+  report.stack_figures = pass.sites.take_by_row([&](int stage) { return stage_rows.row_of(stage); });
   report.stacks.reserve(report.stacks.size() + report.stack_figures.size());
   for (StackStageFigures& f : report.stack_figures) {
     if (f.live_at_peak_bytes) {

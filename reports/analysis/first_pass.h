@@ -418,6 +418,9 @@ class FirstPass : public trace::TraceVisitor {
     sites.flush_infos(heap.infos());
     add_timeline_point();
     if (replays_growth()) stack_live.flush(now_ns / kNsPerS, growth);
+    // The growth series hold what it replayed: its per-stack counts (8 bytes a stack id,
+    // 32 MiB on a torch import's trace) are not needed again.
+    stack_live = StackLiveBytesReplay();
     device.count_leaks();
     while (innermost() >= 0) close_innermost(false);
   }
