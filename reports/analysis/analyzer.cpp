@@ -37,15 +37,17 @@ constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 constexpr size_t kMaxLeakSites = 500;
 
 // Pass two over one trace: its events replayed into `snapshots` from pass one's log of
-// them, or, past the log's bound, read from the file again.
-void replay_events(const TraceFile& file, PeakSnapshots& snapshots,
+// them (over pass one's infos, lent meanwhile: nothing else may read `file`'s heap until
+// it returns), or, past the log's bound, read from the file again.
+void replay_events(TraceFile& file, PeakSnapshots& snapshots,
                    const std::function<void(uint64_t, uint64_t)>& progress) {
   if (!file.pass.event_log.complete()) {
     trace::read_trace(file.path, snapshots, progress);
     return;
   }
-  snapshots.define(file.pass.heap.infos());
+  snapshots.borrow_infos(file.pass.heap);
   file.pass.event_log.replay(snapshots);
+  snapshots.give_back_infos(file.pass.heap);
   if (progress) progress(file.summary.file_bytes, file.summary.file_bytes);
 }
 

@@ -62,10 +62,10 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
     heap_.define(id, allocation_info(size, stack, stage, sample_rate_bytes_));
   }
   // Every info at once, as pass one defined them, for a replay of its EventLog (event_log.h)
-  // instead of the trace: infos not defined yet at a peak hold no live block there.
-  void define(const std::vector<AllocationInfo>& infos) {
-    for (size_t id = 0; id < infos.size(); ++id) heap_.define(static_cast<uint32_t>(id), infos[id]);
-  }
+  // instead of the trace: infos not defined yet at a peak hold no live block there. Pass
+  // one's heap lends them (LiveHeap::borrow_infos) until give_back_infos.
+  void borrow_infos(LiveHeap& pass_one) { heap_.borrow_infos(pass_one); }
+  void give_back_infos(LiveHeap& pass_one) { heap_.give_back_infos(pass_one); }
   void on_sampling(uint64_t rate_bytes) override { sample_rate_bytes_ = rate_bytes; }
   void on_alloc(uint32_t info, bool) override {
     ++events_;
