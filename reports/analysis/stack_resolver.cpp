@@ -18,11 +18,17 @@ StackResolver::StackResolver(const StackTree& tree, const std::vector<std::vecto
       interner_(report.frames) {}
 
 StackIndex StackResolver::index_of(uint32_t trace_stack) {
-  auto [it, inserted] = indices_.try_emplace(trace_stack, 0);
-  if (!inserted) return it->second;
-  it->second = static_cast<StackIndex>(report_.stacks.size());
+  StackIndex* index = nullptr;
+  if (tree_.contains(trace_stack)) {
+    if (index_of_stack_.size() < tree_.stacks()) index_of_stack_.resize(tree_.stacks(), kNoIndex);
+    index = &index_of_stack_[trace_stack];
+  } else {
+    index = &index_of_unknown_stack_.try_emplace(trace_stack, kNoIndex).first->second;
+  }
+  if (*index != kNoIndex) return *index;
+  *index = static_cast<StackIndex>(report_.stacks.size());
   report_.stacks.push_back(Stack{resolve(trace_stack)});
-  return it->second;
+  return *index;
 }
 
 void StackResolver::add_frames(uint64_t address, uint32_t module) {

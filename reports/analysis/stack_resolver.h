@@ -63,7 +63,13 @@ class StackResolver {
   };
   std::vector<Resolved> resolved_;  // by trace node
   std::vector<uint32_t> path_;      // the trace nodes of the stack being resolved, innermost first
-  absl::flat_hash_map<uint32_t, StackIndex> indices_;
+  // Each trace stack's report stack, by trace stack: a look-up per site, figure and leak,
+  // which in a hash table missed the cache twice (memstage report of torch_small.py's
+  // trace: 0.91 x the time with this table). A stack the tree does not hold (a damaged
+  // trace) goes in the hash table beside it.
+  static constexpr StackIndex kNoIndex = UINT32_MAX;
+  std::vector<StackIndex> index_of_stack_;
+  absl::flat_hash_map<uint32_t, StackIndex> index_of_unknown_stack_;
 
   // (address, module) -> (first, count) in frame_ids_; Python frames' module is kPython.
   static constexpr uint32_t kPython = ModuleIndex::kNone - 1;

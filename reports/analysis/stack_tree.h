@@ -24,9 +24,9 @@ class StackTree {
   // Version 1: whole stack `id` (the next one), innermost frame first.
   void add_stack(uint32_t id, std::span<const uint64_t> return_addresses, int snapshot);
 
-  bool contains(uint32_t stack) const {
-    return whole_stacks_ ? stack < node_of_stack_.size() : stack < nodes_.size();
-  }
+  bool contains(uint32_t stack) const { return stack < stacks(); }
+  // The stacks are numbered 0 to stacks() - 1.
+  size_t stacks() const { return whole_stacks_ ? node_of_stack_.size() : nodes_.size(); }
   // The innermost node of `stack` (contained), and the module snapshot to resolve its
   // addresses in (-1: none was recorded before it).
   uint32_t node_of(uint32_t stack) const { return whole_stacks_ ? node_of_stack_[stack] : stack; }

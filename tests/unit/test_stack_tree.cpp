@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "reports/analysis/analyzer.h"
+#include "reports/analysis/stack_resolver.h"
 #include "reports/analysis/stack_tree.h"
 #include "reports/model/stack_interner.h"
 #include "tests/unit/trace_builder.h"
@@ -134,6 +135,29 @@ TEST_CASE("the report's stacks are a tree: frames that stacks share are stored o
   CHECK(r.stack_nodes[stack_of_bytes(300).innermost].caller == callers);
   CHECK(r.stack_nodes[r.stack_nodes[stack_of_bytes(100).innermost].caller].caller == callers);
   CHECK(stack_of_bytes(200).innermost == 0);
+}
+
+TEST_CASE("stack resolver: each trace stack resolved once, a stack outside the tree as the empty one") {
+  using namespace memstage::reports;
+  StackTree tree;
+  tree.add_node(1, 0, 0xa1, -1);
+  tree.add_node(2, 1, 0x11, -1);
+  const std::vector<std::vector<memstage::trace::Module>> no_modules;
+  const std::unordered_map<uint64_t, memstage::trace::PythonCode> no_python;
+  Report r;
+  StackResolver resolver(tree, no_modules, no_python, r, false);
+  const StackIndex inner = resolver.index_of(2);
+  CHECK(resolver.index_of(1) != inner);
+  CHECK(resolver.index_of(2) == inner);  // once: the same index, no second stack
+  // The reader refuses events naming a stack it never read; a damaged capture that got
+  // past it still gets one stack per number, the empty one.
+  const StackIndex outside = resolver.index_of(1u << 30);
+  CHECK(resolver.index_of(1u << 30) == outside);
+  CHECK(r.stacks.size() == 3);
+  CHECK(r.stacks.at(outside).innermost == 0);
+  std::vector<uint64_t> addresses;
+  for (const auto f : r.frames_of(r.stacks.at(inner))) addresses.push_back(r.frames.at(f).address);
+  CHECK(addresses == std::vector<uint64_t>{0x11, 0xa1});
 }
 
 TEST_CASE("a stack's frames are those of its own module list, and shared with earlier stacks where they agree") {
