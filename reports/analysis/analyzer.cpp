@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 
 #include "profiler/trace/trace_reader.h"
@@ -589,7 +590,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   // Per stack and stage row figures, with the bytes live at the run's peak.
   for (const auto& [key, live] : at_peaks.run_peak) pass.sites.live_at_peak(live.stack, stage_of_key(key), live.bytes);
-  std::unordered_map<uint32_t, StackBytes> run_peak_by_stack;
+  absl::flat_hash_map<uint32_t, StackBytes> run_peak_by_stack;
   report.stack_figures = pass.sites.take_by_row([&](int stage) { return stage_rows.row_of(stage); });
   report.stacks.reserve(report.stacks.size() + report.stack_figures.size());
   for (StackStageFigures& f : report.stack_figures) {
