@@ -96,7 +96,13 @@ void GrowthAggregator::begin_snapshot(double t_s) {
 void GrowthAggregator::set(uint32_t stack, uint64_t live_bytes) {
   if (times_.empty()) begin_snapshot(0);
   const auto current = static_cast<uint32_t>(times_.size() - 1);
-  Series& s = stacks_[stack];
+  if (stack >= series_of_stack_.size()) series_of_stack_.resize(stack + 1, kNoSeries);
+  uint32_t& index = series_of_stack_[stack];
+  if (index == kNoSeries) {
+    index = static_cast<uint32_t>(series_.size());
+    series_.push_back(Series{{}, 0, stack});
+  }
+  Series& s = series_[index];
   s.set_in = serial_;
   auto& changes = s.changes;
   if (!changes.empty() && changes.back().snapshot == current) {
@@ -112,8 +118,8 @@ void GrowthAggregator::set(uint32_t stack, uint64_t live_bytes) {
 void GrowthAggregator::snapshot(double t_s, std::span<const StackLiveBytes> holding) {
   begin_snapshot(t_s);
   for (const StackLiveBytes& h : holding) set(h.stack, h.live_bytes);
-  for (auto& [stack, s] : stacks_) {
-    if (s.set_in != serial_ && !s.changes.empty() && s.changes.back().live_bytes != 0) set(stack, 0);
+  for (const Series& s : series_) {  // set() of a stack that has a series adds none
+    if (s.set_in != serial_ && !s.changes.empty() && s.changes.back().live_bytes != 0) set(s.stack, 0);
   }
 }
 
@@ -126,7 +132,7 @@ void GrowthAggregator::thin() {
   for (size_t i = 0; i < n; i += 2) kept.push_back(times_[i]);
   if ((n - 1) % 2 == 1) kept.push_back(times_[n - 1]);
   times_ = std::move(kept);
-  for (auto& [stack, s] : stacks_) {
+  for (Series& s : series_) {
     std::vector<Change> changes;
     changes.reserve(s.changes.size());
     for (const Change& c : s.changes) {
@@ -156,13 +162,13 @@ std::vector<GrowingStack> GrowthAggregator::growing() const {
   // holding memory at a snapshot: most stacks) is no ramp; it is skipped without being
   // expanded.
   constexpr size_t min_changes = 3;
-  for (const auto& [stack, s] : stacks_) {
+  for (const Series& s : series_) {
     if (s.changes.size() < min_changes || s.changes.back().live_bytes == 0) continue;
     const std::vector<uint64_t> values = dense(s);
     const GrowthFit fit = fit_growth(times_, values, options_);
     if (!fit.steady) continue;
     GrowingStack g;
-    g.stack = stack;
+    g.stack = s.stack;
     g.bytes_per_s = fit.bytes_per_s;
     g.live_bytes = values.back();
     g.since_s = times_[fit.window_start];

@@ -14,8 +14,6 @@
 #include <span>
 #include <vector>
 
-#include <absl/container/flat_hash_map.h>
-
 #include "reports/model/report_model.h"
 
 namespace memstage::reports {
@@ -106,6 +104,7 @@ class GrowthAggregator {
   struct Series {
     std::vector<Change> changes;  // in snapshot order; the value holds until the next change
     uint64_t set_in = 0;  // serial of the last snapshot that set it (whole snapshots)
+    uint32_t stack = 0;
   };
   void thin();
   std::vector<uint64_t> dense(const Series& s) const;
@@ -114,7 +113,13 @@ class GrowthAggregator {
   double interval_s_;
   uint64_t serial_ = 0;  // snapshots begun, replaced ones included
   std::vector<double> times_;
-  absl::flat_hash_map<uint32_t, Series> stacks_;  // open addressing: ~7e5 stacks on a torch import
+  // Each stack's series, found by stack id in a table of indices: the ids are the trace's,
+  // numbered from 0 (~2.4e6 on a torch import, ~7e5 of them with a series), and a hash
+  // table of the series missed the cache on every set (memstage report of torch_small.py's
+  // trace: 0.95 x the wall time with this table, 0.90 x the user time; set() was 8 % of it).
+  static constexpr uint32_t kNoSeries = UINT32_MAX;
+  std::vector<uint32_t> series_of_stack_;
+  std::vector<Series> series_;
 };
 
 // The fit of one series, exposed for the tests of the criteria.
