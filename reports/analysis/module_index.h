@@ -5,9 +5,10 @@
 
 #include <climits>
 #include <cstdint>
-#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
 
 #include "profiler/trace/trace_reader.h"
 
@@ -51,7 +52,7 @@ class ModuleIndex {
   std::vector<LoadedSegment> segments_;                  // by start
   std::vector<uint64_t> segment_end_max_;                // largest end up to each segment
   std::vector<uint32_t> candidates_;
-  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> candidates_by_address_;
+  absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint32_t>> candidates_by_address_;  // looked up per stack node
 };
 
 }  // namespace memstage::reports
