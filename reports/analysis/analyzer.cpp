@@ -402,8 +402,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   // Pass two: stacks at the peaks.
   StacksAtPeaks at_peaks;
-  // Destroyed once pass two is over: its own heap (a copy of pass one's infos and a count
-  // per info, 32 MiB on a torch import's trace) is not held through the rest.
+  // Destroyed once pass two is over: what it holds (a count per info, and the infos
+  // themselves where it read the trace again) is not held through the rest.
   std::optional<PeakSnapshots> snapshots(std::in_place, [&] {
     std::vector<PeakSnapshots::Target> targets;
     if (job.event_at_peak[0]) targets.push_back({job.event_at_peak[0], PeakSnapshots::kJobPeak});
