@@ -438,13 +438,16 @@ void keep_walk(WalkCache& cache, uint32_t kept, uint32_t count, bool complete, b
 constexpr int kRuleSlotShift = 64 - __builtin_ctz(WalkCache::kRuleSlots);
 static_assert(WalkCache::kRuleSlots == 1u << (64 - kRuleSlotShift), "kRuleSlots is a power of two");
 
-int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_t start_rbp, uint64_t* out, int max) {
+int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_t start_rbp, uint64_t* out, int max,
+                bool out_if_repeated) {
   const WalkStart start{start_pc, start_rsp, start_rbp};
+  cache.repeated = false;
   if (max < 0 || static_cast<uint32_t>(max) > WalkCache::kMaxSteps) return kLeaveToLibunwind;
   const uint64_t generation = g_frame_rule_generation.load(std::memory_order_acquire);
   if (cache.generation != generation) {
     for (FrameRule& slot : cache.rules) slot = FrameRule{};
     cache.last_count = 0;
+    cache.last_output_count = -1;
     cache.generation = generation;
   }
   uint64_t rsp = start.rsp, rbp = start.rbp;
@@ -463,8 +466,16 @@ int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_
       const int available = static_cast<int>(from + 1 - first_frame);
       if ((cache.last_complete || n + available >= max) && last_walk_holds_from(cache, from, start.rsp)) {
         const int fresh = n;
-        for (uint32_t i = from + 1; i-- > first_frame && n < max;) out[n++] = cache.last[i].return_address;
+        const int count = n + available < max ? n + available : max;
+        // From the last walk's first step on: its frames, all of them, when it returned as many.
+        cache.repeated = fresh == 0 && from + 1 == cache.last_count && count == cache.last_output_count;
+        if (cache.repeated && !out_if_repeated) {
+          n = count;
+        } else {
+          for (uint32_t i = from + 1; i-- > first_frame && n < max;) out[n++] = cache.last[i].return_address;
+        }
         keep_walk(cache, from + 1, static_cast<uint32_t>(fresh), false, false);
+        cache.last_output_count = n;
         return n;
       }
       match = -1;  // the stack differs further out: walked on without the last walk
@@ -477,6 +488,7 @@ int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_
       case FrameRule::kCfaRbp: cfa = rbp + static_cast<int64_t>(slot.cfa_offset); break;
       case FrameRule::kLastFrame:
         keep_walk(cache, 0, static_cast<uint32_t>(n), true, false);
+        cache.last_output_count = n;
         return n;
       default: return kLeaveToLibunwind;
     }
@@ -496,12 +508,14 @@ int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_
     rsp = cfa;
     if (return_address < kLowestReturnAddress) {
       keep_walk(cache, 0, static_cast<uint32_t>(n + 1), true, true);
+      cache.last_output_count = n;
       return n;
     }
     out[n++] = return_address;
     pc = return_address - 1;
   }
   keep_walk(cache, 0, static_cast<uint32_t>(n), false, false);
+  cache.last_output_count = n;
   return n;
 }
 

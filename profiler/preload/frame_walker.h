@@ -87,6 +87,11 @@ struct WalkCache {
   uint32_t last_count = 0;
   bool last_complete = false;  // it ended at the outermost frame, not at its maximum
   bool last_ends_without_frame = false;  // its outermost step read no return address (< 0x4000)
+  // Whether the latest walk returned the frames of the successful walk before it, every
+  // one, in the same number (its caller may then reuse what it made of them), and how
+  // many frames that one returned (-1: none).
+  bool repeated = false;
+  int last_output_count = -1;
   uint64_t generation = 0;
 };
 
@@ -99,10 +104,13 @@ constexpr int kLeaveToLibunwind = -1;
 // `max`, as unw_backtrace called at `start` would; returns how many, or kLeaveToLibunwind.
 // `max` is at most WalkCache::kMaxSteps. The start comes in three registers: passed as a
 // struct (24 bytes, on the stack) it was copied 16 bytes at a time from the two 8-byte
-// stores that made it, a load no store can forward to.
-int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_t start_rbp, uint64_t* out, int max);
-inline int walk_frames(WalkCache& cache, WalkStart start, uint64_t* out, int max) {
-  return walk_frames(cache, start.pc, start.rsp, start.rbp, out, max);
+// stores that made it, a load no store can forward to. `out_if_repeated` false: a walk
+// that repeats the last one (WalkCache::repeated) writes nothing to `out`, for a caller
+// that kept what it made of those frames.
+int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_t start_rbp, uint64_t* out, int max,
+                bool out_if_repeated = true);
+inline int walk_frames(WalkCache& cache, WalkStart start, uint64_t* out, int max, bool out_if_repeated = true) {
+  return walk_frames(cache, start.pc, start.rsp, start.rbp, out, max, out_if_repeated);
 }
 
 // The rule for `pc`, read from its module's unwind table (what the cache keeps).

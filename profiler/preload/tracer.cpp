@@ -78,6 +78,7 @@ ThreadState* claim_thread_state() {
       old->retired.store(false, std::memory_order_relaxed);
       old->exiting.store(false, std::memory_order_relaxed);
       old->last_stack.depth = 0;
+      old->last_walk_stack = StackTable::kRootId;
       ts = old;
     }
   }
@@ -165,19 +166,26 @@ __attribute__((always_inline)) inline uint32_t capture_stack(ThreadState* ts) {
   uint64_t frames[kMaxUnwindFrames];
   const uint32_t max_depth = g_tracer.options.max_depth;
   const int max_frames = static_cast<int>(max_depth + 16);
-  int n = walk_frames(ts->walk_cache, walk_start_here(), frames, max_frames);
-  if (n == kLeaveToLibunwind) n = unw_backtrace(reinterpret_cast<void**>(frames), max_frames);
+  // Python's frames come from the interpreter, not the walk: merged, they may differ.
+  const bool python = python_frames_active();
+  const bool reusable = ts->last_walk_stack != StackTable::kRootId && !python;
+  int n = walk_frames(ts->walk_cache, walk_start_here(), frames, max_frames, !reusable);
+  if (reusable && ts->walk_cache.repeated) return ts->last_walk_stack;
+  const bool walked = n != kLeaveToLibunwind;
+  if (!walked) n = unw_backtrace(reinterpret_cast<void**>(frames), max_frames);
   int first = 0;
   while (first < n && own_address(frames[first])) ++first;
   uint32_t depth = static_cast<uint32_t>(n - first);
   if (depth > max_depth) depth = max_depth;
   const uint64_t* ips = frames + first;
   uint64_t merged[kMaxMergedFrames];
-  if (python_frames_active()) {
+  if (python) {
     depth = merge_python_frames(ips, depth, merged, kMaxMergedFrames);
     ips = merged;
   }
-  return ts->last_stack.intern(g_tracer.stacks, ips, depth);
+  const uint32_t stack = ts->last_stack.intern(g_tracer.stacks, ips, depth);
+  ts->last_walk_stack = walked && !python ? stack : StackTable::kRootId;
+  return stack;
 }
 
 // The tracer's own resident bytes cost a mincore walk of its mappings (0.1 ms and more):

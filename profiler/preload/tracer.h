@@ -30,6 +30,10 @@ struct ThreadState {
   EventRing ring;
   LastStack last_stack;
   WalkCache walk_cache;
+  // The stack the thread's last successful walk was interned as (capture_stack), or
+  // kRootId: a walk that repeats it (WalkCache::repeated) is that stack again, and a loop
+  // allocating from one place skips the intern's frame-by-frame comparison.
+  uint32_t last_walk_stack = StackTable::kRootId;
   // Stats mode counters: written by the owner thread only, summed by the writer.
   std::atomic<uint64_t> allocations{0};
   std::atomic<uint64_t> frees{0};

@@ -29,6 +29,9 @@ struct Walks {
   std::vector<uint64_t> walked;  // from walk_frames started in probe: probe's callers
   std::vector<uint64_t> libunwind;  // unw_backtrace in probe, less its first (in probe)
   int walked_count = 0;
+  bool out_if_repeated = true;  // passed to walk_frames
+  bool repeated = false;  // WalkCache::repeated after the walk
+  bool out_written = false;  // whether the walk wrote to its output
 };
 
 // Each thread's own, as in the tracer (a ThreadState's).
@@ -39,9 +42,12 @@ thread_local WalkCache t_cache;
 __attribute__((noinline)) void probe(Walks& walks, int max = 300) {
   uint64_t walked[300];
   void* unwound[301];
-  walks.walked_count = walk_frames(t_cache, walk_start_here(), walked, max);
+  for (uint64_t& frame : walked) frame = 0;
+  walks.walked_count = walk_frames(t_cache, walk_start_here(), walked, max, walks.out_if_repeated);
+  walks.repeated = t_cache.repeated;
+  walks.out_written = walked[0] != 0;
   const int n = unw_backtrace(unwound, max + 1);
-  if (walks.walked_count > 0) walks.walked.assign(walked, walked + walks.walked_count);
+  if (walks.walked_count > 0 && walks.out_written) walks.walked.assign(walked, walked + walks.walked_count);
   for (int i = 1; i < n; ++i) walks.libunwind.push_back(reinterpret_cast<uint64_t>(unwound[i]));
   asm volatile("" ::: "memory");  // keeps probe a frame of its own, not a tail call
 }
@@ -216,4 +222,86 @@ TEST_CASE("the cached rules are read again once modules change") {
   const int n = walk_frames(cache, walk_start_here(), again, 64);
   CHECK(n > 0);
   CHECK(cache.generation == before + 1);
+}
+
+namespace {
+
+struct Step {
+  void (*from)(Walks&, int);  // nullptr: recurse
+  int depth;
+  int max;
+  bool out_if_repeated;
+};
+
+// Each step walked from one call site, with one Walks (its address, which the frames may
+// hold in registers they save, the same each time), its results copied out after each.
+// With a frame pointer, here and in run_step: a walk takes the last one's frames only
+// where every word it read holds what it held then, saved rbp included, and rbp is then
+// each frame's base whatever the code around uses it for.
+#if defined(__clang__)
+#define MEMSTAGE_WITH_FRAME_POINTER __attribute__((noinline))
+#else
+#define MEMSTAGE_WITH_FRAME_POINTER __attribute__((noinline, optimize("no-omit-frame-pointer")))
+#endif
+MEMSTAGE_WITH_FRAME_POINTER void run_step(const Step& step, Walks& walks) {
+  if (step.from) {
+    step.from(walks, step.depth);
+  } else {
+    recurse(step.depth, walks, step.max);
+  }
+  g_sink = g_sink + 1;
+}
+MEMSTAGE_WITH_FRAME_POINTER std::vector<Walks> run_steps(const std::vector<Step>& steps) {
+  std::vector<Walks> results;
+  results.reserve(steps.size());
+  Walks walks;
+  for (const Step& step : steps) {
+    walks = Walks{};
+    walks.out_if_repeated = step.out_if_repeated;
+    run_step(step, walks);
+    results.push_back(walks);
+  }
+  return results;
+}
+
+}  // namespace
+
+TEST_CASE("a walk says when it repeats the last one's frames, and only then") {
+  const std::vector<Step> steps = {
+      {outer_a, 6, 300, true},   // 0: the rules read from the unwind tables
+      {outer_a, 6, 300, true},   // 1: repeats 0
+      {outer_a, 6, 300, true},   // 2: repeats 1
+      {outer_b, 6, 300, true},   // 3: the same depth, another return address
+      {outer_b, 6, 300, true},   // 4: repeats 3
+      {outer_b, 4, 300, true},   // 5: starts above the last walk's first step
+      {outer_b, 8, 300, true},   // 6: starts below it
+      {nullptr, 20, 300, true},  // 7
+      {nullptr, 20, 300, true},  // 8: repeats 7
+      {nullptr, 20, 3, true},    // 9: fewer frames than the last walk returned
+      {nullptr, 20, 300, true},  // 10: more
+      {outer_a, 6, 300, true},   // 11
+      {outer_a, 6, 300, false},  // 12: repeats 11, asked not to write its frames
+      {outer_b, 6, 300, false},  // 13: does not repeat: written all the same
+  };
+  const std::vector<Walks> results = run_steps(steps);
+  for (size_t i = 0; i < results.size(); ++i) {
+    INFO("walk " << i);
+    const bool repeats = i == 1 || i == 2 || i == 4 || i == 8 || i == 12;
+    CHECK(results[i].repeated == repeats);
+    if (i == 12) {
+      CHECK_FALSE(results[i].out_written);  // its number only
+      CHECK(results[i].walked_count == results[11].walked_count);
+    } else if (i != 9) {
+      check_same(results[i]);
+    }
+  }
+  CHECK(results[2].walked == results[1].walked);
+  CHECK(results[3].walked != results[2].walked);
+  CHECK(results[9].walked_count == 3);
+
+  // Once modules change, nothing is taken for the same.
+  g_frame_rule_generation.fetch_add(1);
+  const Walks after_change = run_steps({{outer_a, 6, 300, true}})[0];
+  CHECK_FALSE(after_change.repeated);
+  check_same(after_change);
 }
