@@ -408,23 +408,32 @@ FrameRule frame_rule_for(uint64_t pc) {
 
 namespace {
 
-// True when every word the last walk read from its step `from` outwards still holds what
-// it read then (checked from the inside out: the first difference ends it, so only words
-// the walk itself would read are read), and its frames stay within reach of `start_rsp`.
-bool last_walk_holds_from(const WalkCache& cache, uint32_t from, uint64_t start_rsp) {
-  if (cache.last[0].cfa - start_rsp > kMaxStackBytes) return false;
+// -1 when every word the last walk read from its step `from` outwards still holds what it
+// read then, and its frames stay within reach of `start_rsp`; else the step where the
+// first difference is (checked from the inside out: the first difference ends it, so only
+// words the walk itself would read are read), 0 for one out of reach.
+int64_t last_walk_differs_at(const WalkCache& cache, uint32_t from, uint64_t start_rsp) {
+  if (cache.last[0].cfa - start_rsp > kMaxStackBytes) return 0;
   for (uint32_t i = from + 1; i-- > 0;) {
     const WalkStep& s = cache.last[i];
-    if (*reinterpret_cast<const uint64_t*>(s.cfa - 8) != s.return_address) return false;
-    if (s.rbp_saved && *reinterpret_cast<const uint64_t*>(s.cfa + s.rbp_offset) != s.saved_rbp) return false;
+    if (*reinterpret_cast<const uint64_t*>(s.cfa - 8) != s.return_address) return i;
+    if (s.saved_rbp_used && *reinterpret_cast<const uint64_t*>(s.cfa + s.rbp_offset) != s.saved_rbp) return i;
   }
-  return true;
+  return -1;
 }
 
 // The running walk's `count` steps become the thread's last walk, placed inside the
-// `kept` outer steps of the last one.
+// `kept` outer steps of the last one; which rbp values its steps use is found from the
+// outermost inwards (past the walk's end, none).
 void keep_walk(WalkCache& cache, uint32_t kept, uint32_t count, bool complete, bool ends_without_frame) {
-  for (uint32_t i = 0; i < count; ++i) cache.last[kept + i] = cache.fresh[count - 1 - i];
+  bool used_further_out = kept > 0 && cache.last[kept - 1].rbp_used;
+  for (uint32_t i = 0; i < count; ++i) {
+    WalkStep& step = cache.last[kept + i];
+    step = cache.fresh[count - 1 - i];
+    step.saved_rbp_used = step.rbp_saved && used_further_out;
+    step.rbp_used = step.cfa_from_rbp || (!step.rbp_saved && used_further_out);
+    used_further_out = step.rbp_used;
+  }
   cache.last_count = kept + count;
   if (kept == 0) {
     cache.last_complete = complete;
@@ -460,11 +469,15 @@ int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_
   int64_t match = static_cast<int64_t>(cache.last_count) - 1;
   while (n < max) {
     while (match >= 0 && cache.last[match].rsp < rsp) --match;
-    if (match >= 0 && cache.last[match].rsp == rsp && cache.last[match].pc == pc && cache.last[match].rbp == rbp) {
+    if (match >= 0 && cache.last[match].rsp == rsp && cache.last[match].pc == pc &&
+        (!cache.last[match].rbp_used || cache.last[match].rbp == rbp)) {
       const auto from = static_cast<uint32_t>(match);
       const uint32_t first_frame = cache.last_ends_without_frame ? 1 : 0;  // outermost step with a frame
       const int available = static_cast<int>(from + 1 - first_frame);
-      if ((cache.last_complete || n + available >= max) && last_walk_holds_from(cache, from, start.rsp)) {
+      // Far enough out (a walk cut at its maximum is not taken for more frames than it has).
+      const bool enough = cache.last_complete || n + available >= max;
+      const int64_t differs_at = enough ? last_walk_differs_at(cache, from, start.rsp) : 0;
+      if (differs_at < 0) {
         const int fresh = n;
         const int count = n + available < max ? n + available : max;
         // From the last walk's first step on: its frames, all of them, when it returned as many.
@@ -478,7 +491,9 @@ int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_
         cache.last_output_count = n;
         return n;
       }
-      match = -1;  // the stack differs further out: walked on without the last walk
+      // The stack differs there: walked on, and a step further out may still start where
+      // the last walk's did.
+      match = differs_at - 1;
     }
     FrameRule& slot = cache.rules[(pc * 0x9e3779b97f4a7c15ull) >> kRuleSlotShift];
     if (slot.pc != pc) slot = frame_rule_for(pc);
@@ -501,6 +516,7 @@ int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_
     step.cfa = cfa;
     step.rbp_saved = (slot.flags & FrameRule::kRbpSaved) != 0;
     step.rbp_offset = slot.rbp_offset;
+    step.cfa_from_rbp = slot.kind == FrameRule::kCfaRbp;
     const uint64_t return_address = *reinterpret_cast<const uint64_t*>(cfa - 8);
     if (step.rbp_saved) rbp = *reinterpret_cast<const uint64_t*>(cfa + slot.rbp_offset);
     step.return_address = return_address;

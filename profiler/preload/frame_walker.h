@@ -16,6 +16,11 @@
 // started, and every word the last walk read from there on still holds what it read, the
 // rest of the walk is the last walk's, frame for frame; the words are compared, not a
 // hash, so this is exact. It costs a load and a compare a frame instead of a rule lookup.
+// rbp counts only where the walk uses it: optimized code keeps data in rbp (a loop's
+// counter, a pointer) and saves it in the frames of the functions it calls, and such a
+// value, new at every call, leads no step unless a frame further out finds its CFA from
+// rbp before another saved rbp replaces it. A step that differs further out than where
+// the walk found the last one's again leaves the steps beyond it to be found again.
 #pragma once
 
 #include <atomic>
@@ -69,6 +74,11 @@ struct WalkStep {
   uint64_t saved_rbp;       // read at cfa + rbp_offset, when rbp_saved
   int16_t rbp_offset;
   bool rbp_saved;
+  bool cfa_from_rbp;
+  // Whether this step's rbp, and the rbp it read (when rbp_saved), lead this step or one
+  // further out: what a later walk must find the same (set when the walk is kept).
+  bool rbp_used;
+  bool saved_rbp_used;
 };
 
 // A thread's rules, direct-mapped by address, and its last walk. Emptied when modules
