@@ -487,7 +487,11 @@ int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_
         } else {
           for (uint32_t i = from + 1; i-- > first_frame && n < max;) out[n++] = cache.last[i].return_address;
         }
-        keep_walk(cache, from + 1, static_cast<uint32_t>(fresh), false, false);
+        if (fresh) {
+          keep_walk(cache, from + 1, static_cast<uint32_t>(fresh), false, false);
+        } else {
+          cache.last_count = from + 1;  // keep_walk with no step of its own, without the call
+        }
         cache.last_output_count = n;
         return n;
       }

@@ -120,7 +120,7 @@ constexpr uint64_t kRingFullWaitNs = 100'000;
 
 // Waits for `slots` free slots in the caller's ring. The writer frees them; if it
 // isn't running (before start, while a child restarts it) the event is dropped.
-bool wait_for_slots(ThreadState* ts, uint64_t slots) {
+__attribute__((noinline)) bool wait_for_slots_in_full_ring(ThreadState* ts, uint64_t slots) {
   while (!ts->ring.has_room(slots)) {
     if (!writer_running() || slots > EventRing::kSlots) {
       g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
@@ -130,6 +130,10 @@ bool wait_for_slots(ThreadState* ts, uint64_t slots) {
     ts->ring.wait_for_consumer(kRingFullWaitNs);
   }
   return true;
+}
+// Inline, the common case: the room is there (a call's prologue was 2.6 % of a churn).
+inline bool wait_for_slots(ThreadState* ts, uint64_t slots) {
+  return __builtin_expect(ts->ring.has_room(slots), 1) || wait_for_slots_in_full_ring(ts, slots);
 }
 
 // Every kServeEvery events of a thread: with a writer thread, wake it if the ring is half
