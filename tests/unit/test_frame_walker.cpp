@@ -255,9 +255,9 @@ struct Step {
 
 // Each step walked from one call site, with one Walks (its address, which the frames may
 // hold in registers they save, the same each time), its results copied out after each.
-// With a frame pointer, here and in run_step: a walk takes the last one's frames only
-// where every word it read holds what it held then, saved rbp included, and rbp is then
-// each frame's base whatever the code around uses it for.
+// With a frame pointer, here and in run_step: these frames are found from rbp, so a walk
+// compares rbp and the rbp saved below them, and rbp is each one's base, the same at every
+// step whatever the loop keeps in registers.
 #if defined(__clang__)
 #define MEMSTAGE_WITH_FRAME_POINTER __attribute__((noinline))
 #else
