@@ -12,6 +12,8 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "reports/analysis/block_vector.h"
+
 namespace memstage::reports {
 
 class StackTree {
@@ -44,7 +46,7 @@ class StackTree {
     uint32_t parent;
     uint32_t depth;  // frames from the outermost: 1 for a node of the root
   };
-  std::vector<Node> nodes_;
+  BlockVector<Node> nodes_;  // millions on a large trace
   // Version 2: the first node defined under each module snapshot (they only grow).
   std::vector<uint32_t> first_node_of_snapshot_;
   // Version 1 only: each whole stack's innermost node and snapshot, and the children of

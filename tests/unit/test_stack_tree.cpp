@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "reports/analysis/analyzer.h"
+#include "reports/analysis/block_vector.h"
 #include "reports/analysis/stack_resolver.h"
 #include "reports/analysis/stack_tree.h"
 #include "reports/model/stack_interner.h"
@@ -24,6 +25,32 @@ std::vector<uint64_t> addresses_of(const StackTree& tree, uint32_t stack) {
 }
 
 }  // namespace
+
+TEST_CASE("block vector: elements pushed across blocks keep their index and value") {
+  memstage::reports::BlockVector<uint64_t, 4> small;  // blocks of 4: every fifth push opens one
+  CHECK(small.empty());
+  for (uint64_t i = 0; i < 1000; ++i) small.push_back(i * 3 + 1);
+  REQUIRE(small.size() == 1000);
+  bool all = true;
+  for (uint64_t i = 0; i < 1000; ++i) all = all && small[i] == i * 3 + 1;
+  CHECK(all);
+  small[999] = 7;
+  CHECK(small[999] == 7);
+  CHECK(small[998] == 998 * 3 + 1);
+}
+
+TEST_CASE("stack tree: a chain of nodes longer than its storage's blocks") {
+  // 2e5 nodes of 16 bytes: four blocks of 1 MiB.
+  StackTree tree;
+  constexpr uint32_t kNodes = 200'000;
+  for (uint32_t id = 1; id <= kNodes; ++id) tree.add_node(id, id - 1, 0x1000 + id, 0);
+  CHECK(tree.size() == kNodes + 1);
+  bool all = true;
+  for (uint32_t id : {1u, 65'535u, 65'536u, 65'537u, 131'072u, kNodes}) {
+    all = all && tree.depth(id) == id && tree.parent(id) == id - 1 && tree.return_address(id) == 0x1000 + id;
+  }
+  CHECK(all);
+}
 
 TEST_CASE("stack tree: version 2 nodes, depths and the module snapshot each was defined under") {
   StackTree tree;
