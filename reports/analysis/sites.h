@@ -58,9 +58,7 @@ class SiteAggregator {
   // The stacks of all sites, each once, ascending: marked by stack id (the trace's,
   // numbered from 0), not sorted (7e5 sites on a torch import).
   std::vector<uint32_t> stacks() const {
-    uint32_t highest = 0;
-    for (const auto& [key, f] : figures_) highest = std::max(highest, stack_of_key(key));
-    std::vector<bool> has_site(figures_.empty() ? 0 : size_t{highest} + 1);
+    std::vector<bool> has_site(stack_ids());
     for (const auto& [key, f] : figures_) has_site[stack_of_key(key)] = true;
     std::vector<uint32_t> out;
     for (uint32_t stack = 0; stack < has_site.size(); ++stack) {
@@ -79,9 +77,7 @@ class SiteAggregator {
     // Placed by stack id (dense: a count per stack, then each site in its stack's place),
     // then the few rows of each stack sorted: 34-48 ms where sorting the whole list took
     // 67-84 (torch_small.py's trace, 7e5 sites).
-    uint32_t highest = 0;
-    for (const auto& [key, f] : figures_) highest = std::max(highest, stack_of_key(key));
-    std::vector<uint32_t> place(figures_.empty() ? 0 : size_t{highest} + 2, 0);
+    std::vector<uint32_t> place(stack_ids() + 1, 0);
     for (const auto& [key, f] : figures_) ++place[stack_of_key(key) + 1];
     for (size_t i = 1; i < place.size(); ++i) place[i] += place[i - 1];
     std::vector<StackStageFigures> out(figures_.size());
@@ -118,6 +114,13 @@ class SiteAggregator {
   }
 
  private:
+  // One more than the highest stack id of a site (0 with none): the size of a table by id.
+  size_t stack_ids() const {
+    if (figures_.empty()) return 0;
+    uint32_t highest = 0;
+    for (const auto& [key, f] : figures_) highest = std::max(highest, stack_of_key(key));
+    return size_t{highest} + 1;
+  }
   StackStageFigures& at(uint32_t stack, int stage) {
     StackStageFigures& f = figures_[figure_key(stack, stage)];
     f.stack = stack;
