@@ -69,15 +69,20 @@ class EventRing {
     return kSlots - (tail - seen_head_) >= slots;
   }
   // Producer side, when the ring is full: sleeps until the consumer moves on, at most
-  // `timeout_ns` (nothing wakes it: the consumer never makes a system call for it). A
-  // full ring means the consumer is behind; spinning on sched_yield would take from it
-  // the CPU it needs, a system call a turn.
+  // `timeout_ns`. A full ring means the consumer is behind; spinning on sched_yield would
+  // take from it the CPU it needs, a system call a turn. The consumer wakes the sleeper
+  // when it moves on (consume_to): a sleep to the timeout left a core idle while the
+  // writer had long made room (a 2-thread churn under the preload slept ~3400 times).
   void wait_for_consumer(uint64_t timeout_ns) {
     timespec timeout{0, static_cast<long>(timeout_ns)};
     const int saved_errno = errno;  // EAGAIN or ETIMEDOUT are the program's business
+    // Said before the futex reads head_, and the consumer reads it after it stores head_
+    // (both sequentially consistent): either it sees the waiter, or the futex sees the move.
+    producer_waiting_.store(1, std::memory_order_seq_cst);
     // The low half of head_ (little-endian): it changes with every consume.
     syscall(SYS_futex, reinterpret_cast<uint32_t*>(&head_), FUTEX_WAIT_PRIVATE, static_cast<uint32_t>(seen_head_),
             &timeout, nullptr, 0);
+    producer_waiting_.store(0, std::memory_order_relaxed);
     errno = saved_errno;
   }
   // Producer side: slots published so far (a count that only grows).
@@ -130,7 +135,15 @@ class EventRing {
   uint64_t head() const { return head_.load(std::memory_order_relaxed); }
   uint64_t tail_acquire() const { return tail_.load(std::memory_order_acquire); }
   const RawEvent& at(uint64_t index) const { return slots_[index & (kSlots - 1)]; }
-  void consume_to(uint64_t index) { head_.store(index, std::memory_order_release); }
+  void consume_to(uint64_t index) {
+    if (index == head_.load(std::memory_order_relaxed)) return;
+    head_.store(index, std::memory_order_seq_cst);
+    if (producer_waiting_.load(std::memory_order_seq_cst)) {
+      const int saved_errno = errno;  // the writer may run on a thread of the program's
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&head_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+      errno = saved_errno;
+    }
+  }
   // Consumer side, read before the tail: the lowest number the event this ring's thread is
   // numbering can carry, or ~0 when it numbers none. A mark left with one floor for
   // `patience_ns` is not waited for (its thread died, or never returns from a signal
@@ -149,6 +162,7 @@ class EventRing {
     head_.store(tail_.load(std::memory_order_relaxed), std::memory_order_relaxed);
     seen_head_ = head_.load(std::memory_order_relaxed);
     reading_mark_.store(0, std::memory_order_relaxed);
+    producer_waiting_.store(0, std::memory_order_relaxed);
     mark_seen_ = 0;
   }
 
@@ -158,6 +172,7 @@ class EventRing {
   uint64_t last_number_ = 0;
   std::atomic<uint64_t> reading_mark_{0};  // 0, or 1 + the floor of a number being read
   alignas(64) std::atomic<uint64_t> head_{0};
+  std::atomic<uint32_t> producer_waiting_{0};  // written by the producer only when the ring is full
   uint64_t mark_seen_ = 0;  // the consumer's: the mark last seen, and since when
   uint64_t mark_seen_since_ns_ = 0;
   alignas(64) RawEvent slots_[kSlots];

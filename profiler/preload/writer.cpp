@@ -326,6 +326,11 @@ void prefetch_event(const EventRing& ring, uint64_t index) {
   }
 }
 
+// The rings' written slots are handed back this often within a drain, not only at its end:
+// a full ring's thread waits for them (event_ring.h), and a drain of full rings takes about
+// a millisecond.
+constexpr uint32_t kReleaseEveryEvents = 4096;
+
 // Moves every event that can be ordered from the rings into the raw buffer.
 void drain(bool final) {
   const uint64_t fenced = w.merge.fence(g_tracer.numbers);
@@ -343,11 +348,17 @@ void drain(bool final) {
   // After the tails: every stack node an event drained now refers to is published by now.
   write_new_stack_nodes();
   const bool prefetch = w.live_blocks.size() >= kPrefetchFromLiveBlocks;
+  uint32_t written_since_release = 0;
   const uint64_t given_up =
       w.merge.merge(rings, n, heads, tails, horizon, g_tracer.numbers.allocations_read, final, now,
                     [&](uint32_t ring, uint64_t index) {
                       if (prefetch && index + kPrefetchEvents < tails[ring]) prefetch_event(rings(ring), index + kPrefetchEvents);
                       write_event(rings(ring), index);
+                      if (++written_since_release == kReleaseEveryEvents) {
+                        written_since_release = 0;
+                        // heads[] is where the merge stands: the slots before are written.
+                        for (uint32_t i = 0; i < n; ++i) rings(i).consume_to(heads[i]);
+                      }
                     });
   if (given_up) g_tracer.lost_events.fetch_add(given_up, std::memory_order_relaxed);
   for (uint32_t i = 0; i < n; ++i) g_tracer.threads[i]->ring.consume_to(heads[i]);

@@ -1,9 +1,11 @@
 // The per-thread event ring (profiler/preload/event_ring.h): what one thread publishes
-// another takes in the same order, across the ring's wrap, never overwritten unread; and
-// the CPU feature its write-ahead prefetch depends on is read as the kernel reads it.
+// another takes in the same order, across the ring's wrap, never overwritten unread; a
+// producer waiting for room is woken when it is made; and the CPU feature its write-ahead
+// prefetch depends on is read as the kernel reads it.
 #include "profiler/preload/event_ring.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -79,6 +81,25 @@ TEST_CASE("ring: a consumer thread takes every event in order across wraps", "[e
   CHECK(wrong == 0);
   CHECK(next == kEvents);
   CHECK(ring->free_slots() == EventRing::kSlots);
+}
+
+TEST_CASE("ring: a producer sleeping on a full ring is woken when the consumer makes room", "[event_ring]") {
+  auto ring = std::make_unique<EventRing>();
+  ring->publish(EventRing::kSlots);
+  REQUIRE_FALSE(ring->has_room(1));
+  // The consumer moves on well after the producer went to sleep, and well before the
+  // sleep's timeout: without the consumer's wake the producer sleeps to the timeout.
+  constexpr uint64_t kTimeoutNs = 900'000'000;
+  std::thread consumer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ring->consume_to(16);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  while (!ring->has_room(1)) ring->wait_for_consumer(kTimeoutNs);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  consumer.join();
+  CHECK(ring->has_room(16));
+  CHECK(waited < std::chrono::nanoseconds(kTimeoutNs / 2));
 }
 
 TEST_CASE("ring: PREFETCHW is used exactly where the kernel says the CPU has it", "[event_ring]") {
