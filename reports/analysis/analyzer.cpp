@@ -163,7 +163,7 @@ SamplingReport sampling_report(uint64_t rate_bytes, uint64_t samples) {
 
 struct TraceBeingWritten::State {
   State(std::string trace_path, const AnalysisOptions& options, bool warm_symbols)
-      : path(std::move(trace_path)), budget(options.max_kept_text_bytes), max_logged_events(options.max_logged_events) {
+      : path(std::move(trace_path)), budget(options.max_kept_text_bytes), max_event_log_bytes(options.max_event_log_bytes) {
     if (!warm_symbols || !options.symbolize) return;
     // At the lowest priority: while the program runs, this thread takes only a core the
     // program leaves idle.
@@ -174,7 +174,7 @@ struct TraceBeingWritten::State {
   }
   std::string path;
   KeptTextBudget budget;  // the analysis it is handed to goes on charging it
-  size_t max_logged_events;
+  size_t max_event_log_bytes;
   std::mutex mutex;
   std::condition_variable writer_ended;
   bool writing = true;  // under mutex
@@ -212,7 +212,7 @@ struct TraceBeingWritten::State {
       wait();
     }
     try {
-      auto f = std::make_unique<TraceFile>(budget, max_logged_events);
+      auto f = std::make_unique<TraceFile>(budget, max_event_log_bytes);
       const trace::FollowWriter follow{[this] { return still_writing(); }, [this] { wait(); }};
       f->summary = trace::read_trace(path, f->pass, {}, &follow);
       file = std::move(f);
@@ -287,7 +287,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     try {
       if (read_ahead) f = read_ahead->state_->take(path);
       if (!f) {
-        f = std::make_unique<TraceFile>(kept_text, options.max_logged_events);
+        f = std::make_unique<TraceFile>(kept_text, options.max_event_log_bytes);
         f->summary = trace::read_trace(path, f->pass, progress_for(done_bytes));
       }
       f->path = path;

@@ -36,9 +36,10 @@ struct AnalysisOptions {
   // AnalysisLimitError rather than exhaust memory. A real run needs a few MB (Python
   // importing torch: ~10 MB of module lists).
   uint64_t max_kept_text_bytes = 1ull << 30;
-  // Pass one keeps up to this many alloc and free events in memory (4 bytes each) for pass
-  // two to replay; past it, pass two reads the trace again (reports/analysis/event_log.h).
-  size_t max_logged_events = size_t{1} << 24;
+  // Pass one keeps the alloc and free events in memory for pass two to replay, up to this
+  // many bytes (1-5 an event); past it, pass two reads the trace again
+  // (reports/analysis/event_log.h).
+  size_t max_event_log_bytes = size_t{64} << 20;
   // Called with (bytes done, bytes in all) as the traces are read.
   std::function<void(uint64_t, uint64_t)> progress;
 };

@@ -1,22 +1,28 @@
 // The alloc and free events of a trace in their order, each as the allocation info it
-// names (4 bytes an event), kept by pass one so that pass two (peak_snapshots.h) replays
-// them from memory instead of reading, inflating and decoding the whole trace again:
-// torch_small.py's trace is 2.2e6 events among 4e6 stack nodes and the module lists.
-// Kept up to a bound (64 MiB by default); the events of a longer trace are read again from
-// the file.
+// names, kept by pass one so that pass two (peak_snapshots.h) replays them from memory
+// instead of reading, inflating and decoding the whole trace again: torch_small.py's trace
+// is 2.2e6 events among 4e6 stack nodes and the module lists.
+// An event is a varint of its info id and whether it frees (1 byte for the first 64 infos,
+// 3 up to 2^20): a 2-thread churn's 30 M events take 30 MiB, not the 120 of 4 bytes each,
+// and on this project's VM the kernel's zeroing of a log's fresh pages cost more than
+// writing them. Kept up to a bound (64 MiB by default); the events of a longer trace are
+// read again from the file.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "profiler/trace/varint.h"
+
 namespace memstage::reports {
 
 class EventLog {
  public:
-  // At most `max_events` (AnalysisOptions::max_logged_events): past it the log is dropped.
-  explicit EventLog(size_t max_events = size_t{1} << 24) : max_events_(max_events) {}
+  // At most `max_bytes` (AnalysisOptions::max_event_log_bytes): past it the log is dropped.
+  explicit EventLog(size_t max_bytes = size_t{64} << 20) : max_bytes_(max_bytes) {}
 
   void allocated(uint32_t info) { add(info, 0); }
   void freed(uint32_t info) { add(info, 1); }
@@ -28,42 +34,67 @@ class EventLog {
   // done() says it needs no more.
   template <class Visitor>
   void replay(Visitor& visitor) const {
-    size_t left = events_;
-    for (const auto& block : blocks_) {
-      const size_t n = left < kBlockEvents ? left : kBlockEvents;
-      for (size_t i = 0; i < n; ++i) {
+    for (size_t b = 0; b < blocks_.size(); ++b) {
+      const uint8_t* pos = blocks_[b].get();
+      const uint8_t* const end = pos + (b + 1 == blocks_.size() ? last_block_bytes_ - block_left_ : block_used_[b]);
+      while (pos < end) {
         if (visitor.done()) return;
-        const uint32_t e = block[i];
+        uint64_t e;
+        trace::get_varint(pos, end, e);  // written whole by add()
+        const uint32_t info = static_cast<uint32_t>(e >> 1);
         if (e & 1) {
-          visitor.on_free(e >> 1, false);
+          visitor.on_free(info, false);
         } else {
-          visitor.on_alloc(e >> 1, false);
+          visitor.on_alloc(info, false);
         }
       }
-      left -= n;
     }
   }
 
  private:
   // In blocks, so that a growing log is never copied (and its pages are touched once).
-  static constexpr size_t kBlockEvents = size_t{1} << 18;  // 1 MiB
+  static constexpr size_t kBlockBytes = size_t{1} << 20;
+  static constexpr size_t kMaxEventBytes = 5;  // a varint of 32 bits
 
   void add(uint32_t info, uint32_t freed) {
     if (!complete_) return;
-    if (events_ == max_events_ || info >= (1u << 31)) {
-      complete_ = false;
-      blocks_.clear();
-      blocks_.shrink_to_fit();
-      return;
-    }
-    if (events_ % kBlockEvents == 0) blocks_.push_back(std::make_unique_for_overwrite<uint32_t[]>(kBlockEvents));
-    blocks_.back()[events_ % kBlockEvents] = info << 1 | freed;
-    ++events_;
+    if (block_left_ < kMaxEventBytes && !next_block()) return;
+    if (info >= (1u << 31)) return drop();
+    uint8_t* const end = trace::put_varint(cursor_, uint64_t{info} << 1 | freed);
+    block_left_ -= static_cast<size_t>(end - cursor_);
+    cursor_ = end;
   }
 
-  size_t max_events_;
-  std::vector<std::unique_ptr<uint32_t[]>> blocks_;
-  size_t events_ = 0;
+  // A block of kBlockBytes, or what is left of the bound.
+  bool next_block() {
+    const size_t bytes = std::min(kBlockBytes, max_bytes_ - block_bytes_);
+    if (bytes < kMaxEventBytes) {
+      drop();
+      return false;
+    }
+    if (!blocks_.empty()) block_used_.push_back(last_block_bytes_ - block_left_);
+    blocks_.push_back(std::make_unique_for_overwrite<uint8_t[]>(bytes));
+    block_bytes_ += bytes;
+    last_block_bytes_ = block_left_ = bytes;
+    cursor_ = blocks_.back().get();
+    return true;
+  }
+
+  void drop() {
+    complete_ = false;
+    blocks_.clear();
+    blocks_.shrink_to_fit();
+    block_used_.clear();
+    block_used_.shrink_to_fit();
+  }
+
+  size_t max_bytes_;
+  std::vector<std::unique_ptr<uint8_t[]>> blocks_;
+  std::vector<size_t> block_used_;  // bytes written in each block but the last
+  size_t block_bytes_ = 0;          // the blocks' sizes added up
+  size_t last_block_bytes_ = 0;
+  uint8_t* cursor_ = nullptr;       // where the last block's next event goes
+  size_t block_left_ = 0;           // bytes after it in its block
   bool complete_ = true;
 };
 

@@ -431,8 +431,8 @@ class FirstPass : public trace::TraceVisitor {
 
 // One trace and what pass one made of it.
 struct TraceFile {
-  TraceFile(KeptTextBudget& budget, size_t max_logged_events) : pass(budget) {
-    pass.event_log = EventLog(max_logged_events);
+  TraceFile(KeptTextBudget& budget, size_t max_event_log_bytes) : pass(budget) {
+    pass.event_log = EventLog(max_event_log_bytes);
   }
   std::string path;
   FirstPass pass;

@@ -455,9 +455,9 @@ TEST_CASE("pass two replays pass one's log of the events or reads the trace agai
   reports::AnalysisOptions options;
   options.symbolize = false;
   const auto logged = reports::analyze({path}, std::nullopt, options);
-  for (const size_t bound : {size_t{0}, size_t{3}}) {  // no log; a log cut short by its bound
-    INFO("at most " << bound << " events logged");
-    options.max_logged_events = bound;
+  for (const size_t bound : {size_t{0}, size_t{8}}) {  // no log; a log cut short by its bound
+    INFO("at most " << bound << " bytes of events logged");
+    options.max_event_log_bytes = bound;
     const auto read_again = reports::analyze({path}, std::nullopt, options);
     CHECK(reports::render_text(read_again) == reports::render_text(logged));
     REQUIRE(read_again.top_stacks_at_peak.size() == logged.top_stacks_at_peak.size());
