@@ -56,13 +56,17 @@ class EventLog {
   static constexpr size_t kBlockBytes = size_t{1} << 20;
   static constexpr size_t kMaxEventBytes = 5;  // a varint of 32 bits
 
+  // Inline, the common case: room in the block (none once dropped) and an id it can hold.
   void add(uint32_t info, uint32_t freed) {
-    if (!complete_) return;
-    if (block_left_ < kMaxEventBytes && !next_block()) return;
-    if (info >= (1u << 31)) return drop();
+    if (__builtin_expect(block_left_ < kMaxEventBytes || info >= (1u << 31), 0)) return add_past_block(info, freed);
     uint8_t* const end = trace::put_varint(cursor_, uint64_t{info} << 1 | freed);
     block_left_ -= static_cast<size_t>(end - cursor_);
     cursor_ = end;
+  }
+  [[gnu::noinline]] void add_past_block(uint32_t info, uint32_t freed) {
+    if (!complete_) return;
+    if (info >= (1u << 31)) return drop();
+    if (next_block()) add(info, freed);
   }
 
   // A block of kBlockBytes, or what is left of the bound.
@@ -82,6 +86,8 @@ class EventLog {
 
   void drop() {
     complete_ = false;
+    cursor_ = nullptr;
+    block_left_ = 0;
     blocks_.clear();
     blocks_.shrink_to_fit();
     block_used_.clear();

@@ -138,16 +138,11 @@ GrowthFit fit_growth(std::span<const double> t_s, std::span<const uint64_t> live
 // last snapshot, so that a snapshot costs what changed, not every stack.
 class StackLiveBytesReplay {
  public:
+  // Inline, on every event of the replay; the tables grow out of line.
   void add(uint32_t stack, int64_t bytes) {
-    if (stack >= live_.size()) {
-      live_.resize(stack + 1, 0);
-      dirty_flag_.resize(stack + 1, false);
-    }
+    if (__builtin_expect(stack >= live_.size(), 0)) grow_to(stack);
     live_[stack] = static_cast<uint64_t>(static_cast<int64_t>(live_[stack]) + bytes);
-    if (!dirty_flag_[stack]) {
-      dirty_flag_[stack] = true;
-      dirty_.push_back(stack);
-    }
+    if (!dirty_flag_[stack]) mark_dirty(stack);
   }
   // Takes a snapshot at t_s if one is due.
   void tick(double t_s, GrowthAggregator& growth) {
@@ -164,8 +159,17 @@ class StackLiveBytesReplay {
   }
 
  private:
+  [[gnu::noinline]] void mark_dirty(uint32_t stack) {
+    dirty_flag_[stack] = 1;
+    dirty_.push_back(stack);
+  }
+  [[gnu::noinline]] void grow_to(uint32_t stack) {
+    live_.resize(stack + 1, 0);
+    dirty_flag_.resize(stack + 1, 0);
+  }
+
   std::vector<uint64_t> live_;  // per stack id
-  std::vector<bool> dirty_flag_;
+  std::vector<uint8_t> dirty_flag_;
   std::vector<uint32_t> dirty_;
 };
 
