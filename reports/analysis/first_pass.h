@@ -159,10 +159,14 @@ class FirstPass : public trace::TraceVisitor {
     stacks.add_stack(id, ips, static_cast<int>(module_snapshots.size()) - 1);
   }
 
-  void reach(uint64_t live) {
-    timeline.reach(live, events);
-    peaks.reach_heap(live, now_ns, events);
-    stages.reach_heap(live, now_ns, events);
+  void reach(uint64_t live) { reach(live, events); }
+  // `event`: the replay position, handed over in a register by on_alloc. Read back from
+  // the field it had just incremented, it was loaded with its neighbour as one 16-byte
+  // vector that the 8-byte store could not forward to: a third of on_alloc's time.
+  void reach(uint64_t live, uint64_t event) {
+    timeline.reach(live, event);
+    peaks.reach_heap(live, now_ns, event);
+    stages.reach_heap(live, now_ns, event);
   }
 
   void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
@@ -179,9 +183,9 @@ class FirstPass : public trace::TraceVisitor {
   }
 
   void on_alloc(uint32_t info, bool) override {
-    ++events;
+    const uint64_t event = ++events;
     event_log.allocated(info);
-    heap.allocate(info);
+    const uint64_t live = heap.allocate(info);
     const AllocationInfo& a = heap.info(info);
     const uint64_t size = a.size;
     const int stage = a.stage;
@@ -196,7 +200,7 @@ class FirstPass : public trace::TraceVisitor {
     ++allocations;
     bytes_allocated += size;
     stages.allocated(stage, size, true);
-    reach(heap.live_bytes());
+    reach(live, event);
   }
 
   void on_free(uint32_t info, bool temporary) override {

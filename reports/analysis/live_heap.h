@@ -43,9 +43,11 @@ class LiveHeap {
     }
     infos_[id] = info;
   }
-  void allocate(uint32_t info) {
+  // Returns the live bytes after it.
+  uint64_t allocate(uint32_t info) {
     ++live_blocks_[info];
     live_bytes_ += infos_[info].size;
+    return live_bytes_;
   }
   // False when no block of this info is live (a corrupt trace): nothing changes.
   bool free(uint32_t info) {
