@@ -821,7 +821,9 @@ void writer_after_fork_child(bool follow) {
   pthread_mutex_init(&w.mutex, nullptr);
   w.mutex_owner.store(0, std::memory_order_relaxed);
   w.thread_running.store(false, std::memory_order_relaxed);
-  compressor.running.store(false, std::memory_order_relaxed);  // the parent's thread, not the child's
+  // The parent's thread, not the child's; at rest when the parent forked (writer_before_fork).
+  compressor.running.store(false, std::memory_order_relaxed);
+  compressor.busy.store(0, std::memory_order_relaxed);
   compressor.tid.store(0, std::memory_order_relaxed);
   release_descriptor(w.trace);  // the parent's file
   w.events_at_last_tick = ~0ull;

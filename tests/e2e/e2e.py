@@ -605,19 +605,21 @@ def scenario_stacks(s):
 
 
 def scenario_abort(s):
-    """abort() half-way: exit 134, signal 6, what was allocated before is in the report."""
-    _, report = s.traced("run", [s.program("abort_mid"), s.truth_file("abort")], expect_exit=134)
-    t = s.read_truth("abort")
-    s.eq(report["exit_code"], 134, "report exit_code")
-    s.eq(report["signal"], 6, "report signal")
-    groups = [g for g in report["leaks"] if has_function(g["stack"], "leak_before_abort")]
-    s.eq(sum(g["blocks"] for g in groups), t["blocks"], "blocks from leak_before_abort")
-    s.eq(sum(g["bytes"] for g in groups), t["blocks"] * t["size"], "bytes from leak_before_abort")
-    for g in groups:
-        s.eq(chain(g["stack"], 2), ["leak_before_abort", "main"], "leak_before_abort's stack")
-    s.check(not any(has_function(g["stack"], "leak_after_abort") for g in report["leaks"]),
-            "nothing from after abort()")
-    s.counts_consistent(report, "abort")
+    """abort() half-way: exit 134, signal 6, what was allocated before is in the report; the same with
+    the tracer's writer and compressor threads running (a second thread churned first)."""
+    for name, extra in (("run", []), ("threaded", ["threaded"])):
+        _, report = s.traced(name, [s.program("abort_mid"), s.truth_file("abort")] + extra, expect_exit=134)
+        t = s.read_truth("abort")
+        s.eq(report["exit_code"], 134, "%s: report exit_code" % name)
+        s.eq(report["signal"], 6, "%s: report signal" % name)
+        groups = [g for g in report["leaks"] if has_function(g["stack"], "leak_before_abort")]
+        s.eq(sum(g["blocks"] for g in groups), t["blocks"], "%s: blocks from leak_before_abort" % name)
+        s.eq(sum(g["bytes"] for g in groups), t["blocks"] * t["size"], "%s: bytes from leak_before_abort" % name)
+        for g in groups:
+            s.eq(chain(g["stack"], 2), ["leak_before_abort", "main"], "%s: leak_before_abort's stack" % name)
+        s.check(not any(has_function(g["stack"], "leak_after_abort") for g in report["leaks"]),
+                "%s: nothing from after abort()" % name)
+        s.counts_consistent(report, "abort (%s)" % name)
 
 
 def scenario_exit(s):
@@ -638,10 +640,10 @@ def scenario_exit(s):
     s.counts_consistent(report, "_exit")
 
 
-def scenario_sigkill(s, mode=None, run_flags=()):
+def scenario_sigkill(s, mode=None, run_flags=(), program_args=()):
     """SIGKILL after 1 s: exit 137, the 50 MiB flushed before are in the report, a warning says so."""
-    out, report = s.traced("run", [s.program("sigkill"), s.truth_file("sigkill")], expect_exit=137, mode=mode,
-                           run_flags=run_flags)
+    out, report = s.traced("run", [s.program("sigkill"), s.truth_file("sigkill")] + list(program_args),
+                           expect_exit=137, mode=mode, run_flags=run_flags)
     s.same_as_report_afterwards(out, "killed program")
     t = s.read_truth("sigkill")
     s.eq(report["exit_code"], 137, "report exit_code")
@@ -1504,12 +1506,19 @@ def scenario_aggregate_size(s):
             % (sizes[1000000], sizes[250000]))
 
 
+def scenario_sigkill_threaded(s):
+    """As sigkill, the chunks written by the tracer's writer and compressor threads (a second thread
+    churned first)."""
+    scenario_sigkill(s, program_args=("threaded",))
+
+
 def scenario_aggregate_sigkill(s):
     """A SIGKILLed aggregate run reports up to its last snapshot: the 50 MiB held, by their stack."""
     scenario_sigkill(s, mode="aggregate", run_flags=("--snapshot-interval", "0.2"))
 
 
 SCENARIOS.update({
+    "sigkill_threaded": scenario_sigkill_threaded,
     "aggregate": scenario_aggregate,
     "aggregate_size": scenario_aggregate_size,
     "aggregate_sigkill": scenario_aggregate_sigkill,

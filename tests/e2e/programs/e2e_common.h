@@ -6,6 +6,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdarg>
@@ -66,6 +67,30 @@ class Truth {
   char buf_[1 << 16];
   size_t len_ = 0;
 };
+
+// A second thread that makes and frees `pairs` small blocks and is joined: from then on the
+// tracer runs its writer and compressor threads (a program with one thread has neither),
+// and its chunks are written by the compressor. The blocks it frees leave the truth as it
+// was.
+inline void churn_in_a_second_thread(long pairs) {
+  pthread_t thread;
+  if (pthread_create(
+          &thread, nullptr,
+          [](void* n) -> void* {
+            for (long i = 0; i < reinterpret_cast<long>(n); ++i) {
+              void* p = malloc(16 + i % 512);
+              escape(p);
+              free(p);
+            }
+            return nullptr;
+          },
+          reinterpret_cast<void*>(pairs)) != 0) {
+    static const char msg[] = "e2e program: cannot make a thread\n";
+    (void)!::write(2, msg, sizeof(msg) - 1);
+    _exit(92);
+  }
+  pthread_join(thread, nullptr);
+}
 
 // The truth file's path: argv[1] of every program.
 inline const char* truth_path(int argc, char** argv) {

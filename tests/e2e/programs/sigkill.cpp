@@ -1,6 +1,8 @@
 // e2e.sigkill: holds 50 blocks of 1 MiB + 7 bytes (more than 50 MiB) from hold_block(),
 // sleeps 1 s (the tracer writes at least every 50 ms), then sends itself SIGKILL: no
-// handler runs, the trace ends at the tracer's last write.
+// handler runs, the trace ends at the tracer's last write. With "threaded" after the
+// truth file, a second thread first churns 500k blocks, so that the tracer's writer and
+// compressor threads write what the sleep waits for.
 #include <signal.h>
 #include <time.h>
 
@@ -17,6 +19,7 @@ E2E_FRAME void hold_block(int i) {
 
 int main(int argc, char** argv) {
   const char* truth_file = truth_path(argc, argv);
+  if (argc > 2 && strcmp(argv[2], "threaded") == 0) churn_in_a_second_thread(500'000);
   for (int i = 0; i < kBlocks; ++i) hold_block(i);
   static Truth truth;
   truth.add("blocks", kBlocks);
