@@ -205,10 +205,10 @@ void* compressor_main(void*) {
   }
 }
 
-// Writes the waiting records as one chunk: handed to the compressor thread where it runs
-// (the last chunk handed over written first), compressed here where it does not.
-// `patience_ns`: how long to wait for the chunk handed over before (a signal handler's
-// flush must not hang a dying process); past it this chunk is lost.
+// Writes the waiting records as one chunk: handed to the compressor thread where it runs,
+// once the chunk handed over before is written (chunks stay in order); compressed here
+// where it does not. `patience_ns`: how long to wait for that earlier chunk (a signal
+// handler's flush must not hang a dying process); past it this chunk is lost.
 void write_chunk(uint64_t patience_ns = ~0ull) {
   if (w.raw_used == 0) return;
   w.last_write_ns = monotonic_ns();
