@@ -1,6 +1,7 @@
 // The writer thread: drains every thread's ring, merges the events into one order by
-// their numbers (event_order.h), encodes them compactly (trace_format.h), compresses each chunk
-// with zstd and writes it. It also ticks the samplers (time, RSS, counters).
+// their numbers (event_order.h), encodes them compactly (trace_format.h) and hands each
+// chunk to a compressor thread beside it, which compresses it with zstd and writes it. It
+// also ticks the samplers (time, RSS, counters).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,8 @@ bool writer_open(uint64_t parent_pid);
 // The writer thread is started when the program is about to have a second thread (or at
 // once when attaching): a program that has one thread keeps one (Chromium's zygote checks
 // before it forks), and the writer's rounds run on that thread at serve points instead.
-// Starts it unless it runs; false when it cannot be made.
+// Starts it (and the compressor, where it can be made) unless it runs; false when the
+// writer cannot be made.
 bool writer_start_thread();
 // Where the program's own thread serves the writer's round. kCall: on its way through
 // the tracer (after an allocation, before a free, at a stage edge, at a heap high), where
@@ -33,7 +35,8 @@ bool writer_round_due(uint64_t now_monotonic_ns);
 // come, so in-flight gaps are not waited for. Safe to call from any thread; from a
 // signal handler with `from_signal` (then it gives up rather than wait long).
 void writer_flush(bool final, bool from_signal);
-// Stops the writer thread after a last flush and closes the file (process exit).
+// Stops the writer thread, and the compressor after a last flush, and closes the file
+// (process exit, detach).
 void writer_finish();
 // Fork: the parent holds the writer still while it forks; the child restarts it on a
 // trace file of its own, or turns the tracer off.
