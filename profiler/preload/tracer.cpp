@@ -893,7 +893,7 @@ int sleep_sliced(clockid_t clock, uint64_t deadline_ns) {
 void before_second_thread() {
   if (!recording() || writer_running() || in_child_sharing_memory()) return;
   RecordingGuard guard;  // pthread_create allocates the writer's stack and TLS
-  writer_start_thread();
+  writer_start_thread(true);
 }
 
 void flush_before_exec(const char* path) {
@@ -948,7 +948,7 @@ void start_tracer_with(const Options& options, bool writer_thread_now) {
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   install_signal_handlers();
   set_recording(true);
-  if (writer_thread_now && !writer_start_thread()) {
+  if (writer_thread_now && !writer_start_thread(false)) {
     set_recording(false);
     return;
   }

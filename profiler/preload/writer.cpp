@@ -728,7 +728,7 @@ void stop_compressor() {
 
 }  // namespace
 
-bool writer_start_thread() {
+bool writer_start_thread(bool with_compressor) {
   // Claimed first: two threads that both find the writer missing start one.
   bool running = false;
   if (!w.thread_running.compare_exchange_strong(running, true, std::memory_order_acq_rel)) return true;
@@ -744,7 +744,7 @@ bool writer_start_thread() {
     w.thread_running.store(false, std::memory_order_release);
     return false;
   }
-  start_compressor();
+  if (with_compressor) start_compressor();
   return true;
 }
 
