@@ -2,18 +2,14 @@
 // writer thread). Lock-free; the producer never blocks unless the ring is full.
 #pragma once
 
-#include <errno.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdint>
 #include <cstring>
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+
+#include "profiler/preload/futex.h"
 
 namespace memstage::preload {
 
@@ -74,16 +70,12 @@ class EventRing {
   // when it moves on (consume_to): a sleep to the timeout left a core idle while the
   // writer had long made room (a 2-thread churn under the preload slept ~3400 times).
   void wait_for_consumer(uint64_t timeout_ns) {
-    timespec timeout{0, static_cast<long>(timeout_ns)};
-    const int saved_errno = errno;  // EAGAIN or ETIMEDOUT are the program's business
     // Said before the futex reads head_, and the consumer reads it after it stores head_
     // (both sequentially consistent): either it sees the waiter, or the futex sees the move.
     producer_waiting_.store(1, std::memory_order_seq_cst);
     // The low half of head_ (little-endian): it changes with every consume.
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&head_), FUTEX_WAIT_PRIVATE, static_cast<uint32_t>(seen_head_),
-            &timeout, nullptr, 0);
+    futex_wait(&head_, static_cast<uint32_t>(seen_head_), timeout_ns);
     producer_waiting_.store(0, std::memory_order_relaxed);
-    errno = saved_errno;
   }
   // Producer side: slots published so far (a count that only grows).
   uint64_t tail() const { return tail_.load(std::memory_order_relaxed); }
@@ -138,11 +130,7 @@ class EventRing {
   void consume_to(uint64_t index) {
     if (index == head_.load(std::memory_order_relaxed)) return;
     head_.store(index, std::memory_order_seq_cst);
-    if (producer_waiting_.load(std::memory_order_seq_cst)) {
-      const int saved_errno = errno;  // the writer may run on a thread of the program's
-      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&head_), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-      errno = saved_errno;
-    }
+    if (producer_waiting_.load(std::memory_order_seq_cst)) futex_wake(&head_, 1);
   }
   // Consumer side, read before the tail: the lowest number the event this ring's thread is
   // numbering can carry, or ~0 when it numbers none. A mark left with one floor for

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -18,6 +17,7 @@
 #include "profiler/preload/address_index.h"
 #include "profiler/preload/aggregate.h"
 #include "profiler/preload/descriptors.h"
+#include "profiler/preload/futex.h"
 #include "profiler/preload/allocation_infos.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/samplers.h"
@@ -169,25 +169,15 @@ void compress_and_write(const uint8_t* raw, size_t bytes) {
   if (!write_all(w.compressed, sizeof(*header) + n)) w.write_failed.store(true, std::memory_order_relaxed);
 }
 
-void futex_wait_for_change(std::atomic<uint32_t>& word, uint32_t value, uint64_t timeout_ns) {
-  timespec timeout{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT_PRIVATE, value, &timeout, nullptr, 0);
-}
-void futex_wake_all(std::atomic<uint32_t>& word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
-}
-
 // Waits until the chunk handed to the compressor is written (at most `patience_ns`; a
 // signal handler on the compressor's own thread does not wait for itself). True once it is.
 bool wait_for_chunks_written(uint64_t patience_ns = ~0ull) {
   if (compressor.busy.load(std::memory_order_acquire) == 0) return true;
   if (compressor.tid.load(std::memory_order_relaxed) == gettid_raw()) return false;
   const uint64_t deadline = patience_ns == ~0ull ? ~0ull : monotonic_ns() + patience_ns;
-  const int saved_errno = errno;
   while (compressor.busy.load(std::memory_order_acquire) != 0 && monotonic_ns() < deadline) {
-    futex_wait_for_change(compressor.busy, 1, 10'000'000);
+    futex_wait(&compressor.busy, 1, 10'000'000);
   }
-  errno = saved_errno;
   return compressor.busy.load(std::memory_order_acquire) == 0;
 }
 
@@ -197,11 +187,11 @@ void* compressor_main(void*) {
   for (;;) {
     while (compressor.busy.load(std::memory_order_acquire) == 0) {
       if (compressor.stop.load(std::memory_order_acquire)) return nullptr;
-      futex_wait_for_change(compressor.busy, 0, 100'000'000);
+      futex_wait(&compressor.busy, 0, 100'000'000);
     }
     compress_and_write(compressor.chunk, compressor.chunk_bytes);
     compressor.busy.store(0, std::memory_order_release);
-    futex_wake_all(compressor.busy);
+    futex_wake(&compressor.busy, INT32_MAX);
   }
 }
 
@@ -224,7 +214,7 @@ void write_chunk(uint64_t patience_ns = ~0ull) {
     w.raw = next;
     w.raw_used = 0;
     compressor.busy.store(1, std::memory_order_release);
-    futex_wake_all(compressor.busy);
+    futex_wake(&compressor.busy, INT32_MAX);
     return;
   }
   compress_and_write(w.raw, w.raw_used);
@@ -483,9 +473,7 @@ void tick(ThreadState* self, AskAllocator allocator = AskAllocator::kAsDue) {
 }
 
 void wait_for_tick_or_wake(uint64_t interval_ns) {
-  timespec timeout{static_cast<time_t>(interval_ns / 1'000'000'000),
-                   static_cast<long>(interval_ns % 1'000'000'000)};
-  syscall(SYS_futex, &w.wake_word, FUTEX_WAIT_PRIVATE, 0, &timeout, nullptr, 0);
+  futex_wait(&w.wake_word, 0, interval_ns);
   w.wake_word.store(0, std::memory_order_relaxed);
 }
 
@@ -722,7 +710,7 @@ void start_compressor() {
 void stop_compressor() {
   if (!compressor.running.exchange(false)) return;
   compressor.stop.store(true, std::memory_order_release);
-  futex_wake_all(compressor.busy);
+  futex_wake(&compressor.busy, INT32_MAX);
   pthread_join(compressor.thread, nullptr);
 }
 
@@ -782,7 +770,7 @@ void writer_serve_inline(ServePoint point, bool allocator_safe) {
 
 void writer_wake() {
   w.wake_word.store(1, std::memory_order_relaxed);
-  syscall(SYS_futex, &w.wake_word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  futex_wake(&w.wake_word, 1);
 }
 
 void writer_flush(bool final, bool from_signal) {
