@@ -690,6 +690,28 @@ bool writer_open(uint64_t parent_pid) {
 
 namespace {
 
+// Makes one of the tracer's threads, with a small stack of its own (the default,
+// RLIMIT_STACK's 8 MiB, would be address space taken from a program that runs under a
+// limit, ulimit -v) and every signal blocked but those a fault raises in the faulting
+// thread. The kernel hands a signal sent to the process to any thread that does not block
+// it: a tracer thread that blocked nothing would take one that every thread of the
+// program blocks (to read it by signalfd or sigwait) and die of its default action, or run
+// the program's handler on the tracer's stack. A thread starts with its creator's mask.
+// glibc keeps its own signals (thread cancellation, setuid across threads) unblocked.
+bool start_tracer_thread(pthread_t* thread, size_t stack_bytes, void* (*start)(void*)) {
+  sigset_t blocked, creator_mask;
+  sigfillset(&blocked);
+  for (int fault : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&blocked, fault);
+  pthread_attr_t attributes;
+  pthread_attr_init(&attributes);
+  pthread_attr_setstacksize(&attributes, stack_bytes);
+  pthread_sigmask(SIG_SETMASK, &blocked, &creator_mask);
+  const int created = pthread_create(thread, &attributes, start, nullptr);
+  pthread_sigmask(SIG_SETMASK, &creator_mask, nullptr);
+  pthread_attr_destroy(&attributes);
+  return created == 0;
+}
+
 // Beside the writer thread; where it cannot be made, chunks are compressed where written.
 void start_compressor() {
   if (compressor.running.load(std::memory_order_acquire)) return;
@@ -697,13 +719,9 @@ void start_compressor() {
   if (!w.spare_raw) return;
   compressor.stop.store(false, std::memory_order_relaxed);
   compressor.busy.store(0, std::memory_order_relaxed);
-  pthread_attr_t attributes;
-  pthread_attr_init(&attributes);
-  pthread_attr_setstacksize(&attributes, kCompressorStackBytes);
   // Chunks are handed over once it runs.
-  compressor.running.store(pthread_create(&compressor.thread, &attributes, compressor_main, nullptr) == 0,
+  compressor.running.store(start_tracer_thread(&compressor.thread, kCompressorStackBytes, compressor_main),
                            std::memory_order_release);
-  pthread_attr_destroy(&attributes);
 }
 
 // After the last chunk is written (process exit).
@@ -721,14 +739,7 @@ bool writer_start_thread(bool with_compressor) {
   bool running = false;
   if (!w.thread_running.compare_exchange_strong(running, true, std::memory_order_acq_rel)) return true;
   w.stop.store(false, std::memory_order_relaxed);
-  // A small stack of its own: the default (RLIMIT_STACK, 8 MiB) would be address space
-  // taken from a program that runs under a limit (ulimit -v).
-  pthread_attr_t attributes;
-  pthread_attr_init(&attributes);
-  pthread_attr_setstacksize(&attributes, kWriterStackBytes);
-  const int created = pthread_create(&w.thread, &attributes, writer_main, nullptr);
-  pthread_attr_destroy(&attributes);
-  if (created != 0) {
+  if (!start_tracer_thread(&w.thread, kWriterStackBytes, writer_main)) {
     w.thread_running.store(false, std::memory_order_release);
     return false;
   }

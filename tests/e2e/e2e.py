@@ -844,6 +844,20 @@ def scenario_single_thread(s):
         s.counts_consistent(report, "single_thread")
 
 
+def scenario_signal_mask(s):
+    """Signals sent to the process go to the program's threads as untraced: a program whose only thread blocks
+    SIGUSR1 and SIGTERM reads both from a signalfd, after the tracer's threads started (none of them takes
+    one), in every mode; what it allocated between the two is in the report."""
+    for mode in ("full", "stats", "aggregate", "sample"):
+        _, report, t = s.traced_as_untraced(mode, [s.program("signal_mask"), "truth.json"], run_flags=["--mode", mode])
+        if not t:
+            continue
+        no_killed_warning(s, report, "signal_mask (%s)" % mode)
+        if mode in ("full", "aggregate"):
+            groups = [g for g in report["leaks"] if has_function(g["stack"], "leak_between_signals")]
+            s.eq(sum(g["bytes"] for g in groups), t["leak_bytes"], "%s: bytes from leak_between_signals" % mode)
+
+
 CHROMIUM = "/usr/bin/chromium"
 
 
@@ -1428,6 +1442,7 @@ SCENARIOS = {
     "handoff": scenario_handoff,
     "attach": scenario_attach,
     "sample_mode": scenario_sample_mode,
+    "signal_mask": scenario_signal_mask,
 }
 
 
