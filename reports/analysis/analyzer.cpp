@@ -1,10 +1,12 @@
 #include "reports/analysis/analyzer.h"
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -262,43 +264,111 @@ std::vector<std::string> find_traces(const std::string& dir) {
   return paths;
 }
 
+namespace {
+
+// AnalysisOptions::progress, told of several reads at once, one call at a time: the bytes
+// of every read so far.
+class ReadProgress {
+ public:
+  ReadProgress(const std::function<void(uint64_t, uint64_t)>& report, uint64_t total_bytes)
+      : report_(report), total_bytes_(total_bytes) {}
+  // For one read of a file, whose (bytes done, bytes in all) it is called with.
+  std::function<void(uint64_t, uint64_t)> of_file() {
+    if (!report_) return {};
+    return [this, last = uint64_t{0}](uint64_t done, uint64_t) mutable {
+      std::lock_guard lock(mutex_);
+      done_bytes_ += done - last;
+      last = done;
+      report_(done_bytes_, total_bytes_);
+    };
+  }
+
+ private:
+  const std::function<void(uint64_t, uint64_t)>& report_;
+  const uint64_t total_bytes_;
+  std::mutex mutex_;
+  uint64_t done_bytes_ = 0;
+};
+
+// Calls task(0) ... task(count - 1), several at once on up to a thread a core: a job's
+// processes (workers, ranks, the programs a launcher ran) leave several traces of a size,
+// each read and replayed apart.
+void run_at_once(size_t count, const std::function<void(size_t)>& task) {
+  std::atomic<size_t> next{0};
+  const auto run_some = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < count;) task(i);
+  };
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const size_t cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? static_cast<size_t>(CPU_COUNT(&cpus)) : 1;
+  std::vector<std::jthread> helpers;
+  for (size_t t = 1; t < std::min(cores, count); ++t) helpers.emplace_back(run_some);
+  run_some();
+}
+
+// Pass one of every trace not read already (`read[i]` and `failed[i]` null). What a read
+// throws is kept in `failed[i]`, for the caller to say in the traces' order.
+void read_at_once(const std::vector<std::string>& paths, KeptTextBudget& kept_text, size_t max_event_log_bytes,
+                  ReadProgress& progress, std::vector<std::unique_ptr<TraceFile>>& read,
+                  std::vector<std::exception_ptr>& failed) {
+  std::vector<size_t> to_read;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (!read[i] && !failed[i]) to_read.push_back(i);
+  }
+  run_at_once(to_read.size(), [&](size_t n) {
+    const size_t i = to_read[n];
+    try {
+      auto f = std::make_unique<TraceFile>(kept_text, max_event_log_bytes);
+      f->summary = trace::read_trace(paths[i], f->pass, progress.of_file());
+      read[i] = std::move(f);
+    } catch (...) {
+      failed[i] = std::current_exception();
+    }
+  });
+}
+
+}  // namespace
+
 Report analyze(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
                const AnalysisOptions& options, TraceBeingWritten* read_ahead) {
   if (trace_paths.empty()) throw std::runtime_error("no trace files to analyse");
   uint64_t total_bytes = 0;
   for (const auto& p : trace_paths) total_bytes += std::filesystem::file_size(p);
   // Each trace is read twice at most: progress counts both reads of the main one.
-  uint64_t done_bytes = 0;
-  auto progress_for = [&](uint64_t base) {
-    return [&, base](uint64_t done, uint64_t) {
-      if (options.progress) options.progress(base + done, total_bytes + total_bytes);
-    };
-  };
+  ReadProgress read_progress(options.progress, total_bytes + total_bytes);
 
   // Of a run's several traces, one that is empty or ends before its process record (a
   // process killed at once, a full disk) is skipped with a warning: the others still
   // make a report. A single trace must be one.
   KeptTextBudget own_budget(options.max_kept_text_bytes);
   KeptTextBudget& kept_text = read_ahead ? read_ahead->state_->budget : own_budget;
+  std::vector<std::unique_ptr<TraceFile>> read(trace_paths.size());
+  std::vector<std::exception_ptr> read_failed(trace_paths.size());
+  for (size_t i = 0; read_ahead && i < trace_paths.size(); ++i) {
+    try {
+      read[i] = read_ahead->state_->take(trace_paths[i]);
+    } catch (...) {
+      read_failed[i] = std::current_exception();
+    }
+  }
+  read_at_once(trace_paths, kept_text, options.max_event_log_bytes, read_progress, read, read_failed);
   std::vector<std::unique_ptr<TraceFile>> files;
   std::vector<std::string> skipped;
-  for (const auto& path : trace_paths) {
-    std::unique_ptr<TraceFile> f;
-    try {
-      if (read_ahead) f = read_ahead->state_->take(path);
-      if (!f) {
-        f = std::make_unique<TraceFile>(kept_text, options.max_event_log_bytes);
-        f->summary = trace::read_trace(path, f->pass, progress_for(done_bytes));
+  for (size_t i = 0; i < trace_paths.size(); ++i) {
+    const std::string& path = trace_paths[i];
+    if (read_failed[i]) {
+      try {
+        std::rethrow_exception(read_failed[i]);
+      } catch (const trace::NotATraceError& e) {
+        if (trace_paths.size() == 1) throw;
+        skipped.push_back(std::string(e.what()) + ": skipped");
+        continue;
       }
-      f->path = path;
-    } catch (const trace::NotATraceError& e) {
-      if (trace_paths.size() == 1) throw;
-      skipped.push_back(std::string(e.what()) + ": skipped");
-      continue;
     }
+    std::unique_ptr<TraceFile> f = std::move(read[i]);
+    f->path = path;
     f->pass.finish();
     if (f->pass.aggregate_mode()) apply_aggregate(f->pass);
-    done_bytes += f->summary.file_bytes;
     if (!f->pass.have_info && trace_paths.size() > 1) {
       skipped.push_back(path + " holds no process record (it ends before its first chunk): skipped");
       continue;
@@ -427,7 +497,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     {
       std::jthread pass_two([&] {
         try {
-          replay_events(main, *snapshots, progress_for(total_bytes));
+          replay_events(main, *snapshots, read_progress.of_file());
         } catch (...) {
           pass_two_failed = std::current_exception();
         }
@@ -683,18 +753,32 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
       job_stacks.push_back(JobStack{0, StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks}});
     }
   }
-  for (size_t n = 1; n < job.order.size(); ++n) {
-    if (!job.event_at_peak[n]) continue;
+  // Each process's replay to the job's peak apart, at once; their stacks named in order.
+  std::vector<std::optional<PeakSnapshots>> held(job.order.size());
+  std::vector<std::exception_ptr> replay_failed(job.order.size());
+  run_at_once(job.order.size() - 1, [&](size_t i) {
+    const size_t n = i + 1;
+    if (!job.event_at_peak[n]) return;
     TraceFile& file = *files[job.order[n]];
-    PeakSnapshots held({{job.event_at_peak[n], PeakSnapshots::kJobPeak}}, file.pass.heap.infos().size(),
-                       file.pass.events);
-    held.top_stacks = options.top_stacks;
-    replay_events(file, held, {});
+    try {
+      held[n].emplace(std::vector<PeakSnapshots::Target>{{job.event_at_peak[n], PeakSnapshots::kJobPeak}},
+                      file.pass.heap.infos().size(), file.pass.events);
+      held[n]->top_stacks = options.top_stacks;
+      replay_events(file, *held[n], {});
+    } catch (...) {
+      replay_failed[n] = std::current_exception();
+    }
+  });
+  for (size_t n = 1; n < job.order.size(); ++n) {
+    if (replay_failed[n]) std::rethrow_exception(replay_failed[n]);
+    if (!held[n]) continue;
+    const TraceFile& file = *files[job.order[n]];
     StackResolver resolver(file.pass.stacks, file.pass.module_snapshots, file.pass.python_codes, report,
                            options.symbolize);
-    for (const StackBytes& sb : held.stage_peaks[PeakSnapshots::kJobPeak]) {
+    for (const StackBytes& sb : held[n]->stage_peaks[PeakSnapshots::kJobPeak]) {
       job_stacks.push_back(JobStack{n, StackBytes{resolver.index_of(sb.stack), sb.bytes, sb.blocks}});
     }
+    held[n].reset();
   }
   std::stable_sort(job_stacks.begin(), job_stacks.end(),
                    [](const JobStack& a, const JobStack& b) { return a.held.bytes > b.held.bytes; });

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -35,13 +36,12 @@ namespace memstage::reports {
 using trace::kNsPerS;
 
 // Counts the bytes of text and lists the analysis keeps from its traces, against
-// AnalysisOptions::max_kept_text_bytes.
+// AnalysisOptions::max_kept_text_bytes. Charged by the passes of several traces at once.
 class KeptTextBudget {
  public:
   explicit KeptTextBudget(uint64_t max_bytes) : max_bytes_(max_bytes) {}
   void charge(uint64_t bytes, const char* what) {
-    kept_bytes_ += bytes;
-    if (kept_bytes_ > max_bytes_)
+    if (kept_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes > max_bytes_)
       throw AnalysisLimitError(fmt::format("the traces describe more than {} MiB of {} (and other text) to keep: "
                                            "too large to analyse",
                                            max_bytes_ >> 20, what));
@@ -49,7 +49,7 @@ class KeptTextBudget {
 
  private:
   uint64_t max_bytes_;
-  uint64_t kept_bytes_ = 0;
+  std::atomic<uint64_t> kept_bytes_{0};
 };
 
 // What the allocator said it held at one moment, with the heap, RSS and tracer's share then.

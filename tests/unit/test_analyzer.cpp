@@ -509,3 +509,39 @@ TEST_CASE("a module changed after the trace was recorded is named in a warning")
   options.symbolize = false;
   CHECK_FALSE(warned());
 }
+
+TEST_CASE("several traces are read at once, and reported as if read in turn") {
+  // Six processes, each with its own peak, and a file that is no trace among them.
+  reports::AnalysisOptions options;
+  options.symbolize = false;
+  std::vector<std::string> paths;
+  for (uint64_t p = 0; p < 6; ++p) {
+    TraceBuilder b;
+    b.process(100 + p).stack({0x10 + p}).time(1'000'000);
+    for (uint64_t i = 0; i < 1000; ++i) b.alloc(0x10000 + i * 1024, 100 + p, 0);
+    for (uint64_t i = 0; i < 1000; ++i) b.free(0x10000 + i * 1024);
+    b.end(2'000'000);
+    paths.push_back(memstage::testing::temp_trace_path("analyzer_at_once_" + std::to_string(p) + ".mst"));
+    b.write(paths.back());
+    if (p == 2) {
+      paths.push_back(memstage::testing::temp_trace_path("analyzer_at_once_not_a_trace.mst"));
+      FILE* f = fopen(paths.back().c_str(), "wb");
+      REQUIRE(f);
+      fputs("not a trace", f);
+      fclose(f);
+    }
+  }
+  const auto first = reports::analyze(paths, std::nullopt, options);
+  REQUIRE(first.processes.size() == 6);
+  for (uint64_t p = 0; p < 6; ++p) {
+    CHECK(first.processes[p].pid == 100 + p);
+    CHECK(first.processes[p].peak_heap_bytes == 1000 * (100 + p));
+  }
+  CHECK(std::count_if(first.warnings.begin(), first.warnings.end(), [](const std::string& w) {
+          return w.find("analyzer_at_once_not_a_trace.mst is not a memstage trace: skipped") != std::string::npos;
+        }) == 1);
+  // However the reads interleave, the same report.
+  for (int round = 0; round < 5; ++round) {
+    CHECK(reports::render_text(reports::analyze(paths, std::nullopt, options)) == reports::render_text(first));
+  }
+}
