@@ -269,7 +269,7 @@ int attach(const AttachFlags& flags) {
   const double attached_at_s = now_s();
   // The trace is read as the tracer writes it, as `memstage run` does.
   const std::unique_ptr<reports::TraceBeingWritten> read_ahead =
-      read_trace_ahead(dir, static_cast<uint64_t>(pid), flags.mode != "stats");
+      read_traces_ahead(dir, flags.mode != "stats");
   if (!flags.quiet) {
     char until[64] = "until Ctrl-C";
     if (flags.duration_s > 0) snprintf(until, sizeof(until), "for %g s", flags.duration_s);

@@ -102,11 +102,11 @@ int run(const RunFlags& flags) {
       {"MEMSTAGE_RAM_LIMIT_ACTION", flags.ram_limit_action},
   };
   add_python_environment(flags, preload, env);
-  // The traced command's first pass is read while it runs: by its end, most of the
-  // analysis is done (reports/analysis/analyzer.h, TraceBeingWritten).
+  // The traces' first passes are read while their processes run: by the command's end,
+  // most of the analysis is done (reports/analysis/analyzer.h, TraceBeingWritten).
   std::unique_ptr<reports::TraceBeingWritten> read_ahead;
-  const ChildResult child = run_child(flags.command, env, [&](uint64_t pid) {
-    if (!flags.read_after_exit) read_ahead = read_trace_ahead(dir, pid, flags.mode != "stats");
+  const ChildResult child = run_child(flags.command, env, [&](uint64_t) {
+    if (!flags.read_after_exit) read_ahead = read_traces_ahead(dir, flags.mode != "stats");
   });
   if (read_ahead) read_ahead->writer_ended();
 
@@ -161,8 +161,8 @@ void register_run(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--no-follow-fork", flags->no_follow_fork, "Do not trace forked children");
   cmd->add_flag("-q,--quiet", flags->quiet, "Print no summary");
   cmd->add_flag("--read-after-exit", flags->read_after_exit,
-                "Read the trace only after the program ends (by default it is read on a spare core as it is "
-                "written: a faster report, but the analysis's memory is in use beside the program's)");
+                "Read the traces only after the program ends (by default they are read on spare cores as "
+                "they are written: a faster report, but the analysis's memory is in use beside the program's)");
   cmd->add_option("--budget", flags->budget_path, "Gate the report against this budget (docs/budget.md): exit 1 when over");
   cmd->add_option("--ram-limit", flags->ram_limit,
                    "Play a machine with this much RAM (16GiB): record when RSS passes it");

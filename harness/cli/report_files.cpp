@@ -14,7 +14,6 @@
 #include "harness/cli/progress_bar.h"
 #include "harness/files/output_files.h"
 #include "profiler/preload/options.h"
-#include "profiler/trace/trace_format.h"
 #include "profiler/trace/trace_reader.h"
 #include "reports/render/export/chrome_trace.h"
 #include "reports/render/export/pprof.h"
@@ -157,15 +156,11 @@ bool write_or_say(const std::string& path, const std::string& content) {
   }
 }
 
-std::unique_ptr<reports::TraceBeingWritten> read_trace_ahead(const std::string& dir, uint64_t pid, bool with_stacks) {
+std::unique_ptr<reports::TraceBeingWritten> read_traces_ahead(const std::string& dir, bool with_stacks) {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) < 2) return nullptr;
-  // The name the tracer gives the trace of the program it starts in (trace_format.h).
-  const int length = snprintf(nullptr, 0, trace::kTracePathFormat, dir.c_str(), static_cast<long>(pid));
-  std::string path(static_cast<size_t>(length), '\0');
-  snprintf(path.data(), path.size() + 1, trace::kTracePathFormat, dir.c_str(), static_cast<long>(pid));
-  return std::make_unique<reports::TraceBeingWritten>(path, reports::AnalysisOptions{}, with_stacks);
+  return std::make_unique<reports::TraceBeingWritten>(dir, reports::AnalysisOptions{}, with_stacks);
 }
 
 bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,

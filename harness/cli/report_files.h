@@ -44,12 +44,12 @@ void prepare_output_dir(const std::string& dir);
 // Writes `path`; on failure (a full disk) says so on stderr and returns false.
 bool write_or_say(const std::string& path, const std::string& content);
 
-// A reader of `dir`/trace.<pid>.mst while process `pid` writes it (`run`, `attach`:
+// A reader of the traces in `dir` while their processes write them (`run`, `attach`:
 // reports/analysis/analyzer.h, TraceBeingWritten), where a core is left for it: on one
 // core the reading would slow the program down (its times, not its memory figures), and
 // none is made. `with_stacks`: the run records stacks (not stats mode), so the C library's
 // debug information is read while it runs too.
-std::unique_ptr<reports::TraceBeingWritten> read_trace_ahead(const std::string& dir, uint64_t pid, bool with_stacks);
+std::unique_ptr<reports::TraceBeingWritten> read_traces_ahead(const std::string& dir, bool with_stacks);
 
 // The end of `run` and `attach`: analyses the folder's traces, writes report.json and
 // report.html into it and, unless `quiet`, prints the text summary on stderr. What cannot

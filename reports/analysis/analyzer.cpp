@@ -164,8 +164,8 @@ SamplingReport sampling_report(uint64_t rate_bytes, uint64_t samples) {
 }  // namespace
 
 struct TraceBeingWritten::State {
-  State(std::string trace_path, const AnalysisOptions& options, bool warm_symbols)
-      : path(std::move(trace_path)), budget(options.max_kept_text_bytes), max_event_log_bytes(options.max_event_log_bytes) {
+  State(std::string folder, const AnalysisOptions& options, bool warm_symbols)
+      : dir(std::move(folder)), budget(options.max_kept_text_bytes), max_event_log_bytes(options.max_event_log_bytes) {
     if (!warm_symbols || !options.symbolize) return;
     // At the lowest priority: while the program runs, this thread takes only a core the
     // program leaves idle.
@@ -174,16 +174,25 @@ struct TraceBeingWritten::State {
       symbolizer.warm_c_library();
     });
   }
-  std::string path;
+  // One trace followed as it is written, by a thread of its own.
+  struct Follower {
+    std::string path;
+    std::unique_ptr<TraceFile> file;  // once read
+    std::exception_ptr failed;
+    std::jthread reader;
+  };
+  // More traces than this (a build's thousand compilers) are read after the run, at once.
+  static constexpr size_t kMaxFollowed = 16;
+
+  std::string dir;
   KeptTextBudget budget;  // the analysis it is handed to goes on charging it
   size_t max_event_log_bytes;
   std::mutex mutex;
   std::condition_variable writer_ended;
   bool writing = true;  // under mutex
-  std::unique_ptr<TraceFile> file;  // once read; null when the file never appeared
-  std::exception_ptr failed;
   Symbolizer symbolizer;  // the C library's modules opened while the program runs (warmer)
-  std::jthread reader;  // last two: the members above outlive them
+  std::vector<std::unique_ptr<Follower>> followers;  // the watcher's until it returns
+  std::jthread watcher;  // last two: the members above outlive them
   std::jthread warmer;
 
   bool still_writing() {
@@ -204,22 +213,37 @@ struct TraceBeingWritten::State {
     writer_ended.wait_for(lock, std::chrono::milliseconds(10), [this] { return !writing; });
   }
 
-  void read() {
-    // The tracer creates the file as its process starts; one it never reaches (a
-    // statically linked program) has none.
-    for (std::error_code ec;;) {
-      const bool writer_on = still_writing();
-      if (std::filesystem::exists(path, ec)) break;
-      if (!writer_on) return;
+  // Follows every trace that appears in the folder while the run goes on: the tracer
+  // creates one as each process starts (and one more at each exec), so a job's workers,
+  // ranks and the program a launcher runs are read as they run, not after.
+  void watch() {
+    std::set<std::string> seen;
+    while (still_writing()) {
+      std::vector<std::string> paths;
+      try {
+        paths = find_traces(dir);
+      } catch (const std::exception&) {
+        // The folder is the run's own; one that cannot be listed now is tried again.
+      }
+      for (const std::string& path : paths) {
+        if (followers.size() == kMaxFollowed) return;
+        if (!seen.insert(path).second) continue;
+        auto& f = *followers.emplace_back(std::make_unique<Follower>());
+        f.path = path;
+        f.reader = std::jthread([this, &f] { follow(f); });
+      }
       wait();
     }
+  }
+
+  void follow(Follower& f) {
     try {
-      auto f = std::make_unique<TraceFile>(budget, max_event_log_bytes);
+      auto file = std::make_unique<TraceFile>(budget, max_event_log_bytes);
       const trace::FollowWriter follow{[this] { return still_writing(); }, [this] { wait(); }};
-      f->summary = trace::read_trace(path, f->pass, {}, &follow);
-      file = std::move(f);
+      file->summary = trace::read_trace(f.path, file->pass, {}, &follow);
+      f.file = std::move(file);
     } catch (...) {
-      failed = std::current_exception();
+      f.failed = std::current_exception();
     }
   }
 
@@ -229,26 +253,37 @@ struct TraceBeingWritten::State {
     return std::move(symbolizer);
   }
 
-  // The pass over `trace_path` if it is this file (null otherwise, or when the file never
-  // appeared): waits for the reader to finish it; what it threw, this throws.
+  // The pass over `trace_path` if it was followed (null otherwise): waits for its reader
+  // to finish it; what it threw, this throws.
   std::unique_ptr<TraceFile> take(const std::string& trace_path) {
-    std::error_code ec;
-    if (!std::filesystem::equivalent(trace_path, path, ec)) return nullptr;
     end_writing();
-    if (reader.joinable()) reader.join();
-    if (failed) std::rethrow_exception(std::exchange(failed, nullptr));
-    return std::move(file);
+    if (watcher.joinable()) watcher.join();
+    for (auto& f : followers) {
+      std::error_code ec;
+      if (!std::filesystem::equivalent(trace_path, f->path, ec)) continue;
+      if (f->reader.joinable()) f->reader.join();
+      if (f->failed) std::rethrow_exception(std::exchange(f->failed, nullptr));
+      return std::move(f->file);
+    }
+    return nullptr;
   }
 };
 
-TraceBeingWritten::TraceBeingWritten(std::string path, const AnalysisOptions& options, bool warm_symbols)
-    : state_(std::make_unique<State>(std::move(path), options, warm_symbols)) {
-  state_->reader = std::jthread([state = state_.get()] { state->read(); });
+TraceBeingWritten::TraceBeingWritten(std::string dir, const AnalysisOptions& options, bool warm_symbols)
+    : state_(std::make_unique<State>(std::move(dir), options, warm_symbols)) {
+  state_->watcher = std::jthread([state = state_.get()] { state->watch(); });
 }
 
-TraceBeingWritten::~TraceBeingWritten() { writer_ended(); }  // State's reader joins
+// The watcher joins (State's last members), then the followers as `followers` goes.
+TraceBeingWritten::~TraceBeingWritten() { writer_ended(); }
 
 void TraceBeingWritten::writer_ended() { state_->end_writing(); }
+
+size_t TraceBeingWritten::traces_followed() {
+  state_->end_writing();
+  if (state_->watcher.joinable()) state_->watcher.join();
+  return state_->followers.size();
+}
 
 std::vector<std::string> find_traces(const std::string& dir) {
   std::vector<std::pair<std::filesystem::file_time_type, std::string>> found;

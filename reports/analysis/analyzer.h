@@ -53,23 +53,27 @@ class AnalysisLimitError : public std::runtime_error {
 // Finds the trace files (trace.*.mst) in a run's output folder, oldest first.
 std::vector<std::string> find_traces(const std::string& dir);
 
-// The trace of a process that is still running, read by a thread of its own as the
-// tracer writes it: `memstage run` has its program's first pass done by the time the
-// program ends, on a core the program leaves idle, instead of reading it all afterwards.
-// The analysis it is handed to takes that pass as its own (the report is the same).
+// The traces of a run whose processes are still running, each read by a thread of its own
+// as the tracer writes it: `memstage run` has the first pass of its program, and of every
+// process the program starts, done by the time the program ends, on cores the program
+// leaves idle, instead of reading them all afterwards. The analysis it is handed to takes
+// those passes as its own (the report is the same).
 class TraceBeingWritten {
  public:
-  // Starts reading `path` as soon as the file appears (the tracer creates it as its
-  // process starts); `options` must be those of the analysis it is handed to. With
-  // `warm_symbols` (a trace with stacks, symbolized), it also reads the C library's symbols
-  // and debug information meanwhile (Symbolizer::warm), on a thread at the lowest priority.
-  TraceBeingWritten(std::string path, const AnalysisOptions& options, bool warm_symbols = false);
-  ~TraceBeingWritten();  // stops reading and waits for the thread
+  // Watches `dir`, the run's folder, and follows each trace (trace.*.mst) that appears in
+  // it from then on, up to 16 of them; `options` must be those of the analysis it is handed
+  // to. With `warm_symbols` (a trace with stacks, symbolized), it also reads the C
+  // library's symbols and debug information meanwhile (Symbolizer::warm), on a thread at
+  // the lowest priority.
+  TraceBeingWritten(std::string dir, const AnalysisOptions& options, bool warm_symbols = false);
+  ~TraceBeingWritten();  // stops reading and waits for the threads
   TraceBeingWritten(const TraceBeingWritten&) = delete;
   TraceBeingWritten& operator=(const TraceBeingWritten&) = delete;
 
-  // The process that writes the file has ended: read what is left of it, then stop.
+  // The processes that write the traces have ended: read what is left of them, then stop.
   void writer_ended();
+  // How many traces were followed (for tests): ends the watching, as writer_ended does.
+  size_t traces_followed();
 
   struct State;  // analyzer.cpp
 
@@ -81,8 +85,8 @@ class TraceBeingWritten {
 
 // Analyses the traces of one run; the first process started is the one reported, the
 // others appear under `processes`. Throws trace::NotATraceError for a non-trace file.
-// `read_ahead`, when given, is one of `trace_paths` read while it was written; its reader
-// is told the writer ended, and its pass is taken instead of reading the file again.
+// `read_ahead`, when given, followed some of `trace_paths` while they were written; it is
+// told the writers ended, and its passes are taken instead of reading those files again.
 Report analyze(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
                const AnalysisOptions& options, TraceBeingWritten* read_ahead = nullptr);
 

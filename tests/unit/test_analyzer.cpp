@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <set>
 #include <thread>
 
@@ -400,47 +401,64 @@ TEST_CASE("a trace read while it is written makes the report of the finished fil
   b.stage_end(3'000'000).free(0x2000).alloc(0x4000, 10, 0).chunk();
   b.end(4'000'000);
   const std::string bytes = b.bytes();
-  const std::string path = memstage::testing::temp_trace_path("analyzer_being_written.mst");
-  std::filesystem::remove(path);
+  // A run's folder, where a second process's trace appears once the first is under way.
+  const std::string dir = memstage::testing::temp_trace_path("analyzer_being_written");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory(dir);
+  const std::string path = dir + "/trace.100.mst", child_path = dir + "/trace.101.mst";
   reports::AnalysisOptions options;
   options.symbolize = false;
 
-  // The reader starts before the file exists, as memstage run's does before its program's
-  // tracer has created it, and follows it as it grows chunk by chunk.
-  reports::TraceBeingWritten ahead(path, options);
-  std::thread writer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    FILE* f = fopen(path.c_str(), "wb");
+  // The reader starts before the files exist, as memstage run's does before its program's
+  // tracer has created one, and follows each as it grows chunk by chunk.
+  reports::TraceBeingWritten ahead(dir, options);
+  const auto write_slowly = [&](const std::string& to, const std::function<void(size_t)>& after_bytes) {
+    FILE* f = fopen(to.c_str(), "wb");
     for (size_t at = 0; at < bytes.size(); at += 11) {
       fwrite(bytes.data() + at, 1, std::min<size_t>(11, bytes.size() - at), f);
       fflush(f);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      after_bytes(at);
     }
     fclose(f);
+  };
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::thread child;
+    write_slowly(path, [&](size_t at) {
+      if (at == 11 * 20) child = std::thread(write_slowly, child_path, [](size_t) {});
+    });
+    child.join();
   });
   writer.join();
-  ahead.writer_ended();
-  const auto followed = reports::analyze({path}, std::nullopt, options, &ahead);
-  const auto plain = reports::analyze({path}, std::nullopt, options);
+  CHECK(ahead.traces_followed() == 2);
+  const auto followed = reports::analyze({path, child_path}, std::nullopt, options, &ahead);
+  const auto plain = reports::analyze({path, child_path}, std::nullopt, options);
   CHECK(followed.totals.peak_heap_bytes == 5800);
   CHECK(followed.totals.leaked_bytes == 110);
   CHECK(followed.warnings.empty());
   REQUIRE(followed.stages.size() == 1);
   CHECK(followed.stages[0].figures.peak_heap_bytes == plain.stages[0].figures.peak_heap_bytes);
   CHECK(reports::render_text(followed) == reports::render_text(plain));
+  std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("a trace to be read ahead that never appears leaves the analysis as it was") {
+TEST_CASE("traces to be read ahead that never appear leave the analysis as it was") {
   TraceBuilder b;
   b.process().stack({0x10}).alloc(0x1000, 64, 0).end(1'000'000);
   reports::AnalysisOptions options;
   options.symbolize = false;
-  reports::TraceBeingWritten ahead(memstage::testing::temp_trace_path("analyzer_never_written.mst"), options);
+  const std::string dir = memstage::testing::temp_trace_path("analyzer_never_written");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory(dir);
+  reports::TraceBeingWritten ahead(dir, options);
   ahead.writer_ended();
+  CHECK(ahead.traces_followed() == 0);
   const std::string path = memstage::testing::temp_trace_path("analyzer_other.mst");
   b.write(path);
   const auto r = reports::analyze({path}, std::nullopt, options, &ahead);
   CHECK(r.totals.peak_heap_bytes == 64);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("pass two replays pass one's log of the events or reads the trace again: the same stacks at the peaks") {
