@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,6 +184,7 @@ bool wait_for_chunks_written(uint64_t patience_ns = ~0ull) {
 
 void* compressor_main(void*) {
   t_thread.in_tracer = true;  // zstd's memory is the tracer's (zstd_alloc), nothing else allocates
+  prctl(PR_SET_NAME, "memstage-zstd");  // what top -H, ps -L, gdb and py-spy call it
   compressor.tid.store(gettid_raw(), std::memory_order_relaxed);
   for (;;) {
     while (compressor.busy.load(std::memory_order_acquire) == 0) {
@@ -520,6 +522,7 @@ bool outside_signal_handlers() {
 
 void* writer_main(void*) {
   t_thread.in_tracer = true;  // whatever this thread calls is the tracer's, never the program's
+  prctl(PR_SET_NAME, "memstage-write");  // what top -H, ps -L, gdb and py-spy call it (15 bytes at most)
   ThreadState* self = current_thread_state();
   const uint64_t interval_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
   while (!w.stop.load(std::memory_order_acquire)) {

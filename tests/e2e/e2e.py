@@ -847,12 +847,15 @@ def scenario_single_thread(s):
 def scenario_signal_mask(s):
     """Signals sent to the process go to the program's threads as untraced: a program whose only thread blocks
     SIGUSR1 and SIGTERM reads both from a signalfd, after the tracer's threads started (none of them takes
-    one), in every mode; what it allocated between the two is in the report."""
+    one), in every mode; what it allocated between the two is in the report. The tracer's threads are named
+    as its own (memstage-write, and memstage-zstd beside it where chunks are compressed apart)."""
     for mode in ("full", "stats", "aggregate", "sample"):
         _, report, t = s.traced_as_untraced(mode, [s.program("signal_mask"), "truth.json"], run_flags=["--mode", mode])
         if not t:
             continue
         no_killed_warning(s, report, "signal_mask (%s)" % mode)
+        names = sorted(t["thread_names"])
+        s.eq(names, ["memstage-write", "memstage-zstd", "signal_mask"], "%s: the threads' names" % mode)
         if mode in ("full", "aggregate"):
             groups = [g for g in report["leaks"] if has_function(g["stack"], "leak_between_signals")]
             s.eq(sum(g["bytes"] for g in groups), t["leak_bytes"], "%s: bytes from leak_between_signals" % mode)
