@@ -181,8 +181,9 @@ struct TraceBeingWritten::State {
     std::exception_ptr failed;
     std::jthread reader;
   };
-  // More traces than this (a build's thousand compilers) are read after the run, at once.
-  static constexpr size_t kMaxFollowed = 16;
+  // Traces followed at once at most: one whose process ended (or exec'd) makes room for
+  // the next; those that found none are read after the run, several at once.
+  static constexpr size_t kMaxFollowing = 16;
 
   std::string dir;
   KeptTextBudget budget;  // the analysis it is handed to goes on charging it
@@ -192,6 +193,7 @@ struct TraceBeingWritten::State {
   bool writing = true;  // under mutex
   Symbolizer symbolizer;  // the C library's modules opened while the program runs (warmer)
   std::vector<std::unique_ptr<Follower>> followers;  // the watcher's until it returns
+  std::atomic<size_t> following{0};  // followers still reading
   std::jthread watcher;  // last two: the members above outlive them
   std::jthread warmer;
 
@@ -216,35 +218,57 @@ struct TraceBeingWritten::State {
   // Follows every trace that appears in the folder while the run goes on: the tracer
   // creates one as each process starts (and one more at each exec), so a job's workers,
   // ranks and the program a launcher runs are read as they run, not after.
+  // The folder is listed again only when its modification time changed (a trace was
+  // created): a stat every poll, not a listing of a build's thousand traces.
   void watch() {
-    std::set<std::string> seen;
+    std::set<std::string> followed;
+    struct stat last{};
+    bool unlisted = false;  // traces left for want of room
     while (still_writing()) {
-      std::vector<std::string> paths;
-      try {
-        paths = find_traces(dir);
-      } catch (const std::exception&) {
-        // The folder is the run's own; one that cannot be listed now is tried again.
-      }
-      for (const std::string& path : paths) {
-        if (followers.size() == kMaxFollowed) return;
-        if (!seen.insert(path).second) continue;
-        auto& f = *followers.emplace_back(std::make_unique<Follower>());
-        f.path = path;
-        f.reader = std::jthread([this, &f] { follow(f); });
+      struct stat now{};
+      const bool changed = stat(dir.c_str(), &now) == 0 && (now.st_mtim.tv_sec != last.st_mtim.tv_sec ||
+                                                             now.st_mtim.tv_nsec != last.st_mtim.tv_nsec);
+      if (changed || (unlisted && following.load() < kMaxFollowing)) {
+        last = now;
+        unlisted = false;
+        std::vector<std::string> paths;
+        try {
+          paths = find_traces(dir);
+        } catch (const std::exception&) {
+          last = {};  // the run's own folder: tried again next poll
+        }
+        for (const std::string& path : paths) {
+          if (followed.contains(path)) continue;
+          if (following.load() == kMaxFollowing) {
+            unlisted = true;
+            break;
+          }
+          followed.insert(path);
+          following.fetch_add(1);
+          auto& f = *followers.emplace_back(std::make_unique<Follower>());
+          f.path = path;
+          f.reader = std::jthread([this, &f] { follow(f); });
+        }
       }
       wait();
     }
   }
 
+  // Until the run ends, or the trace's process does: its end record, or an exec, is the
+  // last it writes (an exec that fails writes on: take() then finds the file longer than
+  // what was read).
   void follow(Follower& f) {
     try {
       auto file = std::make_unique<TraceFile>(budget, max_event_log_bytes);
-      const trace::FollowWriter follow{[this] { return still_writing(); }, [this] { wait(); }};
+      const trace::FollowWriter follow{
+          [this, &file] { return still_writing() && !file->pass.ended && !file->pass.replaced_by_exec(); },
+          [this] { wait(); }};
       file->summary = trace::read_trace(f.path, file->pass, {}, &follow);
       f.file = std::move(file);
     } catch (...) {
       f.failed = std::current_exception();
     }
+    following.fetch_sub(1);
   }
 
   // The symbolizer with the C library's modules open (once the warmer is done with them).
@@ -253,8 +277,8 @@ struct TraceBeingWritten::State {
     return std::move(symbolizer);
   }
 
-  // The pass over `trace_path` if it was followed (null otherwise): waits for its reader
-  // to finish it; what it threw, this throws.
+  // The pass over `trace_path` if it was followed to the file's end (null otherwise): waits
+  // for its reader to finish it; what it threw, this throws.
   std::unique_ptr<TraceFile> take(const std::string& trace_path) {
     end_writing();
     if (watcher.joinable()) watcher.join();
@@ -263,6 +287,8 @@ struct TraceBeingWritten::State {
       if (!std::filesystem::equivalent(trace_path, f->path, ec)) continue;
       if (f->reader.joinable()) f->reader.join();
       if (f->failed) std::rethrow_exception(std::exchange(f->failed, nullptr));
+      const uint64_t bytes = std::filesystem::file_size(f->path, ec);
+      if (ec || !f->file || bytes != f->file->summary.file_bytes) return nullptr;  // written on after
       return std::move(f->file);
     }
     return nullptr;

@@ -563,3 +563,47 @@ TEST_CASE("several traces are read at once, and reported as if read in turn") {
     CHECK(reports::render_text(reports::analyze(paths, std::nullopt, options)) == reports::render_text(first));
   }
 }
+
+TEST_CASE("a trace whose process ended makes room to follow the next; one written on after its exec is read again") {
+  reports::AnalysisOptions options;
+  options.symbolize = false;
+  const std::string dir = memstage::testing::temp_trace_path("analyzer_followed_in_turn");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory(dir);
+  reports::TraceBeingWritten ahead(dir, options);
+
+  // The first process exec's and its exec fails: it writes on, after a pause, in the same
+  // file. Its follower stops at the exec record.
+  TraceBuilder exec_failed;
+  exec_failed.process(300).stack({0x10}).alloc(0x1000, 64, 0);
+  exec_failed.record(trace::records::Exec{1'000'000, "/no/such/program"}).chunk();
+  exec_failed.alloc(0x2000, 4096, 0).end(2'000'000);
+  const std::string bytes = exec_failed.bytes();
+  trace::ChunkHeader first{};
+  memcpy(&first, bytes.data() + sizeof(trace::FileHeader), sizeof(first));
+  const size_t first_end = sizeof(trace::FileHeader) + sizeof(first) + first.compressed_bytes;
+  const std::string exec_path = dir + "/trace.300.mst";
+  FILE* f = fopen(exec_path.c_str(), "wb");
+  REQUIRE(f);
+  fwrite(bytes.data(), 1, first_end, f);
+  fflush(f);
+
+  // Then forty short processes, one after another: more than the 16 followed at once.
+  std::vector<std::string> paths{exec_path};
+  for (uint64_t p = 0; p < 40; ++p) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    TraceBuilder b;
+    b.process(400 + p).stack({0x20}).alloc(0x1000, 100 + p, 0).end(1'000'000);
+    paths.push_back(dir + "/trace." + std::to_string(400 + p) + ".mst");
+    b.write(paths.back());
+  }
+  fwrite(bytes.data() + first_end, 1, bytes.size() - first_end, f);
+  fclose(f);
+
+  CHECK(ahead.traces_followed() > 16);
+  const auto followed = reports::analyze(paths, std::nullopt, options, &ahead);
+  const auto plain = reports::analyze(paths, std::nullopt, options);
+  CHECK(followed.totals.peak_heap_bytes == 64 + 4096);  // what the exec'ing process wrote on is in
+  CHECK(reports::render_text(followed) == reports::render_text(plain));
+  std::filesystem::remove_all(dir);
+}
