@@ -184,7 +184,6 @@ bool wait_for_chunks_written(uint64_t patience_ns = ~0ull) {
 
 void* compressor_main(void*) {
   t_thread.in_tracer = true;  // zstd's memory is the tracer's (zstd_alloc), nothing else allocates
-  prctl(PR_SET_NAME, "memstage-zstd");  // what top -H, ps -L, gdb and py-spy call it
   compressor.tid.store(gettid_raw(), std::memory_order_relaxed);
   for (;;) {
     while (compressor.busy.load(std::memory_order_acquire) == 0) {
@@ -522,7 +521,6 @@ bool outside_signal_handlers() {
 
 void* writer_main(void*) {
   t_thread.in_tracer = true;  // whatever this thread calls is the tracer's, never the program's
-  prctl(PR_SET_NAME, "memstage-write");  // what top -H, ps -L, gdb and py-spy call it (15 bytes at most)
   ThreadState* self = current_thread_state();
   const uint64_t interval_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
   while (!w.stop.load(std::memory_order_acquire)) {
@@ -701,10 +699,15 @@ namespace {
 // program blocks (to read it by signalfd or sigwait) and die of its default action, or run
 // the program's handler on the tracer's stack. A thread starts with its creator's mask.
 // glibc keeps its own signals (thread cancellation, setuid across threads) unblocked.
-bool start_tracer_thread(pthread_t* thread, size_t stack_bytes, void* (*start)(void*)) {
+// `name` (15 bytes at most) is what top -H, ps -L, gdb and py-spy call it: a thread starts
+// with its creator's name too, so the creator takes it for the instant of the creation
+// (named from inside, the thread showed the program's name until it first ran).
+bool start_tracer_thread(pthread_t* thread, size_t stack_bytes, void* (*start)(void*), const char* name) {
   sigset_t blocked, creator_mask;
   sigfillset(&blocked);
   for (int fault : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&blocked, fault);
+  char creator_name[16] = {};
+  const bool renamed = prctl(PR_GET_NAME, creator_name) == 0 && prctl(PR_SET_NAME, name) == 0;
   pthread_attr_t attributes;
   pthread_attr_init(&attributes);
   pthread_attr_setstacksize(&attributes, stack_bytes);
@@ -712,6 +715,7 @@ bool start_tracer_thread(pthread_t* thread, size_t stack_bytes, void* (*start)(v
   const int created = pthread_create(thread, &attributes, start, nullptr);
   pthread_sigmask(SIG_SETMASK, &creator_mask, nullptr);
   pthread_attr_destroy(&attributes);
+  if (renamed) prctl(PR_SET_NAME, creator_name);
   return created == 0;
 }
 
@@ -723,7 +727,7 @@ void start_compressor() {
   compressor.stop.store(false, std::memory_order_relaxed);
   compressor.busy.store(0, std::memory_order_relaxed);
   // Chunks are handed over once it runs.
-  compressor.running.store(start_tracer_thread(&compressor.thread, kCompressorStackBytes, compressor_main),
+  compressor.running.store(start_tracer_thread(&compressor.thread, kCompressorStackBytes, compressor_main, "memstage-zstd"),
                            std::memory_order_release);
 }
 
@@ -742,7 +746,7 @@ bool writer_start_thread(bool with_compressor) {
   bool running = false;
   if (!w.thread_running.compare_exchange_strong(running, true, std::memory_order_acq_rel)) return true;
   w.stop.store(false, std::memory_order_relaxed);
-  if (!start_tracer_thread(&w.thread, kWriterStackBytes, writer_main)) {
+  if (!start_tracer_thread(&w.thread, kWriterStackBytes, writer_main, "memstage-write")) {
     w.thread_running.store(false, std::memory_order_release);
     return false;
   }
