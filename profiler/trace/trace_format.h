@@ -1,4 +1,4 @@
-// The memstage trace format, version 2. Writer: profiler/preload. Reader: trace_reader.h.
+// The memstage trace format, version 3. Writer: profiler/preload. Reader: trace_reader.h.
 //
 // A trace file is one process's record (a forked child or an exec'd program writes its
 // own file next to its parent's):
@@ -23,7 +23,8 @@
 // stage definition precedes its first use.
 //
 // Version 2 stores stacks as a tree (kStackNode); version 1 stored each stack whole
-// (kStack). The reader reads both and hands the analysis whole stacks either way.
+// (kStack). The reader reads both and hands the analysis whole stacks either way. Version 3
+// adds kTemporary.
 //
 // Times are nanoseconds since the process's trace started (ProcessInfo.start_*_ns).
 // Allocation events carry no time of their own: each happened at or after the latest
@@ -41,7 +42,7 @@ inline constexpr double kNsPerS = 1e9;  // trace times are nanoseconds; reports 
 // program it runs writes trace.<pid>.mst, the n-th one it exec's trace.<pid>.<n>.mst.
 inline constexpr char kTracePathFormat[] = "%s/trace.%ld.mst";
 inline constexpr char kExecTracePathFormat[] = "%s/trace.%ld.%d.mst";
-inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr uint32_t kChunkMagic = 0x4b43534d;  // "MSCK"
 // A chunk larger than this is treated as corrupt (the writer never makes one).
@@ -239,6 +240,10 @@ enum class Tag : uint8_t {
   // recorded), and what is live at the trace's end is what was allocated since and not
   // freed by the time it detached, not necessarily a leak.
   kAttached = 50,
+  // Version 3: an allocation freed before anything else was written, a temporary: kAlloc
+  // and kFreeLast in one record (its fields are kAlloc's; the tracer turns the kAlloc it
+  // wrote into one when the free comes next). A churn's temporaries are half its blocks.
+  kTemporary = 60,
 };
 
 // Sample mode: what a thread counts before adding it to the process's live heap.

@@ -133,6 +133,12 @@ class ChunkDecoder {
     v_.on_free(static_cast<uint32_t>(last_alloc_info_), true);
     last_alloc_info_ = -1;
   }
+  void handle(const records::Temporary& r) {
+    check_info(r.info);
+    v_.on_alloc(static_cast<uint32_t>(r.info), false);
+    v_.on_free(static_cast<uint32_t>(r.info), true);
+    last_alloc_info_ = -1;
+  }
   void handle(const records::Mmap& r) {
     check_stack(r.stack);
     v_.on_mmap(r.address, r.length, static_cast<uint32_t>(r.stack));

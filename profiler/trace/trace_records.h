@@ -313,6 +313,11 @@ struct Attached {
   uint64_t t_ns = 0;
   MEMSTAGE_RECORD_FIELDS(t_ns)
 };
+struct Temporary {
+  static constexpr Tag kTag = Tag::kTemporary;
+  uint64_t info = 0;
+  MEMSTAGE_RECORD_FIELDS(info)
+};
 
 #undef MEMSTAGE_RECORD_FIELDS
 
@@ -324,7 +329,8 @@ using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Re
                               DeepBindRemoved, StageLimitHit, DeviceAlloc, DeviceFree, DeviceCache,
                               StackNode, Exec, MmapReserved, Mprotect, MemoryShares, JobPlace, Sampling, HeapCounters,
                               RssHighWater,
-                              AggHeap, AggSnapshot, AggSite, AggStage, AggPeakSite, AggRamLimitStacks, Attached>;
+                              AggHeap, AggSnapshot, AggSite, AggStage, AggPeakSite, AggRamLimitStacks, Attached,
+                              Temporary>;
 
 namespace detail {
 // Tags are numbered in blocks reserved for kinds in the making, so they may leave gaps.

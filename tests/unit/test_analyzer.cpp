@@ -607,3 +607,26 @@ TEST_CASE("a trace whose process ended makes room to follow the next; one writte
   CHECK(reports::render_text(followed) == reports::render_text(plain));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a temporary record counts as its allocation and its free, as kAlloc then kFreeLast") {
+  const auto build = [](bool as_one_record) {
+    TraceBuilder b;
+    b.process().stack({0x10}).stack({0x20}).stage_name("work");
+    b.time(1'000'000).alloc(0x1000, 100, 0).stage_begin(0, 2'000'000);
+    if (as_one_record) {
+      b.temporary(5000, 1);
+    } else {
+      b.alloc(0x2000, 5000, 1).free(0x2000);
+    }
+    b.alloc(0x3000, 300, 1).stage_end(3'000'000).end(4'000'000);
+    return b;
+  };
+  TraceBuilder one = build(true), two = build(false);
+  const auto temporary = analyze(one, "temporary_record");
+  const auto pair = analyze(two, "alloc_free_last");
+  CHECK(temporary.totals.peak_heap_bytes == 5100);  // the temporary was live for an instant
+  CHECK(temporary.totals.temporary_allocations == 1);
+  CHECK(temporary.totals.allocations == 3);
+  CHECK(temporary.totals.frees == 1);
+  CHECK(reports::render_text(temporary) == reports::render_text(pair));
+}

@@ -74,6 +74,15 @@ class TraceBuilder {
     last_was_alloc_ = true;
     return realloc ? record(trace::records::Realloc{it->second}) : record(trace::records::Alloc{it->second});
   }
+  // An allocation freed at once, as the writer writes it since version 3 (kTemporary).
+  TraceBuilder& temporary(uint64_t size, uint32_t stack_id = 0) {
+    const uint64_t stage_plus_one = open_stages_.empty() ? 0 : open_stages_.back() + 1;
+    const auto key = std::make_tuple(size, stack_id, stage_plus_one);
+    auto [it, added] = infos_.try_emplace(key, infos_.size());
+    if (added) record(trace::records::AllocInfo{size, stack_node(stack_id), stage_plus_one});
+    last_was_alloc_ = false;
+    return record(trace::records::Temporary{it->second});
+  }
   TraceBuilder& free(uint64_t address) {
     auto it = live_.find(address);
     if (it == live_.end()) return *this;  // the writer leaves unknown frees out
