@@ -761,8 +761,8 @@ void start_compressor() {
   compressor.stop.store(false, std::memory_order_relaxed);
   compressor.busy.store(0, std::memory_order_relaxed);
   // Chunks are handed over once it runs.
-  compressor.running.store(start_tracer_thread(&compressor.thread, kCompressorStackBytes, compressor_main, "memstage-zstd"),
-                           std::memory_order_release);
+  const bool started = start_tracer_thread(&compressor.thread, kCompressorStackBytes, compressor_main, "memstage-zstd");
+  compressor.running.store(started, std::memory_order_release);
 }
 
 // After the last chunk is written (process exit).
