@@ -62,12 +62,9 @@ struct WriterState {
   AllocationInfos infos;
   HeapAggregate aggregate;  // aggregate mode's figures, in place of the events
   uint64_t next_snapshot_ns = 0;
-  // The latest allocation, for kFreeLast and kTemporary. Its block goes into live_blocks
-  // only once another event comes (`pending`): a temporary's free would take it right out.
+  // The latest allocation, for kFreeLast and kTemporary.
   uint64_t last_alloc_address = 0;
   bool last_event_was_alloc = false;
-  bool last_alloc_pending = false;
-  uint32_t last_alloc_info = 0;
   // Its kAlloc record's tag in `raw`, while nothing was written after it (raw_used then is
   // last_alloc_end): a free coming next turns it into a kTemporary. Null once a chunk went.
   uint8_t* last_alloc_tag = nullptr;
@@ -299,13 +296,6 @@ void aggregate_event(const RawEvent& e) {
   w.last_event_was_alloc = true;
 }
 
-// The latest allocation's block into live_blocks, where another event came first.
-void settle_last_alloc() {
-  if (!w.last_alloc_pending) return;
-  w.live_blocks.put(w.last_alloc_address, w.last_alloc_info);
-  w.last_alloc_pending = false;
-}
-
 void write_event(const EventRing& ring, uint64_t index) {
   const RawEvent& e = ring.at(index);
   if (aggregate_mode()) {
@@ -326,7 +316,6 @@ void write_event(const EventRing& ring, uint64_t index) {
         g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
         break;
       }
-      settle_last_alloc();
       uint8_t* out = reserve(records::max_encoded_bytes<records::AllocInfo>() +
                              records::max_encoded_bytes<records::Alloc>());
       if (added) out = records::encode(out, records::AllocInfo{e.b, e.stack_or_length, stage_plus_one});
@@ -334,9 +323,8 @@ void write_event(const EventRing& ring, uint64_t index) {
       out = e.kind == EventKind::kAlloc ? records::encode(out, records::Alloc{info})
                                         : records::encode(out, records::Realloc{info});
       commit(out);
+      w.live_blocks.put(e.a, info);
       w.last_alloc_address = e.a;
-      w.last_alloc_info = info;
-      w.last_alloc_pending = true;
       w.last_event_was_alloc = true;
       // Sample mode: "nothing allocated in between" (kFreeLast, kTemporary) cannot be said
       // when most allocations are not recorded.
@@ -345,23 +333,14 @@ void write_event(const EventRing& ring, uint64_t index) {
       break;
     }
     case EventKind::kFree: {
-      // A free of a block never seen allocated is left out, and is no event in between.
-      const bool freed_last = w.last_event_was_alloc && e.a == w.last_alloc_address;
       uint64_t info;
-      if (freed_last && w.last_alloc_pending) {
-        // Never put into live_blocks.
-        w.last_alloc_pending = false;
-        w.last_event_was_alloc = false;
-        info = w.last_alloc_info;
-        if (w.last_alloc_tag && w.raw_used == w.last_alloc_end) {
-          *w.last_alloc_tag = static_cast<uint8_t>(Tag::kTemporary);  // kAlloc's fields, one byte less
-          w.last_alloc_tag = nullptr;
-          break;
-        }
-      } else {
-        settle_last_alloc();
-        if (!w.live_blocks.take(e.a, info)) break;
-        w.last_event_was_alloc = false;
+      if (!w.live_blocks.take(e.a, info)) break;
+      const bool freed_last = w.last_event_was_alloc && e.a == w.last_alloc_address;
+      w.last_event_was_alloc = false;
+      if (freed_last && w.last_alloc_tag && w.raw_used == w.last_alloc_end) {
+        *w.last_alloc_tag = static_cast<uint8_t>(Tag::kTemporary);  // kAlloc's fields, one byte less
+        w.last_alloc_tag = nullptr;
+        break;
       }
       uint8_t* out = reserve(records::max_encoded_bytes<records::Free>());
       out = !sample_mode() && freed_last ? records::encode(out, records::FreeLast{})
@@ -709,7 +688,7 @@ bool writer_open(uint64_t parent_pid) {
   w.infos.clear();
   w.aggregate.reset();
   w.next_snapshot_ns = monotonic_ns() + g_tracer.options.snapshot_interval_ms * 1'000'000ull;
-  w.last_event_was_alloc = w.last_alloc_pending = false;
+  w.last_event_was_alloc = false;
   w.last_alloc_tag = nullptr;
   w.stage_instances = w.open_stage_depth = 0;
   w.stack_nodes_written = 0;
