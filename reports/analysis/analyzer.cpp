@@ -312,16 +312,12 @@ size_t TraceBeingWritten::traces_followed() {
 }
 
 std::vector<std::string> find_traces(const std::string& dir) {
-  std::vector<std::pair<std::filesystem::file_time_type, std::string>> found;
+  std::vector<std::string> paths;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && name.starts_with("trace.") && name.ends_with(".mst")) {
-      found.emplace_back(entry.last_write_time(), entry.path().string());
-    }
+    if (entry.is_regular_file() && name.starts_with("trace.") && name.ends_with(".mst")) paths.push_back(entry.path());
   }
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  std::vector<std::string> paths;
-  for (auto& [time, path] : found) paths.push_back(path);
+  std::sort(paths.begin(), paths.end());
   return paths;
 }
 

@@ -50,7 +50,8 @@ class AnalysisLimitError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Finds the trace files (trace.*.mst) in a run's output folder, oldest first.
+// Finds the trace files (trace.*.mst) in a run's output folder, in name order (analyze
+// orders the processes by their start).
 std::vector<std::string> find_traces(const std::string& dir);
 
 // The traces of a run whose processes are still running, each read by a thread of its own
