@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Two builds of memstage side by side on the same work, ROUNDS rounds with both run in each
+# round (in turn, A first), so that a noisy machine slows both alike; prints each build's
+# median wall time and the median of the per-round ratios B / A, with how many rounds B won.
+# A build is a folder laid out as build/ is (bin/memstage, lib/memstage/...): copy build/
+# aside before a change to keep the "before".
+#
+#   ab_builds.sh run A B ROUNDS [RUN_FLAGS...] -- CMD [ARGS...]
+#       `memstage run -q RUN_FLAGS -o TMP -- CMD ARGS`
+#   ab_builds.sh report A B ROUNDS DIR
+#       `memstage report DIR -f json`; also says whether both builds wrote the same JSON
+#
+# Example: cp -r build /tmp/before; (change, build); harness/bench/ab_builds.sh run /tmp/before build 11
+#          --mode full -- build/bench/memstage_churn 2 7500000
+set -euo pipefail
+usage() {
+  sed -n '2,12p' "$0" >&2
+  exit 2
+}
+[ $# -ge 4 ] || usage
+what=$1 a=$2 b=$3 rounds=$4
+shift 4
+for build in "$a" "$b"; do
+  [ -x "$build/bin/memstage" ] || { echo "ab_builds.sh: no $build/bin/memstage" >&2; exit 2; }
+done
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+case $what in
+  run)
+    flags=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do flags+=("$1"); shift; done
+    [ $# -gt 1 ] || usage
+    shift
+    one() {
+      local build=$1
+      shift
+      "$build/bin/memstage" run -q "${flags[@]}" -o "$work/out" -- "$@" > /dev/null 2>&1 || true
+    }
+    ;;
+  report)
+    [ $# -eq 1 ] || usage
+    dir=$1
+    one() { "$1/bin/memstage" report "$dir" -f json -o "$work/$2.json"; }
+    ;;
+  *) usage ;;
+esac
+
+for r in $(seq "$rounds"); do
+  for side in a b; do
+    build=$a
+    [ $side = b ] && build=$b
+    rm -rf "$work/out"
+    start=$(date +%s.%N)
+    if [ "$what" = run ]; then one "$build" "$@"; else one "$build" "$side"; fi
+    end=$(date +%s.%N)
+    echo "$r $side $(echo "$end - $start" | bc)" >> "$work/times"
+  done
+done
+python3 - "$work/times" "$a" "$b" <<'PY'
+import statistics, sys
+times = {}
+for line in open(sys.argv[1]):
+    r, side, t = line.split()
+    times.setdefault(r, {})[side] = float(t)
+ratios = [t["b"] / t["a"] for t in times.values()]
+print(f"A {sys.argv[2]}: median {statistics.median(t['a'] for t in times.values()):.3f} s")
+print(f"B {sys.argv[3]}: median {statistics.median(t['b'] for t in times.values()):.3f} s")
+print(f"B / A: median of per-round ratios {statistics.median(ratios):.3f}, B faster in {sum(x < 1 for x in ratios)} of {len(ratios)} rounds")
+PY
+if [ "$what" = report ]; then
+  if cmp -s "$work/a.json" "$work/b.json"; then echo "the same JSON"; else echo "the JSON differs"; fi
+fi
