@@ -63,9 +63,9 @@ class TraceBeingWritten {
  public:
   // Watches `dir`, the run's folder, and follows each trace (trace.*.mst) that appears in
   // it from then on, up to 16 at once (one whose process ended makes room for the next);
-  // `options` must be those of the analysis it is handed to. With `warm_symbols` (a trace with stacks, symbolized), it also reads the C
-  // library's symbols and debug information meanwhile (Symbolizer::warm), on a thread at
-  // the lowest priority.
+  // `options` must be those of the analysis it is handed to. With `warm_symbols` (a trace
+  // with stacks, symbolized), it also reads the C library's symbols and debug information
+  // meanwhile (Symbolizer::warm), on a thread at the lowest priority.
   TraceBeingWritten(std::string dir, const AnalysisOptions& options, bool warm_symbols = false);
   ~TraceBeingWritten();  // stops reading and waits for the threads
   TraceBeingWritten(const TraceBeingWritten&) = delete;
