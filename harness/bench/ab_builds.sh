@@ -9,12 +9,16 @@
 #       `memstage run -q RUN_FLAGS -o TMP -- CMD ARGS`
 #   ab_builds.sh report A B ROUNDS DIR
 #       `memstage report DIR -f json`; also says whether both builds wrote the same JSON
+#   ab_builds.sh preload A B ROUNDS MODE -- CMD [ARGS...]
+#       CMD under the build's lib/memstage/libmemstage_preload.so alone, in MODE (full,
+#       stats, aggregate, sample): what the traced program pays, without `memstage run`'s
+#       reading of the trace beside it (which shares the cores)
 #
 # Example: cp -r build /tmp/before; (change, build); harness/bench/ab_builds.sh run /tmp/before build 11
 #          --mode full -- build/bench/memstage_churn 2 7500000
 set -euo pipefail
 usage() {
-  sed -n '2,12p' "$0" >&2
+  sed -n '2,16p' "$0" >&2
   exit 2
 }
 [ $# -ge 4 ] || usage
@@ -43,6 +47,18 @@ case $what in
     dir=$1
     one() { "$1/bin/memstage" report "$dir" -f json -o "$work/$2.json"; }
     ;;
+  preload)
+    [ $# -gt 2 ] && [ "$2" = "--" ] || usage
+    mode=$1
+    shift 2
+    one() {
+      local build=$1
+      shift
+      mkdir -p "$work/out"
+      MEMSTAGE_OUTPUT="$work/out" MEMSTAGE_MODE="$mode" LD_PRELOAD="$build/lib/memstage/libmemstage_preload.so" \
+        "$@" > /dev/null 2>&1 || true
+    }
+    ;;
   *) usage ;;
 esac
 
@@ -52,7 +68,7 @@ for r in $(seq "$rounds"); do
     [ $side = b ] && build=$b
     rm -rf "$work/out"
     start=$(date +%s.%N)
-    if [ "$what" = run ]; then one "$build" "$@"; else one "$build" "$side"; fi
+    if [ "$what" = report ]; then one "$build" "$side"; else one "$build" "$@"; fi
     end=$(date +%s.%N)
     echo "$r $side $(echo "$end - $start" | bc)" >> "$work/times"
   done
