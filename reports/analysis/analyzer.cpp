@@ -163,6 +163,16 @@ SamplingReport sampling_report(uint64_t rate_bytes, uint64_t samples) {
 
 }  // namespace
 
+namespace {
+// A file's identity: its device and inode.
+using FileId = std::pair<uint64_t, uint64_t>;
+std::optional<FileId> file_id(const std::string& path) {
+  struct stat st{};
+  if (stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino};
+}
+}  // namespace
+
 struct TraceBeingWritten::State {
   State(std::string folder, const AnalysisOptions& options, bool warm_symbols)
       : dir(std::move(folder)), budget(options.max_kept_text_bytes), max_event_log_bytes(options.max_event_log_bytes) {
@@ -194,6 +204,8 @@ struct TraceBeingWritten::State {
   Symbolizer symbolizer;  // the C library's modules opened while the program runs (warmer)
   std::vector<std::unique_ptr<Follower>> followers;  // the watcher's until it returns
   std::atomic<size_t> following{0};  // followers still reading
+  std::map<FileId, Follower*> follower_of_file;  // take()'s, once the watcher returned
+  bool followers_indexed = false;
   std::jthread watcher;  // last two: the members above outlive them
   std::jthread warmer;
 
@@ -282,16 +294,24 @@ struct TraceBeingWritten::State {
   std::unique_ptr<TraceFile> take(const std::string& trace_path) {
     end_writing();
     if (watcher.joinable()) watcher.join();
-    for (auto& f : followers) {
-      std::error_code ec;
-      if (!std::filesystem::equivalent(trace_path, f->path, ec)) continue;
-      if (f->reader.joinable()) f->reader.join();
-      if (f->failed) std::rethrow_exception(std::exchange(f->failed, nullptr));
-      const uint64_t bytes = std::filesystem::file_size(f->path, ec);
-      if (ec || !f->file || bytes != f->file->summary.file_bytes) return nullptr;  // written on after
-      return std::move(f->file);
+    if (!followers_indexed) {
+      // Once, after the watcher: the same file under another spelling of its path is the
+      // same trace. A stat a trace, not one per pair (a job of a thousand processes).
+      followers_indexed = true;
+      for (auto& f : followers) {
+        if (const auto id = file_id(f->path)) follower_of_file.emplace(*id, f.get());
+      }
     }
-    return nullptr;
+    const auto id = file_id(trace_path);
+    const auto found = id ? follower_of_file.find(*id) : follower_of_file.end();
+    if (found == follower_of_file.end()) return nullptr;
+    Follower& f = *found->second;
+    if (f.reader.joinable()) f.reader.join();
+    if (f.failed) std::rethrow_exception(std::exchange(f.failed, nullptr));
+    std::error_code ec;
+    const uint64_t bytes = std::filesystem::file_size(f.path, ec);
+    if (ec || !f.file || bytes != f.file->summary.file_bytes) return nullptr;  // written on after
+    return std::move(f.file);
   }
 };
 

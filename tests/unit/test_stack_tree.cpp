@@ -39,6 +39,26 @@ TEST_CASE("block vector: elements pushed across blocks keep their index and valu
   CHECK(small[998] == 998 * 3 + 1);
 }
 
+TEST_CASE("block vector: the first block grows to the block's size, keeping what it holds") {
+  // Blocks of 1024: the first starts at 64 and doubles four times before the second opens.
+  memstage::reports::BlockVector<uint64_t, 1024> v;
+  v.push_back(uint64_t{5});
+  for (uint64_t i = 1; i < 3000; ++i) {
+    // Every 7th element a copy of one already in: pushed while the first block moves.
+    if (i % 7 == 0) {
+      v.push_back(v[i / 7]);
+    } else {
+      v.push_back(i);
+    }
+  }
+  REQUIRE(v.size() == 3000);
+  std::vector<uint64_t> expected{5};
+  for (uint64_t i = 1; i < 3000; ++i) expected.push_back(i % 7 == 0 ? expected[i / 7] : i);
+  bool all = true;
+  for (uint64_t i = 0; i < 3000; ++i) all = all && v[i] == expected[i];
+  CHECK(all);
+}
+
 TEST_CASE("stack tree: a chain of nodes longer than its storage's blocks") {
   // 2e5 nodes of 16 bytes: four blocks of 1 MiB.
   StackTree tree;
