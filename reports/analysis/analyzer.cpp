@@ -161,9 +161,6 @@ SamplingReport sampling_report(uint64_t rate_bytes, uint64_t samples) {
                   rate, samples, rate, rate, percent(1 << 20), percent(16 << 20), percent(256 << 20), rate)};
 }
 
-}  // namespace
-
-namespace {
 // A file's identity: its device and inode.
 using FileId = std::pair<uint64_t, uint64_t>;
 std::optional<FileId> file_id(const std::string& path) {
@@ -171,6 +168,7 @@ std::optional<FileId> file_id(const std::string& path) {
   if (stat(path.c_str(), &st) != 0) return std::nullopt;
   return FileId{st.st_dev, st.st_ino};
 }
+
 }  // namespace
 
 struct TraceBeingWritten::State {

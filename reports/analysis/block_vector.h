@@ -7,10 +7,10 @@
 // never move. Elements are reached through the block table: one more load, from a small
 // cached array. A block's elements are left uninitialised until pushed (a type with a
 // constructor would have a whole block constructed, and its pages touched, at once).
-// The first block starts small and doubles up to the block size: a job of a thousand short
-// processes has a thousand small traces, each with its own stack tree, and a first block
-// of 1 MiB took a fresh huge page apiece (2 MiB zeroed per trace: 64 % of `memstage run`'s
-// samples on a shell loop of 300 processes).
+// The first block starts small and doubles up to the block size (it alone moves, while
+// small): a job of a thousand short processes has a thousand small traces, each with its
+// own stack tree, and a first block of 1 MiB took a fresh huge page apiece (2 MiB zeroed
+// per trace: 40 % of all samples of `memstage run` of a shell loop of 1000 processes).
 #pragma once
 
 #include <algorithm>
