@@ -202,8 +202,7 @@ struct TraceBeingWritten::State {
   Symbolizer symbolizer;  // the C library's modules opened while the program runs (warmer)
   std::vector<std::unique_ptr<Follower>> followers;  // the watcher's until it returns
   std::atomic<size_t> following{0};  // followers still reading
-  std::map<FileId, Follower*> follower_of_file;  // take()'s, once the watcher returned
-  bool followers_indexed = false;
+  std::map<FileId, Follower*> follower_of_file;  // the followers by file, once the watcher returned
   std::jthread watcher;  // last two: the members above outlive them
   std::jthread warmer;
 
@@ -262,6 +261,11 @@ struct TraceBeingWritten::State {
       }
       wait();
     }
+    // For take(): the same file under another spelling of its path is the same trace. A
+    // stat a trace, not one per pair of traces (a job of a thousand processes).
+    for (auto& f : followers) {
+      if (const auto id = file_id(f->path)) follower_of_file.emplace(*id, f.get());
+    }
   }
 
   // Until the run ends, or the trace's process does: its end record, or an exec, is the
@@ -292,14 +296,6 @@ struct TraceBeingWritten::State {
   std::unique_ptr<TraceFile> take(const std::string& trace_path) {
     end_writing();
     if (watcher.joinable()) watcher.join();
-    if (!followers_indexed) {
-      // Once, after the watcher: the same file under another spelling of its path is the
-      // same trace. A stat a trace, not one per pair (a job of a thousand processes).
-      followers_indexed = true;
-      for (auto& f : followers) {
-        if (const auto id = file_id(f->path)) follower_of_file.emplace(*id, f.get());
-      }
-    }
     const auto id = file_id(trace_path);
     const auto found = id ? follower_of_file.find(*id) : follower_of_file.end();
     if (found == follower_of_file.end()) return nullptr;
