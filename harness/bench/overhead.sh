@@ -9,12 +9,14 @@
 #               --mode sample at the default rate and at each rate of SAMPLE_RATES,
 #               heaptrack; CHURN_VARIANTS picks a subset, e.g. "untraced full aggregate")
 #       sqlite  sqlite3 :memory:, 200k inserts and 2 indexes (untraced, full, heaptrack)
+#       threads the churn's work on 32 threads at once, ITERATIONS / 16 each (untraced, full,
+#               heaptrack): a pool of threads that allocate, more of them than cores
 #       torch   python3 torch_small.py: import torch, 10 backward passes of a small MLP
 #               (untraced, full, heaptrack); also the tracer's own memory (tracer_bytes,
 #               the highest the trace recorded) and the untraced run's max RSS
 #     and the trace sizes of the churn (memstage's full and aggregate / heaptrack's).
 # Usage: [MEMSTAGE_BUILD=build] [SAMPLE_RATES=64KiB,1MiB] harness/bench/overhead.sh [ITERATIONS_PER_THREAD] [ROUNDS] [WORKLOADS]
-#   WORKLOADS: comma-separated subset of churn,sqlite,torch (default all three)
+#   WORKLOADS: comma-separated subset of churn,sqlite,torch,threads (default churn,sqlite,torch)
 #   SAMPLE_RATES: more --sample-rate values to run the churn at (variants sample@RATE)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -62,6 +64,7 @@ run_one() {
   local -a cmd
   case $workload in
     churn) cmd=("$churn" 2 "$iterations") ;;
+    threads) cmd=("$churn" 32 "$((iterations / 16))") ;;
     sqlite) cmd=(sqlite3 :memory: ".read $here/sqlite_inserts.sql") ;;
     torch) cmd=("$python" "$here/torch_small.py") ;;
   esac

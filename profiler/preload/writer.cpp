@@ -800,8 +800,9 @@ void writer_serve_inline(ServePoint point, bool allocator_safe) {
 }
 
 void writer_wake() {
-  w.wake_word.store(1, std::memory_order_relaxed);
-  futex_wake(&w.wake_word, 1);
+  // Once: the writer clears the word when it wakes, and until then a wake is pending (the
+  // producers of full rings each ask, many times a drain when many threads allocate).
+  if (w.wake_word.exchange(1, std::memory_order_relaxed) == 0) futex_wake(&w.wake_word, 1);
 }
 
 void writer_flush(bool final, bool from_signal) {
