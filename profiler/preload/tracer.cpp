@@ -116,9 +116,10 @@ int find_own_text(dl_phdr_info* info, size_t, void*) {
 
 // A full ring's producer sleeps this long at most before it looks again. The writer wakes
 // it when it makes room (EventRing::consume_to), so this only bounds a wait the writer
-// cannot end (it stopped). At 100 us, 32 threads allocating on 2 cores each woke ~10,000
-// times a second to find their rings still full, and took the cores the writer needed:
-// 1 ms made that run 0.69 x the time under `memstage run`.
+// cannot end (it stopped). At 100 us, 32 threads allocating on 2 cores woke again and
+// again to find their rings still full (172,000 context switches in a 1.2 s run) and took
+// the cores the writer needed: 1 ms, with writer_wake asking once (writer.cpp), made that
+// run 0.65-0.69 x the time under `memstage run`.
 constexpr uint64_t kRingFullWaitNs = 1'000'000;
 
 // Waits for `slots` free slots in the caller's ring. The writer frees them; if it
