@@ -9,7 +9,7 @@ packages=(
   libjemalloc-dev libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools-dev libmimalloc-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev catch2 libbenchmark-dev libabsl-dev
   libprotobuf-dev protobuf-compiler golang-go golang-github-google-pprof-dev zlib1g-dev
-  heaptrack python3 python3-jsonschema sqlite3
+  heaptrack valgrind python3 python3-jsonschema sqlite3
   gdb util-linux
   clang libclang-rt-dev
   python3-numpy python3-scipy python3-pandas python3-sklearn python3-torch python3-venv python3-setuptools python3-pip

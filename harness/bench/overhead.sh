@@ -7,13 +7,16 @@
 #       churn   the churn program, 2 threads x ITERATIONS malloc/free
 #               (untraced, memstage run --mode full, --mode stats, --mode aggregate,
 #               --mode sample at the default rate and at each rate of SAMPLE_RATES,
-#               heaptrack; CHURN_VARIANTS picks a subset, e.g. "untraced full aggregate")
-#       sqlite  sqlite3 :memory:, 200k inserts and 2 indexes (untraced, full, heaptrack)
+#               heaptrack, Valgrind's massif; CHURN_VARIANTS picks a subset, e.g.
+#               "untraced full aggregate")
+#       sqlite  sqlite3 :memory:, 200k inserts and 2 indexes (untraced, full, heaptrack,
+#               massif)
 #       threads the churn's work on 32 threads at once, ITERATIONS / 16 each (untraced, full,
-#               heaptrack): a pool of threads that allocate, more of them than cores
+#               heaptrack, massif): a pool of threads that allocate, more of them than cores
 #       torch   python3 torch_small.py: import torch, 10 backward passes of a small MLP
-#               (untraced, full, heaptrack); also the tracer's own memory (tracer_bytes,
-#               the highest the trace recorded) and the untraced run's max RSS
+#               (untraced, full, heaptrack, massif: ~40 s a run); also the tracer's own
+#               memory (tracer_bytes, the highest the trace recorded) and the untraced
+#               run's max RSS
 #     and the trace sizes of the churn (memstage's full and aggregate / heaptrack's).
 # Usage: [MEMSTAGE_BUILD=build] [SAMPLE_RATES=64KiB,1MiB] harness/bench/overhead.sh [ITERATIONS_PER_THREAD] [ROUNDS] [WORKLOADS]
 #   WORKLOADS: comma-separated subset of churn,sqlite,torch,threads (default churn,sqlite,torch)
@@ -79,6 +82,7 @@ run_one() {
     sample) "$bin" run -q --mode sample -o "$out" -- "${cmd[@]}" > /dev/null 2>&1 ;;
     sample@*) "$bin" run -q --mode sample --sample-rate "${variant#sample@}" -o "$out" -- "${cmd[@]}" > /dev/null 2>&1 ;;
     heaptrack) heaptrack -o "$out/trace" "${cmd[@]}" > /dev/null 2>&1 ;;
+    massif) valgrind --tool=massif --massif-out-file="$out/massif.out" "${cmd[@]}" > /dev/null 2>&1 ;;
   esac
   end=$(date +%s.%N)
   echo "$workload $variant $(echo "$end - $start" | bc)" >> "$work/times"
@@ -99,6 +103,16 @@ run_one() {
   if [ "$variant" = untraced ]; then echo "$workload $(cat "$out/maxrss_kb")" >> "$work/maxrss"; fi
 }
 
+# Without Valgrind (scripts/setup.sh installs it), no massif column rather than a failed run timed.
+has_massif=$(command -v valgrind >/dev/null 2>&1 && echo yes || true)
+without_massif() {
+  local v out=()
+  for v in $1; do
+    if [ "$v" != massif ] || [ -n "$has_massif" ]; then out+=("$v"); fi
+  done
+  echo "${out[*]}"
+}
+
 echo
 echo "== whole process, $rounds rounds interleaved ($workloads; churn: 2 threads x $iterations malloc/free)"
 touch "$work/times" "$work/sizes" "$work/tracer_bytes" "$work/maxrss"
@@ -106,12 +120,12 @@ for r in $(seq "$rounds"); do
   for workload in ${workloads//,/ }; do
     case $workload in
       churn)
-        variants=${CHURN_VARIANTS:-untraced full stats aggregate sample heaptrack}
+        variants=${CHURN_VARIANTS:-untraced full stats aggregate sample heaptrack massif}
         for rate in ${SAMPLE_RATES:+${SAMPLE_RATES//,/ }}; do variants+=" sample@$rate"; done
         ;;
-      *) variants="untraced full heaptrack" ;;
+      *) variants="untraced full heaptrack massif" ;;
     esac
-    for variant in $variants; do run_one "$workload" "$variant"; done
+    for variant in $(without_massif "$variants"); do run_one "$workload" "$variant"; done
   done
 done
 python3 - "$work" <<'PY'
