@@ -104,14 +104,7 @@ run_one() {
 }
 
 # Without Valgrind (scripts/setup.sh installs it), no massif column rather than a failed run timed.
-has_massif=$(command -v valgrind >/dev/null 2>&1 && echo yes || true)
-without_massif() {
-  local v out=()
-  for v in $1; do
-    if [ "$v" != massif ] || [ -n "$has_massif" ]; then out+=("$v"); fi
-  done
-  echo "${out[*]}"
-}
+massif=$(command -v valgrind >/dev/null 2>&1 && echo " massif" || true)
 
 echo
 echo "== whole process, $rounds rounds interleaved ($workloads; churn: 2 threads x $iterations malloc/free)"
@@ -120,12 +113,12 @@ for r in $(seq "$rounds"); do
   for workload in ${workloads//,/ }; do
     case $workload in
       churn)
-        variants=${CHURN_VARIANTS:-untraced full stats aggregate sample heaptrack massif}
+        variants=${CHURN_VARIANTS:-untraced full stats aggregate sample heaptrack$massif}
         for rate in ${SAMPLE_RATES:+${SAMPLE_RATES//,/ }}; do variants+=" sample@$rate"; done
         ;;
-      *) variants="untraced full heaptrack massif" ;;
+      *) variants="untraced full heaptrack$massif" ;;
     esac
-    for variant in $(without_massif "$variants"); do run_one "$workload" "$variant"; done
+    for variant in $variants; do run_one "$workload" "$variant"; done
   done
 done
 python3 - "$work" <<'PY'
