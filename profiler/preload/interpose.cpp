@@ -280,14 +280,18 @@ namespace {
 // is no block (a stack address) can fault inside the tracer, where free would have stopped
 // the program with its own message and abort. The size word just before the block is the
 // first thing free reads: read only that (chunk size less the header, the whole header for
-// an mmapped chunk), and leave the rest to free.
+// an mmapped chunk), and leave the rest to free. Not clamped at zero: a size word below
+// glibc's smallest chunk (32 bytes) is no block's, and free stops the program on it
+// ("free(): invalid size") before it uses anything, so a count wrapped by it is never read
+// by a program that goes on.
 inline size_t glibc_usable_size(const void* p) {
   constexpr size_t kSizeBytes = sizeof(size_t);
   constexpr size_t kMmappedBit = 2;
   const size_t word = static_cast<const size_t*>(p)[-1];
-  const size_t chunk = word & ~static_cast<size_t>(7);
-  const size_t header = kSizeBytes + (word & kMmappedBit) * (kSizeBytes / kMmappedBit);
-  return chunk > header ? chunk - header : 0;
+  // The header: one size word, two for an mmapped chunk ((word & kMmappedBit) << 2 is
+  // kSizeBytes then).
+  static_assert(kMmappedBit << 2 == kSizeBytes);
+  return (word & ~static_cast<size_t>(7)) - kSizeBytes - ((word & kMmappedBit) << 2);
 }
 }  // namespace
 

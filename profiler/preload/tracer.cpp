@@ -502,8 +502,8 @@ void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc,
   if (due & kSampledDue) {
     ts->sampler.rearm();
     sampled_alloc(ts, p, size, from_realloc);
+    serve_point();
   }
-  if (due & kServeDue) serve_point();
 }
 
 void sample_free_rest(ThreadState* ts, void* p, unsigned due) {

@@ -199,7 +199,8 @@ uint32_t encode_modules(uint8_t* out, uint32_t capacity);
 // While the program has one thread there is no writer thread (writer.h): the writer's
 // rounds run on the program's thread, at serve points on its own path where it holds none
 // of the allocator's locks (after an allocation, before a free, at stage edges, at heap
-// highs), every kServeEvery events or calls, and before it blocks (before_wait). A no-op
+// highs), every kServeEvery events or calls (in sample mode, at its sampled allocations
+// instead: sample_alloc_counted), and before it blocks (before_wait). A no-op
 // while the writer thread runs. Callable without the re-entry guard: it sets it, and keeps
 // errno.
 inline constexpr uint64_t kServeEvery = 4096;
@@ -285,16 +286,18 @@ inline constexpr auto kHeapFoldBytes = static_cast<int64_t>(trace::kHeapFoldByte
 // sampled, in two parts: the counting, inline (the counters, the heap count in usable
 // sizes, the sampler's countdown or the sampled-block filter), which says what else is due;
 // then, rarely, the rest (sample_alloc_rest, sample_free_rest, out of line): the heap
-// count folded into the process's, the sampled call recorded, a serve point. Run without
-// the re-entry guard (interpose.cpp's fast path): what the rest calls sets it. What is
-// due, as bits:
+// count folded into the process's, the sampled call recorded (a serve point after a
+// sampled allocation). Run without the re-entry guard (interpose.cpp's fast path): what
+// the rest calls sets it. Serve points come with the sampled allocations (one every
+// rate_bytes allocated, on average) and heap highs (note_live_bytes), not every
+// kServeEvery allocations as in stats mode: those are when sample mode has events to
+// write, and a count of calls would cost every call a test, idle whenever a writer thread
+// runs. What is due, as bits:
 inline constexpr unsigned kFoldDue = 1;     // the thread's heap count moved kHeapFoldBytes: fold_heap_bytes
 inline constexpr unsigned kSampledDue = 2;  // the sampler picked the allocation (rearm it), or the freed block may be sampled
-inline constexpr unsigned kServeDue = 4;    // a serve point (one every kServeEvery allocations)
 // `usable_bytes`: the block's usable size (live_block_usable_size, or the same read inline).
 inline unsigned sample_alloc_counted(ThreadState* ts, size_t size, size_t usable_bytes) {
-  const uint64_t allocations = ts->allocations.load(std::memory_order_relaxed) + 1;
-  ts->allocations.store(allocations, std::memory_order_relaxed);
+  ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
   const int64_t unfolded = ts->heap_unfolded_bytes + static_cast<int64_t>(usable_bytes);
   ts->heap_unfolded_bytes = unfolded;
@@ -302,8 +305,7 @@ inline unsigned sample_alloc_counted(ThreadState* ts, size_t size, size_t usable
   ts->heap_unfolded_high_bytes = unfolded > ts->heap_unfolded_high_bytes ? unfolded : ts->heap_unfolded_high_bytes;
   // An allocation only raises the count: a fold of a count far below zero was due at the
   // free that took it there.
-  return (unfolded >= kHeapFoldBytes ? kFoldDue : 0u) | (ts->sampler.pick(size) ? kSampledDue : 0u) |
-         (allocations % kServeEvery == 0 ? kServeDue : 0u);
+  return (unfolded >= kHeapFoldBytes ? kFoldDue : 0u) | (ts->sampler.pick(size) ? kSampledDue : 0u);
 }
 inline unsigned sample_free_counted(ThreadState* ts, void* p, size_t usable_bytes) {
   ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
