@@ -7,6 +7,10 @@
 // probability 1 - exp(-s / rate_bytes) whatever came before it (trace/sampling.h unbiases
 // by it). Allocations of rate_bytes or more are always sampled and leave the countdown
 // alone. One per thread; no allocation, no lock: a subtraction and two compares a call.
+//
+// The countdown may be cut into stretches that end at checkpoints (settle's
+// `checkpoint_bytes`): the tracer's chance to write what it holds, on the same compare,
+// where no thread of its own does it. The points, and so the samples, are the same.
 #pragma once
 
 #include <cmath>
@@ -21,18 +25,17 @@ class ByteSampler {
     rate_bytes_ = rate_bytes ? rate_bytes : 1;
     random_state_ = seed | 1;
     countdown_bytes_ = next_countdown();
+    deferred_bytes_ = 0;
   }
   bool started() const { return rate_bytes_ != 0; }
 
   // Whether the allocation of `size` bytes is sampled. Call start() first.
-  bool sample(uint64_t size) {
-    const bool picked = pick(size);
-    if (picked) rearm();
-    return picked;
-  }
+  bool sample(uint64_t size) { return pick(size) && settle(size, 0); }
 
-  // sample() in two: whether the allocation is sampled, and when it is, rearm() before the
-  // next pick (so that a hot path can leave the draw, a call, out of its straight line).
+  // sample() in two, so that a hot path can leave all but a compare out of its straight
+  // line: pick() says whether the allocation may be sampled (it is, or the stretch of the
+  // countdown ended at a checkpoint); then settle() says whether it is, and begins the
+  // next stretch, `checkpoint_bytes` long at most (0: up to the next point).
   bool pick(uint64_t size) {
     if (__builtin_expect(size < rate_bytes_, 1)) {
       countdown_bytes_ -= static_cast<int64_t>(size);
@@ -40,8 +43,14 @@ class ByteSampler {
     }
     return true;  // leaves the countdown alone
   }
-  void rearm() {
-    if (countdown_bytes_ <= 0) countdown_bytes_ = next_countdown();
+  bool settle(uint64_t size, int64_t checkpoint_bytes) {
+    if (size >= rate_bytes_) return true;
+    const int64_t left_bytes = countdown_bytes_ + deferred_bytes_;
+    const bool sampled = left_bytes <= 0;
+    const int64_t next_bytes = sampled ? next_countdown() : left_bytes;
+    countdown_bytes_ = checkpoint_bytes > 0 && checkpoint_bytes < next_bytes ? checkpoint_bytes : next_bytes;
+    deferred_bytes_ = next_bytes - countdown_bytes_;
+    return sampled;
   }
 
  private:
@@ -60,7 +69,8 @@ class ByteSampler {
     return bytes < 1 ? 1 : static_cast<int64_t>(bytes);
   }
 
-  int64_t countdown_bytes_ = 0;
+  int64_t countdown_bytes_ = 0;  // to the stretch's end
+  int64_t deferred_bytes_ = 0;   // from there to the next point
   uint64_t rate_bytes_ = 0;
   uint64_t random_state_ = 0;
 };

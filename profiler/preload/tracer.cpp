@@ -500,9 +500,14 @@ void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length) {
 void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc, unsigned due) {
   if (due & kFoldDue) fold_heap_bytes(ts);
   if (due & kSampledDue) {
-    ts->sampler.rearm();
-    sampled_alloc(ts, p, size, from_realloc);
-    serve_point();
+    if (ts->sampler.settle(size, writer_running() ? 0 : kCheckpointBytes)) {
+      sampled_alloc(ts, p, size, from_realloc);
+      serve_point();
+    } else if (writer_round_due(monotonic_ns())) {
+      // A checkpoint: a serve point makes system calls (getpid, gettid: ~150 ns each here),
+      // the clock is read in user space (~20 ns).
+      serve_point();
+    }
   }
 }
 

@@ -199,11 +199,14 @@ uint32_t encode_modules(uint8_t* out, uint32_t capacity);
 // While the program has one thread there is no writer thread (writer.h): the writer's
 // rounds run on the program's thread, at serve points on its own path where it holds none
 // of the allocator's locks (after an allocation, before a free, at stage edges, at heap
-// highs), every kServeEvery events or calls (in sample mode, at its sampled allocations
-// instead: sample_alloc_counted), and before it blocks (before_wait). A no-op
-// while the writer thread runs. Callable without the re-entry guard: it sets it, and keeps
-// errno.
+// highs), every kServeEvery events or calls (in sample mode, at its sampled allocations and
+// where a round is due at its checkpoints instead: sample_alloc_counted), and before it
+// blocks (before_wait). A no-op while the writer thread runs. Callable without the
+// re-entry guard: it sets it, and keeps errno.
 inline constexpr uint64_t kServeEvery = 4096;
+// Sample mode without a writer thread: each thread looks at the clock every this many
+// bytes it allocates, at the sampler's checkpoints, and serves if the writer's round is due.
+inline constexpr int64_t kCheckpointBytes = 16 * 1024;
 void serve_point();
 // The program is about to make a thread (pthread_create): the writer gets its own first.
 void before_second_thread();
@@ -286,15 +289,14 @@ inline constexpr auto kHeapFoldBytes = static_cast<int64_t>(trace::kHeapFoldByte
 // sampled, in two parts: the counting, inline (the counters, the heap count in usable
 // sizes, the sampler's countdown or the sampled-block filter), which says what else is due;
 // then, rarely, the rest (sample_alloc_rest, sample_free_rest, out of line): the heap
-// count folded into the process's, the sampled call recorded (a serve point after a
-// sampled allocation). Run without the re-entry guard (interpose.cpp's fast path): what
-// the rest calls sets it. Serve points come with the sampled allocations (one every
-// rate_bytes allocated, on average) and heap highs (note_live_bytes), not every
-// kServeEvery allocations as in stats mode: those are when sample mode has events to
-// write, and a count of calls would cost every call a test, idle whenever a writer thread
-// runs. What is due, as bits:
+// count folded into the process's, the sampled call recorded, a serve point. Run without
+// the re-entry guard (interpose.cpp's fast path): what the rest calls sets it. The serve
+// points come on the sampler's compare, not on a count of calls as in stats mode (which
+// would cost every call a test, idle whenever a writer thread runs): after each sampled
+// allocation, and, while there is no writer thread, at the sampler's checkpoints
+// (kCheckpointBytes) when the writer's round is due. What is due, as bits:
 inline constexpr unsigned kFoldDue = 1;     // the thread's heap count moved kHeapFoldBytes: fold_heap_bytes
-inline constexpr unsigned kSampledDue = 2;  // the sampler picked the allocation (rearm it), or the freed block may be sampled
+inline constexpr unsigned kSampledDue = 2;  // the sampler picked the allocation (settle it), or the freed block may be sampled
 // `usable_bytes`: the block's usable size (live_block_usable_size, or the same read inline).
 inline unsigned sample_alloc_counted(ThreadState* ts, size_t size, size_t usable_bytes) {
   ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

@@ -3,6 +3,7 @@
 // the estimates must be right on average over seeds, not only for a lucky one.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -104,4 +105,37 @@ TEST_CASE("the sampler samples everything at the rate and up, and about size / r
   for (int i = 0; i < kCalls; ++i) sampled += sampler.sample(64);
   const double expected = kCalls * -std::expm1(-64.0 / kRateBytes);
   CHECK(std::fabs(sampled - expected) < 5 * std::sqrt(expected));
+}
+
+TEST_CASE("the sampler's checkpoints come every so many bytes and leave its samples as they were") {
+  constexpr int64_t kCheckpointBytes = kRateBytes / 4;
+  ByteSampler plain, cut;
+  plain.start(kRateBytes, 11);
+  cut.start(kRateBytes, 11);
+  int64_t since_look_bytes = 0, longest_stretch_bytes = 0;
+  int checkpoints = 0, samples = 0;
+  uint64_t x = 12345;
+  for (int i = 0; i < 2'000'000; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    // Mostly small, now and then at the rate and above (always sampled, and not counted down).
+    const uint64_t size = (x >> 52) == 0 ? kRateBytes + (x >> 30) % kRateBytes : 16 + (x >> 33) % 2048;
+    const bool sampled = plain.sample(size);
+    if (size < kRateBytes) since_look_bytes += static_cast<int64_t>(size);
+    bool sampled_cut = false;
+    if (cut.pick(size)) {
+      sampled_cut = cut.settle(size, kCheckpointBytes);
+      if (!sampled_cut) ++checkpoints;
+      if (size < kRateBytes) {
+        longest_stretch_bytes = std::max(longest_stretch_bytes, since_look_bytes);
+        since_look_bytes = 0;
+      }
+    }
+    if (sampled != sampled_cut) FAIL("call " << i << " of " << size << " bytes: sampled " << sampled << " without checkpoints, "
+                                             << sampled_cut << " with them");
+    samples += sampled;
+  }
+  CHECK(samples > 1000);
+  CHECK(checkpoints > samples);
+  // A stretch ends at the first allocation that reaches its end: at most one allocation over.
+  CHECK(longest_stretch_bytes < kCheckpointBytes + 2048 + 16);
 }
