@@ -21,16 +21,16 @@ namespace memstage::preload {
 class ByteSampler {
  public:
   // Zero-initialised state is valid: the first call draws the first countdown.
-  void start(uint64_t rate_bytes, uint64_t seed) {
+  // `checkpoint_bytes`: as settle's.
+  void start(uint64_t rate_bytes, uint64_t seed, int64_t checkpoint_bytes = 0) {
     rate_bytes_ = rate_bytes ? rate_bytes : 1;
     random_state_ = seed | 1;
-    countdown_bytes_ = next_countdown();
-    deferred_bytes_ = 0;
+    begin_stretch(next_countdown(), checkpoint_bytes);
   }
   bool started() const { return rate_bytes_ != 0; }
 
   // Whether the allocation of `size` bytes is sampled. Call start() first.
-  bool sample(uint64_t size) { return pick(size) && settle(size, 0); }
+  bool sample(uint64_t size, int64_t checkpoint_bytes = 0) { return pick(size) && settle(size, checkpoint_bytes); }
 
   // sample() in two, so that a hot path can leave all but a compare out of its straight
   // line: pick() says whether the allocation may be sampled (it is, or the stretch of the
@@ -47,13 +47,15 @@ class ByteSampler {
     if (size >= rate_bytes_) return true;
     const int64_t left_bytes = countdown_bytes_ + deferred_bytes_;
     const bool sampled = left_bytes <= 0;
-    const int64_t next_bytes = sampled ? next_countdown() : left_bytes;
-    countdown_bytes_ = checkpoint_bytes > 0 && checkpoint_bytes < next_bytes ? checkpoint_bytes : next_bytes;
-    deferred_bytes_ = next_bytes - countdown_bytes_;
+    begin_stretch(sampled ? next_countdown() : left_bytes, checkpoint_bytes);
     return sampled;
   }
 
  private:
+  void begin_stretch(int64_t to_point_bytes, int64_t checkpoint_bytes) {
+    countdown_bytes_ = checkpoint_bytes > 0 && checkpoint_bytes < to_point_bytes ? checkpoint_bytes : to_point_bytes;
+    deferred_bytes_ = to_point_bytes - countdown_bytes_;
+  }
   // xorshift64*: fast, and plenty for the spacing of samples.
   uint64_t next_random() {
     random_state_ ^= random_state_ >> 12;

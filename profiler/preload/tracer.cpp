@@ -296,14 +296,7 @@ void record_sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_reall
 void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
   RecordingGuard guard;
   const int saved_errno = errno;
-  if (!ts->sampler.started()) {
-    // The thread's first allocation: its own sequence of samples.
-    const uint64_t seed = monotonic_ns() ^ (static_cast<uint64_t>(current_tid()) << 32) ^ reinterpret_cast<uint64_t>(ts);
-    ts->sampler.start(g_tracer.options.sample_rate_bytes, seed * 0x9e3779b97f4a7c15ull);
-    if (ts->sampler.sample(size)) record_sampled_alloc(ts, p, size, from_realloc);
-  } else {
-    record_sampled_alloc(ts, p, size, from_realloc);
-  }
+  record_sampled_alloc(ts, p, size, from_realloc);
   errno = saved_errno;
 }
 
@@ -497,10 +490,25 @@ void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length) {
   ts->ring.publish(1 + payload_slots);
 }
 
+namespace {
+// Whether the allocation the sampler's compare stopped at (sample_alloc_counted) is
+// sampled. Its countdown is cut at checkpoints while no writer thread serves.
+bool settle_sampler(ThreadState* ts, size_t size) {
+  const int64_t checkpoint_bytes = writer_running() ? 0 : kCheckpointBytes;
+  if (__builtin_expect(ts->sampler.started(), 1)) return ts->sampler.settle(size, checkpoint_bytes);
+  // The thread's first allocation: its own sequence of samples, begun here.
+  const int saved_errno = errno;
+  const uint64_t seed = monotonic_ns() ^ (static_cast<uint64_t>(current_tid()) << 32) ^ reinterpret_cast<uint64_t>(ts);
+  ts->sampler.start(g_tracer.options.sample_rate_bytes, seed * 0x9e3779b97f4a7c15ull, checkpoint_bytes);
+  errno = saved_errno;
+  return ts->sampler.sample(size, checkpoint_bytes);
+}
+}  // namespace
+
 void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc, unsigned due) {
   if (due & kFoldDue) fold_heap_bytes(ts);
   if (due & kSampledDue) {
-    if (ts->sampler.settle(size, writer_running() ? 0 : kCheckpointBytes)) {
+    if (settle_sampler(ts, size)) {
       sampled_alloc(ts, p, size, from_realloc);
       serve_point();
     } else if (writer_round_due(monotonic_ns())) {

@@ -670,6 +670,7 @@ def scenario_sigkill(s, mode=None, run_flags=(), program_args=()):
             "a warning that the trace has no end record: %r" % report["warnings"])
     if report["processes"]:
         s.eq(report["processes"][0]["complete"], False, "processes[0].complete")
+    return report
 
 
 def scenario_output(s):
@@ -1547,11 +1548,23 @@ def scenario_aggregate_sigkill(s):
     scenario_sigkill(s, mode="aggregate", run_flags=("--snapshot-interval", "0.2"))
 
 
+def scenario_sample_sigkill(s):
+    """A SIGKILLed sample-mode run of one thread that never waits (its trace written only at serve points on its
+    own calls, small blocks allocated slowly): the 50 MiB held, by their stack, and every call it made up to 0.5 s
+    before the kill."""
+    report = scenario_sigkill(s, mode="sample", program_args=("busy",))
+    t = s.read_truth("sigkill")
+    before = t["blocks"] + t["small_blocks_before"]
+    s.check(report["totals"]["allocations"] >= before, "allocations %d >= the %d made 0.5 s before the kill"
+            % (report["totals"]["allocations"], before))
+
+
 SCENARIOS.update({
     "sigkill_threaded": scenario_sigkill_threaded,
     "aggregate": scenario_aggregate,
     "aggregate_size": scenario_aggregate_size,
     "aggregate_sigkill": scenario_aggregate_sigkill,
+    "sample_sigkill": scenario_sample_sigkill,
 })
 
 
