@@ -20,7 +20,8 @@ namespace memstage::preload {
 
 class ByteSampler {
  public:
-  // Zero-initialised state is valid: the first call draws the first countdown.
+  // Zero-initialised state is valid: pick() and settle() say true for every size until
+  // start() draws the first countdown.
   // `checkpoint_bytes`: as settle's.
   void start(uint64_t rate_bytes, uint64_t seed, int64_t checkpoint_bytes = 0) {
     rate_bytes_ = rate_bytes ? rate_bytes : 1;

@@ -6,8 +6,9 @@
 // indexed by a hash of the address (open addressing, a freed one leaves a tombstone that a
 // later insert reuses). Sampled blocks are rare (one per rate_bytes allocated), so almost
 // every bucket counts zero and a free costs one load from a 16 KiB table; only a free in a
-// bucket holding a sampled block searches the addresses. The freeing thread itself takes the address out and lowers the
-// bucket, so a hot address that was sampled once is fast again at its next free.
+// bucket holding a sampled block searches the addresses. The freeing thread itself takes
+// the address out and lowers the bucket, so a hot address that was sampled once is fast
+// again at its next free.
 #pragma once
 
 #include <atomic>
