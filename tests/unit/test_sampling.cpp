@@ -111,7 +111,7 @@ TEST_CASE("the sampler's checkpoints come every so many bytes and leave its samp
   constexpr int64_t kCheckpointBytes = kRateBytes / 4;
   ByteSampler plain, cut;
   plain.start(kRateBytes, 11);
-  cut.start(kRateBytes, 11);
+  cut.start(kRateBytes, 11, kCheckpointBytes);  // the first stretch cut too
   int64_t since_look_bytes = 0, longest_stretch_bytes = 0;
   int checkpoints = 0, samples = 0;
   uint64_t x = 12345;
