@@ -280,34 +280,27 @@ void push_heap_counters(ThreadState* ts) {
 }
 
 // Sample mode: a sampled allocation is recorded as in full mode, with its stack, and its
-// block marked so that its free is recorded too.
-void record_sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
+// block marked so that its free is recorded too; and the free of a sampled block. Called
+// without the re-entry guard (sample_alloc_rest, sample_free_rest): they set it, and keep
+// errno.
+void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
+  RecordingGuard guard;
   if (!g_tracer.sampled_blocks.add(reinterpret_cast<uint64_t>(p))) {
     g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  const int saved_errno = errno;
   const uint32_t stack = capture_stack(ts);
   push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc, reinterpret_cast<uint64_t>(p), size, stack,
              true);
-}
-
-}  // namespace
-
-void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
-  RecordingGuard guard;
-  const int saved_errno = errno;
-  record_sampled_alloc(ts, p, size, from_realloc);
   errno = saved_errno;
 }
-
 void sampled_free(ThreadState* ts, void* p) {
   RecordingGuard guard;
   const int saved_errno = errno;
   push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0, true);
   errno = saved_errno;
 }
-
-namespace {
 
 void write_signal_record(int signo) {
   ThreadState* ts = current_thread_state();
@@ -511,9 +504,10 @@ void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc,
     if (settle_sampler(ts, size)) {
       sampled_alloc(ts, p, size, from_realloc);
       serve_point();
-    } else if (writer_round_due(monotonic_ns())) {
-      // A checkpoint: a serve point makes system calls (getpid, gettid: ~150 ns each here),
-      // the clock is read in user space (~20 ns).
+    } else if (!writer_running() && writer_round_due(monotonic_ns())) {
+      // A checkpoint (one left over from before a writer thread started reads nothing of
+      // the writer's: its round is its own): a serve point makes system calls (getpid,
+      // gettid: ~150 ns each here), the clock is read in user space (~20 ns).
       serve_point();
     }
   }

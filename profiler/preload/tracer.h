@@ -275,11 +275,6 @@ inline bool recording_counted() {
   return state == Recording::kStats || state == Recording::kSample;
 }
 
-// Sample mode: records an allocation the sampler chose, or the free of a sampled block
-// (keep errno; callable without the re-entry guard: they set it).
-void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc);
-void sampled_free(ThreadState* ts, void* p);
-
 // Sample mode: adds the thread's change of live heap to the process's, raising the high
 // (callable without the re-entry guard: it sets it, and keeps errno).
 void fold_heap_bytes(ThreadState* ts);
