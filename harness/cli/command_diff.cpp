@@ -40,8 +40,13 @@ nlohmann::json report_at(const std::string& path) {
 
 int diff(const DiffFlags& flags) {
   if (flags.format != "text" && flags.format != "json") throw CliError("diff: --format is text or json");
-  const compare::DiffResult result = compare::build_diff(report_at(flags.a), report_at(flags.b), flags.a, flags.b);
-  if (!flags.html.empty()) files::write_output_file(flags.html, compare::render_diff_html(result));
+  compare::DiffResult result;
+  try {
+    result = compare::build_diff(report_at(flags.a), report_at(flags.b), flags.a, flags.b);
+  } catch (const files::ReportFileError& e) {
+    throw CliError(std::string("diff: ") + e.what());
+  }
+  if (!flags.html.empty()) files::write_named_output_file(flags.html, compare::render_diff_html(result));
   const std::string text =
       flags.format == "json" ? compare::diff_to_json(result).dump(2) + "\n" : compare::render_diff_text(result);
   printf("%s", flags.format == "json" ? text.c_str() : reports::terminal_lines(text).c_str());

@@ -19,13 +19,8 @@ struct GateFlags {
 };
 
 int gate_command(GateFlags& flags) {
-  if (!flags.max_growth_text.empty()) {
-    flags.options.max_growth = gate::parse_fraction(flags.max_growth_text);
-    if (!flags.options.max_growth) {
-      throw CliError("gate: --max-growth must be a fraction like 5% or 0.05, not '" + flags.max_growth_text + "'");
-    }
-  }
   try {
+    if (!flags.max_growth_text.empty()) flags.options.max_growth = gate::parse_max_growth(flags.max_growth_text);
     return gate::run_gate(flags.report_path, flags.options);
   } catch (const gate::GateError& e) {
     throw CliError(e.what(), 2);

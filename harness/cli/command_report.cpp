@@ -35,7 +35,7 @@ void register_report(CLI::App& app, CommandAction& action) {
       for (const auto& warning : report.warnings) fprintf(stderr, "memstage: warning: %s\n", reports::terminal_text(warning).c_str());
       const std::string content = render(report, format);
       if (!flags->output.empty()) {
-        files::write_output_file(flags->output, content);
+        files::write_named_output_file(flags->output, content);
       } else {
         if (format == ReportFormat::kPprof && isatty(STDOUT_FILENO)) {
           throw CliError("pprof output is binary: give a file with -o");

@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/cli_error.h"
 #include "harness/cli/progress_bar.h"
+#include "harness/files/input_files.h"
 #include "harness/files/output_files.h"
 #include "profiler/preload/options.h"
 #include "profiler/trace/trace_reader.h"
@@ -37,10 +37,8 @@ std::string run_info_json(const reports::RunInfo& run) {
 }
 
 std::optional<reports::RunInfo> read_run_info(const std::string& dir) {
-  std::ifstream in(dir + "/run.json");
-  if (!in) return std::nullopt;
   try {
-    const auto j = nlohmann::json::parse(in);
+    const auto j = nlohmann::json::parse(files::read_input_file(dir + "/run.json", "run.json", files::kMaxSmallInputBytes));
     reports::RunInfo run;
     run.command = j.at("command").get<std::vector<std::string>>();
     if (j.contains("pid")) run.pid = j.at("pid").get<uint64_t>();
@@ -50,6 +48,8 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir) {
     return run;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;  // a damaged run.json only costs the exit code and duration
+  } catch (const files::InputError&) {
+    return std::nullopt;  // as does a missing one
   }
 }
 

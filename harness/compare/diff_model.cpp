@@ -7,6 +7,7 @@
 
 #include "harness/compare/compare_render.h"
 #include "harness/compare/format.h"
+#include "harness/files/report_figures.h"
 
 namespace memstage::compare {
 
@@ -14,69 +15,27 @@ namespace {
 
 using Json = nlohmann::json;
 
+using files::Figure;
+using files::ReportFigures;
+using files::ScopeFigures;
+
 struct MetricSpec {
-  const char* name;
+  Figure figure;
   Unit unit;
-  bool additive;  // summed over repeats of a path; else the maximum (or the last, for ratios)
   bool device = false;  // only when one of the two runs used device memory
 };
 
 // Order of the columns in every rendering.
 const MetricSpec kMetrics[] = {
-    {"duration_s", Unit::kSeconds, true},       {"peak_heap_bytes", Unit::kBytes, false},
-    {"peak_rss_bytes", Unit::kBytes, false},    {"leaked_bytes", Unit::kBytes, true},
-    {"allocations", Unit::kCount, true},        {"bytes_allocated", Unit::kBytes, true},
-    {"fragmentation", Unit::kRatio, false},     {"allocator_resident_bytes", Unit::kBytes, false},
-    {"peak_device_bytes", Unit::kBytes, false, true},
+    {Figure::kDurationS, Unit::kSeconds},      {Figure::kPeakHeapBytes, Unit::kBytes},
+    {Figure::kPeakRssBytes, Unit::kBytes},     {Figure::kLeakedBytes, Unit::kBytes},
+    {Figure::kAllocations, Unit::kCount},      {Figure::kBytesAllocated, Unit::kBytes},
+    {Figure::kFragmentationRatio, Unit::kRatio}, {Figure::kAllocatorResidentBytes, Unit::kBytes},
+    {Figure::kPeakDeviceBytes, Unit::kBytes, true},
 };
 
-// A report whose run used device memory (CUDA): its totals' device peak is a number.
-bool used_device(const Json& report) {
-  return report.contains("totals") && report["totals"].is_object() && report["totals"].contains("peak_device_bytes") &&
-         report["totals"]["peak_device_bytes"].is_number();
-}
-
-double number(const Json& j, const char* key) {
-  if (!j.is_object()) return 0;
-  const auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0;
-}
-
-std::map<std::string, double> figures(const Json& f, bool is_totals, const Json& report) {
-  std::map<std::string, double> out;
-  for (const MetricSpec& m : kMetrics) out[m.name] = number(f, m.name);
-  // A row grouping several instances of its path (stage_grouping) says how long they were open.
-  out["duration_s"] = is_totals         ? number(report, "duration_s")
-                      : f.contains("open_s") ? number(f, "open_s")
-                                             : std::max(0.0, number(f, "end_s") - number(f, "start_s"));
-  out["fragmentation"] = f.contains("fragmentation") ? number(f["fragmentation"], "ratio") : 0;
-  out["allocator_resident_bytes"] = f.contains("rss_breakdown") ? number(f["rss_breakdown"], "allocator_resident_bytes") : 0;
-  return out;
-}
-
-// Stage path → merged figures, and the order paths first appear in.
-std::map<std::string, std::map<std::string, double>> stage_figures(const Json& report, std::vector<std::string>& order) {
-  std::map<std::string, std::map<std::string, double>> by_path;
-  if (!report.contains("stages") || !report["stages"].is_array()) return by_path;
-  for (const Json& st : report["stages"]) {
-    const std::string path = st.value("path", st.value("name", std::string("?")));
-    auto f = figures(st, false, report);
-    auto [it, fresh] = by_path.try_emplace(path, f);
-    if (fresh) {
-      order.push_back(path);
-      continue;
-    }
-    for (const MetricSpec& m : kMetrics) {
-      double& have = it->second[m.name];
-      const double now = f[m.name];
-      have = m.additive ? have + now : m.unit == Unit::kRatio ? now : std::max(have, now);
-    }
-  }
-  return by_path;
-}
-
-DiffRow make_row(const std::string& path, const std::map<std::string, double>* a,
-                 const std::map<std::string, double>* b, bool device) {
+// A figure only one side measured (leaks: full against stats mode) shows on that side, with no delta.
+DiffRow make_row(const std::string& path, const ScopeFigures* a, const ScopeFigures* b, bool device) {
   DiffRow row;
   row.path = path;
   row.in_a = a != nullptr;
@@ -84,10 +43,10 @@ DiffRow make_row(const std::string& path, const std::map<std::string, double>* a
   for (const MetricSpec& spec : kMetrics) {
     if (spec.device && !device) continue;
     MetricDelta m;
-    m.name = spec.name;
+    m.name = files::figure_name(spec.figure);
     m.unit = spec.unit;
-    if (a) m.a = a->at(spec.name);
-    if (b) m.b = b->at(spec.name);
+    if (a) m.a = (*a)[spec.figure];
+    if (b) m.b = (*b)[spec.figure];
     if (m.a && m.b) {
       m.delta = *m.b - *m.a;
       if (*m.a != 0) m.percent = 100.0 * *m.delta / *m.a;
@@ -121,6 +80,18 @@ std::string delta_text(const MetricDelta& m) {
   return "";
 }
 
+// " (glibc, full mode)": what a reader needs to know that two runs measured alike.
+std::string run_details(const std::string& allocator, const std::string& mode) {
+  std::string details = allocator;
+  if (!mode.empty()) details += (details.empty() ? "" : ", ") + mode + " mode";
+  return details.empty() ? "" : " (" + details + ")";
+}
+
+std::string modes_note() {
+  return "The runs were recorded in different modes: a figure one of them did not measure shows as – on its side, "
+         "with no delta.";
+}
+
 std::string row_title(const DiffRow& r) {
   std::string title = r.path.empty() ? "total" : "stage " + r.path;
   if (!r.in_a) title += " (only in B)";
@@ -130,34 +101,30 @@ std::string row_title(const DiffRow& r) {
 
 }  // namespace
 
-DiffResult build_diff(const Json& a, const Json& b, const std::string& a_label, const std::string& b_label) {
+DiffResult build_diff(const Json& a_json, const Json& b_json, const std::string& a_label, const std::string& b_label) {
+  const ReportFigures a = files::read_figures(a_json, a_label);
+  const ReportFigures b = files::read_figures(b_json, b_label);
   DiffResult diff;
   diff.a_label = a_label;
   diff.b_label = b_label;
-  diff.a_allocator = a.value("allocator", std::string());
-  diff.b_allocator = b.value("allocator", std::string());
-  const Json empty = Json::object();
-  const auto ta = figures(a.contains("totals") ? a["totals"] : empty, true, a);
-  const auto tb = figures(b.contains("totals") ? b["totals"] : empty, true, b);
-  const bool device = used_device(a) || used_device(b);
-  diff.rows.push_back(make_row("", &ta, &tb, device));
-  std::vector<std::string> order_a, order_b;
-  const auto sa = stage_figures(a, order_a);
-  const auto sb = stage_figures(b, order_b);
-  for (const std::string& p : order_a) {
-    const auto ib = sb.find(p);
-    diff.rows.push_back(make_row(p, &sa.at(p), ib == sb.end() ? nullptr : &ib->second, device));
-  }
-  for (const std::string& p : order_b) {
-    if (!sa.contains(p)) diff.rows.push_back(make_row(p, nullptr, &sb.at(p), device));
+  diff.a_allocator = a_json.value("allocator", std::string());
+  diff.b_allocator = b_json.value("allocator", std::string());
+  diff.a_mode = a.mode;
+  diff.b_mode = b.mode;
+  const bool device = a.used_device || b.used_device;
+  diff.rows.push_back(make_row("", &a.totals, &b.totals, device));
+  for (const std::string& p : a.stage_paths) diff.rows.push_back(make_row(p, a.stage(p), b.stage(p), device));
+  for (const std::string& p : b.stage_paths) {
+    if (!a.stage(p)) diff.rows.push_back(make_row(p, nullptr, b.stage(p), device));
   }
   return diff;
 }
 
 std::string render_diff_text(const DiffResult& diff) {
   std::ostringstream out;
-  out << "A: " << diff.a_label << (diff.a_allocator.empty() ? "" : " (" + diff.a_allocator + ")") << "\n";
-  out << "B: " << diff.b_label << (diff.b_allocator.empty() ? "" : " (" + diff.b_allocator + ")") << "\n";
+  out << "A: " << diff.a_label << run_details(diff.a_allocator, diff.a_mode) << "\n";
+  out << "B: " << diff.b_label << run_details(diff.b_allocator, diff.b_mode) << "\n";
+  if (diff.a_mode != diff.b_mode) out << modes_note() << "\n";
   for (const DiffRow& r : diff.rows) {
     out << "\n" << row_title(r) << "\n";
     out << "  " << pad_right("", 26) << pad_left("A", 12) << pad_left("B", 12) << pad_left("delta", 13)
@@ -174,9 +141,11 @@ std::string render_diff_text(const DiffResult& diff) {
 std::string render_diff_html(const DiffResult& diff) {
   std::ostringstream out;
   out << reports::html_page_start("memstage diff", ".up{color:#b00020}.down{color:#007a3d}");
-  out << "<p>A: <code>" << html_escape(diff.a_label) << "</code> " << html_escape(diff.a_allocator) << "<br>B: <code>"
-      << html_escape(diff.b_label) << "</code> " << html_escape(diff.b_allocator)
-      << "</p>\n<p>Delta is B − A; percent of A. Red: B uses more.</p>\n";
+  out << "<p>A: <code>" << html_escape(diff.a_label) << "</code>" << html_escape(run_details(diff.a_allocator, diff.a_mode))
+      << "<br>B: <code>" << html_escape(diff.b_label) << "</code>" << html_escape(run_details(diff.b_allocator, diff.b_mode))
+      << "</p>\n<p>Delta is B − A; percent of A. Red: B uses more.";
+  if (diff.a_mode != diff.b_mode) out << " " << html_escape(modes_note());
+  out << "</p>\n";
   // Peak heap per row, A beside B.
   std::vector<std::string> labels;
   BarSeries sa{"A", {}, {}, {}}, sb{"B", {}, {}, {}};
@@ -205,8 +174,8 @@ nlohmann::ordered_json diff_to_json(const DiffResult& diff) {
   using OJ = nlohmann::ordered_json;
   OJ j;
   j["schema"] = kDiffSchema;
-  j["a"] = {{"label", diff.a_label}, {"allocator", diff.a_allocator}};
-  j["b"] = {{"label", diff.b_label}, {"allocator", diff.b_allocator}};
+  j["a"] = {{"label", diff.a_label}, {"allocator", diff.a_allocator}, {"mode", diff.a_mode}};
+  j["b"] = {{"label", diff.b_label}, {"allocator", diff.b_allocator}, {"mode", diff.b_mode}};
   OJ rows = OJ::array();
   for (const DiffRow& r : diff.rows) {
     OJ rj;

@@ -16,7 +16,7 @@ enum class Unit { kBytes, kSeconds, kCount, kRatio };
 struct MetricDelta {
   std::string name;  // the report contract's field name, e.g. "peak_heap_bytes"
   Unit unit = Unit::kBytes;
-  std::optional<double> a, b;   // nullopt: the stage is missing on that side
+  std::optional<double> a, b;   // nullopt: the stage is missing on that side, or the figure was not measured there
   std::optional<double> delta;  // b − a, when both are there
   std::optional<double> percent;  // 100 · delta / a; nullopt when a is 0 or missing
 };
@@ -30,11 +30,12 @@ struct DiffRow {
 struct DiffResult {
   std::string a_label, b_label;
   std::string a_allocator, b_allocator;
+  std::string a_mode, b_mode;  // the capture mode each report says ("" when it does not)
   std::vector<DiffRow> rows;  // totals first, then A's stage order, then stages only B has
 };
 
-// A path repeated in one report (a stage per epoch) counts once: time and counts add up,
-// peaks take the maximum, fragmentation is the last one's.
+// A path repeated in one report (a stage per epoch) counts once, merged by files::read_figures'
+// rule. Throws files::ReportFileError for a malformed figure.
 DiffResult build_diff(const nlohmann::json& a, const nlohmann::json& b, const std::string& a_label,
                       const std::string& b_label);
 

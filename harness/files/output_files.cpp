@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 
 namespace memstage::files {
@@ -44,6 +45,28 @@ bool write_all(int fd, const std::string& content) {
   return true;
 }
 
+bool is_stream(mode_t mode) { return S_ISCHR(mode) || S_ISBLK(mode) || S_ISFIFO(mode) || S_ISSOCK(mode); }
+
+// "/dev/stdout", "/dev/fd/3", "/proc/self/fd/1": a descriptor of this process, by name. It is
+// written as it is, at its own offset: replacing what such a name links to would replace
+// the shell's redirection target, or /dev/stdout itself.
+std::optional<int> open_descriptor_named(const std::string& path) {
+  if (path == "/dev/stdout") return STDOUT_FILENO;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  for (const std::string prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (!path.starts_with(prefix) || path.size() == prefix.size() || path.size() > prefix.size() + 9) continue;
+    const std::string number = path.substr(prefix.size());
+    if (number.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    const int fd = std::stoi(number);
+    return fcntl(fd, F_GETFD) >= 0 ? std::optional<int>(fd) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+void write_stream(int fd, const std::string& path, const std::string& content) {
+  if (!write_all(fd, content)) throw OutputError("cannot write " + path + ": " + error_text(errno));
+}
+
 }  // namespace
 
 void write_output_file(const std::string& path, const std::string& content, bool private_file) {
@@ -60,6 +83,27 @@ void write_output_file(const std::string& path, const std::string& content, bool
     unlink(temporary.c_str());
     throw OutputError("cannot write " + path + ": " + error_text(error));
   }
+}
+
+void write_named_output_file(const std::string& path, const std::string& content) {
+  if (const auto fd = open_descriptor_named(path)) return write_stream(*fd, path, content);
+  struct stat link;
+  if (lstat(path.c_str(), &link) != 0 || S_ISREG(link.st_mode)) return write_output_file(path, content);
+  if (S_ISDIR(link.st_mode)) throw OutputError("cannot write " + path + ": it is a folder");
+  struct stat target;
+  const bool streams = S_ISLNK(link.st_mode) ? stat(path.c_str(), &target) == 0 && is_stream(target.st_mode)
+                                             : is_stream(link.st_mode);
+  // A link to a regular file, or to nothing, is replaced as write_output_file says.
+  if (!streams) return write_output_file(path, content);
+  // The kernel's protected_symlinks rule: a link someone else planted is not followed.
+  if (S_ISLNK(link.st_mode) && link.st_uid != 0 && link.st_uid != geteuid()) {
+    throw OutputError("cannot write " + path + ": a link of another user's to a device, FIFO or socket");
+  }
+  // O_APPEND: a device or pipe ignores it; nothing is truncated.
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw OutputError("cannot write " + path + ": " + error_text(errno));
+  write_stream(fd, path, content);
+  if (close(fd) != 0) throw OutputError("cannot write " + path + ": " + error_text(errno));
 }
 
 void create_output_folder(const std::string& path) {

@@ -22,6 +22,14 @@ class OutputError : public std::runtime_error {
 // is left as it was. Mode 0600 when `private_file`, else 0644 less the umask.
 void write_output_file(const std::string& path, const std::string& content, bool private_file = false);
 
+// A file the user named on the command line (report -o FILE, diff --html FILE, gate --junit
+// FILE): where that name is a device, FIFO or socket (/dev/null, /dev/stdout, a pipe), the
+// content is written to it as a stream, as a shell's redirection would, never renamed over
+// it; a folder is refused; anything else is written as write_output_file does. Names
+// memstage picks inside an output folder never go through here: a link planted there must
+// not lead it to a device.
+void write_named_output_file(const std::string& path, const std::string& content);
+
 // Makes `dir` and its missing parents; the folders memstage creates are 0700 (traces
 // and reports hold command lines, paths and symbol names). An existing folder is kept
 // as it is; a link where the folder should be is refused.

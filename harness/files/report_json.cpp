@@ -2,8 +2,7 @@
 
 #include <sys/stat.h>
 
-#include <fstream>
-#include <sstream>
+#include "harness/files/input_files.h"
 
 namespace memstage::files {
 
@@ -49,11 +48,11 @@ nlohmann::json read_report_json(const std::string& path) {
     throw ReportFileError(file != path ? path + " has no report.json (is it a memstage run folder?)"
                                        : path + ": no such file");
   }
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  if (!in) throw ReportFileError("cannot read report " + file);
-  text << in.rdbuf();  // an empty file inserts nothing and sets failbit: the parser says "empty"
-  return parse_report_json(text.str(), file);
+  try {
+    return parse_report_json(read_input_file(file, "report", kMaxReportBytes), file);
+  } catch (const InputError& e) {
+    throw ReportFileError(e.what());
+  }
 }
 
 }  // namespace memstage::files

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "harness/cli/sizes.h"
+#include "harness/files/input_files.h"
 #include "harness/files/output_files.h"
+#include "harness/files/report_figures.h"
 #include "harness/files/report_json.h"
 #include "reports/render/html/html_page.h"
 #include "reports/render/text/human_units.h"
@@ -28,14 +28,6 @@ constexpr Metric kAllMetrics[] = {Metric::kPeakHeap, Metric::kPeakRss, Metric::k
 // Growth is about sizes; a fragmentation ratio moves with the allocator, not the program.
 constexpr Metric kGrowthMetrics[] = {Metric::kPeakHeap, Metric::kPeakRss, Metric::kLeaked};
 constexpr const char* kExpectedMetrics = "peak_heap, peak_rss, leaked, fragmentation, peak_device";
-
-std::string read_whole_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw GateError(fmt::format("cannot read {} {}", what, path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // nlohmann's message less its "[json.exception.parse_error.101] " prefix: what remains
 // says where ("parse error at line 3, column 5: ...").
@@ -63,7 +55,8 @@ std::string format_percent(double ratio) {
 
 std::string format_value(Metric metric, double value) {
   if (metric == Metric::kFragmentation) return format_percent(value);
-  return reports::format_bytes(static_cast<uint64_t>(std::llround(std::max(0.0, value))));
+  // Clamped: a limit of a huge growth must not overflow the conversion.
+  return reports::format_bytes(value >= 1.8e19 ? UINT64_MAX : static_cast<uint64_t>(std::round(std::max(0.0, value))));
 }
 
 // What a budget writes for a size: "512MiB", "0", or a plain non-negative integer.
@@ -110,95 +103,68 @@ std::vector<Limit> parse_limits(const BudgetJson& object, const std::string& sou
   return limits;
 }
 
-double number_field(const Json& object, const char* key) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_number() ? it->get<double>() : 0.0;
-}
+using files::Figure;
+using files::ReportFigures;
+using files::ScopeFigures;
 
-// One scope's figures (the totals, or every occurrence of one stage path taken together).
-struct Figures {
-  double peak_heap_bytes = 0;
-  double peak_rss_bytes = 0;
-  double peak_device_bytes = 0;  // 0 when the run used no device memory
-  double leaked_bytes = 0;
-  double fragmentation_ratio = 0;
-  int occurrences = 0;
-
-  double get(Metric metric) const {
-    switch (metric) {
-      case Metric::kPeakHeap: return peak_heap_bytes;
-      case Metric::kPeakRss: return peak_rss_bytes;
-      case Metric::kPeakDevice: return peak_device_bytes;
-      case Metric::kLeaked: return leaked_bytes;
-      case Metric::kFragmentation: return fragmentation_ratio;
-    }
-    return 0;
+Figure figure_of(Metric metric) {
+  switch (metric) {
+    case Metric::kPeakHeap: return Figure::kPeakHeapBytes;
+    case Metric::kPeakRss: return Figure::kPeakRssBytes;
+    case Metric::kLeaked: return Figure::kLeakedBytes;
+    case Metric::kFragmentation: return Figure::kFragmentationRatio;
+    case Metric::kPeakDevice: return Figure::kPeakDeviceBytes;
   }
-  // Worst occurrence: peaks and fragmentation are highs, leaks add up.
-  void add(const Json& scope) {
-    peak_heap_bytes = std::max(peak_heap_bytes, number_field(scope, "peak_heap_bytes"));
-    peak_rss_bytes = std::max(peak_rss_bytes, number_field(scope, "peak_rss_bytes"));
-    peak_device_bytes = std::max(peak_device_bytes, number_field(scope, "peak_device_bytes"));
-    leaked_bytes += number_field(scope, "leaked_bytes");
-    if (const auto f = scope.find("fragmentation"); f != scope.end() && f->is_object()) {
-      fragmentation_ratio = std::max(fragmentation_ratio, number_field(*f, "ratio"));
-    }
-    ++occurrences;
-  }
-};
-
-const Json& stages_of(const Json& report) {
-  static const Json kEmpty = Json::array();
-  const auto it = report.find("stages");
-  return it != report.end() && it->is_array() ? *it : kEmpty;
+  return Figure::kPeakHeapBytes;
 }
 
-std::string string_field(const Json& object, const char* key) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-Figures totals_of(const Json& report) {
-  Figures figures;
-  if (const auto it = report.find("totals"); it != report.end() && it->is_object()) figures.add(*it);
-  return figures;
-}
-
-Figures stage_path_figures(const Json& report, const std::string& path) {
-  Figures figures;
-  for (const Json& stage : stages_of(report)) {
-    if (string_field(stage, "path") == path) figures.add(stage);
-  }
-  return figures;
-}
+// A scope's figure for a check: nullopt when the report did not measure it.
+std::optional<double> metric_value(const ScopeFigures& figures, Metric metric) { return figures[figure_of(metric)]; }
 
 // The stage path a budget key stands for: the key itself when some stage has that path,
 // else the one path whose last name is the key. Nothing when no stage matches.
-std::optional<std::string> resolve_stage_key(const Json& report, const std::string& key) {
-  std::vector<std::string> paths_with_name;
-  for (const Json& stage : stages_of(report)) {
-    const std::string path = string_field(stage, "path");
-    if (path == key) return path;
-    if (string_field(stage, "name") == key &&
-        std::find(paths_with_name.begin(), paths_with_name.end(), path) == paths_with_name.end()) {
-      paths_with_name.push_back(path);
-    }
-  }
-  if (paths_with_name.empty()) return std::nullopt;
-  if (paths_with_name.size() > 1) {
+std::optional<std::string> resolve_stage_key(const ReportFigures& report, const std::string& key) {
+  if (report.stage(key)) return key;
+  const auto named = report.paths_by_name.find(key);
+  if (named == report.paths_by_name.end()) return std::nullopt;
+  const std::vector<std::string>& paths = named->second;
+  if (paths.size() > 1) {
     std::string list;
-    for (const auto& p : paths_with_name) list += (list.empty() ? "" : ", ") + p;
+    for (const auto& p : paths) list += (list.empty() ? "" : ", ") + p;
     throw GateError(fmt::format("budget stage \"{}\" is ambiguous: stages of that name have paths {}; key the budget by path",
                                 key, list));
   }
-  return paths_with_name.front();
+  return paths.front();
+}
+
+// "stats mode", or "this report" when it does not say its mode.
+std::string mode_text(const ReportFigures& report) {
+  return report.mode.empty() ? std::string("this report") : report.mode + " mode";
+}
+
+ReportFigures figures_of(const Json& report, const std::string& source) {
+  try {
+    return files::read_figures(report, source);
+  } catch (const files::ReportFileError& e) {
+    throw GateError(e.what());
+  }
 }
 
 std::string describe_scope(const std::string& stage_path) {
   return stage_path.empty() ? std::string("the whole run") : fmt::format("stage {}", stage_path);
 }
 
-Check budget_check(const std::string& id, const std::string& scope_path, const Limit& limit, const Figures* figures) {
+Check unmeasured_check(Check check, const std::string& scope_path, const std::string& where) {
+  check.unmeasured = true;
+  check.passed = false;
+  check.measured_text = "not measured";
+  check.message = fmt::format("{} of {} was not measured in {}, so its limit of {} cannot hold", metric_key(check.metric),
+                              describe_scope(scope_path), where, check.limit_text);
+  return check;
+}
+
+Check budget_check(const std::string& id, const std::string& scope_path, const Limit& limit, const ScopeFigures* figures,
+                   const ReportFigures& report) {
   Check check;
   check.id = id;
   check.metric = limit.metric;
@@ -212,7 +178,9 @@ Check budget_check(const std::string& id, const std::string& scope_path, const L
                                 id, metric_key(limit.metric), check.limit_text);
     return check;
   }
-  check.measured = figures->get(limit.metric);
+  const std::optional<double> measured = metric_value(*figures, limit.metric);
+  if (!measured) return unmeasured_check(std::move(check), scope_path, mode_text(report));
+  check.measured = *measured;
   check.measured_text = format_value(limit.metric, check.measured);
   check.passed = check.measured <= check.limit;
   if (!check.passed) {
@@ -222,24 +190,36 @@ Check budget_check(const std::string& id, const std::string& scope_path, const L
   return check;
 }
 
-Check growth_check(const std::string& id, const std::string& scope_path, Metric metric, double old_value,
-                   double new_value, double max_growth) {
+Check growth_check(const std::string& id, const std::string& scope_path, Metric metric, std::optional<double> old_value,
+                   std::optional<double> new_value, double max_growth, const std::string& old_mode,
+                   const std::string& new_mode) {
   Check check;
   check.id = id;
   check.metric = metric;
-  check.limit = old_value * (1 + max_growth);
-  check.measured = new_value;
-  check.limit_text = fmt::format("+{} of {}", format_percent(max_growth), format_value(metric, old_value));
-  const std::string change = old_value > 0    ? fmt::format("{:+.1f}%", (new_value - old_value) / old_value * 100)
-                             : new_value > 0 ? std::string("from 0")
-                                             : std::string("unchanged");
-  check.measured_text = fmt::format("{} ({})", format_value(metric, new_value), change);
-  // Rounded to whole bytes, so that a figure equal to the limit is not failed by float error.
-  check.passed = std::llround(new_value) <= std::llround(std::floor(check.limit + 1e-6));
+  if (!old_value || !new_value) {
+    check.limit_text = fmt::format("+{}", format_percent(max_growth));
+    // Neither run measured it (two stats-mode runs' leaks): nothing to compare, and nothing passed.
+    if (!old_value && !new_value) {
+      check.skipped = true;
+      check.measured_text = "not measured";
+      return check;
+    }
+    return unmeasured_check(std::move(check), scope_path,
+                            !new_value ? new_mode : fmt::format("the baseline ({})", old_mode));
+  }
+  check.limit = *old_value * (1 + max_growth);
+  check.measured = *new_value;
+  check.limit_text = fmt::format("+{} of {}", format_percent(max_growth), format_value(metric, *old_value));
+  const std::string change = *old_value > 0  ? fmt::format("{:+.1f}%", (*new_value - *old_value) / *old_value * 100)
+                             : *new_value > 0 ? std::string("from 0")
+                                              : std::string("unchanged");
+  check.measured_text = fmt::format("{} ({})", format_value(metric, *new_value), change);
+  // Whole bytes: a figure equal to the limit is not failed by float error.
+  check.passed = std::round(*new_value) <= std::floor(check.limit + 1e-6);
   if (!check.passed) {
     check.message = fmt::format("{} of {} grew from {} to {} ({}), more than the allowed +{}", metric_key(metric),
-                                describe_scope(scope_path), format_value(metric, old_value),
-                                format_value(metric, new_value), change, format_percent(max_growth));
+                                describe_scope(scope_path), format_value(metric, *old_value),
+                                format_value(metric, *new_value), change, format_percent(max_growth));
   }
   return check;
 }
@@ -303,6 +283,17 @@ std::optional<double> parse_fraction(const std::string& text) {
   const double number = strtod(s.c_str(), &end);
   if (end != s.c_str() + s.size() || !std::isfinite(number) || number < 0) return std::nullopt;
   return percent ? number / 100 : number;
+}
+
+double parse_max_growth(const std::string& text) {
+  const std::optional<double> growth = parse_fraction(text);
+  if (!growth) throw GateError(fmt::format("gate: --max-growth must be a fraction like 5% or 0.05, not '{}'", text));
+  if (text.find('%') == std::string::npos && *growth > 1) {
+    throw GateError(fmt::format("gate: --max-growth {} is ambiguous: write {}% for +{}%, or a fraction in 0..1", text,
+                                text, text));
+  }
+  if (*growth > 10000) throw GateError(fmt::format("gate: --max-growth {} allows more than +1,000,000%: it gates nothing", text));
+  return *growth;
 }
 
 // The budget's JSON, read with the path of the key being read kept, so that what the
@@ -377,47 +368,50 @@ Budget parse_budget(const std::string& text, const std::string& source) {
   return budget;
 }
 
-Budget load_budget(const std::string& path) { return parse_budget(read_whole_file(path, "budget"), path); }
+Budget load_budget(const std::string& path) {
+  try {
+    return parse_budget(files::read_input_file(path, "budget", files::kMaxSmallInputBytes), path);
+  } catch (const files::InputError& e) {
+    throw GateError(e.what());
+  }
+}
 
-std::vector<Check> check_budget(const Json& report, const Budget& budget) {
+std::vector<Check> check_budget(const Json& report_json, const Budget& budget, const std::string& source) {
+  const ReportFigures report = figures_of(report_json, source);
   std::vector<Check> checks;
-  const Figures totals = totals_of(report);
   for (const Limit& limit : budget.totals) {
-    checks.push_back(budget_check(fmt::format("totals.{}", metric_key(limit.metric)), "", limit, &totals));
+    checks.push_back(budget_check(fmt::format("totals.{}", metric_key(limit.metric)), "", limit, &report.totals, report));
   }
   for (const StageBudget& stage : budget.stages) {
     const auto path = resolve_stage_key(report, stage.key);
-    const Figures figures = path ? stage_path_figures(report, *path) : Figures{};
+    const ScopeFigures* figures = path ? report.stage(*path) : nullptr;
     for (const Limit& limit : stage.limits) {
       checks.push_back(budget_check(fmt::format("stages.{}.{}", stage.key, metric_key(limit.metric)),
-                                    path.value_or(stage.key), limit, path ? &figures : nullptr));
+                                    path.value_or(stage.key), limit, figures, report));
     }
   }
   return checks;
 }
 
-std::vector<Check> check_baseline(const Json& report, const Json& baseline, double max_growth) {
+std::vector<Check> check_baseline(const Json& report_json, const Json& baseline_json, double max_growth,
+                                  const std::string& source, const std::string& baseline_source) {
+  const ReportFigures report = figures_of(report_json, source);
+  const ReportFigures baseline = figures_of(baseline_json, baseline_source);
   std::vector<Check> checks;
-  const Figures new_totals = totals_of(report);
-  const Figures old_totals = totals_of(baseline);
-  for (Metric m : kGrowthMetrics) {
-    checks.push_back(growth_check(fmt::format("baseline.totals.{}", metric_key(m)), "", m, old_totals.get(m),
-                                  new_totals.get(m), max_growth));
-  }
-  // Stage paths in the new report's order, each once; those the baseline lacks are new
-  // stages with nothing to grow from.
-  std::vector<std::string> paths;
-  for (const Json& stage : stages_of(report)) {
-    const std::string path = string_field(stage, "path");
-    if (std::find(paths.begin(), paths.end(), path) == paths.end()) paths.push_back(path);
-  }
-  for (const std::string& path : paths) {
-    const Figures old_figures = stage_path_figures(baseline, path);
-    if (old_figures.occurrences == 0) continue;
-    const Figures new_figures = stage_path_figures(report, path);
+  const auto compare_scope = [&](const std::string& id_prefix, const std::string& path, const ScopeFigures& old_figures,
+                                 const ScopeFigures& new_figures) {
     for (Metric m : kGrowthMetrics) {
-      checks.push_back(growth_check(fmt::format("baseline.stages.{}.{}", path, metric_key(m)), path, m,
-                                    old_figures.get(m), new_figures.get(m), max_growth));
+      const std::string id = fmt::format("{}.{}", id_prefix, metric_key(m));
+      checks.push_back(growth_check(id, path, m, metric_value(old_figures, m), metric_value(new_figures, m), max_growth,
+                                    mode_text(baseline), mode_text(report)));
+    }
+  };
+  compare_scope("baseline.totals", "", baseline.totals, report.totals);
+  // Stage paths in the new report's order; those the baseline lacks are new stages with
+  // nothing to grow from.
+  for (const std::string& path : report.stage_paths) {
+    if (const ScopeFigures* old_figures = baseline.stage(path)) {
+      compare_scope("baseline.stages." + path, path, *old_figures, *report.stage(path));
     }
   }
   return checks;
@@ -427,11 +421,17 @@ int exit_code(const std::vector<Check>& checks) {
   return std::all_of(checks.begin(), checks.end(), [](const Check& c) { return c.passed; }) ? 0 : 1;
 }
 
+std::string verdict_text(const Check& c) {
+  if (c.skipped) return "skipped";
+  if (c.passed) return "ok";
+  return c.missing ? "MISSING" : c.unmeasured ? "NOT MEASURED" : "OVER";
+}
+
 std::string render_table(const std::vector<Check>& checks) {
   const std::vector<std::string> header = {"check", "limit", "measured", "verdict"};
   std::vector<std::vector<std::string>> rows;
   for (const Check& c : checks) {
-    rows.push_back({c.id, c.limit_text, c.measured_text, c.passed ? "ok" : c.missing ? "MISSING" : "OVER"});
+    rows.push_back({c.id, c.limit_text, c.measured_text, verdict_text(c)});
   }
   size_t widths[4];
   for (size_t col = 0; col < 4; ++col) {
@@ -447,8 +447,9 @@ std::string render_table(const std::vector<Check>& checks) {
   line(header);
   for (const auto& row : rows) line(row);
   const auto failed = std::count_if(checks.begin(), checks.end(), [](const Check& c) { return !c.passed; });
-  out += fmt::format("memstage gate: {} check{}, {} failed: {}\n", checks.size(), checks.size() == 1 ? "" : "s",
-                     failed, failed ? "FAIL" : "pass");
+  const auto skipped = std::count_if(checks.begin(), checks.end(), [](const Check& c) { return c.skipped; });
+  out += fmt::format("memstage gate: {} check{}, {} failed{}: {}\n", checks.size(), checks.size() == 1 ? "" : "s", failed,
+                     skipped ? fmt::format(", {} not measured by either report", skipped) : "", failed ? "FAIL" : "pass");
   return out;
 }
 
@@ -457,18 +458,23 @@ std::string render_junit(const std::vector<Check>& checks, const std::string& su
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += fmt::format("<testsuites name=\"{0}\" tests=\"{1}\" failures=\"{2}\" errors=\"0\">\n", xml_escape(suite_name),
                      checks.size(), failed);
-  out += fmt::format("  <testsuite name=\"{0}\" tests=\"{1}\" failures=\"{2}\" errors=\"0\" skipped=\"0\">\n",
-                     xml_escape(suite_name), checks.size(), failed);
+  const auto skipped = std::count_if(checks.begin(), checks.end(), [](const Check& c) { return c.skipped; });
+  out += fmt::format("  <testsuite name=\"{0}\" tests=\"{1}\" failures=\"{2}\" errors=\"0\" skipped=\"{3}\">\n",
+                     xml_escape(suite_name), checks.size(), failed, skipped);
   for (const Check& c : checks) {
     const std::string classname = c.id.starts_with("baseline.") ? "memstage.gate.baseline" : "memstage.gate.budget";
     out += fmt::format("    <testcase classname=\"{}\" name=\"{}\"", classname, xml_escape(c.id));
+    if (c.skipped) {
+      out += ">\n      <skipped message=\"not measured by either report\"/>\n    </testcase>\n";
+      continue;
+    }
     if (c.passed) {
       out += "/>\n";
       continue;
     }
     out += fmt::format(">\n      <failure message=\"{}\" type=\"{}\">limit: {}\nmeasured: {}</failure>\n    </testcase>\n",
-                       xml_escape(c.message), c.missing ? "missing" : "over", xml_escape(c.limit_text),
-                       xml_escape(c.measured_text));
+                       xml_escape(c.message), c.missing ? "missing" : c.unmeasured ? "unmeasured" : "over",
+                       xml_escape(c.limit_text), xml_escape(c.measured_text));
   }
   out += "  </testsuite>\n</testsuites>\n";
   return out;
@@ -505,10 +511,16 @@ int run_gate(const std::string& report_path, const GateOptions& options) {
   };
   const Json report = read_report(report_path);
   std::vector<Check> checks;
-  if (budget) checks = check_budget(report, *budget);
+  if (budget) checks = check_budget(report, *budget, report_path);
   if (!options.baseline_path.empty()) {
     const Json baseline = read_report(options.baseline_path);
-    for (Check& c : check_baseline(report, baseline, *options.max_growth)) checks.push_back(std::move(c));
+    for (Check& c : check_baseline(report, baseline, *options.max_growth, report_path, options.baseline_path)) {
+      checks.push_back(std::move(c));
+    }
+  }
+  // What the report says of itself (a damaged trace, a killed process) goes with the verdict.
+  for (const std::string& warning : figures_of(report, report_path).warnings) {
+    fprintf(options.table_out, "memstage gate: the report warns: %s\n", reports::terminal_text(warning).c_str());
   }
   // Check ids hold stage paths, named by the traced program.
   fputs(reports::terminal_lines(render_table(checks)).c_str(), options.table_out);
@@ -519,7 +531,7 @@ int run_gate(const std::string& report_path, const GateOptions& options) {
   fflush(stdout);
   if (!options.junit_path.empty()) {
     try {
-      files::write_output_file(options.junit_path, render_junit(checks, "memstage gate"));
+      files::write_named_output_file(options.junit_path, render_junit(checks, "memstage gate"));
     } catch (const files::OutputError& e) {
       throw GateError(fmt::format("JUnit file: {}", e.what()));
     }

@@ -55,12 +55,19 @@ Budget load_budget(const std::string& path);
 // "5%", "0.05" -> 0.05. Nothing when the text is not a non-negative fraction.
 std::optional<double> parse_fraction(const std::string& text);
 
+// --max-growth, by the budget's rule for ratios: "5%" or "0.05"; a bare number above 1
+// ("5", meant as 5 % or as +500 %?) is refused, as is a growth past 1,000,000 %. Throws
+// GateError saying which.
+double parse_max_growth(const std::string& text);
+
 struct Check {
   std::string id;       // "totals.peak_rss", "stages.vectorize.peak_heap", "baseline.totals.leaked"
   Metric metric;
   double limit = 0;     // bytes or ratio; for baseline checks, the old value times (1 + growth)
   double measured = 0;  // bytes or ratio; 0 when missing
   bool missing = false; // the stage is not in the report: the check fails
+  bool unmeasured = false;  // the report (or the baseline) did not measure the figure: the check fails
+  bool skipped = false;     // a baseline check neither report measured: neither passed nor failed
   bool passed = true;
   std::string limit_text;     // as printed: "512 MiB", "30%", "+5% of 1.20 GiB"
   std::string measured_text;  // "600 MiB", "12%", "1.30 GiB (+8.3%)", "stage not in report"
@@ -71,14 +78,21 @@ struct Check {
 // name, provided the name belongs to one path only (GateError when it is ambiguous). A
 // key matching no stage gives failing checks (the stage was renamed or skipped: a CI
 // gate must not pass silently on it). A stage entered several times (each epoch) is held
-// to its worst occurrence: highest peaks and fragmentation, leaked summed.
-std::vector<Check> check_budget(const nlohmann::json& report, const Budget& budget);
+// to its worst occurrence: highest peaks and fragmentation, leaked summed (one rule for
+// every command: files::read_figures). A figure the report did not measure (leaks in stats
+// mode, a field that is null or absent) fails its check; a malformed one is a GateError.
+// `source` names the report in messages.
+std::vector<Check> check_budget(const nlohmann::json& report, const Budget& budget,
+                                const std::string& source = "report.json");
 
 // peak_heap, peak_rss and leaked of the totals and of every stage path present in both
 // reports: fails where the new figure exceeds old * (1 + max_growth). From 0 any growth fails.
-std::vector<Check> check_baseline(const nlohmann::json& report, const nlohmann::json& baseline, double max_growth);
+// A figure one report measured and the other did not fails; one neither measured is skipped.
+std::vector<Check> check_baseline(const nlohmann::json& report, const nlohmann::json& baseline, double max_growth,
+                                  const std::string& source = "report.json",
+                                  const std::string& baseline_source = "baseline");
 
-// 0 when every check passed, 1 otherwise.
+// 0 when every check passed or was skipped, 1 otherwise.
 int exit_code(const std::vector<Check>& checks);
 
 std::string render_table(const std::vector<Check>& checks);

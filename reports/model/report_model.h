@@ -398,8 +398,11 @@ struct Report {
   std::string allocator = "glibc";
   std::string mode = "full";
   // Full mode follows every block to its free; stats mode counts and does not, so its
-  // leak figures are not measured (0, not "nothing leaked").
+  // leak figures are not measured (null in report.json, not "nothing leaked").
   bool leaks_measured = true;
+  // A temporary is an allocation freed before the next one: only a mode that follows every
+  // block sees it (not stats mode, and not sample mode, which follows some).
+  bool temporaries_measured() const { return leaks_measured && !sampling; }
   // The tracer was attached to the process while it ran (`memstage attach`): what it
   // allocated before is unknown (its frees are ignored), and the leak figures count what
   // was allocated while attached and still held when the tracer detached.

@@ -37,6 +37,64 @@ def write_json(path, value):
     return path
 
 
+def unmeasured_and_malformed(a, w, ms, prog, under):
+    """What the report did not measure fails; a malformed figure is exit 2; its warnings are shown."""
+    rc, _, err = run([ms, "run", "-q", "--mode", "stats", "-o", w("stats"), "--", prog, "8", "0"])
+    check(rc == 0, f"stats-mode run (got {rc}): {err}")
+    report = json.load(open(w("stats/report.json")))
+    check(report["totals"]["leaked_bytes"] is None, f"stats mode's leaked_bytes is null: {report['totals']['leaked_bytes']}")
+    leak_free = write_json(w("leak_free.json"), {"totals": {"leaked": "0"}})
+    rc, out, _ = run([ms, "gate", w("stats"), "--budget", leak_free])
+    check(rc == 1 and "NOT MEASURED" in out and "0 B ok" not in out, f"stats mode held to leaked 0: exit 1 ({rc}): {out}")
+    rc, out, _ = run([ms, "gate", w("stats"), "--baseline", w("stats"), "--max-growth", "5%"])
+    check(rc == 0 and "skipped" in out, f"stats against stats: leaks skipped, the rest passes ({rc}): {out}")
+    rc, out, _ = run([ms, "gate", w("stats"), "--baseline", w("small"), "--max-growth", "50%"])
+    check(rc == 1 and "NOT MEASURED" in out, f"stats against a full-mode baseline: leaks not measured ({rc}): {out}")
+
+    for name, value in (("missing", None), ("word", "big"), ("negative", -5)):
+        damaged = json.load(open(w("small/report.json")))
+        if value is None:
+            del damaged["totals"]["peak_heap_bytes"]
+        else:
+            damaged["totals"]["peak_heap_bytes"] = value
+        path = write_json(w(f"report_{name}.json"), damaged)
+        rc, out, err = run([ms, "gate", path, "--budget", under])
+        if value is None:
+            check(rc == 1 and "NOT MEASURED" in out, f"peak_heap_bytes missing: exit 1, not measured ({rc}): {out}{err}")
+        else:
+            check(rc == 2 and err.count("\n") == 1 and "totals.peak_heap_bytes" in err,
+                  f"peak_heap_bytes {value!r}: exit 2 naming the field ({rc}): {err!r}")
+
+    # A damaged trace: the report says so, and the gate carries it.
+    shutil.copytree(w("small"), w("damaged"))
+    trace = [n for n in os.listdir(w("damaged")) if n.startswith("trace.")][0]
+    size = os.path.getsize(w("damaged/" + trace))
+    os.truncate(w("damaged/" + trace), size - 40)
+    rc, _, err = run([ms, "report", w("damaged"), "--format", "json", "-o", w("damaged/report.json")])
+    check(rc == 0, f"report of a truncated trace (got {rc}): {err}")
+    rc, out, _ = run([ms, "gate", w("damaged"), "--budget", under])
+    check("the report warns:" in out and "truncated" in out, f"the gate shows the report's warning: {out}")
+
+    for growth in ("5", "1e18", "nan"):
+        rc, _, err = run([ms, "gate", w("small"), "--baseline", w("small"), "--max-growth", growth])
+        check(rc == 2 and err.count("\n") == 1, f"--max-growth {growth}: exit 2, one line ({rc}): {err!r}")
+
+
+def inputs_that_are_not_files(w, ms, under):
+    """A FIFO or a device as budget, report or baseline: one line and exit 2, at once."""
+    fifo = w("fifo")
+    os.mkfifo(fifo)
+    for args in (["gate", w("small"), "--budget", fifo], ["gate", w("small"), "--budget", "/dev/zero"],
+                 ["gate", fifo, "--budget", under], ["gate", w("small"), "--baseline", fifo, "--max-growth", "5%"],
+                 ["diff", fifo, w("small")], ["diff", w("small"), "/dev/zero"]):
+        try:
+            rc, _, err = run([ms] + args)
+        except subprocess.TimeoutExpired:
+            rc, err = "timeout", ""
+        check(rc == 2 and err.count("\n") == 1 and "not a regular file" in err,
+              f"{' '.join(args[:1] + [os.path.basename(x) for x in args[1:]])}: exit 2, one line ({rc}): {err!r}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--memstage", required=True)
@@ -129,6 +187,9 @@ def main():
     check(rc == 2, f"gate without a budget or baseline: exit 2 ({rc}, {err!r})")
     rc, _, err = run([ms, "gate", w("nowhere"), "--budget", under])
     check(rc == 2, f"gate on a missing report: exit 2 ({rc}, {err!r})")
+
+    unmeasured_and_malformed(a, w, ms, prog, under)
+    inputs_that_are_not_files(w, ms, under)
 
     if failures:
         print(f"{len(failures)} check(s) failed", file=sys.stderr)

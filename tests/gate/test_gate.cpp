@@ -266,3 +266,70 @@ TEST_CASE("GitHub annotations: one ::error per failure, properties escaped") {
   const auto odd = check_budget(report, parse_budget(R"({"stages": {"a:b,c": {"peak_heap": "1"}}})", "b"));
   CHECK_THAT(render_github(odd, ""), Catch::StartsWith("::error title=memstage gate stages.a%3Ab%2Cc.peak_heap::"));
 }
+
+TEST_CASE("a figure the report did not measure fails its check, whatever the limit") {
+  Json report = sample_report();
+  report["mode"] = "stats";
+  report["totals"]["leaked_bytes"] = nullptr;
+  const auto checks = check_budget(report, parse_budget(R"({"totals": {"leaked": "0", "peak_heap": "1GiB"}})", "b"));
+  const Check& leaked = find_check(checks, "totals.leaked");
+  CHECK_FALSE(leaked.passed);
+  CHECK(leaked.unmeasured);
+  CHECK(leaked.measured_text == "not measured");
+  CHECK(leaked.message == "leaked of the whole run was not measured in stats mode, so its limit of 0 B cannot hold");
+  CHECK(find_check(checks, "totals.peak_heap").passed);
+  CHECK(exit_code(checks) == 1);
+  CHECK_THAT(render_table(checks), Catch::Contains("NOT MEASURED"));
+  CHECK_THAT(render_junit(checks, "g"), Catch::Contains("type=\"unmeasured\""));
+
+  // An absent figure is not measured either: it must not pass as 0.
+  Json absent = sample_report();
+  absent["totals"].erase("peak_heap_bytes");
+  CHECK(find_check(check_budget(absent, parse_budget(R"({"totals": {"peak_heap": "1GiB"}})", "b")), "totals.peak_heap")
+            .unmeasured);
+}
+
+TEST_CASE("a malformed figure in the report is an input error, not a pass") {
+  for (const Json& bad : {Json("big"), Json(-5), Json(true)}) {
+    Json report = sample_report();
+    report["totals"]["peak_heap_bytes"] = bad;
+    CHECK_THROWS_AS(check_budget(report, parse_budget(R"({"totals": {"peak_heap": "1GiB"}})", "b"), "r.json"), GateError);
+  }
+  Json report = sample_report();
+  report["stages"][1]["peak_heap_bytes"] = "big";
+  CHECK_THROWS_WITH(check_budget(report, parse_budget(R"({"totals": {"peak_heap": "1GiB"}})", "b"), "r.json"),
+                    "r.json: stages[1].peak_heap_bytes: \"big\" is not a figure (a number of 0 or more)");
+}
+
+TEST_CASE("baseline: a figure one report did not measure fails, one neither measured is skipped") {
+  Json stats = sample_report();
+  stats["mode"] = "stats";
+  stats["leaks_measured"] = false;
+  Json full = sample_report();
+  full["mode"] = "full";
+  auto checks = check_baseline(full, stats, 0.5);
+  const Check& leaked = find_check(checks, "baseline.totals.leaked");
+  CHECK(leaked.unmeasured);
+  CHECK_THAT(leaked.message, Catch::Contains("not measured in the baseline (stats mode)"));
+  CHECK(exit_code(checks) == 1);
+
+  checks = check_baseline(stats, stats, 0.5);
+  const Check& both = find_check(checks, "baseline.totals.leaked");
+  CHECK(both.skipped);
+  CHECK(exit_code(checks) == 0);
+  CHECK_THAT(render_table(checks), Catch::Contains("skipped") && Catch::Contains("5 not measured by either report"));
+  CHECK_THAT(render_junit(checks, "g"), Catch::Contains("skipped=\"5\"") && Catch::Contains("<skipped "));
+}
+
+TEST_CASE("the allowed growth of --max-growth: one rule with the budget's ratios, and no overflow") {
+  CHECK(parse_max_growth("5%") == Approx(0.05));
+  CHECK(parse_max_growth("0.05") == Approx(0.05));
+  CHECK(parse_max_growth("500%") == Approx(5));
+  CHECK(parse_max_growth("1") == Approx(1));
+  CHECK_THROWS_WITH(parse_max_growth("5"), Catch::Contains("ambiguous") && Catch::Contains("5%"));
+  CHECK_THROWS_WITH(parse_max_growth("1e18%"), Catch::Contains("gates nothing"));
+  CHECK_THROWS_WITH(parse_max_growth("-5%"), Catch::Contains("must be a fraction"));
+  // The largest growth allowed still formats and compares without overflow.
+  const auto checks = check_baseline(sample_report(), sample_report(), parse_max_growth("1000000%"));
+  CHECK(exit_code(checks) == 0);
+}

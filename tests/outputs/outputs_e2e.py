@@ -11,6 +11,9 @@ usage: outputs_e2e.py SCENARIO --memstage PATH --program PATH --work DIR
   full_disk           a tmpfs too small for report.html, then one with no room at all: the
                       program's status passes, the summary is printed, no .tmp is left
   control_characters  escape sequences in a stage name reach the terminal escaped
+  devices             a device, FIFO or descriptor named as every command's output is written
+                      as a stream, never replaced (/dev/null stays a device); /dev/full and a
+                      full stdout fail with exit 2
 
 Exit status 0 when every check passed, 1 otherwise, 77 when the machine cannot run the
 scenario (full_disk needs root to mount a tmpfs).
@@ -262,6 +265,51 @@ def scenario_control_characters(a):
     p = run([a.memstage.encode(), b"report", b"/nonexistent/" + name])
     check(p.returncode == 2, "report of a missing path")
     escaped(p.stderr, "an error message")
+
+
+def is_device(path):
+    return stat.S_ISCHR(os.lstat(path).st_mode)
+
+
+def scenario_devices(a):
+    out = os.path.join(a.work, "run")
+    p = run([a.memstage, "run", "-q", "-o", out, "--", a.program, "work", "0"])
+    check(p.returncode == 0, "run: %s" % p.stderr)
+    budget = os.path.join(a.work, "budget.json")
+    with open(budget, "w") as f:
+        json.dump({"totals": {"peak_heap": "1GiB"}}, f)
+    # Every output a user names, to /dev/null: written, and /dev/null is still the device.
+    for args in (["report", out, "-o", "/dev/null"], ["report", out, "--format", "html", "-o", "/dev/null"],
+                 ["diff", out, out, "--html", "/dev/null"], ["gate", out, "--budget", budget, "--junit", "/dev/null"]):
+        p = run([a.memstage] + args)
+        check(p.returncode == 0, "%s to /dev/null: exit %d %s" % (args[0], p.returncode, p.stderr))
+        check(is_device("/dev/null"), "%s replaced /dev/null" % " ".join(args))
+    # /dev/full: the write fails, said in one line, the device kept.
+    for args in (["report", out, "-o", "/dev/full"], ["diff", out, out, "--html", "/dev/full"],
+                 ["gate", out, "--budget", budget, "--junit", "/dev/full"]):
+        p = run([a.memstage] + args)
+        check(p.returncode == 2 and p.stderr.count(b"\n") == 1 and b"No space left on device" in p.stderr,
+              "%s to /dev/full: exit 2, one line (%d): %s" % (args[0], p.returncode, p.stderr))
+        check(is_device("/dev/full"), "%s replaced /dev/full" % " ".join(args))
+    # Standard output on a full device: not exit 0.
+    with open("/dev/full", "wb") as full:
+        p = subprocess.run([a.memstage, "report", out, "--format", "json"], stdout=full, stderr=subprocess.PIPE,
+                           timeout=60)
+    check(p.returncode != 0 and b"standard output" in p.stderr, "report > /dev/full: exit %d %s" % (p.returncode, p.stderr))
+    # /dev/stdout with stdout a pipe: the report arrives there.
+    p = run([a.memstage, "report", out, "--format", "json", "-o", "/dev/stdout"])
+    check(p.returncode == 0 and json.loads(p.stdout)["stages"][0]["name"] == "work", "-o /dev/stdout: %s" % p.stderr)
+    # A FIFO with a reader: the report comes through it, and the FIFO stays one.
+    fifo = os.path.join(a.work, "fifo")
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE)
+    p = run([a.memstage, "report", out, "--format", "json", "-o", fifo])
+    received = reader.communicate(timeout=60)[0]
+    check(p.returncode == 0 and json.loads(received)["stages"][0]["name"] == "work", "-o FIFO: %s" % p.stderr)
+    check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced")
+    # A report or trace named as input that is a FIFO: refused at once.
+    p = run([a.memstage, "report", fifo])
+    check(p.returncode == 2 and p.stderr.count(b"\n") == 1, "report of a FIFO: exit 2, one line (%d): %s" % (p.returncode, p.stderr))
 
 
 def main():

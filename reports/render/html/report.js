@@ -245,7 +245,7 @@
           : null,
         figure('Allocations', fmtCount(totals.allocations),
           `${fmtBytes(totals.bytes_allocated)} in total · ` +
-            (data.sampling ? 'temporaries not measured' : `${fmtCount(totals.temporary_allocations)} temporary`)),
+            (data.sampling || data.leaks_measured === false ? 'temporaries not measured' : `${fmtCount(totals.temporary_allocations)} temporary`)),
         figure('Fragmentation', totals.fragmentation ? (100 * totals.fragmentation.ratio).toFixed(1) + '%' : '–',
           `${fmtBytes(Math.max(0, (rb.allocator_resident_bytes || 0) - (rb.live_bytes || 0)))} free of ${fmtBytes(rb.allocator_resident_bytes || 0)} the allocator holds` +
             (totals.fragmentation && totals.fragmentation.estimated ? ' · estimated' : '') +
@@ -721,7 +721,9 @@
     { key: 'allocations', title: 'Allocations', value: (s) => s.figures.allocations, show: (s) => fmtCount(s.figures.allocations) },
     { key: 'allocated', title: 'Allocated', value: (s) => s.figures.bytes_allocated, show: (s) => fmtBytes(s.figures.bytes_allocated) },
     { key: 'retained', title: 'Retained', value: (s) => s.retained_bytes, show: (s) => fmtBytes(s.retained_bytes) },
-    { key: 'leaked', title: 'Leaked', value: (s) => s.figures.leaked_bytes, show: (s) => fmtBytes(s.figures.leaked_bytes) },
+    // A mode that does not follow blocks (stats) did not measure leaks: '–', never "0 B".
+    { key: 'leaked', title: 'Leaked', value: (s) => (data.leaks_measured === false ? -1 : s.figures.leaked_bytes),
+      show: (s) => (data.leaks_measured === false ? '–' : fmtBytes(s.figures.leaked_bytes)) },
     { key: 'fragmentation', title: 'Fragmentation', value: (s) => s.figures.fragmentation.ratio,
       show: (s) => (100 * s.figures.fragmentation.ratio).toFixed(1) + '%' + (s.figures.fragmentation.estimated ? ' (est.)' : '') },
   ].filter((c) => !c.device || data.device);

@@ -105,6 +105,9 @@ Json device_json(const Report& r) {
 
 Json optional_number(const std::optional<uint64_t>& v) { return v ? Json(*v) : Json(nullptr); }
 
+// A figure the mode did not measure is null, never 0: a reader (the gate) must not take it for "none".
+Json unless_unmeasured(bool measured, uint64_t value) { return measured ? Json(value) : Json(nullptr); }
+
 Json job_json(const Report& r) {
   const JobReport& job = r.job;
   Json tops = Json::array();
@@ -168,9 +171,9 @@ Json report_to_json(const Report& r) {
   totals["allocations"] = t.allocations;
   totals["frees"] = t.frees;
   totals["bytes_allocated"] = t.bytes_allocated;
-  totals["temporary_allocations"] = t.temporary_allocations;
-  totals["leaked_bytes"] = t.leaked_bytes;
-  totals["leaked_blocks"] = t.leaked_blocks;
+  totals["temporary_allocations"] = unless_unmeasured(r.temporaries_measured(), t.temporary_allocations);
+  totals["leaked_bytes"] = unless_unmeasured(r.leaks_measured, t.leaked_bytes);
+  totals["leaked_blocks"] = unless_unmeasured(r.leaks_measured, t.leaked_blocks);
   totals["mmap_peak_bytes"] = t.mmap_peak_bytes;
   totals["fragmentation"] = fragmentation_json(t.fragmentation);
   totals["rss_breakdown"] = breakdown_json(t.rss_breakdown);
@@ -204,10 +207,10 @@ Json report_to_json(const Report& r) {
     st["allocations"] = f.allocations;
     st["frees"] = f.frees;
     st["bytes_allocated"] = f.bytes_allocated;
-    st["temporary_allocations"] = f.temporary_allocations;
+    st["temporary_allocations"] = unless_unmeasured(r.temporaries_measured(), f.temporary_allocations);
     st["retained_bytes"] = s.retained_bytes;
-    st["leaked_bytes"] = f.leaked_bytes;
-    st["leaked_blocks"] = f.leaked_blocks;
+    st["leaked_bytes"] = unless_unmeasured(r.leaks_measured, f.leaked_bytes);
+    st["leaked_blocks"] = unless_unmeasured(r.leaks_measured, f.leaked_blocks);
     st["mmap_peak_bytes"] = f.mmap_peak_bytes;
     st["fragmentation"] = fragmentation_json(f.fragmentation);
     st["rss_breakdown"] = breakdown_json(f.rss_breakdown);

@@ -151,7 +151,7 @@ std::string render_text(const Report& r, const TextOptions& options) {
     out += fmt::format("  leaked       not measured ({} mode counts allocations; it does not follow blocks)\n", r.mode);
   }
   out += fmt::format("  allocations  {} ({}), {} allocated in all\n", format_count(t.allocations),
-                     r.sampling ? "temporaries not measured" : format_count(t.temporary_allocations) + " temporary",
+                     r.temporaries_measured() ? format_count(t.temporary_allocations) + " temporary" : "temporaries not measured",
                      format_bytes(t.bytes_allocated));
   if (r.sampling) out += fmt::format("  estimates    {}\n", terminal_text(r.sampling->note));
   // Said with its moment: the allocator is sampled at heap highs, stage edges, start and exit.
@@ -236,7 +236,8 @@ std::string render_text(const Report& r, const TextOptions& options) {
       const MemoryFigures& f = s.figures;
       out += fmt::format("  {:<28} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9.3f}\n", name,
                          format_bytes(f.peak_heap_bytes), format_bytes(f.peak_rss_bytes), format_count(f.allocations),
-                         format_bytes(s.retained_bytes), format_bytes(f.leaked_bytes), stage_open_s(s));
+                         format_bytes(s.retained_bytes), r.leaks_measured ? format_bytes(f.leaked_bytes) : "–",
+                         stage_open_s(s));
     }
     if (r.stage_grouping) out += fmt::format("  (x N: {})\n", terminal_text(r.stage_grouping->note));
   }
