@@ -13,6 +13,7 @@
 #include "harness/cli/child_process.h"
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/number_range.h"
 #include "harness/cli/option_lists.h"
 #include "harness/cli/report_files.h"
 #include "harness/compare/compare_model.h"
@@ -182,11 +183,11 @@ void register_compare(CLI::App& app, CommandAction& action) {
                   "backslashes, without expanding anything")
       ->allow_extra_args(false);  // one word per --variant: never the words after "--"
   cmd->add_option("--repeat", flags->repeat, "Stats-mode runs per subject, for time")
-      ->check(CLI::Range(1, 1000))
+      ->check(number_in(1, 1000))
       ->capture_default_str();
   cmd->add_option("-o,--output", flags->output_dir, "Folder for the runs and compare.json/html (default memstage.compare.PID)");
   cmd->add_option("--max-depth", flags->max_depth, "Frames kept per stack in the full-mode runs")
-      ->check(CLI::Range(1, 256))
+      ->check(number_in(1, 256))
       ->capture_default_str();
   cmd->add_option("command", flags->command, "The command to run, after --")->expected(-1);
   cmd->callback([flags, &action] { action = [flags] { return compare(*flags); }; });

@@ -11,6 +11,7 @@
 #include "harness/cli/child_process.h"
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/number_range.h"
 #include "harness/cli/preload_path.h"
 #include "harness/cli/report_files.h"
 #include "harness/cli/sample_rate.h"
@@ -149,14 +150,14 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_option("--snapshot-interval", flags->snapshot_interval_s,
                   "Aggregate mode: seconds between snapshots of its figures (what a killed run is reported up to)")
-      ->check(CLI::Range(0.001, 3600.0))
+      ->check(number_in(0.001, 3600.0))
       ->capture_default_str();
   add_sample_rate_option(*cmd, flags->sample_rate);
   cmd->add_option("--max-depth", flags->max_depth, "Frames kept per stack")
-      ->check(CLI::Range(1, 256))
+      ->check(number_in(1, 256))
       ->capture_default_str();
   cmd->add_option("--sample-interval", flags->sample_interval_ms, "RSS sampling interval in milliseconds")
-      ->check(CLI::Range(1, 10000))
+      ->check(number_in(1, 10000))
       ->capture_default_str();
   cmd->add_flag("--no-follow-fork", flags->no_follow_fork, "Do not trace forked children");
   cmd->add_flag("-q,--quiet", flags->quiet, "Print no summary");
@@ -175,7 +176,8 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_flag("--no-python-frames", flags->no_python_frames,
                 "Python programs: native frames only (no bootstrap on PYTHONPATH)");
-  // After "--" everything is the command's, its own flags included.
+  // After "--" everything is the command's, its own flags included; main.cpp puts a "--"
+  // before the command where the user left it out.
   cmd->add_option("command", flags->command, "The command to run, after --")->expected(-1);
   cmd->callback([flags, &action] { action = [flags] { return run(*flags); }; });
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -112,7 +113,10 @@ int scale_command(const ScaleFlags& flags) {
     } catch (...) {
       used = 0;
     }
-    if (used != text.size() || value == 0) throw CliError("scale: --sizes: '" + text + "' is not a positive integer");
+    // stoull takes "-1" as 2^64 - 1: a sign is refused before it.
+    if (used != text.size() || value == 0 || !isdigit(static_cast<unsigned char>(text[0]))) {
+      throw CliError("scale: --sizes: '" + text + "' is not a positive integer");
+    }
     sizes.push_back(value);
   }
   std::sort(sizes.begin(), sizes.end());
