@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "profiler/preload/python_frames.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/samplers.h"
 #include "profiler/preload/tracer.h"
@@ -332,6 +333,8 @@ MEMSTAGE_EXPORT int memstage_attach_start(const char* options_text) {
   if (ThreadState* ts = current_thread_state()) push_record(ts, memstage::trace::records::Attached{trace_time_ns()});
   g_active.store(true, std::memory_order_release);
   walk_objects(Walk::kHook);
+  // Stats mode walks no stack: no Python frames to merge.
+  if (!stats_mode()) python_attach_later();
   return kAttachOk;
 }
 
@@ -344,5 +347,6 @@ MEMSTAGE_EXPORT int memstage_attach_stop(void) {
   // straight through.
   finish_trace();
   remove_signal_handlers();
+  python_detach_later();
   return kAttachOk;
 }
