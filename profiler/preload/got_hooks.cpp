@@ -320,7 +320,12 @@ MEMSTAGE_EXPORT int memstage_attach_start(const char* options_text) {
   }
   resolve_from_program();
   start_tracer_with(options, true);
-  if (!recording()) return kAttachCannotStart;
+  if (!recording()) {
+    // Nothing was recorded: a later attach may try again (its trace file somewhere else).
+    remove_signal_handlers();
+    g_tracer.start_monotonic_ns = 0;
+    return kAttachCannotStart;
+  }
   // Sample mode counts the live heap on every call; blocks from before attach are freed
   // into that count too, so it starts from what the allocator says is in use now (with
   // its rounding: the report says the heap from before attach is the allocator's figure).
