@@ -541,12 +541,13 @@ int attach_main_thread(void*) {
 }
 
 // The profile function taken out and the frames' references given back: the program's
-// frames must not outlive it because the tracer held them. With the GIL held.
+// frames must not outlive it because the tracer held them. A profiler the program set
+// meanwhile stays. With the GIL held.
 int detach_main_thread(void*) {
   PythonStack* s = t_python_stack;
   if (!s) return 0;
   t_python_stack = nullptr;
-  g_api.PyEval_SetProfile(nullptr, nullptr);
+  if (!program_profiles(g_late)) g_api.PyEval_SetProfile(nullptr, nullptr);
   while (s->depth > 0) g_api.Py_DecRef(reinterpret_cast<PyObject*>(s->frames[--s->depth].frame));
   s->overflow = 0;
   return 0;
