@@ -131,8 +131,10 @@ bool is_definition(void* f) {
 }
 
 // The first loaded object, in load order (the global scope's, for what the program loaded
-// at start), that defines `name` itself; nullptr when none does.
+// at start), that defines `name` itself, this library aside; nullptr when none does.
 void* first_definition(const char* name) {
+  Dl_info self;
+  if (!dladdr(reinterpret_cast<void*>(&first_definition), &self)) return nullptr;
   link_map* map = nullptr;
   void* program = dlopen(nullptr, RTLD_LAZY | RTLD_NOLOAD);
   if (!program || dlinfo(program, RTLD_DI_LINKMAP, &map) != 0) map = nullptr;
@@ -144,7 +146,8 @@ void* first_definition(const char* name) {
     dlclose(handle);
     link_map* owner = nullptr;
     Dl_info info;
-    if (f && is_definition(f) && dladdr1(f, &info, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) && owner == l) {
+    if (f && is_definition(f) && dladdr1(f, &info, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) && owner == l &&
+        info.dli_fbase != self.dli_fbase) {
       return f;
     }
   }
