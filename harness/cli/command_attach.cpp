@@ -116,8 +116,9 @@ int report_end(int pid, const std::optional<int>& wait_status, const reports::Re
   std::optional<int> signal;
   if (wait_status && WIFSIGNALED(*wait_status)) signal = WTERMSIG(*wait_status);
   if (!wait_status && report && report->signal) signal = report->signal;
-  const bool exited = wait_status ? WIFEXITED(*wait_status)
-                                  : report && !report->processes.empty() && report->processes[0].ended == "exit";
+  // Without a wait status: the trace ended at an exit, or at an exec (the new program's end is not in it).
+  const std::string trace_end = report && !report->processes.empty() ? report->processes[0].ended : "unknown";
+  const bool exited = wait_status ? WIFEXITED(*wait_status) : trace_end == "exit" || trace_end == "exec";
   if (signal) {
     const char* name = sigabbrev_np(*signal);
     fprintf(stderr, "memstage: pid %d ended while attached: killed by SIG%s (signal %d), exit %d; reported up to its end\n",
