@@ -5,11 +5,14 @@
 // report into DIR. The process runs on as it would have.
 #include <elf.h>
 #include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -73,6 +76,67 @@ bool process_alive(int pid) {
   std::getline(stat, line);
   const size_t close_paren = line.rfind(')');
   return close_paren == std::string::npos || close_paren + 2 >= line.size() || line[close_paren + 2] != 'Z';
+}
+
+// The wait status of a process that ended and that its parent has not reaped yet: field
+// 52 of /proc/PID/stat (Linux 3.5 on). Nothing once it is reaped, or before it ends.
+std::optional<int> zombie_wait_status(int pid) {
+  std::ifstream stat("/proc/" + pid_text(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t close_paren = line.rfind(')');
+  if (close_paren == std::string::npos || close_paren + 2 >= line.size() || line[close_paren + 2] != 'Z') {
+    return std::nullopt;
+  }
+  std::istringstream fields(line.substr(close_paren + 2));  // from field 3, the state
+  std::string field;
+  for (int n = 3; fields >> field; ++n) {
+    if (n == 52) return atoi(field.c_str());
+  }
+  return std::nullopt;
+}
+
+// A number of seconds above 0: CLI11's PositiveNumber lets nan through (it compares false
+// with every bound), and 0 would be a recording that ends before it starts.
+std::string check_duration(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = strtod(text.c_str(), &end);
+  if (text.empty() || *end || errno == ERANGE || !std::isfinite(value) || value <= 0) {
+    return "must be a number of seconds above 0 (leave it out to record until Ctrl-C), not '" + text + "'";
+  }
+  return {};
+}
+
+// The process ended while attached: says how, and gives memstage's exit status: 128 +
+// the signal that killed it (as `memstage run` does), from its wait status while it is a
+// zombie or else from its trace (the tracer's fatal-signal record); 0 when it exited; 1
+// when nothing says (killed by SIGKILL once its parent had reaped it).
+int report_end(int pid, const std::optional<int>& wait_status, const reports::Report* report) {
+  std::optional<int> signal;
+  if (wait_status && WIFSIGNALED(*wait_status)) signal = WTERMSIG(*wait_status);
+  if (!wait_status && report && report->signal) signal = report->signal;
+  // Without a wait status: the trace ended at an exit, or at an exec (the new program's end is not in it).
+  const std::string trace_end = report && !report->processes.empty() ? report->processes[0].ended : "unknown";
+  const bool exited = wait_status ? WIFEXITED(*wait_status) : trace_end == "exit" || trace_end == "exec";
+  if (signal) {
+    const char* name = sigabbrev_np(*signal);
+    fprintf(stderr, "memstage: pid %d ended while attached: killed by SIG%s (signal %d), exit %d; reported up to its end\n",
+            pid, name ? name : "?", *signal, 128 + *signal);
+    return 128 + *signal;
+  }
+  if (exited) {
+    if (wait_status) {
+      fprintf(stderr, "memstage: pid %d ended while attached (exit code %d); reported up to its end\n", pid,
+              WEXITSTATUS(*wait_status));
+    } else {
+      fprintf(stderr, "memstage: pid %d ended while attached; reported up to its end\n", pid);
+    }
+    return 0;
+  }
+  fprintf(stderr, "memstage: pid %d ended while attached, killed without a trace of how (SIGKILL, the OOM killer?); "
+          "reported up to its last flush\n", pid);
+  return 1;
 }
 
 // The real, effective, saved and filesystem ids of "Uid:" or "Gid:" in /proc/PID/status.
@@ -141,16 +205,16 @@ void check_dynamically_linked(int pid) {
                  ") is statically linked: it has no dynamic loader to load the tracer into it");
 }
 
-// The tracer is in the process already: run under `memstage run`, or attached to before
-// (its trace state is made once per process).
-void check_not_traced(int pid) {
-  std::ifstream maps("/proc/" + pid_text(pid) + "/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    if (line.find("libmemstage_preload.so") != std::string::npos) {
+// The process runs under `memstage run` (its tracer preloaded, LD_PRELOAD naming it).
+// A tracer loaded by an earlier attach is not refused here: that attach may have failed
+// before recording, and may be tried again; one that recorded is refused by the tracer.
+void check_not_run_by_memstage(int pid) {
+  std::ifstream environ_file("/proc/" + pid_text(pid) + "/environ", std::ios::binary);
+  std::string entry;
+  while (std::getline(environ_file, entry, '\0')) {
+    if (entry.rfind("LD_PRELOAD=", 0) == 0 && entry.find("libmemstage_preload.so") != std::string::npos) {
       throw CliError("attach: pid " + pid_text(pid) +
-                     " has the memstage tracer loaded already (it runs under memstage run, or was attached "
-                     "to before: a process can be attached to once)");
+                     " runs under memstage run: its tracer records it already");
     }
   }
 }
@@ -192,8 +256,8 @@ const char* attach_error_text(const std::string& value) {
   const int code = atoi(value.c_str());
   switch (code) {
     case kAttachBadOptions: return "it refused the options memstage gave it (a tracer of another version?)";
-    case kAttachAlreadyRecording: return "the tracer records in it already";
-    case kAttachAttachedBefore: return "it was attached to before: a process can be attached to once";
+    case kAttachAlreadyRecording: return "the tracer records in it already (another memstage attach, or memstage run)";
+    case kAttachAttachedBefore: return "it was recorded by an attach before: a process can be recorded once";
     case kAttachCannotStart: return "the tracer could not start (its trace file or its thread)";
     default: return "the tracer's start failed";
   }
@@ -220,7 +284,7 @@ int attach(const AttachFlags& flags) {
   }
   check_permission(pid);
   check_dynamically_linked(pid);
-  check_not_traced(pid);
+  check_not_run_by_memstage(pid);
 
   const std::string preload = find_preload_library();
   const std::string program = program_name(pid);
@@ -278,9 +342,11 @@ int attach(const AttachFlags& flags) {
   }
 
   bool ended = false;
+  std::optional<int> wait_status;
   while (!g_stop_requested && (flags.duration_s <= 0 || now_s() - attached_at_s < flags.duration_s)) {
     if (!process_alive(pid)) {
       ended = true;
+      wait_status = zombie_wait_status(pid);
       break;
     }
     usleep(20000);
@@ -291,18 +357,19 @@ int attach(const AttachFlags& flags) {
     if (stopped.values.empty() || stopped.values[0] != "0") {
       if (!process_alive(pid)) {
         ended = true;
+        wait_status = zombie_wait_status(pid);
       } else {
         fprintf(stderr, "memstage: detaching from pid %d failed (%s); the trace so far is reported\n", pid,
                 reports::terminal_text(last_line(stopped.output)).c_str());
       }
     }
   }
-  if (ended && !flags.quiet) {
-    fprintf(stderr, "memstage: pid %d ended while attached; reporting up to its end\n", pid);
-  }
   // Detached or ended: the tracer has written its last chunk.
   if (read_ahead) read_ahead->writer_ended();
-  return write_reports(dir, std::nullopt, flags.quiet, read_ahead.get()) ? 0 : 1;
+  reports::Report report;
+  const bool written = write_reports(dir, std::nullopt, flags.quiet, read_ahead.get(), &report);
+  const int end_status = ended ? report_end(pid, wait_status, written ? &report : nullptr) : 0;
+  return end_status != 0 ? end_status : written ? 0 : 1;
 }
 
 }  // namespace
@@ -319,7 +386,7 @@ void register_attach(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   add_sample_rate_option(*cmd, flags->sample_rate);
   cmd->add_option("--duration", flags->duration_s, "Seconds to record (default: until Ctrl-C or the process ends)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(check_duration, "SECONDS"));
   cmd->add_option("--max-depth", flags->max_depth, "Frames kept per stack")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();

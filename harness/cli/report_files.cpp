@@ -164,7 +164,7 @@ std::unique_ptr<reports::TraceBeingWritten> read_traces_ahead(const std::string&
 }
 
 bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,
-                   reports::TraceBeingWritten* read_ahead) {
+                   reports::TraceBeingWritten* read_ahead, reports::Report* analysed) {
   reports::Report report;
   try {
     report = analyze_path(dir, true, run, read_ahead);
@@ -188,6 +188,7 @@ bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>
       fprintf(stderr, "memstage: wrote %s/report.json and report.html\n", reports::terminal_text(dir).c_str());
     }
   }
+  if (analysed) *analysed = std::move(report);
   return json_written;
 }
 

@@ -54,8 +54,9 @@ std::unique_ptr<reports::TraceBeingWritten> read_traces_ahead(const std::string&
 // The end of `run` and `attach`: analyses the folder's traces, writes report.json and
 // report.html into it and, unless `quiet`, prints the text summary on stderr. What cannot
 // be analysed or written is said on stderr, the traces kept. True when report.json was
-// written. `read_ahead`: as for analyze_path.
+// written. `read_ahead`: as for analyze_path. `analysed`, when given, gets the report
+// (`attach` reads from it how the process ended).
 bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,
-                   reports::TraceBeingWritten* read_ahead = nullptr);
+                   reports::TraceBeingWritten* read_ahead = nullptr, reports::Report* analysed = nullptr);
 
 }  // namespace memstage::harness

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "profiler/preload/python_frames.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/samplers.h"
 #include "profiler/preload/tracer.h"
@@ -319,7 +320,12 @@ MEMSTAGE_EXPORT int memstage_attach_start(const char* options_text) {
   }
   resolve_from_program();
   start_tracer_with(options, true);
-  if (!recording()) return kAttachCannotStart;
+  if (!recording()) {
+    // Nothing was recorded: a later attach may try again (its trace file somewhere else).
+    remove_signal_handlers();
+    g_tracer.start_monotonic_ns = 0;
+    return kAttachCannotStart;
+  }
   // Sample mode counts the live heap on every call; blocks from before attach are freed
   // into that count too, so it starts from what the allocator says is in use now (with
   // its rounding: the report says the heap from before attach is the allocator's figure).
@@ -332,6 +338,8 @@ MEMSTAGE_EXPORT int memstage_attach_start(const char* options_text) {
   if (ThreadState* ts = current_thread_state()) push_record(ts, memstage::trace::records::Attached{trace_time_ns()});
   g_active.store(true, std::memory_order_release);
   walk_objects(Walk::kHook);
+  // Stats mode walks no stack: no Python frames to merge.
+  if (!stats_mode()) python_attach_later();
   return kAttachOk;
 }
 
@@ -344,5 +352,6 @@ MEMSTAGE_EXPORT int memstage_attach_stop(void) {
   // straight through.
   finish_trace();
   remove_signal_handlers();
+  python_detach_later();
   return kAttachOk;
 }

@@ -4,6 +4,7 @@
 // errors) and records it around the call.
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
@@ -118,13 +119,52 @@ void* bootstrap_alloc(size_t size, size_t alignment) {
 }
 size_t bootstrap_size(const void* p) { return static_cast<const size_t*>(p)[-1]; }
 
+// True when `f` is where a defined symbol starts. An executable that is not PIE and takes
+// a function's address (Debian's python3 does with malloc and free) exports it as an
+// undefined symbol whose value is its PLT stub (a "canonical PLT entry"): dladdr names
+// that symbol, undefined (SHN_UNDEF), for the stub's address.
+bool is_definition(void* f) {
+  Dl_info info;
+  ElfW(Sym)* symbol = nullptr;
+  return dladdr1(f, &info, reinterpret_cast<void**>(&symbol), RTLD_DL_SYMENT) != 0 && info.dli_saddr == f &&
+         symbol && symbol->st_shndx != SHN_UNDEF;
+}
+
+// The first loaded object, in load order (the global scope's, for what the program loaded
+// at start), that defines `name` itself, this library aside; nullptr when none does.
+void* first_definition(const char* name) {
+  Dl_info self;
+  if (!dladdr(reinterpret_cast<void*>(&first_definition), &self)) return nullptr;
+  link_map* map = nullptr;
+  void* program = dlopen(nullptr, RTLD_LAZY | RTLD_NOLOAD);
+  if (!program || dlinfo(program, RTLD_DI_LINKMAP, &map) != 0) map = nullptr;
+  if (program) dlclose(program);
+  for (link_map* l = map ? map->l_next : nullptr; l; l = l->l_next) {
+    void* handle = l->l_name && *l->l_name ? dlopen(l->l_name, RTLD_LAZY | RTLD_NOLOAD) : nullptr;
+    if (!handle) continue;
+    void* f = dlsym(handle, name);
+    dlclose(handle);
+    link_map* owner = nullptr;
+    Dl_info info;
+    if (f && is_definition(f) && dladdr1(f, &info, reinterpret_cast<void**>(&owner), RTLD_DL_LINKMAP) && owner == l &&
+        info.dli_fbase != self.dli_fbase) {
+      return f;
+    }
+  }
+  return nullptr;
+}
+
 // `scope`: RTLD_NEXT when preloaded (the definitions after this library's); RTLD_DEFAULT
 // when attached (got_hooks.cpp: loaded late, outside the global scope, RTLD_NEXT would
 // search only this library's own dependencies and find libc's, while the program may
-// call another allocator's). A name not found there keeps what it had.
+// call another allocator's). A name not found there keeps what it had. Attached, a
+// canonical PLT stub (is_definition) is a jump through a slot that now holds the tracer's
+// function, which would call itself: the definition behind the stub is taken instead.
 template <typename F>
 void resolve_one(void* scope, F& slot, const char* name) {
-  if (void* f = dlsym(scope, name)) slot = reinterpret_cast<F>(f);
+  void* f = dlsym(scope, name);
+  if (f && scope == RTLD_DEFAULT && !is_definition(f)) f = first_definition(name);
+  if (f) slot = reinterpret_cast<F>(f);
 }
 
 void resolve_all(void* scope) {

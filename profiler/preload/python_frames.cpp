@@ -391,7 +391,9 @@ void pop_frame(PythonStack* s, PyFrameObject* frame) {
 
 int profile_function(PyObject*, PyFrameObject* frame, int what, PyObject*) {
   PythonStack* s = t_python_stack;
-  if (!s || !frame) return 0;
+  // Once the trace has ended (a detach) nothing more is recorded: the stack is dropped
+  // whole at the detach's pending call (python_detach_later).
+  if (!s || !frame || !recording()) return 0;
   if (what == kPyTraceCall) {
     push_frame(s, frame, reinterpret_cast<uint64_t>(__builtin_frame_address(0)));
   } else if (what == kPyTraceReturn) {
@@ -497,6 +499,69 @@ int python_attach(int skip_frames) {
   t_python_stack = s;
   g_api.PyEval_SetProfile(profile_function, nullptr);
   return 1;
+}
+
+namespace {
+
+// The interpreter's entry points for a process the tracer was loaded into late.
+struct LateApi {
+  int (*Py_IsInitialized)();
+  int (*Py_AddPendingCall)(int (*)(void*), void*);
+  PyObject* (*PyImport_ImportModule)(const char*);
+  PyObject* (*PyObject_CallMethod)(PyObject*, const char*, const char*, ...);
+};
+
+bool resolve_late_api(LateApi& a) {
+  return resolve(a.Py_IsInitialized, "Py_IsInitialized") && resolve(a.Py_AddPendingCall, "Py_AddPendingCall") &&
+         resolve(a.PyImport_ImportModule, "PyImport_ImportModule") &&
+         resolve(a.PyObject_CallMethod, "PyObject_CallMethod") && a.Py_IsInitialized();
+}
+
+// True when the program profiles this thread itself (cProfile, sys.setprofile): the tracer's
+// profile function would take its place. With the GIL held.
+bool program_profiles(const LateApi& a) {
+  PyObject* sys = a.PyImport_ImportModule("sys");
+  PyObject* current = sys ? a.PyObject_CallMethod(sys, "getprofile", nullptr) : nullptr;
+  const bool profiled = !current || current != g_api.none;
+  if (!current) g_api.PyErr_Clear();
+  if (current) g_api.Py_DecRef(current);
+  if (sys) g_api.Py_DecRef(sys);
+  return profiled;
+}
+
+LateApi g_late;
+
+// Run by the main thread at its next safe point, with the GIL held.
+int attach_main_thread(void*) {
+  RecordingGuard guard;
+  // resolve_api for program_profiles' calls; python_attach resolves it again, harmlessly.
+  if (!recording() || stats_mode() || !resolve_api()) return 0;
+  if (!program_profiles(g_late)) python_attach(0);
+  return 0;
+}
+
+// The profile function taken out and the frames' references given back: the program's
+// frames must not outlive it because the tracer held them. A profiler the program set
+// meanwhile stays. With the GIL held.
+int detach_main_thread(void*) {
+  PythonStack* s = t_python_stack;
+  if (!s) return 0;
+  t_python_stack = nullptr;
+  if (!program_profiles(g_late)) g_api.PyEval_SetProfile(nullptr, nullptr);
+  while (s->depth > 0) g_api.Py_DecRef(reinterpret_cast<PyObject*>(s->frames[--s->depth].frame));
+  s->overflow = 0;
+  return 0;
+}
+
+}  // namespace
+
+bool python_attach_later() {
+  if (!resolve_late_api(g_late)) return false;
+  return g_late.Py_AddPendingCall(attach_main_thread, nullptr) == 0;
+}
+
+void python_detach_later() {
+  if (g_late.Py_AddPendingCall) g_late.Py_AddPendingCall(detach_main_thread, nullptr);
 }
 
 }  // namespace memstage::preload

@@ -47,4 +47,13 @@ int python_attach(int skip_frames);
 void python_watch_bootstrap();
 void python_bootstrap_attached();
 
+// Attached to a running process (`memstage attach`, got_hooks.cpp) that is a Python: the
+// interpreter is asked (Py_AddPendingCall) to attach its main thread at its next safe
+// point between bytecodes, with the GIL held, unless the program profiles that thread
+// itself. Other threads keep native frames only. False when the process is no Python.
+bool python_attach_later();
+// At detach: the main thread's profile function is taken out and the frame references
+// the tracer held are dropped, at its next safe point.
+void python_detach_later();
+
 }  // namespace memstage::preload

@@ -950,13 +950,16 @@ void start_tracer_with(const Options& options, bool writer_thread_now) {
   g_tracer.numbers.allocations_read = !stats_mode() && register_thread_fence();
   if (!g_tracer.stacks.init() || !map_process_mark()) return;
   if (sample_mode() && !g_tracer.sampled_blocks.init()) return;
-  pthread_key_create(&g_thread_key, mark_thread_exiting);
+  // Once: an attach whose start failed may start again (each key and fork handler is for life).
+  static pthread_once_t key_made = PTHREAD_ONCE_INIT;
+  pthread_once(&key_made, [] { pthread_key_create(&g_thread_key, mark_thread_exiting); });
   // Stats mode walks no stack: libunwind's caches (whose setup writes them) stay as they are.
   if (!stats_mode()) unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   open_rss_source();
   detect_allocator();
   if (!writer_open(static_cast<uint64_t>(getppid()))) return;
-  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  static pthread_once_t fork_handlers_set = PTHREAD_ONCE_INIT;
+  pthread_once(&fork_handlers_set, [] { pthread_atfork(before_fork, after_fork_parent, after_fork_child); });
   install_signal_handlers();
   set_recording(true);
   if (writer_thread_now && !writer_start_thread(false)) {
