@@ -59,6 +59,9 @@ bool defined_by_cpp_runtime(void* f) {
 // function-local statics: their guards would pull libstdc++'s exception support, and
 // its allocations, into the tracer.
 __attribute__((noinline)) void* look_up(NextDefinition& next, const char* name) {
+  // The lookup's own blocks are the tracer's: the loader allocates some that libc frees,
+  // and a free counted without its allocation would lower stats and sample modes' heap.
+  RecordingGuard guard;
   void* f = find_definition(name);
   next.via_malloc.store(defined_by_cpp_runtime(f), std::memory_order_relaxed);
   next.function.store(f, std::memory_order_release);
