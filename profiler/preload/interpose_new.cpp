@@ -109,11 +109,7 @@ inline bool recording_now() { return !t_thread.in_tracer && recording(); }
 __attribute__((always_inline)) inline void record_new(void* p, size_t size) {
   if (!p) return;
   const int saved_errno = errno;
-  if (stats_mode()) {
-    count_allocation(size);
-  } else {
-    record_alloc(p, size, false);
-  }
+  record_alloc(p, size, false);
   errno = saved_errno;
 }
 
@@ -169,11 +165,7 @@ void traced_delete(void* p, Forward forward) {
   if (!p || !recording_now()) return forward();
   RecordingGuard guard;
   const int saved_errno = errno;
-  if (stats_mode()) {
-    count_free();
-  } else {
-    record_free(p);
-  }
+  record_free(p);
   errno = saved_errno;
   forward();
 }
