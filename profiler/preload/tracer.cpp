@@ -53,7 +53,11 @@ pid_t current_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 // (claim_thread_state), so that what it frees and allocates after this is still recorded
 // without taking a new state.
 void mark_thread_exiting(void* state) {
-  static_cast<ThreadState*>(state)->exiting.store(true, std::memory_order_release);
+  auto* ts = static_cast<ThreadState*>(state);
+  // Stats and sample modes: the thread's heap change goes into the process's now, not when
+  // a later thread takes the state over (its blocks may be freed by others meanwhile).
+  if (counting_mode() && recording() && ts == t_thread.state) fold_heap_bytes(ts);
+  ts->exiting.store(true, std::memory_order_release);
 }
 
 // True when the state's owner has exited. A thread id reused by a new thread makes it look
