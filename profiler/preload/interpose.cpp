@@ -292,6 +292,7 @@ inline size_t glibc_usable_size(const void* p) {
 }  // namespace
 
 size_t live_block_usable_size(void* p) { return g_glibc_allocator ? glibc_usable_size(p) : real_usable_size(p); }
+bool glibc_allocator() { return g_glibc_allocator; }
 
 }  // namespace memstage::preload
 
@@ -377,29 +378,24 @@ __attribute__((noinline)) void free_counted_fast(void* p, const void* caller) {
   real.free(p);
 }
 
-template <bool kSampling>
-inline void* malloc_counted(size_t size, const void* caller) {
-  return g_glibc_allocator ? malloc_counted<kSampling, true>(size, caller) : malloc_counted<kSampling, false>(size, caller);
-}
-template <bool kSampling>
-inline void free_counted_fast(void* p, const void* caller) {
-  return g_glibc_allocator ? free_counted_fast<kSampling, true>(p, caller) : free_counted_fast<kSampling, false>(p, caller);
-}
-
 }  // namespace
 
 MEMSTAGE_EXPORT void* malloc(size_t size) {
   const Recording state = recording_state();
-  if (state == Recording::kStats) return malloc_counted<false>(size, __builtin_return_address(0));
-  if (state == Recording::kSample) return malloc_counted<true>(size, __builtin_return_address(0));
+  if (state == Recording::kStatsGlibc) return malloc_counted<false, true>(size, __builtin_return_address(0));
+  if (state == Recording::kSampleGlibc) return malloc_counted<true, true>(size, __builtin_return_address(0));
+  if (state == Recording::kStats) return malloc_counted<false, false>(size, __builtin_return_address(0));
+  if (state == Recording::kSample) return malloc_counted<true, false>(size, __builtin_return_address(0));
   return malloc_general(size, __builtin_return_address(0));
 }
 
 MEMSTAGE_EXPORT void free(void* p) {
   if (__builtin_expect(!p || is_bootstrap(p), 0)) return;
   const Recording state = recording_state();
-  if (state == Recording::kStats) return free_counted_fast<false>(p, __builtin_return_address(0));
-  if (state == Recording::kSample) return free_counted_fast<true>(p, __builtin_return_address(0));
+  if (state == Recording::kStatsGlibc) return free_counted_fast<false, true>(p, __builtin_return_address(0));
+  if (state == Recording::kSampleGlibc) return free_counted_fast<true, true>(p, __builtin_return_address(0));
+  if (state == Recording::kStats) return free_counted_fast<false, false>(p, __builtin_return_address(0));
+  if (state == Recording::kSample) return free_counted_fast<true, false>(p, __builtin_return_address(0));
   free_general(p, __builtin_return_address(0));
 }
 

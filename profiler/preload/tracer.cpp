@@ -823,8 +823,8 @@ void set_recording(bool on) {
   Recording state = Recording::kOff;
   if (on) {
     switch (g_tracer.options.mode) {
-      case trace::Mode::kStats: state = Recording::kStats; break;
-      case trace::Mode::kSample: state = Recording::kSample; break;
+      case trace::Mode::kStats: state = glibc_allocator() ? Recording::kStatsGlibc : Recording::kStats; break;
+      case trace::Mode::kSample: state = glibc_allocator() ? Recording::kSampleGlibc : Recording::kSample; break;
       default: state = Recording::kTraced; break;
     }
   }

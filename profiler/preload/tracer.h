@@ -61,13 +61,16 @@ struct ThreadState {
 };
 
 // What this process records, in one byte that the malloc family's fast path reads: off, or
-// on in a mode. The counting modes have values of their own, so that a call learns both
-// that it is counted and how from one load.
+// on in a mode. The counting modes have values of their own, and of their own again where
+// the allocator is glibc's (the usable size read from its size word), so that a call learns
+// that it is counted, how, and how to read a block's size from one load.
 enum class Recording : uint8_t {
-  kOff = 0,  // before start, without MEMSTAGE_OUTPUT, after exit, in a child the fork handlers did not see
-  kStats,    // stats mode: every call and the heap counted (alloc_counted<false>)
-  kSample,   // sample mode: as stats mode, and some calls unwound (alloc_counted<true>)
-  kTraced,   // full and aggregate modes: every call recorded under the re-entry guard
+  kOff = 0,      // before start, without MEMSTAGE_OUTPUT, after exit, in a child the fork handlers did not see
+  kStats,        // stats mode: every call and the heap counted (alloc_counted<false>)
+  kSample,       // sample mode: as stats mode, and some calls unwound (alloc_counted<true>)
+  kTraced,       // full and aggregate modes: every call recorded under the re-entry guard
+  kStatsGlibc,   // kStats with glibc's allocator
+  kSampleGlibc,  // kSample with glibc's allocator
 };
 
 // Whether this process records, on a page of its own mapped MADV_WIPEONFORK: a child made
@@ -243,7 +246,8 @@ inline bool sample_mode() { return g_tracer.options.mode == trace::Mode::kSample
 inline bool counting_mode() { return stats_mode() || sample_mode(); }
 inline bool recording_counted() {
   const Recording state = recording_state();
-  return state == Recording::kStats || state == Recording::kSample;
+  return state == Recording::kStats || state == Recording::kSample || state == Recording::kStatsGlibc ||
+         state == Recording::kSampleGlibc;
 }
 
 // Stats and sample modes: adds the thread's change of live heap to the process's, raising
