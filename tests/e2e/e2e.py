@@ -122,14 +122,14 @@ class Scenario:
         print("$ %s  -> exit %d in %.2f s" % (" ".join(command), proc.returncode, elapsed), flush=True)
         return proc
 
-    def traced(self, name, command, expect_exit=0, mode=None, run_flags=()):
+    def traced(self, name, command, expect_exit=0, mode=None, run_flags=(), env=None):
         """memstage run -o WORK/name [--mode MODE] [RUN_FLAGS] -- COMMAND: returns (folder, report)."""
         out = os.path.join(self.work, name)
         argv = [self.memstage, "run", "-o", out]
         if mode:
             argv += ["--mode", mode]
         argv += list(run_flags)
-        proc = self.run(argv + ["--"] + command)
+        proc = self.run(argv + ["--"] + command, env=env)
         with open(out + ".stderr", "wb") as f:
             f.write(proc.stderr)
         self.eq(proc.returncode, expect_exit, "%s: exit code of memstage run" % name)
@@ -1480,6 +1480,16 @@ def scenario_figures_modes(s):
         s.eq(counts["sample"], counts["full"], "sample mode's stage counts == full mode's")
         s.eq(results["aggregate"], results["full"], "aggregate mode's figures == full mode's")
         s.eq(results["sample"], results["stats"], "sample mode's figures == stats mode's")
+    # Another allocator's usable sizes are its size classes, read by its malloc_usable_size.
+    for lib in ("libjemalloc.so.2", "libtcmalloc_minimal.so.4", "libmimalloc.so.2"):
+        path = os.path.join("/usr/lib/x86_64-linux-gnu", lib)
+        if not os.path.exists(path):
+            print("%s not installed: stats mode under it not checked" % lib)
+            continue
+        name = "modes_stats_" + lib.split(".")[0]
+        env = dict(os.environ, LD_PRELOAD=path)
+        _, report = s.traced(name, [s.program("modes"), s.truth_file(name)], mode="stats", env=env)
+        check_modes_run(s, name, "stats", report, s.read_truth(name))
 
 
 def scenario_stats_stages(s):
