@@ -326,10 +326,10 @@ MEMSTAGE_EXPORT int memstage_attach_start(const char* options_text) {
     g_tracer.start_monotonic_ns = 0;
     return kAttachCannotStart;
   }
-  // Sample mode counts the live heap on every call; blocks from before attach are freed
-  // into that count too, so it starts from what the allocator says is in use now (with
-  // its rounding: the report says the heap from before attach is the allocator's figure).
-  if (sample_mode()) {
+  // Stats and sample modes count the live heap on every call; blocks from before attach
+  // are freed into that count too, so it starts from what the allocator says is in use now
+  // (with its rounding: the report says the heap from before attach is the allocator's figure).
+  if (counting_mode()) {
     const AllocatorStats allocator = read_allocator_stats();
     const auto in_use = static_cast<int64_t>(allocator.valid ? allocator.in_use_bytes : 0);
     g_tracer.heap_live_bytes.store(in_use);

@@ -270,13 +270,9 @@ inline bool should_record_call(const void* caller) {
 
 // Inlined: one frame fewer for the unwinder to step through on every traced allocation.
 __attribute__((always_inline)) inline void* traced_alloc_result(void* p, size_t size) {
-  if (stats_mode()) {
-    if (p) count_allocation(size);
-    return p;
-  }
-  if (sample_mode()) {
+  if (counting_mode()) {
     ThreadState* ts = current_thread_state();
-    if (p && ts) sample_alloc(ts, p, size, false);
+    if (p && ts) counted_alloc(ts, p, size, false);
     return p;
   }
   if (p) {
@@ -336,6 +332,7 @@ inline size_t glibc_usable_size(const void* p) {
 }  // namespace
 
 size_t live_block_usable_size(void* p) { return g_glibc_allocator ? glibc_usable_size(p) : real_usable_size(p); }
+bool glibc_allocator() { return g_glibc_allocator; }
 
 }  // namespace memstage::preload
 
@@ -367,14 +364,10 @@ __attribute__((noinline)) void* malloc_general(size_t size, const void* caller) 
 __attribute__((noinline)) void free_general(void* p, const void* caller) {
   if (!resolve()) return;
   if (!should_record_call(caller)) return real.free(p);
-  if (stats_mode()) {
-    count_free();
-    return real.free(p);
-  }
   RecordingGuard guard;
-  if (sample_mode()) {
+  if (counting_mode()) {
     // Before the real free, as below.
-    if (ThreadState* ts = current_thread_state()) sample_free(ts, p);
+    if (ThreadState* ts = current_thread_state()) counted_free(ts, p);
     return real.free(p);
   }
   const int saved_errno = errno;
@@ -386,70 +379,42 @@ __attribute__((noinline)) void free_general(void* p, const void* caller) {
 
 // The fast paths of stats and sample modes, each a function of its own that malloc and free
 // jump to after one load (recording_state): each saves only the registers it needs itself.
-
-// In stats mode, the call that holds a serve point, and one that failed: out of the
-// straight line, so that nothing but the size lives across the allocator's call.
-__attribute__((noinline, cold)) void* malloc_stats_serving(ThreadState* ts, size_t size) {
-  serve_point();
-  count_allocation(ts, size);
-  void* p = real.malloc(size);
-  if (!p) uncount_allocation(ts, size);
-  return p;
-}
-__attribute__((noinline, cold)) void* malloc_stats_failed(size_t size) {
-  uncount_allocation(t_thread.state, size);
-  return nullptr;
-}
-
-__attribute__((noinline)) void* malloc_stats(size_t size, const void* caller) {
-  ThreadState* ts = counting_thread(caller);
-  if (__builtin_expect(!ts, 0)) return malloc_general(size, caller);
-  // Counted before the call, taken back if it fails.
-  if (__builtin_expect(!count_allocation_unless_serving(ts, size), 0)) return malloc_stats_serving(ts, size);
-  void* p = real.malloc(size);
-  if (__builtin_expect(p == nullptr, 0)) return malloc_stats_failed(size);
+// One path for both (kSampling: sample mode's sampler and filter besides the counting).
+// What is due rarely (alloc_rest, free_rest) comes by a jump, after the straight line. The
+// usable size read inline from glibc's size word, or asked from another allocator: a
+// function for each, so that glibc's calls only the allocator.
+template <bool kSampling>
+__attribute__((noinline, cold)) void* malloc_counted_rest(ThreadState* ts, void* p, size_t size, unsigned due) {
+  alloc_rest<kSampling>(ts, p, size, false, due);
   return p;
 }
 
-// In sample mode, what is due rarely (sample_alloc_rest) comes by a jump, after the
-// straight line. The usable size read inline from glibc's size word, or asked from another
-// allocator: a function for each, so that glibc's calls only the allocator.
-__attribute__((noinline, cold)) void* malloc_sample_rest(ThreadState* ts, void* p, size_t size, unsigned due) {
-  sample_alloc_rest(ts, p, size, false, due);
-  return p;
-}
-
-template <bool kGlibc>
-__attribute__((noinline)) void* malloc_sample(size_t size, const void* caller) {
+template <bool kSampling, bool kGlibc>
+__attribute__((noinline)) void* malloc_counted(size_t size, const void* caller) {
   ThreadState* ts = counting_thread(caller);
   if (__builtin_expect(!ts, 0)) return malloc_general(size, caller);
   void* p = real.malloc(size);
   if (__builtin_expect(p == nullptr, 0)) return p;
   const size_t usable = kGlibc ? glibc_usable_size(p) : real_usable_size(p);
-  if (const unsigned due = sample_alloc_counted(ts, size, usable)) return malloc_sample_rest(ts, p, size, due);
+  if (const unsigned due = alloc_counted<kSampling>(ts, size, usable)) {
+    return malloc_counted_rest<kSampling>(ts, p, size, due);
+  }
   return p;
 }
 
-__attribute__((noinline)) void free_stats(void* p, const void* caller) {
-  ThreadState* ts = counting_thread(caller);
-  if (__builtin_expect(!ts, 0)) return free_general(p, caller);
-  // Before the real free, as in free_general.
-  count_free(ts);
+template <bool kSampling>
+__attribute__((noinline, cold)) void free_counted_rest(ThreadState* ts, void* p, unsigned due) {
+  free_rest<kSampling>(ts, p, due);
   real.free(p);
 }
 
-__attribute__((noinline, cold)) void free_sample_rest(ThreadState* ts, void* p, unsigned due) {
-  sample_free_rest(ts, p, due);
-  real.free(p);
-}
-
-template <bool kGlibc>
-__attribute__((noinline)) void free_sample(void* p, const void* caller) {
+template <bool kSampling, bool kGlibc>
+__attribute__((noinline)) void free_counted_fast(void* p, const void* caller) {
   ThreadState* ts = counting_thread(caller);
   if (__builtin_expect(!ts, 0)) return free_general(p, caller);
   // Before the real free, as in free_general.
   const size_t usable = kGlibc ? glibc_usable_size(p) : real_usable_size(p);
-  if (const unsigned due = sample_free_counted(ts, p, usable)) return free_sample_rest(ts, p, due);
+  if (const unsigned due = free_counted<kSampling>(ts, p, usable)) return free_counted_rest<kSampling>(ts, p, due);
   real.free(p);
 }
 
@@ -457,22 +422,20 @@ __attribute__((noinline)) void free_sample(void* p, const void* caller) {
 
 MEMSTAGE_EXPORT void* malloc(size_t size) {
   const Recording state = recording_state();
-  if (state == Recording::kStats) return malloc_stats(size, __builtin_return_address(0));
-  if (state == Recording::kSample) {
-    return g_glibc_allocator ? malloc_sample<true>(size, __builtin_return_address(0))
-                             : malloc_sample<false>(size, __builtin_return_address(0));
-  }
+  if (state == Recording::kStatsGlibc) return malloc_counted<false, true>(size, __builtin_return_address(0));
+  if (state == Recording::kSampleGlibc) return malloc_counted<true, true>(size, __builtin_return_address(0));
+  if (state == Recording::kStats) return malloc_counted<false, false>(size, __builtin_return_address(0));
+  if (state == Recording::kSample) return malloc_counted<true, false>(size, __builtin_return_address(0));
   return malloc_general(size, __builtin_return_address(0));
 }
 
 MEMSTAGE_EXPORT void free(void* p) {
   if (__builtin_expect(!p || is_bootstrap(p), 0)) return;
   const Recording state = recording_state();
-  if (state == Recording::kStats) return free_stats(p, __builtin_return_address(0));
-  if (state == Recording::kSample) {
-    return g_glibc_allocator ? free_sample<true>(p, __builtin_return_address(0))
-                             : free_sample<false>(p, __builtin_return_address(0));
-  }
+  if (state == Recording::kStatsGlibc) return free_counted_fast<false, true>(p, __builtin_return_address(0));
+  if (state == Recording::kSampleGlibc) return free_counted_fast<true, true>(p, __builtin_return_address(0));
+  if (state == Recording::kStats) return free_counted_fast<false, false>(p, __builtin_return_address(0));
+  if (state == Recording::kSample) return free_counted_fast<true, false>(p, __builtin_return_address(0));
   free_general(p, __builtin_return_address(0));
 }
 
@@ -501,11 +464,6 @@ MEMSTAGE_EXPORT void* realloc(void* p, size_t size) {
     return q;
   }
   if (!should_record_call(__builtin_return_address(0))) return real.realloc(p, size);
-  if (stats_mode()) {
-    void* q = real.realloc(p, size);
-    if (p && (q || size == 0)) count_free();
-    return traced_alloc_result(q, size);
-  }
   RecordingGuard guard;
   if (!p) return traced_alloc_result(real.realloc(nullptr, size), size);
   int saved_errno = errno;

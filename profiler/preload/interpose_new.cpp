@@ -59,6 +59,9 @@ bool defined_by_cpp_runtime(void* f) {
 // function-local statics: their guards would pull libstdc++'s exception support, and
 // its allocations, into the tracer.
 __attribute__((noinline)) void* look_up(NextDefinition& next, const char* name) {
+  // The lookup's own blocks are the tracer's: the loader allocates some that libc frees,
+  // and a free counted without its allocation would lower stats and sample modes' heap.
+  RecordingGuard guard;
   void* f = find_definition(name);
   next.via_malloc.store(defined_by_cpp_runtime(f), std::memory_order_relaxed);
   next.function.store(f, std::memory_order_release);
@@ -106,11 +109,7 @@ inline bool recording_now() { return !t_thread.in_tracer && recording(); }
 __attribute__((always_inline)) inline void record_new(void* p, size_t size) {
   if (!p) return;
   const int saved_errno = errno;
-  if (stats_mode()) {
-    count_allocation(size);
-  } else {
-    record_alloc(p, size, false);
-  }
+  record_alloc(p, size, false);
   errno = saved_errno;
 }
 
@@ -166,11 +165,7 @@ void traced_delete(void* p, Forward forward) {
   if (!p || !recording_now()) return forward();
   RecordingGuard guard;
   const int saved_errno = errno;
-  if (stats_mode()) {
-    count_free();
-  } else {
-    record_free(p);
-  }
+  record_free(p);
   errno = saved_errno;
   forward();
 }

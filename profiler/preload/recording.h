@@ -34,6 +34,8 @@ class RecordingGuard {
   bool was_;
 };
 
+// Whether the allocator is glibc's, whose blocks' usable sizes are read inline (interpose.cpp).
+bool glibc_allocator();
 // The allocator's malloc_usable_size (interpose.cpp).
 size_t real_usable_size(void* p);
 // The usable size of a live block (one just allocated, or one the program is about to

@@ -53,7 +53,11 @@ pid_t current_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 // (claim_thread_state), so that what it frees and allocates after this is still recorded
 // without taking a new state.
 void mark_thread_exiting(void* state) {
-  static_cast<ThreadState*>(state)->exiting.store(true, std::memory_order_release);
+  auto* ts = static_cast<ThreadState*>(state);
+  // Stats and sample modes: the thread's heap change goes into the process's now, not when
+  // a later thread takes the state over (its blocks may be freed by others meanwhile).
+  if (counting_mode() && recording() && ts == t_thread.state) fold_heap_bytes(ts);
+  ts->exiting.store(true, std::memory_order_release);
 }
 
 // True when the state's owner has exited. A thread id reused by a new thread makes it look
@@ -268,8 +272,9 @@ void track_live_bytes(ThreadState* ts, int64_t delta) {
   note_live_bytes(ts, live);
 }
 
-// Sample mode: the live heap and its high since the previous record (trace_format.h,
-// kHeapCounters), the calling thread's own change added first, and the call counters.
+// Stats and sample modes: the live heap and its high since the previous record
+// (trace_format.h, kHeapCounters), the calling thread's own change added first, and the
+// call counters.
 void push_heap_counters(ThreadState* ts) {
   fold_heap_bytes(ts);
   const int64_t live = g_tracer.heap_live_bytes.load(std::memory_order_relaxed);
@@ -484,7 +489,7 @@ void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length) {
 }
 
 namespace {
-// Whether the allocation the sampler's compare stopped at (sample_alloc_counted) is
+// Whether the allocation the sampler's compare stopped at (alloc_counted<true>) is
 // sampled. Its countdown is cut at checkpoints while no writer thread serves.
 bool settle_sampler(ThreadState* ts, size_t size) {
   const int64_t checkpoint_bytes = writer_running() ? 0 : kCheckpointBytes;
@@ -513,6 +518,11 @@ void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc,
   }
 }
 
+void stats_alloc_rest(ThreadState* ts, unsigned due) {
+  if (due & kFoldDue) fold_heap_bytes(ts);
+  if (due & kServeDue) serve_point();
+}
+
 void sample_free_rest(ThreadState* ts, void* p, unsigned due) {
   if (due & kFoldDue) fold_heap_bytes(ts);
   if ((due & kSampledDue) && g_tracer.sampled_blocks.take(reinterpret_cast<uint64_t>(p))) sampled_free(ts, p);
@@ -536,7 +546,7 @@ void fold_heap_bytes(ThreadState* ts) {
 }
 
 void push_samples(ThreadState* ts, bool with_allocator_stats, bool at_end) {
-  if (sample_mode()) push_heap_counters(ts);
+  if (counting_mode()) push_heap_counters(ts);
   push_rss(ts);
   MemoryShares shares;
   const uint64_t now_ns = trace_time_ns();
@@ -554,7 +564,6 @@ void push_samples(ThreadState* ts, bool with_allocator_stats, bool at_end) {
                                               stats.mapped_bytes});
     }
   }
-  if (g_tracer.options.mode == trace::Mode::kStats) push_counters(ts);
 }
 
 void push_counters(ThreadState* ts) {
@@ -630,7 +639,7 @@ uint32_t encode_modules(uint8_t* out, uint32_t capacity) {
 void record_alloc(void* p, size_t size, bool from_realloc) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
-  if (sample_mode()) return sample_alloc(ts, p, size, from_realloc);
+  if (counting_mode()) return counted_alloc(ts, p, size, from_realloc);
   const size_t usable = live_block_usable_size(p);
   const uint32_t stack = capture_stack(ts);
   track_live_bytes(ts, static_cast<int64_t>(usable));
@@ -641,7 +650,7 @@ void record_alloc(void* p, size_t size, bool from_realloc) {
 void record_free(void* p) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
-  if (sample_mode()) return sample_free(ts, p);
+  if (counting_mode()) return counted_free(ts, p);
   const size_t usable = live_block_usable_size(p);
   // A large block goes back to the OS at once: sample RSS while it still counts.
   if (usable >= kSampleBeforeFreeBytes) push_rss(ts);
@@ -774,7 +783,7 @@ void record_stage_begin(const char* name) {
   if (!ts) return;
   const size_t length = name ? strnlen(name, trace::kMaxStageNameBytes) : 0;
   // The heap's high and the calls until now belong to the enclosing stage.
-  if (sample_mode()) push_heap_counters(ts);
+  if (counting_mode()) push_heap_counters(ts);
   pthread_mutex_lock(&g_tracer.stage_mutex);
   if (g_tracer.open_stage_count == Tracer::kMaxStageDepth) {
     ++g_tracer.open_past_depth;
@@ -814,8 +823,8 @@ void set_recording(bool on) {
   Recording state = Recording::kOff;
   if (on) {
     switch (g_tracer.options.mode) {
-      case trace::Mode::kStats: state = Recording::kStats; break;
-      case trace::Mode::kSample: state = Recording::kSample; break;
+      case trace::Mode::kStats: state = glibc_allocator() ? Recording::kStatsGlibc : Recording::kStats; break;
+      case trace::Mode::kSample: state = glibc_allocator() ? Recording::kSampleGlibc : Recording::kSample; break;
       default: state = Recording::kTraced; break;
     }
   }

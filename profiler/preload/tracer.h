@@ -34,14 +34,16 @@ struct ThreadState {
   // kRootId: a walk that repeats it (WalkCache::repeated) is that stack again, and a loop
   // allocating from one place skips the intern's frame-by-frame comparison.
   uint32_t last_walk_stack = StackTable::kRootId;
-  // Stats mode counters: written by the owner thread only, summed by the writer.
+  // Stats and sample modes' call counters: written by the owner thread only, summed by the
+  // writer.
   std::atomic<uint64_t> allocations{0};
   std::atomic<uint64_t> frees{0};
   std::atomic<uint64_t> bytes_allocated{0};
   // Change of live bytes (usable sizes) not yet folded into Tracer::approx_live_bytes.
   int64_t unfolded_live_bytes = 0;
-  // Sample mode: which allocations are recorded, and the heap counted on every call: the
-  // change not yet added to Tracer::heap_live_bytes, and its highest since then.
+  // Sample mode: which allocations are recorded. Stats and sample modes: the heap counted
+  // on every call, the change not yet added to Tracer::heap_live_bytes, and its highest
+  // since then.
   ByteSampler sampler;
   int64_t heap_unfolded_bytes = 0;
   int64_t heap_unfolded_high_bytes = 0;
@@ -59,13 +61,16 @@ struct ThreadState {
 };
 
 // What this process records, in one byte that the malloc family's fast path reads: off, or
-// on in a mode. The counting modes have values of their own, so that a call learns both
-// that it is counted and how from one load.
+// on in a mode. The counting modes have values of their own, and of their own again where
+// the allocator is glibc's (the usable size read from its size word), so that a call learns
+// that it is counted, how, and how to read a block's size from one load.
 enum class Recording : uint8_t {
-  kOff = 0,  // before start, without MEMSTAGE_OUTPUT, after exit, in a child the fork handlers did not see
-  kStats,    // stats mode: every call counted (count_allocation)
-  kSample,   // sample mode: every call counted, some unwound (sample_alloc)
-  kTraced,   // full and aggregate modes: every call recorded under the re-entry guard
+  kOff = 0,      // before start, without MEMSTAGE_OUTPUT, after exit, in a child the fork handlers did not see
+  kStats,        // stats mode: every call and the heap counted (alloc_counted<false>)
+  kSample,       // sample mode: as stats mode, and some calls unwound (alloc_counted<true>)
+  kTraced,       // full and aggregate modes: every call recorded under the re-entry guard
+  kStatsGlibc,   // kStats with glibc's allocator
+  kSampleGlibc,  // kSample with glibc's allocator
 };
 
 // Whether this process records, on a page of its own mapped MADV_WIPEONFORK: a child made
@@ -127,9 +132,9 @@ struct Tracer {
   std::atomic<uint64_t> allocator_sampled_at_high_ns{0};
   std::atomic<bool> allocator_sample_pending{false};
 
-  // Sample mode: the live heap (usable sizes), exact but for what threads have not added
-  // yet (at most trace::kHeapFoldBytes each), the highest since the last kHeapCounters,
-  // and the sampled blocks that may be live.
+  // Stats and sample modes: the live heap (usable sizes), exact but for what threads have
+  // not added yet (at most trace::kHeapFoldBytes each), the highest since the last
+  // kHeapCounters. Sample mode: the sampled blocks that may be live.
   std::atomic<int64_t> heap_live_bytes{0};
   std::atomic<int64_t> heap_high_bytes{0};
   SampledBlocks sampled_blocks;
@@ -200,7 +205,7 @@ uint32_t encode_modules(uint8_t* out, uint32_t capacity);
 // rounds run on the program's thread, at serve points on its own path where it holds none
 // of the allocator's locks (after an allocation, before a free, at stage edges, at heap
 // highs), every kServeEvery events or calls (in sample mode, at its sampled allocations and
-// where a round is due at its checkpoints instead: sample_alloc_counted), and before it
+// where a round is due at its checkpoints instead: alloc_counted<true>), and before it
 // blocks (before_wait). A no-op while the writer thread runs. Callable without the
 // re-entry guard: it sets it, and keeps errno.
 inline constexpr uint64_t kServeEvery = 4096;
@@ -234,67 +239,40 @@ int sleep_sliced(clockid_t clock, uint64_t deadline_ns);
 // True when a sleep is to be sliced: recording, no writer thread.
 bool sleeps_sliced();
 
-// Stats mode: the whole cost of a traced call is these few increments, but every
-// kServeEvery allocations, which come with a serve point first: then false, nothing counted
-// (the caller calls serve_point(), then count_allocation).
-inline bool count_allocation_unless_serving(ThreadState* ts, uint64_t bytes) {
-  const uint64_t allocations = ts->allocations.load(std::memory_order_relaxed);
-  if (__builtin_expect(allocations % kServeEvery == kServeEvery - 1, 0)) return false;
-  ts->allocations.store(allocations + 1, std::memory_order_relaxed);
-  ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
-  return true;
-}
-inline void count_allocation(ThreadState* ts, uint64_t bytes) {
-  ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + bytes, std::memory_order_relaxed);
-}
-// Takes back the count of an allocation that failed (counted before the allocator's call).
-inline void uncount_allocation(ThreadState* ts, uint64_t bytes) {
-  ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-  ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
-}
-inline void count_free(ThreadState* ts) {
-  ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-inline void count_allocation(uint64_t bytes) {
-  ThreadState* ts = current_thread_state();
-  if (ts && !count_allocation_unless_serving(ts, bytes)) {
-    serve_point();
-    count_allocation(ts, bytes);
-  }
-}
-inline void count_free() {
-  if (ThreadState* ts = current_thread_state()) count_free(ts);
-}
 inline bool stats_mode() { return g_tracer.options.mode == trace::Mode::kStats; }
 inline bool sample_mode() { return g_tracer.options.mode == trace::Mode::kSample; }
-// Recording in one of the modes that count every call at the malloc family and unwind none
-// or few (one load).
+// The modes that count every call and the heap at the malloc family (counted_alloc) and
+// unwind none or few: by the options, and by the recording byte (one load).
+inline bool counting_mode() { return stats_mode() || sample_mode(); }
 inline bool recording_counted() {
   const Recording state = recording_state();
-  return state == Recording::kStats || state == Recording::kSample;
+  return state == Recording::kStats || state == Recording::kSample || state == Recording::kStatsGlibc ||
+         state == Recording::kSampleGlibc;
 }
 
-// Sample mode: adds the thread's change of live heap to the process's, raising the high
-// (callable without the re-entry guard: it sets it, and keeps errno).
+// Stats and sample modes: adds the thread's change of live heap to the process's, raising
+// the high (callable without the re-entry guard: it sets it, and keeps errno).
 void fold_heap_bytes(ThreadState* ts);
 inline constexpr auto kHeapFoldBytes = static_cast<int64_t>(trace::kHeapFoldBytes);
 
-// Sample mode's whole cost for an allocation not sampled, or a free of a block not
-// sampled, in two parts: the counting, inline (the counters, the heap count in usable
-// sizes, the sampler's countdown or the sampled-block filter), which says what else is due;
-// then, rarely, the rest (sample_alloc_rest, sample_free_rest, out of line): the heap
-// count folded into the process's, the sampled call recorded, a serve point. Run without
-// the re-entry guard (interpose.cpp's fast path): what the rest calls sets it. The serve
-// points come on the sampler's compare, not on a count of calls as in stats mode (which
-// would cost every call a test, idle whenever a writer thread runs): after each sampled
-// allocation, and, while there is no writer thread, at the sampler's checkpoints
-// (kCheckpointBytes) when the writer's round is due. What is due, as bits:
+// Stats and sample modes' whole cost for a call that records nothing, in two parts: the
+// counting, inline (the counters, the heap count in usable sizes; in sample mode the
+// sampler's countdown or the sampled-block filter), which says what else is due; then,
+// rarely, the rest (counted_alloc_rest, sample_free_rest, out of line): the heap count
+// folded into the process's, the sampled call recorded, a serve point. Stats mode is
+// sample mode's counting without the sampler: one heap count, one rule (usable sizes).
+// Run without the re-entry guard (interpose.cpp's fast path): what the rest calls sets it.
+// Sample mode's serve points come on the sampler's compare (after each sampled allocation,
+// and, while there is no writer thread, at its checkpoints, kCheckpointBytes, when the
+// writer's round is due); stats mode's every kServeEvery allocations. What is due, as bits:
 inline constexpr unsigned kFoldDue = 1;     // the thread's heap count moved kHeapFoldBytes: fold_heap_bytes
 inline constexpr unsigned kSampledDue = 2;  // the sampler picked the allocation (settle it), or the freed block may be sampled
+inline constexpr unsigned kServeDue = 4;    // stats mode: a serve point
 // `usable_bytes`: the block's usable size (live_block_usable_size, or the same read inline).
-inline unsigned sample_alloc_counted(ThreadState* ts, size_t size, size_t usable_bytes) {
-  ts->allocations.store(ts->allocations.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+// Returns the thread's allocations counted, this one included; sets `due` to kFoldDue or 0.
+inline uint64_t heap_alloc_counted(ThreadState* ts, size_t size, size_t usable_bytes, unsigned& due) {
+  const uint64_t allocations = ts->allocations.load(std::memory_order_relaxed) + 1;
+  ts->allocations.store(allocations, std::memory_order_relaxed);
   ts->bytes_allocated.store(ts->bytes_allocated.load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
   const int64_t unfolded = ts->heap_unfolded_bytes + static_cast<int64_t>(usable_bytes);
   ts->heap_unfolded_bytes = unfolded;
@@ -302,25 +280,61 @@ inline unsigned sample_alloc_counted(ThreadState* ts, size_t size, size_t usable
   ts->heap_unfolded_high_bytes = unfolded > ts->heap_unfolded_high_bytes ? unfolded : ts->heap_unfolded_high_bytes;
   // An allocation only raises the count: a fold of a count far below zero was due at the
   // free that took it there.
-  return (unfolded >= kHeapFoldBytes ? kFoldDue : 0u) | (ts->sampler.pick(size) ? kSampledDue : 0u);
+  due = unfolded >= kHeapFoldBytes ? kFoldDue : 0u;
+  return allocations;
 }
-inline unsigned sample_free_counted(ThreadState* ts, void* p, size_t usable_bytes) {
+inline unsigned heap_free_counted(ThreadState* ts, size_t usable_bytes) {
   ts->frees.store(ts->frees.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   // A free never raises the high.
   const int64_t unfolded = ts->heap_unfolded_bytes - static_cast<int64_t>(usable_bytes);
   ts->heap_unfolded_bytes = unfolded;
-  return (unfolded <= -kHeapFoldBytes ? kFoldDue : 0u) |
-         (g_tracer.sampled_blocks.may_hold(reinterpret_cast<uint64_t>(p)) ? kSampledDue : 0u);
+  return unfolded <= -kHeapFoldBytes ? kFoldDue : 0u;
+}
+// kSampling: sample mode's path, else stats mode's.
+template <bool kSampling>
+inline unsigned alloc_counted(ThreadState* ts, size_t size, size_t usable_bytes) {
+  unsigned due;
+  const uint64_t allocations = heap_alloc_counted(ts, size, usable_bytes, due);
+  if constexpr (kSampling) return due | (ts->sampler.pick(size) ? kSampledDue : 0u);
+  return due | (allocations % kServeEvery == 0 ? kServeDue : 0u);
+}
+template <bool kSampling>
+inline unsigned free_counted(ThreadState* ts, void* p, size_t usable_bytes) {
+  const unsigned due = heap_free_counted(ts, usable_bytes);
+  if constexpr (!kSampling) return due;
+  return due | (g_tracer.sampled_blocks.may_hold(reinterpret_cast<uint64_t>(p)) ? kSampledDue : 0u);
 }
 void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc, unsigned due);
 void sample_free_rest(ThreadState* ts, void* p, unsigned due);
-
-inline void sample_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
-  const unsigned due = sample_alloc_counted(ts, size, live_block_usable_size(p));
-  if (due) sample_alloc_rest(ts, p, size, from_realloc, due);
+void stats_alloc_rest(ThreadState* ts, unsigned due);
+template <bool kSampling>
+inline void alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc, unsigned due) {
+  if constexpr (kSampling) return sample_alloc_rest(ts, p, size, from_realloc, due);
+  stats_alloc_rest(ts, due);
 }
-inline void sample_free(ThreadState* ts, void* p) {
-  if (const unsigned due = sample_free_counted(ts, p, live_block_usable_size(p))) sample_free_rest(ts, p, due);
+template <bool kSampling>
+inline void free_rest(ThreadState* ts, void* p, unsigned due) {
+  if constexpr (kSampling) return sample_free_rest(ts, p, due);
+  fold_heap_bytes(ts);  // the only bit a stats-mode free raises
+}
+
+// The whole counted call, for the paths that are not the fast path (calloc, realloc, new,
+// the general paths): by the mode of the options.
+template <bool kSampling>
+inline void counted_alloc_as(ThreadState* ts, void* p, size_t size, bool from_realloc) {
+  if (const unsigned due = alloc_counted<kSampling>(ts, size, live_block_usable_size(p))) {
+    alloc_rest<kSampling>(ts, p, size, from_realloc, due);
+  }
+}
+template <bool kSampling>
+inline void counted_free_as(ThreadState* ts, void* p) {
+  if (const unsigned due = free_counted<kSampling>(ts, p, live_block_usable_size(p))) free_rest<kSampling>(ts, p, due);
+}
+inline void counted_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
+  sample_mode() ? counted_alloc_as<true>(ts, p, size, from_realloc) : counted_alloc_as<false>(ts, p, size, from_realloc);
+}
+inline void counted_free(ThreadState* ts, void* p) {
+  sample_mode() ? counted_free_as<true>(ts, p) : counted_free_as<false>(ts, p);
 }
 
 }  // namespace memstage::preload

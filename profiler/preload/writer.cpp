@@ -78,7 +78,6 @@ struct WriterState {
   uint64_t lost_written = 0;
   uint64_t last_write_ns = 0;
   uint64_t events_at_last_tick = ~0ull;
-  uint64_t ticks = 0;
   uint64_t next_tick_ns = 0;  // monotonic
   std::atomic<bool> write_failed{false};
 };
@@ -473,16 +472,13 @@ void tick(ThreadState* self, AskAllocator allocator = AskAllocator::kAsDue) {
     push_encoded(self, buf, static_cast<uint32_t>(records::encode(buf, records::Time{trace_time_ns()}) - buf));
     w.events_at_last_tick = events_published();
   }
-  // Stats mode's heap figure is the allocator's; asking costs a walk of its free lists,
-  // so every fifth tick.
-  const bool stats_due = stats_mode() && ++w.ticks % 5 == 0;
   if (allocator == AskAllocator::kNever) {
     push_samples(self, false);
     return;
   }
   // A heap high the allocator was not asked about (tracer.cpp, track_live_bytes).
   const bool high_pending = g_tracer.allocator_sample_pending.exchange(false, std::memory_order_relaxed);
-  push_samples(self, stats_due || high_pending || allocator == AskAllocator::kNow);
+  push_samples(self, high_pending || allocator == AskAllocator::kNow);
 }
 
 void wait_for_tick_or_wake(uint64_t interval_ns) {

@@ -68,6 +68,7 @@ static_assert(sizeof(ChunkHeader) == 12);
 // with the run's length.
 // kSample: allocations sampled by bytes (a Poisson process over the bytes allocated, see
 // kSampling), with exact heap counters (kHeapCounters) and call counters (kCounters).
+// kStats: no events, the same heap counters and call counters as kSample.
 enum class Mode : uint8_t { kFull = 0, kStats = 1, kAggregate = 2, kSample = 3 };
 
 enum class Tag : uint8_t {
@@ -112,8 +113,10 @@ enum class Tag : uint8_t {
   // (uordblks + hblkhd, arena + hblkhd, arena + hblkhd); jemalloc:
   // stats.allocated/active/resident/mapped.
   kAllocatorStats = 15,
-  // Counters kept in process (stats mode, every tick and at stage boundaries). Stats
-  // mode's live heap is the allocator's in-use figure (kAllocatorStats, every few ticks).
+  // Counters kept in process (stats and sample modes, with each kHeapCounters: every tick,
+  // right before a stage begins and after, before it ends). Stats-mode traces written before
+  // stats mode counted the heap have no kHeapCounters: their live heap is the allocator's
+  // in-use figure (kAllocatorStats).
   kCounters = 16,
   // The process ended normally (exit or return from main).
   kEnd = 17,
@@ -194,8 +197,8 @@ enum class Tag : uint8_t {
   // 1 - exp(-s / rate_bytes); one of rate_bytes or more always is. Its size is exact; a
   // reader unbiases by the inverse of that probability.
   kSampling = 36,
-  // Sample mode: the live heap (usable sizes of the blocks live, counted on every malloc
-  // and free, sampled or not) and the highest it was since the previous kHeapCounters.
+  // Stats and sample modes: the live heap (usable sizes of the blocks live, counted on
+  // every malloc and free, sampled or not) and the highest it was since the previous kHeapCounters.
   // Written every tick, right before a stage begins and after, before a stage ends, and at
   // heap highs; so a stage's peak is the highest high_bytes inside it, and the run's the
   // highest of all. Threads count on their own and add up every kHeapFoldBytes: in a program

@@ -660,8 +660,9 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
                                           kMaxLeakSites, unlisted_sites, unlisted_bytes));
   }
 
-  // Stages. Stats mode's counters are process-wide: a stage's own share is its span minus
-  // its children's.
+  // Stages. Stats and sample modes' counters are process-wide: a stage's own share is its
+  // span minus its children's (each span from the counters written right before its begin
+  // and right before its end).
   const std::vector<trace::CountersRecord> own_counters =
       pass.counts_from_counters() ? pass.stages.own_counters() : std::vector<trace::CountersRecord>();
   std::unordered_map<size_t, std::vector<StackBytes>> device_stage_stacks;

@@ -131,10 +131,13 @@ class FirstPass : public trace::TraceVisitor {
   std::optional<trace::AggSnapshotRecord> agg_snapshot;
   std::optional<std::vector<trace::AggStackBytes>> agg_ram_limit_stacks;
 
-  // Sample mode: the sampler's rate, the allocations sampled, and the exact live heap.
+  // Sample mode: the sampler's rate, the allocations sampled. Stats and sample modes: the
+  // exact live heap the tracer counted (kHeapCounters; stats-mode traces from before it
+  // counted have none, and their heap is the allocator's in-use figure).
   uint64_t sample_rate_bytes = 0;
   uint64_t samples = 0;
   uint64_t counted_live_bytes = 0;
+  bool heap_counted = false;
 
   int innermost() const { return stages.innermost(); }
 
@@ -175,10 +178,12 @@ class FirstPass : public trace::TraceVisitor {
 
   void on_sampling(uint64_t rate_bytes) override { sample_rate_bytes = rate_bytes; }
 
-  // Sample mode's heap figures: exact, counted on every call (on_alloc's are estimates).
+  // Stats and sample modes' heap figures: exact, counted on every call (sample mode's
+  // on_alloc's are estimates).
   void on_heap_counters(uint64_t t, uint64_t live, uint64_t high) override {
     now_ns = std::max(now_ns, t);
     counted_live_bytes = live;
+    heap_counted = true;
     reach(std::max(high, live));
   }
 
@@ -289,10 +294,11 @@ class FirstPass : public trace::TraceVisitor {
   // Per-stage allocation counts come from the tracer's process-wide counters.
   bool counts_from_counters() const { return stats_mode() || sample_mode(); }
 
-  // Stats mode sees no allocation events: its heap is what the allocator counts in use.
-  // Aggregate mode's is what the latest kAggHeap said. Sample mode sees a sample of the
-  // events: its heap is what the tracer counted.
+  // Stats mode sees no allocation events and sample mode a sample of them: their heap is
+  // what the tracer counted (an old stats-mode trace's, what the allocator counts in use).
+  // Aggregate mode's is what the latest kAggHeap said.
   uint64_t heap_now() const {
+    if (heap_counted) return counted_live_bytes;
     if (stats_mode()) return last_allocator ? last_allocator->stats.in_use_bytes : 0;
     if (aggregate_mode()) return agg_live_bytes;
     if (sample_mode()) return counted_live_bytes;
@@ -357,7 +363,7 @@ class FirstPass : public trace::TraceVisitor {
 
   void on_allocator_stats(const trace::AllocatorStatsRecord& r) override {
     now_ns = std::max(now_ns, r.t_ns);
-    if (stats_mode()) {
+    if (stats_mode() && !heap_counted) {
       last_allocator = AllocatorSample{r.t_ns, r, r.in_use_bytes, last_rss_bytes, last_tracer_bytes};
       reach(r.in_use_bytes);
     }

@@ -1,8 +1,8 @@
 // The highs of the run or of one stage instance, one aggregator of the analysis
 // (reports/analysis): the heap with the moment and the replay position that reached it,
 // RSS as measured and without the tracer's own, the tracer's own resident memory, and
-// anonymous mmap'd bytes. Fed by pass one whatever the capture: full mode's events, sample
-// mode's counters, aggregate mode's heap records and stats mode's allocator samples.
+// anonymous mmap'd bytes. Fed by pass one whatever the capture: full mode's events, stats
+// and sample modes' heap counters, aggregate mode's heap records.
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // The heap and RSS over time, one aggregator of the analysis (reports/analysis): a point at
 // every RSS sample, stage edge and the run's end. Fed by pass one whatever the capture:
-// full and sample modes' events, aggregate mode's heap records, stats mode's allocator
-// samples all reach it through reach() and add_point().
+// full mode's events, stats and sample modes' heap counters, aggregate mode's heap records
+// all reach it through reach() and add_point().
 #pragma once
 
 #include <algorithm>

@@ -221,8 +221,8 @@
           'ignored); the heap counts start from the allocator\'s in-use bytes at attach; what is "leaked" below was ' +
           'allocated while attached and still held when memstage detached.'
         : data.leaks_measured === false
-        ? 'Attached to the running process: calls are counted from attach on; the heap figures are the allocator\'s ' +
-          'own, memory allocated before attaching included.'
+        ? 'Attached to the running process: calls are counted from attach on; the heap counts start from the ' +
+          'allocator\'s in-use bytes at attach, memory allocated before attaching included.'
         : 'Attached to the running process: memory allocated before attaching is unknown (its frees are ignored); ' +
           'what is "leaked" below was allocated while attached and still held when memstage detached.')] : []),
       el('div', { class: 'figures' },

@@ -134,15 +134,16 @@ std::string render_text(const Report& r, const TextOptions& options) {
                                          : "");
   if (r.attached) {
     // A mode that follows blocks knows only those allocated while attached; one that
-    // counts takes the heap from the allocator, which knows them all; sample mode does both.
+    // counts starts its heap count from the allocator's, which knows them all; sample mode
+    // does both.
     out += r.sampling ? "  attached     to the running process: blocks allocated before attaching have no stacks (their "
                         "frees are ignored); the heap counts start from the allocator's in-use bytes at attach; "
                         "\"leaked\" is what was allocated while attached and still held at detach\n"
            : r.leaks_measured
                ? "  attached     to the running process: memory allocated before attaching is unknown (its frees "
                  "are ignored); \"leaked\" is what was allocated while attached and still held at detach\n"
-               : "  attached     to the running process: calls are counted from attach on; the heap figures are the "
-                 "allocator's own, memory allocated before attaching included\n";
+               : "  attached     to the running process: calls are counted from attach on; the heap counts start "
+                 "from the allocator's in-use bytes at attach, memory allocated before attaching included\n";
   }
   if (r.leaks_measured) {
     out += fmt::format("  leaked       {} in {} blocks{}\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks),
