@@ -28,6 +28,7 @@
 #include "reports/analysis/job_plan.h"
 #include "reports/analysis/peak_snapshots.h"
 #include "reports/analysis/resident_shares.h"
+#include "reports/analysis/runtime_leaks.h"
 #include "reports/analysis/stack_resolver.h"
 #include "reports/analysis/stage_rows.h"
 #include "reports/analysis/suffix_sums.h"
@@ -614,17 +615,24 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   t.fragmentation = fragmentation_of(t.rss_breakdown);
 
   // Leaks, grouped by stack and stage row, and per stage: the blocks live at the end, from
-  // the events or from aggregate mode's sites.
+  // the events or from aggregate mode's sites. What the runtime holds for the process's
+  // life is counted apart, in neither the totals' nor the stages' leaked figures.
+  RuntimeLeaks runtime_leaks(report, report.python.has_value() && !pass.python_codes.empty());
   std::unordered_map<uint64_t, StackBytes> leaks_by_key;
   const auto count_leaked = [&](uint32_t stack, int stage, uint64_t bytes, uint64_t blocks) {
-    t.leaked_bytes += bytes;
-    t.leaked_blocks += blocks;
+    if (runtime_leaks.is_runtime(stacks.index_of(stack))) {
+      report.runtime_held.bytes += bytes;
+      report.runtime_held.blocks += blocks;
+    } else {
+      t.leaked_bytes += bytes;
+      t.leaked_blocks += blocks;
+      pass.stages.leaked(stage, bytes, blocks);
+    }
     StackBytes& l = leaks_by_key[figure_key(stack, stage_rows.row_of(stage))];
     l.stack = stack;
     l.bytes += bytes;
     l.blocks += blocks;
     pass.sites.leaked(stack, stage, bytes);
-    pass.stages.leaked(stage, bytes, blocks);
   };
   for (size_t i = 0; i < pass.heap.infos().size(); ++i) {
     uint64_t blocks = pass.heap.live_blocks()[i];
@@ -638,22 +646,30 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   for (const auto& [key, site] : pass.agg_sites) {
     if (site.live_blocks) count_leaked(site.stack, site.stage, site.live_bytes, site.live_blocks);
   }
-  std::vector<std::pair<uint64_t, StackBytes>> leak_list(leaks_by_key.begin(), leaks_by_key.end());
-  std::sort(leak_list.begin(), leak_list.end(), [](const auto& a, const auto& b) {
-    return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first < b.first;
+  std::vector<Leak> leak_list;
+  leak_list.reserve(leaks_by_key.size());
+  for (const auto& [key, l] : leaks_by_key) {
+    const StackIndex stack = stacks.index_of(l.stack);
+    leak_list.push_back(Leak{l.bytes, l.blocks, static_cast<int>(static_cast<uint32_t>(key)) - 1, stack,
+                             runtime_leaks.is_runtime(stack)});
+  }
+  // The program's leaks first, largest first; then the runtime's.
+  std::sort(leak_list.begin(), leak_list.end(), [](const Leak& a, const Leak& b) {
+    if (a.runtime != b.runtime) return b.runtime;
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    return a.stack != b.stack ? a.stack < b.stack : a.stage < b.stage;
   });
   // The largest sites only: a Python program leaves tens of thousands of small ones at
   // exit (the interpreter frees little), which would make the report mostly stacks.
   // The totals and the per-stage figures still count every leaked block.
   uint64_t unlisted_bytes = 0, unlisted_sites = 0;
-  for (const auto& [key, l] : leak_list) {
+  for (const Leak& leak : leak_list) {
     if (report.leaks.size() == kMaxLeakSites) {
-      unlisted_bytes += l.bytes;
+      unlisted_bytes += leak.bytes;
       ++unlisted_sites;
       continue;
     }
-    report.leaks.push_back(Leak{l.bytes, l.blocks, static_cast<int>(static_cast<uint32_t>(key)) - 1,
-                                stacks.index_of(l.stack)});
+    report.leaks.push_back(leak);
   }
   if (unlisted_sites) {
     report.warnings.push_back(fmt::format("leaks: the {} largest sites are listed; {} smaller ones ({} bytes) are not",

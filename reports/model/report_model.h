@@ -137,6 +137,13 @@ struct Fragmentation {
   bool estimated = true;
 };
 
+// Fragmentation is headlined (the text summary, the page's figure) only where the allocator
+// holds enough free memory to matter: 97 % of a 132 KiB arena is nothing to act on.
+inline constexpr uint64_t kFragmentationHeadlineFreeBytes = uint64_t{1} << 20;
+inline uint64_t allocator_free_bytes(const RssBreakdown& b) {
+  return b.allocator_resident_bytes > b.live_bytes ? b.allocator_resident_bytes - b.live_bytes : 0;
+}
+
 // Figures shared by the whole run and by each stage.
 struct MemoryFigures {
   uint64_t peak_heap_bytes = 0;
@@ -228,6 +235,16 @@ struct Leak {
   uint64_t blocks = 0;
   int stage = -1;  // index into Report::stages, -1 outside any stage
   StackIndex stack = 0;
+  // Held by the runtime for the process's life (reports/analysis/runtime_frames.h), not
+  // the program's leak: counted in RuntimeHeld, not in the leaked figures.
+  bool runtime = false;
+};
+
+// What the C/C++ runtime, the dynamic loader and the Python interpreter still held at exit
+// for the process's life: kept apart from the program's leaks (and from `leaked` budgets).
+struct RuntimeHeld {
+  uint64_t bytes = 0;
+  uint64_t blocks = 0;
 };
 
 struct TimelinePoint {
@@ -415,7 +432,8 @@ struct Report {
   std::vector<StageReport> stages;
   std::optional<StageGrouping> stage_grouping;  // only when instances were grouped
   std::vector<StackBytes> top_stacks_at_peak;  // at the run's peak
-  std::vector<Leak> leaks;          // largest first
+  std::vector<Leak> leaks;          // the program's largest first, then the runtime's
+  RuntimeHeld runtime_held;         // not in totals.leaked_*
   std::vector<TimelinePoint> timeline;
   std::vector<ProcessReport> processes;  // the traced process first
   JobReport job;

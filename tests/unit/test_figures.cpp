@@ -86,14 +86,25 @@ TEST_CASE("a program with no stages and no sample near its peak does not report 
   CHECK(r.totals.fragmentation.ratio < 0.99);
 }
 
-TEST_CASE("a program with no heap: its fragmentation is said with the few bytes it describes") {
+TEST_CASE("a program with no heap: its fragmentation is not headlined, the few bytes it describes are said") {
   TraceBuilder b;
   b.process().stack({0x10});
   b.record(records::AllocatorStats{0, 0, 132 * 1024, 0});
   b.end(1'000'000);
   const auto r = analyze({write_trace(b, "no_heap")});
   CHECK(r.totals.fragmentation.ratio == Approx(1.0));
-  CHECK(reports::render_text(r).find("fragmentation 100.0% (132 KiB free of 132 KiB the allocator holds)") !=
+  const std::string text = reports::render_text(r);
+  CHECK(text.find("fragmentation none to speak of: 132 KiB free of 132 KiB the allocator holds") != std::string::npos);
+  CHECK(text.find("100.0%") == std::string::npos);
+}
+
+TEST_CASE("fragmentation is headlined from 1 MiB free in the allocator") {
+  TraceBuilder b;
+  b.process().stack({0x10});
+  b.record(records::AllocatorStats{0, 0, 2 * kMiB, 0});
+  b.end(1'000'000);
+  const auto r = analyze({write_trace(b, "some_heap")});
+  CHECK(reports::render_text(r).find("fragmentation 100.0% (2.00 MiB free of 2.00 MiB the allocator holds)") !=
         std::string::npos);
 }
 

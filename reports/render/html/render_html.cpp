@@ -544,6 +544,7 @@ json leaks_json(const Report& report, FrameTable& frames, std::vector<StackIndex
     StackIndex stack = 0;
     uint64_t bytes = 0, blocks = 0;
     std::vector<int> stages;
+    bool runtime = false;
   };
   std::unordered_map<StackIndex, Group> groups;
   for (const auto& leak : report.leaks) {
@@ -551,13 +552,16 @@ json leaks_json(const Report& report, FrameTable& frames, std::vector<StackIndex
     g.stack = leak.stack;
     g.bytes += leak.bytes;
     g.blocks += leak.blocks;
+    g.runtime = leak.runtime;
     const int stage = leak.stage;
     if (std::find(g.stages.begin(), g.stages.end(), stage) == g.stages.end()) g.stages.push_back(stage);
   }
   std::vector<Group> sorted;
   sorted.reserve(groups.size());
   for (auto& [_, g] : groups) sorted.push_back(std::move(g));
+  // The program's first, then what the runtime holds for the process's life.
   std::sort(sorted.begin(), sorted.end(), [](const Group& a, const Group& b) {
+    if (a.runtime != b.runtime) return b.runtime;
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
   });
   json out = json::array();
@@ -566,7 +570,8 @@ json leaks_json(const Report& report, FrameTable& frames, std::vector<StackIndex
                    {"site", site_json(report, sorted[i].stack, frames)},
                    {"bytes", sorted[i].bytes},
                    {"blocks", sorted[i].blocks},
-                   {"stages", sorted[i].stages}});
+                   {"stages", sorted[i].stages},
+                   {"runtime", sorted[i].runtime}});
     used_stacks.push_back(sorted[i].stack);
   }
   return json{{"groups", std::move(out)}, {"total_groups", sorted.size()}};
@@ -677,6 +682,8 @@ json page_data(const Report& report) {
   data["command"] = report.command;
   data["exit_code"] = report.exit_code ? json(*report.exit_code) : json(nullptr);
   data["leaks_measured"] = report.leaks_measured;
+  data["runtime_held"] = {{"bytes", report.runtime_held.bytes}, {"blocks", report.runtime_held.blocks}};
+  data["fragmentation_headline_free_bytes"] = kFragmentationHeadlineFreeBytes;
   data["attached"] = report.attached;
   data["signal"] = report.signal ? json(*report.signal) : json(nullptr);
   data["duration_s"] = report.duration_s;

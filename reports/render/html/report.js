@@ -156,6 +156,8 @@
   const F_LABEL = 0, F_FUNCTION = 1, F_FILE = 2, F_LINE = 3, F_MODULE = 4, F_OFFSET = 5, F_KIND = 6, F_INLINED = 7,
     F_ALLOCATOR = 8;
   const totals = data.totals || {};
+  // What the runtime holds for the process's life, apart from the program's leaks.
+  const runtimeHeld = data.runtime_held || { bytes: 0, blocks: 0 };
   const timeline = data.timeline || { t_s: [], heap_bytes: [], rss_bytes: [], stage: [] };
   const runEnd = Math.max(data.duration_s || 0, timeline.t_s.length ? timeline.t_s[timeline.t_s.length - 1] : 0,
     ...stages.map((s) => s.end_s || 0)) || 1;
@@ -213,6 +215,9 @@
       el('div', { class: 'figure' + (cls ? ' ' + cls : '') }, el('div', { class: 'label' }, label),
         el('div', { class: 'value' }, value), sub ? el('div', { class: 'sub' }, sub) : null);
     const rb = totals.rss_breakdown || {};
+    // Headlined only where the allocator holds enough free memory to matter (the rule in report_model.h).
+    const fragmentationMatters = Math.max(0, (rb.allocator_resident_bytes || 0) - (rb.live_bytes || 0)) >=
+      (data.fragmentation_headline_free_bytes || 0);
     header.append(
       el('h1', {}, 'memstage report'),
       el('div', { class: 'command', title: 'command' }, command || '(no command recorded)'),
@@ -238,7 +243,8 @@
           : data.attached
             ? figure('Held at detach', fmtBytes(totals.leaked_bytes),
               `${fmtExactCount(totals.leaked_blocks || 0)} blocks allocated while attached and not freed by detach`)
-            : figure('Leaked', fmtBytes(totals.leaked_bytes), `${fmtExactCount(totals.leaked_blocks || 0)} blocks never freed`),
+            : figure('Leaked', fmtBytes(totals.leaked_bytes), `${fmtExactCount(totals.leaked_blocks || 0)} blocks never freed` +
+              (runtimeHeld.blocks ? ` · the runtime's own ${fmtBytes(runtimeHeld.bytes)} apart` : '')),
         data.device
           ? figure('Peak device', fmtBytes(data.device.peak_bytes),
             `GPU memory from the driver, at ${fmtSeconds(data.device.peak_time_s)} · ${fmtBytes(data.device.leaked_bytes)} never freed`)
@@ -246,7 +252,7 @@
         figure('Allocations', fmtCount(totals.allocations),
           `${fmtBytes(totals.bytes_allocated)} in total · ` +
             (data.sampling || data.leaks_measured === false ? 'temporaries not measured' : `${fmtCount(totals.temporary_allocations)} temporary`)),
-        figure('Fragmentation', totals.fragmentation ? (100 * totals.fragmentation.ratio).toFixed(1) + '%' : '–',
+        figure('Fragmentation', totals.fragmentation && fragmentationMatters ? (100 * totals.fragmentation.ratio).toFixed(1) + '%' : '–',
           `${fmtBytes(Math.max(0, (rb.allocator_resident_bytes || 0) - (rb.live_bytes || 0)))} free of ${fmtBytes(rb.allocator_resident_bytes || 0)} the allocator holds` +
             (totals.fragmentation && totals.fragmentation.estimated ? ' · estimated' : '') +
             (rb.t_s !== undefined ? ` · at ${fmtSeconds(rb.t_s)}` : '')),
@@ -1171,22 +1177,32 @@
     const leaks = data.leaks || { groups: [], total_groups: 0 };
     const note = document.getElementById('leaks-note');
     const host = document.getElementById('leaks');
-    if (!leaks.groups.length) {
+    const own = leaks.groups.filter((g) => !g.runtime);
+    const runtime = leaks.groups.filter((g) => g.runtime);
+    if (runtimeHeld.blocks) {
+      note.append(`The runtime (the C library, the loader, library initializers, the interpreter) holds ` +
+        `${fmtBytes(runtimeHeld.bytes)} in ${fmtExactCount(runtimeHeld.blocks)} blocks for the process's life: ` +
+        'listed last, marked runtime, and not counted as leaked. ');
+    }
+    if (!own.length) {
       note.append(totals.leaked_bytes > 0
         ? `${fmtBytes(totals.leaked_bytes)} leaked, but no stacks were recorded for them (mode: ${data.mode}).`
-        : 'Nothing leaked: every allocation was freed before the program exited.');
-      return;
+        : 'Nothing leaked: every allocation of the program was freed before it exited.');
     }
-    note.append(`${fmtBytes(totals.leaked_bytes)} in ${fmtExactCount(totals.leaked_blocks)} blocks was never freed, from ` +
-      `${fmtExactCount(leaks.total_groups)} stacks, largest first` +
-      (leaks.total_groups > leaks.groups.length ? ` (the largest ${leaks.groups.length} shown).` : '.'));
-    leaks.groups.forEach((g, i) => {
-      const d = el('details', { class: 'leak', open: i < 3 ? 'open' : null });
+    if (!leaks.groups.length) return;
+    if (own.length) {
+      note.append(`${fmtBytes(totals.leaked_bytes)} in ${fmtExactCount(totals.leaked_blocks)} blocks was never freed, from ` +
+        `${fmtExactCount(leaks.total_groups)} stacks, largest first` +
+        (leaks.total_groups > leaks.groups.length ? ` (the largest ${leaks.groups.length} shown).` : '.'));
+    }
+    own.concat(runtime).forEach((g, i) => {
+      const d = el('details', { class: 'leak', open: i < 3 && !g.runtime ? 'open' : null });
       d.append(el('summary', {},
         el('span', { class: 'amount' }, fmtBytes(g.bytes)),
         el('span', {}, `${fmtExactCount(g.blocks)} blocks`),
         el('span', { class: 'frame-name' }, siteName(g)),
-        el('span', { class: 'badge' }, g.stages.map(stagePath).join(', '))),
+        el('span', { class: 'badge' }, g.stages.map(stagePath).join(', ')),
+        g.runtime ? el('span', { class: 'badge' }, 'runtime') : null),
       framesTable(g.stack));
       host.append(d);
     });

@@ -174,6 +174,8 @@ Json report_to_json(const Report& r) {
   totals["temporary_allocations"] = unless_unmeasured(r.temporaries_measured(), t.temporary_allocations);
   totals["leaked_bytes"] = unless_unmeasured(r.leaks_measured, t.leaked_bytes);
   totals["leaked_blocks"] = unless_unmeasured(r.leaks_measured, t.leaked_blocks);
+  totals["runtime_held_bytes"] = unless_unmeasured(r.leaks_measured, r.runtime_held.bytes);
+  totals["runtime_held_blocks"] = unless_unmeasured(r.leaks_measured, r.runtime_held.blocks);
   totals["mmap_peak_bytes"] = t.mmap_peak_bytes;
   totals["fragmentation"] = fragmentation_json(t.fragmentation);
   totals["rss_breakdown"] = breakdown_json(t.rss_breakdown);
@@ -242,7 +244,7 @@ Json report_to_json(const Report& r) {
   Json leaks = Json::array();
   for (const Leak& l : r.leaks) {
     leaks.push_back(Json{{"bytes", l.bytes}, {"blocks", l.blocks}, {"stage", stage_ref(r, l.stage)},
-                         {"stack", stack_json(r, l.stack)}});
+                         {"stack", stack_json(r, l.stack)}, {"runtime", l.runtime}});
   }
   j["leaks"] = std::move(leaks);
 

@@ -109,6 +109,21 @@ void append_job(std::string& out, const Report& r, const TextOptions& options) {
   out += fmt::format("  the traced command, pid {}:\n", r.processes[0].pid);
 }
 
+// A list of leaks under its heading: the largest `options.stacks`, each with its stack.
+void append_leaks(std::string& out, const Report& r, const std::string& heading, std::vector<Leak>::const_iterator first,
+                  std::vector<Leak>::const_iterator last, const TextOptions& options) {
+  if (first == last) return;
+  out += "\n" + heading + "\n";
+  const size_t count = static_cast<size_t>(last - first);
+  for (size_t i = 0; i < std::min(options.stacks, count); ++i) {
+    const Leak& l = first[static_cast<std::ptrdiff_t>(i)];
+    out += fmt::format("  {} in {} blocks{}\n", format_bytes(l.bytes), format_count(l.blocks),
+                       l.stage >= 0 ? " in stage " + terminal_text(r.stages[l.stage].path) : "");
+    append_stack(out, r, l.stack, options.frames);
+  }
+  if (count > options.stacks) out += fmt::format("  ... {} more\n", count - options.stacks);
+}
+
 }  // namespace
 
 std::string render_text(const Report& r, const TextOptions& options) {
@@ -146,8 +161,13 @@ std::string render_text(const Report& r, const TextOptions& options) {
                  "from the allocator's in-use bytes at attach, memory allocated before attaching included\n";
   }
   if (r.leaks_measured) {
-    out += fmt::format("  leaked       {} in {} blocks{}\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks),
-                       r.attached ? " (held at detach)" : "");
+    out += fmt::format("  leaked       {} in {} blocks{}{}\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks),
+                       r.attached ? " (held at detach)" : "",
+                       r.runtime_held.blocks ? fmt::format("; the runtime's own, held for the process's life: {} in {} "
+                                                           "blocks, apart",
+                                                           format_bytes(r.runtime_held.bytes),
+                                                           format_count(r.runtime_held.blocks))
+                                             : "");
   } else {
     out += fmt::format("  leaked       not measured ({} mode counts allocations; it does not follow blocks)\n", r.mode);
   }
@@ -159,10 +179,15 @@ std::string render_text(const Report& r, const TextOptions& options) {
   // With its bytes: a program with almost no heap has a few KiB of arena and nothing live,
   // "100%" of nearly nothing.
   const RssBreakdown& b = t.rss_breakdown;
-  out += fmt::format("  fragmentation {:.1f}% ({} free of {} the allocator holds) at {:.3f} s{}\n",
-                     100 * t.fragmentation.ratio,
-                     format_bytes(b.allocator_resident_bytes > b.live_bytes ? b.allocator_resident_bytes - b.live_bytes : 0),
-                     format_bytes(b.allocator_resident_bytes), b.t_s, t.fragmentation.estimated ? " (estimated)" : "");
+  if (allocator_free_bytes(b) >= kFragmentationHeadlineFreeBytes) {
+    out += fmt::format("  fragmentation {:.1f}% ({} free of {} the allocator holds) at {:.3f} s{}\n",
+                       100 * t.fragmentation.ratio, format_bytes(allocator_free_bytes(b)),
+                       format_bytes(b.allocator_resident_bytes), b.t_s, t.fragmentation.estimated ? " (estimated)" : "");
+  } else {
+    out += fmt::format("  fragmentation none to speak of: {} free of {} the allocator holds at {:.3f} s (said from {} free)\n",
+                       format_bytes(allocator_free_bytes(b)), format_bytes(b.allocator_resident_bytes), b.t_s,
+                       format_bytes(kFragmentationHeadlineFreeBytes));
+  }
   // What a sum of RSS over processes counts again in each: pages another process holds too.
   if (b.shares) {
     out += fmt::format("  resident     {} shared with other processes, {} private (PSS {}) at {:.3f} s\n",
@@ -268,16 +293,15 @@ std::string render_text(const Report& r, const TextOptions& options) {
     }
   }
 
-  if (!r.leaks.empty()) {
-    out += fmt::format("\nleaks ({} in {} blocks)\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks));
-    for (size_t i = 0; i < std::min(options.stacks, r.leaks.size()); ++i) {
-      const Leak& l = r.leaks[i];
-      out += fmt::format("  {} in {} blocks{}\n", format_bytes(l.bytes), format_count(l.blocks),
-                         l.stage >= 0 ? " in stage " + terminal_text(r.stages[l.stage].path) : "");
-      append_stack(out, r, l.stack, options.frames);
-    }
-    if (r.leaks.size() > options.stacks) out += fmt::format("  ... {} more\n", r.leaks.size() - options.stacks);
-  }
+  // The program's leaks, then what the runtime holds (Report::leaks lists them in that order).
+  const auto first_runtime = std::find_if(r.leaks.begin(), r.leaks.end(), [](const Leak& l) { return l.runtime; });
+  append_leaks(out, r, fmt::format("leaks ({} in {} blocks)", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks)),
+               r.leaks.begin(), first_runtime, options);
+  append_leaks(out, r,
+               fmt::format("held by the runtime for the process's life ({} in {} blocks: the C library, the loader, "
+                           "library initializers, the interpreter; not in \"leaked\")",
+                           format_bytes(r.runtime_held.bytes), format_count(r.runtime_held.blocks)),
+               first_runtime, r.leaks.end(), options);
 
   if (r.growth && !r.growth->stacks.empty()) {
     out += fmt::format("\ngrowing over time (live bytes rising steadily; a least-squares fit over {} snapshots {:.2g} s apart)\n",

@@ -1,0 +1,45 @@
+// Is a leaked block the program's, or memory the runtime holds for the process's life: the
+// C library's stdio buffers and locale data, the dynamic loader and the initializers of the
+// libraries it loads (the C++ runtime's emergency exception pool), the Python interpreter's
+// own objects? The one answer: the analysis classifies each leaked stack by it
+// (runtime_leaks.h); every renderer reads the result, never a list of its own. As LSan's
+// and heaptrack's built-in suppressions: every byte is kept, the runtime's shown apart.
+#pragma once
+
+#include <string_view>
+
+#include "reports/analysis/allocator_frames.h"
+#include "reports/model/report_model.h"
+
+namespace memstage::reports {
+
+enum class FrameOwner {
+  kNeither,  // says nothing of who owns the block (the allocator, a library called by either)
+  kRuntime,  // a runtime's own allocation for the process's life
+  kProgram,  // the program's own code (for Python: a frame of the program's own files)
+};
+
+inline FrameOwner frame_owner(const Frame& frame) {
+  if (frame.kind == "python") {
+    // The standard library, installed packages and frozen modules (<frozen importlib._bootstrap>)
+    // are the interpreter's side; any other file is the program's.
+    const std::string_view file = frame.file;
+    const bool installed = file.starts_with("<") || file.find("/lib/python3") != std::string_view::npos ||
+                           file.find("/lib64/python3") != std::string_view::npos;
+    return installed ? FrameOwner::kNeither : FrameOwner::kProgram;
+  }
+  // The dynamic loader, and the library initializers it runs (_dl_init) before main or at dlopen.
+  const std::string_view module = allocator_frames_detail::basename(frame.module);
+  if (module.starts_with("ld-linux") || module.starts_with("ld64.so")) return FrameOwner::kRuntime;
+  const std::string_view name = allocator_frames_detail::qualified_name(frame.function);
+  for (std::string_view runtime : {"_IO_file_doallocate",  // a stdio stream's buffer, kept until exit
+                                   "setlocale", "__libc_setlocale", "__gconv_open", "tzset",
+                                   "(anonymous namespace)::pool::pool",  // libstdc++'s emergency EH pool
+                                   "__cxa_get_globals", "std::ios_base::Init::Init"}) {
+    if (name == runtime) return FrameOwner::kRuntime;
+  }
+  if (name.starts_with("_nl_") || name.starts_with("_dl_")) return FrameOwner::kRuntime;  // locale data, the loader
+  return FrameOwner::kNeither;
+}
+
+}  // namespace memstage::reports

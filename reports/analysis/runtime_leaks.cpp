@@ -1,0 +1,32 @@
+#include "reports/analysis/runtime_leaks.h"
+
+#include "reports/analysis/runtime_frames.h"
+
+namespace memstage::reports {
+
+uint8_t RuntimeLeaks::verdict_of(StackNodeIndex node) {
+  const std::vector<StackNode>& nodes = report_.stack_nodes;
+  if (verdicts_.size() < nodes.size()) verdicts_.resize(nodes.size(), 0);
+  // Down to the first node known (or the root), then back up: no recursion on deep stacks.
+  path_.clear();
+  for (StackNodeIndex n = node; n != 0 && !(verdicts_[n] & kKnown); n = nodes[n].caller) path_.push_back(n);
+  for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
+    const StackNodeIndex caller = nodes[*it].caller;
+    uint8_t verdict = kKnown | (caller != 0 ? verdicts_[caller] : 0);
+    switch (frame_owner(report_.frames[nodes[*it].frame])) {
+      case FrameOwner::kRuntime: verdict |= kRuntimeFrame; break;
+      case FrameOwner::kProgram: verdict |= kProgramFrame; break;
+      case FrameOwner::kNeither: break;
+    }
+    verdicts_[*it] = verdict;
+  }
+  return node == 0 ? kKnown : verdicts_[node];
+}
+
+bool RuntimeLeaks::is_runtime(StackIndex stack) {
+  const uint8_t verdict = verdict_of(report_.stacks[stack].innermost);
+  if (verdict & kRuntimeFrame) return true;
+  return program_frames_known_ && !(verdict & kProgramFrame);
+}
+
+}  // namespace memstage::reports

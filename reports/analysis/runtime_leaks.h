@@ -1,0 +1,33 @@
+// Which leaked stacks are the runtime's (runtime_frames.h), one verdict per stack node,
+// so that tens of thousands of leaked stacks sharing their outer frames are walked once.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "reports/model/report_model.h"
+
+namespace memstage::reports {
+
+class RuntimeLeaks {
+ public:
+  // `program_frames_known`: the program's own code shows in the stacks as Python frames of
+  // its files (a Python run with its frames): a stack with none of them is the interpreter's.
+  RuntimeLeaks(const Report& report, bool program_frames_known)
+      : report_(report), program_frames_known_(program_frames_known) {}
+
+  // Whether a block leaked with this stack is held by the runtime for the process's life.
+  bool is_runtime(StackIndex stack);
+
+ private:
+  // What the frames from `node` outwards say: a runtime frame among them, a program frame.
+  static constexpr uint8_t kKnown = 1, kRuntimeFrame = 2, kProgramFrame = 4;
+  uint8_t verdict_of(StackNodeIndex node);
+
+  const Report& report_;
+  bool program_frames_known_;
+  std::vector<uint8_t> verdicts_;  // by stack node
+  std::vector<StackNodeIndex> path_;
+};
+
+}  // namespace memstage::reports
