@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "harness/cli/child_process.h"
+#include "harness/cli/memory_cgroup.h"
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/number_range.h"
@@ -106,6 +107,7 @@ int run(const RunFlags& flags) {
   // The traces' first passes are read while their processes run: by the command's end,
   // most of the analysis is done (reports/analysis/analyzer.h, TraceBeingWritten).
   std::unique_ptr<reports::TraceBeingWritten> read_ahead;
+  const OomWatch oom_watch = OomWatch::start();
   const ChildResult child = run_child(flags.command, env, [&](uint64_t) {
     if (!flags.read_after_exit) read_ahead = read_traces_ahead(dir, flags.mode != "stats");
   });
@@ -115,7 +117,7 @@ int run(const RunFlags& flags) {
   // disk, a broken trace) is said, what can be is kept, and CMD's exit status is ours.
   // --budget: with nothing to gate, a CMD that succeeded gets 2, not a pass.
   const int failed_exit = !flags.budget_path.empty() && child.exit_code == 0 ? 2 : child.exit_code;
-  reports::RunInfo info{flags.command, child.pid, child.exit_code, child.signal, child.duration_s};
+  reports::RunInfo info{flags.command, child.pid, child.exit_code, child.signal, child.duration_s, oom_watch.finish()};
   write_or_say(dir + "/run.json", run_info_json(info));
   if (reports::find_traces(dir).empty()) {
     fprintf(stderr,

@@ -33,6 +33,13 @@ std::string run_info_json(const reports::RunInfo& run) {
   j["exit_code"] = run.exit_code;
   j["signal"] = run.signal ? nlohmann::ordered_json(*run.signal) : nlohmann::ordered_json(nullptr);
   j["duration_s"] = run.duration_s;
+  if (run.oom_kill) {
+    const auto& o = *run.oom_kill;
+    j["oom_kill"] = {{"cgroup", o.cgroup},
+                     {"cgroup_version", o.cgroup_version},
+                     {"limit_bytes", o.limit_bytes ? nlohmann::ordered_json(*o.limit_bytes) : nlohmann::ordered_json(nullptr)},
+                     {"processes_killed", o.processes_killed}};
+  }
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
@@ -45,6 +52,13 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir) {
     run.exit_code = j.at("exit_code").get<int>();
     if (!j.at("signal").is_null()) run.signal = j.at("signal").get<int>();
     run.duration_s = j.at("duration_s").get<double>();
+    if (j.contains("oom_kill")) {
+      const auto& o = j.at("oom_kill");
+      reports::OomKill oom{o.at("cgroup").get<std::string>(), o.at("cgroup_version").get<int>(), std::nullopt,
+                           o.at("processes_killed").get<uint64_t>()};
+      if (!o.at("limit_bytes").is_null()) oom.limit_bytes = o.at("limit_bytes").get<uint64_t>();
+      run.oom_kill = oom;
+    }
     return run;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;  // a damaged run.json only costs the exit code and duration

@@ -743,6 +743,41 @@ MEMSTAGE_EXPORT void _Exit(int status) {
   exit_without_atexit(real.exit_now_c99, status);
 }
 
+// Signal dispositions: the tracer's handlers of the signals that end the process look like
+// the default action to the program (tracer.cpp, program_sigaction).
+MEMSTAGE_EXPORT int sigaction(int signo, const struct sigaction* action, struct sigaction* old) {
+  return program_sigaction(signo, action, old);
+}
+
+namespace {
+// glibc's signal(): BSD semantics (the signal blocked in its handler, calls restarted);
+// sysv_signal(): the handler runs once, unblocked.
+sighandler_t set_handler(int signo, sighandler_t handler, int flags) {
+  if (signo <= 0 || signo >= NSIG || handler == SIG_ERR) {
+    errno = EINVAL;
+    return SIG_ERR;
+  }
+  struct sigaction action{}, old{};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  if (!(flags & SA_NODEFER)) sigaddset(&action.sa_mask, signo);
+  action.sa_flags = flags;
+  return program_sigaction(signo, &action, &old) < 0 ? SIG_ERR : old.sa_handler;
+}
+}  // namespace
+
+MEMSTAGE_EXPORT sighandler_t signal(int signo, sighandler_t handler) { return set_handler(signo, handler, SA_RESTART); }
+MEMSTAGE_EXPORT sighandler_t bsd_signal(int signo, sighandler_t handler) {
+  return set_handler(signo, handler, SA_RESTART);
+}
+MEMSTAGE_EXPORT sighandler_t ssignal(int signo, sighandler_t handler) { return set_handler(signo, handler, SA_RESTART); }
+MEMSTAGE_EXPORT sighandler_t sysv_signal(int signo, sighandler_t handler) {
+  return set_handler(signo, handler, SA_RESETHAND | SA_NODEFER);
+}
+MEMSTAGE_EXPORT sighandler_t __sysv_signal(int signo, sighandler_t handler) {
+  return set_handler(signo, handler, SA_RESETHAND | SA_NODEFER);
+}
+
 // Descriptors opened inside the tracer: libunwind's memory-validation pipe. libunwind
 // remembers its pipe's numbers; when a read from it fails (the program closed it, as
 // closefrom(3) does) it closes those numbers and makes a new pipe. By then the numbers

@@ -8,6 +8,8 @@
 #include "profiler/preload/options.h"
 #include "profiler/trace/trace_format.h"
 
+struct sigaction;
+
 namespace memstage::preload {
 
 struct ThreadState;  // tracer.h
@@ -55,6 +57,9 @@ void start_tracer_with(const Options& options, bool writer_thread_now);
 void finish_trace();
 // Puts back the default action of the fatal signals the tracer handles (detach).
 void remove_signal_handlers();
+// The program's sigaction (interpose.cpp): the tracer's handlers of the signals that end
+// the process stand in for the default action and look like it.
+int program_sigaction(int signo, const struct sigaction* action, struct sigaction* old);
 // exec is about to replace the process with `path` (nullptr: fexecve): records it and
 // writes what is buffered.
 void flush_before_exec(const char* path);

@@ -18,11 +18,16 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <span>
+
 #include "profiler/preload/python_frames.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/samplers.h"
 #include "profiler/preload/writer.h"
 #include "profiler/trace/trace_records.h"
+
+// glibc's sigaction under its other name: the preload's own `sigaction` is the program's.
+extern "C" int __sigaction(int signo, const struct sigaction* action, struct sigaction* old);
 
 namespace memstage::preload {
 
@@ -315,13 +320,26 @@ void write_signal_record(int signo) {
 }
 
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
+// Signals whose default action ends the process without a fault (multiprocessing and
+// joblib end their workers with SIGTERM): the trace is completed, then the default action.
+constexpr int kEndingSignals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT,   SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE,
+                                  SIGXCPU, SIGXFSZ, SIGPROF, SIGVTALRM, SIGIO,   SIGPWR,  SIGSTKFLT};
+
+bool tracer_handles(int signo) {
+  for (int s : kFatalSignals) if (s == signo) return true;
+  for (int s : kEndingSignals) if (s == signo) return true;
+  return false;
+}
 
 void on_fatal_signal(int signo) {
   const int saved_errno = errno;
+  // Interrupted inside the tracer (an asynchronous signal), this thread's ring may hold a
+  // half-pushed event: the other threads' events are written, no record is added here.
+  const bool ring_usable = !t_thread.in_tracer;
   {
     RecordingGuard guard;
     if (!in_child_sharing_memory() && stop_recording_once()) {
-      write_signal_record(signo);
+      if (ring_usable) write_signal_record(signo);
       writer_flush(true, true);
     }
   }
@@ -331,30 +349,61 @@ void on_fatal_signal(int signo) {
   raise(signo);
 }
 
+void install_handler(int signo) {
+  struct sigaction action{};
+  action.sa_handler = on_fatal_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
+  __sigaction(signo, &action, nullptr);
+}
+
+bool ours_installed(int signo) {
+  struct sigaction current{};
+  return __sigaction(signo, nullptr, &current) == 0 && current.sa_handler == on_fatal_signal;
+}
+
 void install_signal_handlers() {
-  for (int signo : kFatalSignals) {
-    struct sigaction current{};
-    if (sigaction(signo, nullptr, &current) != 0) continue;
-    // Leave the program's own handlers alone.
-    if (current.sa_handler != SIG_DFL) continue;
-    struct sigaction action{};
-    action.sa_handler = on_fatal_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK;
-    sigaction(signo, &action, nullptr);
+  for (int set = 0; set < 2; ++set) {
+    for (int signo : set == 0 ? std::span<const int>(kFatalSignals) : std::span<const int>(kEndingSignals)) {
+      struct sigaction current{};
+      // Leave the program's own handlers (and what it ignores) alone.
+      if (__sigaction(signo, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) install_handler(signo);
+    }
   }
 }
 
 }  // namespace
 
+// The program's sigaction: where the tracer's handler stands in for the default action,
+// the program sees (and may set) the default action, as it would without the tracer:
+// Python, for one, installs its SIGINT handler only over SIG_DFL.
+int program_sigaction(int signo, const struct sigaction* action, struct sigaction* old) {
+  if (!tracer_handles(signo)) return __sigaction(signo, action, old);
+  const bool ours = ours_installed(signo);
+  const bool sets_default = action && action->sa_handler == SIG_DFL && !(action->sa_flags & SA_SIGINFO);
+  if (!ours && !(sets_default && recording())) return __sigaction(signo, action, old);
+  struct sigaction previous{};
+  if (ours) {
+    previous.sa_handler = SIG_DFL;
+  } else if (__sigaction(signo, nullptr, &previous) != 0) {
+    return -1;
+  }
+  if (sets_default) {
+    install_handler(signo);
+  } else if (action && __sigaction(signo, action, nullptr) != 0) {
+    return -1;
+  }
+  if (old) *old = previous;
+  return 0;
+}
+
 void remove_signal_handlers() {
-  for (int signo : kFatalSignals) {
-    struct sigaction current{};
-    if (sigaction(signo, nullptr, &current) != 0 || current.sa_handler != on_fatal_signal) continue;
+  for (int signo = 1; signo < 32; ++signo) {
+    if (!tracer_handles(signo) || !ours_installed(signo)) continue;
     struct sigaction action{};
     action.sa_handler = SIG_DFL;
     sigemptyset(&action.sa_mask);
-    sigaction(signo, &action, nullptr);
+    __sigaction(signo, &action, nullptr);
   }
 }
 

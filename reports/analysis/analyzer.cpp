@@ -401,6 +401,15 @@ void read_at_once(const std::vector<std::string>& paths, KeptTextBudget& kept_te
 
 }  // namespace
 
+// The OOM killer's work in words, for every renderer: which limit, how many processes.
+std::string oom_kill_note(const OomKill& oom) {
+  const std::string limit =
+      oom.limit_bytes ? fmt::format("{:.1f} MiB", static_cast<double>(*oom.limit_bytes) / 1048576.0) : "no limit of its own";
+  return fmt::format("the kernel's OOM killer killed {} process{} of this run: cgroup v{} {} hit its memory limit ({}); "
+                     "a killed process is reported up to its last record",
+                     oom.processes_killed, oom.processes_killed == 1 ? "" : "es", oom.cgroup_version, oom.cgroup, limit);
+}
+
 Report analyze(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
                const AnalysisOptions& options, TraceBeingWritten* read_ahead) {
   if (trace_paths.empty()) throw std::runtime_error("no trace files to analyse");
@@ -493,6 +502,10 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   report.duration_s = run_is_this_process && run->duration_s > 0 ? run->duration_s : pass.now_ns / kNsPerS;
 
   report.warnings = std::move(skipped);
+  if (run && run->oom_kill) {
+    report.oom_kill = run->oom_kill;
+    report.warnings.push_back(oom_kill_note(*run->oom_kill));
+  }
   for (const auto& f : files) {
     if (f->summary.truncated) {
       report.warnings.push_back(f->path + " is truncated (" + f->summary.truncation +

@@ -24,6 +24,7 @@ struct RunInfo {
   int exit_code = 0;
   std::optional<int> signal;
   double duration_s = 0;
+  std::optional<OomKill> oom_kill;  // the OOM killer ended processes of the run
 };
 
 struct AnalysisOptions {

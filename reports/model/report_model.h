@@ -405,12 +405,22 @@ struct SamplingReport {
   std::string note;
 };
 
+// The kernel's OOM killer ended processes of the run (memstage run reads the cgroup it and
+// the program ran in: v2 memory.events, v1 memory.oom_control).
+struct OomKill {
+  std::string cgroup;                   // the cgroup whose limit was hit, as /proc/PID/cgroup names it
+  int cgroup_version = 2;               // 1 or 2
+  std::optional<uint64_t> limit_bytes;  // its memory.max / memory.limit_in_bytes; none when unlimited
+  uint64_t processes_killed = 0;        // OOM kills counted in the cgroup during the run
+};
+
 struct Report {
   std::vector<std::string> command;
   // Unknown when the report comes from traces alone (memstage's own process was killed
   // before writing run.json) or describes a process memstage did not start.
   std::optional<int> exit_code;
   std::optional<int> signal;  // the fatal signal that ended the program
+  std::optional<OomKill> oom_kill;
   double duration_s = 0;
   std::string allocator = "glibc";
   std::string mode = "full";

@@ -1780,6 +1780,123 @@ def scenario_sigkill_threaded(s):
     scenario_sigkill(s, program_args=("threaded",))
 
 
+def scenario_sigterm_modes(s):
+    """SIGTERM to a busy program that does not handle it, in every mode: exit 143, the trace completed from the
+    tracer's handler (signal 15, no warning of a missing end), the 50 MiB held in the peak; the program sees
+    SIGTERM's default action as SIG_DFL; and a handler it installs runs (exit 42)."""
+    for mode in ("full", "aggregate", "stats", "sample"):
+        _, report = s.traced("term-" + mode, [s.program("sigkill"), s.truth_file("term"), "term_busy"],
+                             expect_exit=143, mode=mode)
+        t = s.read_truth("term")
+        held = t["blocks"] * t["size"]
+        s.eq(t["saw_default"], 1, "%s: the program sees SIG_DFL for SIGTERM" % mode)
+        s.eq(report["signal"], 15, "%s: report signal" % mode)
+        s.check(report["totals"]["peak_heap_bytes"] >= held, "%s: peak_heap_bytes %d >= the %d bytes held"
+                % (mode, report["totals"]["peak_heap_bytes"], held))
+        s.check(not any("no end record" in w or "truncated" in w for w in report["warnings"]),
+                "%s: no warning of an incomplete trace: %r" % (mode, report["warnings"]))
+        if report["processes"]:
+            s.eq(report["processes"][0]["ended"], "signal", "%s: processes[0].ended" % mode)
+    s.traced("term-handled", [s.program("sigkill"), s.truth_file("handled"), "term_handled"], expect_exit=42)
+    s.eq(s.read_truth("handled")["saw_default"], 1, "handled: SIG_DFL seen before installing its handler")
+
+
+def scenario_sigterm_pool(s):
+    """multiprocessing.Pool.terminate() (SIGTERM) of two busy workers under Debian's python3, in every mode:
+    each worker's trace ends with signal 15 and its peak heap holds the 21 MiB it held."""
+    if not os.path.exists(SYSTEM_PYTHON):
+        print("SKIP: no %s" % SYSTEM_PYTHON)
+        raise SystemExit(77)
+    for mode in ("full", "aggregate", "stats", "sample"):
+        truth_dir = os.path.join(s.work, "truth-" + mode)
+        os.makedirs(truth_dir, exist_ok=True)
+        for name in os.listdir(truth_dir):
+            os.unlink(os.path.join(truth_dir, name))
+        _, report = s.traced("pool-" + mode, [SYSTEM_PYTHON, os.path.join(SOURCE_PROGRAMS, "sigterm_pool.py"),
+                                              truth_dir], mode=mode)
+        by_pid = {p["pid"]: p for p in report["processes"]}
+        for name in sorted(os.listdir(truth_dir)):
+            with open(os.path.join(truth_dir, name)) as f:
+                t = json.load(f)
+            p = by_pid.get(t["pid"])
+            if not s.check(p is not None, "%s: worker %d in the report" % (mode, t["pid"])):
+                continue
+            s.eq((p["ended"], p["signal"]), ("signal", 15), "%s: worker %d ended by SIGTERM" % (mode, t["pid"]))
+            s.check(p["peak_heap_bytes"] >= t["held"], "%s: worker %d peak_heap_bytes %d >= the %d bytes it held"
+                    % (mode, t["pid"], p["peak_heap_bytes"], t["held"]))
+
+
+def make_memory_cgroup(limit):
+    """A child cgroup with a memory limit under this process's own (v1) or the v2 root: (version, folder), or None
+    where neither is writable."""
+    with open("/proc/self/cgroup") as f:
+        lines = [line.rstrip("\n").split(":", 2) for line in f]
+    name = "memstage-e2e-%d" % os.getpid()
+    for _, controllers, path in lines:
+        if "memory" in controllers.split(",") and os.path.isdir("/sys/fs/cgroup/memory"):
+            folder = os.path.join("/sys/fs/cgroup/memory" + path, name)
+            files = [("memory.limit_in_bytes", limit), ("memory.memsw.limit_in_bytes", limit)]
+            version = 1
+            break
+    else:
+        folder = os.path.join("/sys/fs/cgroup", name)
+        files = [("memory.max", limit), ("memory.swap.max", 0)]
+        version = 2
+        try:
+            with open("/sys/fs/cgroup/cgroup.subtree_control", "w") as f:
+                f.write("+memory")
+        except OSError:
+            return None
+    try:
+        os.mkdir(folder)
+        for file, value in files:
+            if os.path.exists(os.path.join(folder, file)):
+                with open(os.path.join(folder, file), "w") as f:
+                    f.write(str(value))
+    except OSError:
+        return None
+    return version, folder
+
+
+def scenario_oom_cgroup(s):
+    """A program that mallocs and touches 10 MiB blocks under a 300 MiB cgroup limit (v1 or v2, made for the test):
+    the OOM killer ends it (exit 137), and the report names it with the cgroup and the limit in JSON, text and page."""
+    limit = 300 * MIB
+    made = make_memory_cgroup(limit)
+    if made is None:
+        print("SKIP: no writable memory cgroup (v1 or v2) on this machine")
+        raise SystemExit(77)
+    version, folder = made
+    out = os.path.join(s.work, "oom")
+    try:
+        enter = "echo $$ > %s/cgroup.procs && exec \"$@\"" % folder
+        proc = s.run(["sh", "-c", enter, "sh", s.memstage, "run", "--read-after-exit", "-o", out, "--",
+                      s.program("oom_hog")])
+    finally:
+        subprocess.run(["sh", "-c", "echo $$ > %s/cgroup.procs" % os.path.dirname(folder)])
+        for _ in range(50):
+            try:
+                os.rmdir(folder)
+                break
+            except OSError:
+                time.sleep(0.1)
+    s.eq(proc.returncode, 137, "exit code of memstage run (the OOM killer's SIGKILL)")
+    with open(os.path.join(out, "report.json")) as f:
+        report = json.load(f)
+    s.reports.append(os.path.join(out, "report.json"))
+    oom = report.get("oom_kill")
+    if not s.check(oom is not None, "report.json names the OOM kill: %r" % report.get("warnings")):
+        return
+    s.eq(oom["cgroup_version"], version, "oom_kill.cgroup_version")
+    s.eq(oom["limit_bytes"], limit, "oom_kill.limit_bytes")
+    s.check(oom["processes_killed"] >= 1, "oom_kill.processes_killed %d >= 1" % oom["processes_killed"])
+    s.check(oom["cgroup"].endswith(os.path.basename(folder)), "oom_kill.cgroup %s is the test's" % oom["cgroup"])
+    text = s.run([s.memstage, "report", out, "--format", "text"]).stdout.decode()
+    s.check("OOM killer" in text and "300.0 MiB" in text, "the text report names the OOM killer and the limit")
+    with open(os.path.join(out, "report.html")) as f:
+        s.check("OOM killer" in f.read(), "the page names the OOM killer")
+
+
 def scenario_aggregate_sigkill(s):
     """A SIGKILLed aggregate run reports up to its last snapshot: the 50 MiB held, by their stack."""
     scenario_sigkill(s, mode="aggregate", run_flags=("--snapshot-interval", "0.2"))
@@ -1797,6 +1914,9 @@ def scenario_sample_sigkill(s):
 
 
 SCENARIOS.update({
+    "oom_cgroup": scenario_oom_cgroup,
+    "sigterm_modes": scenario_sigterm_modes,
+    "sigterm_pool": scenario_sigterm_pool,
     "sigkill_threaded": scenario_sigkill_threaded,
     "aggregate": scenario_aggregate,
     "aggregate_size": scenario_aggregate_size,

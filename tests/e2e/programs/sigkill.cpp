@@ -7,6 +7,9 @@
 // later) 20,000 a second, for 0.5 s, then for 0.5 s more and at least 8,192 blocks more
 // before the kill: a process with one thread has its trace written only at serve points on
 // its own calls. The truth then also says how many blocks it had made 0.5 s before.
+// With "term" in that word (e2e.sigterm_modes), SIGTERM instead of SIGKILL, whose default
+// action the program sees as SIG_DFL (the truth's "saw_default"); with "handled" too, its
+// own SIGTERM handler, installed with signal(), ends it with exit 42.
 #include <signal.h>
 #include <time.h>
 
@@ -45,12 +48,23 @@ long allocate_small_blocks(double seconds, long at_least) {
   return made;
 }
 
+void exit_42(int) { _exit(42); }
+
+bool sees_default_action(int signo) {
+  struct sigaction current{};
+  return sigaction(signo, nullptr, &current) == 0 && current.sa_handler == SIG_DFL;
+}
+
 int main(int argc, char** argv) {
   const char* truth_file = truth_path(argc, argv);
-  const bool busy = argc > 2 && strcmp(argv[2], "busy") == 0;
+  const char* word = argc > 2 ? argv[2] : "";
+  const bool busy = strstr(word, "busy") != nullptr;
+  const int end_signal = strstr(word, "term") ? SIGTERM : SIGKILL;
+  static Truth truth;
+  truth.add("saw_default", sees_default_action(SIGTERM) ? 1 : 0);
+  if (strstr(word, "handled")) signal(SIGTERM, exit_42);
   if (argc > 2 && strcmp(argv[2], "threaded") == 0) churn_in_a_second_thread(500'000);
   for (int i = 0; i < kBlocks; ++i) hold_block(i);
-  static Truth truth;
   truth.add("blocks", kBlocks);
   truth.add_u("size", kBlockSize);
   if (busy) {
@@ -63,6 +77,6 @@ int main(int argc, char** argv) {
     while (nanosleep(&one_second, &one_second) != 0) {
     }
   }
-  raise(SIGKILL);
+  raise(end_signal);
   return 0;
 }
