@@ -38,6 +38,7 @@ Options read_options() {
   read_uint("MEMSTAGE_MAX_DEPTH", 1, 256, o.max_depth);
   read_uint("MEMSTAGE_SAMPLE_INTERVAL_MS", 1, 10000, o.sample_interval_ms);
   read_uint("MEMSTAGE_SNAPSHOT_INTERVAL_MS", 1, 3'600'000, o.snapshot_interval_ms);
+  read_uint("MEMSTAGE_TIMELINE_TICKS", 0, 100'000'000, o.timeline_full_rate_ticks);
   if (const char* limit = getenv("MEMSTAGE_RAM_LIMIT_BYTES"); limit && *limit) {
     char* end = nullptr;
     const unsigned long long bytes = strtoull(limit, &end, 10);

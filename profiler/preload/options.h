@@ -31,6 +31,9 @@ struct Options {
   uint32_t sample_interval_ms = 10;
   // MEMSTAGE_SNAPSHOT_INTERVAL_MS: aggregate mode writes its figures this often.
   uint32_t snapshot_interval_ms = 1000;
+  // MEMSTAGE_TIMELINE_TICKS: aggregate mode's timeline keeps every sampling tick for this
+  // many ticks, then ticks every age / this (samplers.h, aged_tick_interval_ns); 0: never coarsens.
+  uint32_t timeline_full_rate_ticks = 6000;
   // MEMSTAGE_FOLLOW_FORK: 1 (a forked child writes its own trace) or 0 (children untraced).
   bool follow_fork = true;
   // MEMSTAGE_RAM_LIMIT_BYTES: plays a machine with this much RAM (0: no limit). When RSS

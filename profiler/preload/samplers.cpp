@@ -97,6 +97,12 @@ uint64_t env_number_plus_one(std::initializer_list<const char*> names) {
 
 }  // namespace
 
+uint64_t aged_tick_interval_ns(uint64_t base_ns, uint64_t age_ns, uint32_t full_rate_ticks) {
+  if (full_rate_ticks == 0) return base_ns;
+  const uint64_t aged = age_ns / full_rate_ticks;
+  return aged > base_ns ? aged : base_ns;
+}
+
 bool read_memory_shares_if_due(uint64_t now_ns, SharesMoment moment, MemoryShares& out) {
   // python3 importing torch (300 MB resident, hundreds of libraries): a read costs ~4 ms;
   // at 20 times that apart its 52 reads took 3 % of the run, at 50 times 2 % at most.

@@ -41,6 +41,13 @@ struct JobPlaceInEnv {
 };
 JobPlaceInEnv read_job_place(char* host, size_t host_capacity);
 
+// Aggregate mode's sampling tick at a run's age: `base_ns` for the first `full_rate_ticks`
+// ticks, then age / full_rate_ticks, so each doubling of the age adds about
+// full_rate_ticks * ln 2 ticks: a day's timeline is ~8 x a minute's, not 1,440 x. Only the
+// timeline coarsens: each record keeps its interval's heap high, stage edges and heap highs
+// are sampled where they happen. 0 ticks: `base_ns` always.
+uint64_t aged_tick_interval_ns(uint64_t base_ns, uint64_t age_ns, uint32_t full_rate_ticks);
+
 struct AllocatorStats {
   uint64_t in_use_bytes = 0;    // counted as used by the allocator (with rounding)
   uint64_t resident_bytes = 0;  // held from the OS

@@ -481,6 +481,14 @@ void tick(ThreadState* self, AskAllocator allocator = AskAllocator::kAsDue) {
   push_samples(self, high_pending || allocator == AskAllocator::kNow);
 }
 
+// Aggregate mode's timeline coarsens as the run ages (samplers.h, aged_tick_interval_ns); a
+// RAM limit is still checked at every interval.
+uint64_t tick_interval_ns() {
+  const uint64_t base_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
+  if (!aggregate_mode() || g_tracer.options.ram_limit_bytes) return base_ns;
+  return aged_tick_interval_ns(base_ns, trace_time_ns(), g_tracer.options.timeline_full_rate_ticks);
+}
+
 void wait_for_tick_or_wake(uint64_t interval_ns) {
   futex_wait(&w.wake_word, 0, interval_ns);
   w.wake_word.store(0, std::memory_order_relaxed);
@@ -493,7 +501,7 @@ void writer_round(ThreadState* self, bool write_now = false, AskAllocator alloca
   const uint64_t now = monotonic_ns();
   if (self && now >= w.next_tick_ns) {
     tick(self, allocator);
-    w.next_tick_ns = now + g_tracer.options.sample_interval_ms * 1'000'000ull;
+    w.next_tick_ns = now + tick_interval_ns();
   }
   drain(false);
   if (aggregate_mode()) {

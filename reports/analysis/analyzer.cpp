@@ -77,20 +77,43 @@ RssBreakdown estimated_breakdown(uint64_t live, uint64_t rss, uint64_t tracer, d
   return b;
 }
 
+// The heap a forked child inherited, in full and aggregate modes (which count a child's heap
+// from zero at the fork): its parent's live heap at the child's start. 0 for an exec'd image
+// (a trace of the same pid replaced by it: it starts with nothing) and an untraced parent.
+uint64_t inherited_heap_bytes(const std::vector<std::unique_ptr<TraceFile>>& files, const TraceFile& child) {
+  const FirstPass& c = child.pass;
+  const FirstPass* parent = nullptr;
+  for (const auto& f : files) {
+    const FirstPass& p = f->pass;
+    if (p.info.pid == c.info.pid && p.replaced_by_exec() && p.info.start_realtime_ns <= c.info.start_realtime_ns) return 0;
+    if (p.info.pid == c.info.parent_pid && p.info.start_realtime_ns <= c.info.start_realtime_ns) parent = &p;
+  }
+  if (!parent) return 0;
+  const double at_s = static_cast<double>(c.info.start_realtime_ns - parent->info.start_realtime_ns) / kNsPerS;
+  uint64_t heap = 0;
+  for (const TimelinePoint& point : parent->timeline.points()) {
+    if (point.t_s > at_s) break;
+    heap = point.heap_bytes;
+  }
+  return heap;
+}
+
 // A process whose memory barely goes through malloc (an allocator of its own, like
 // Chromium's PartitionAlloc or Go's runtime, or Python's pymalloc arenas): the heap
 // figures, stacks and leaks do not see it, and a near-zero heap must not read as "uses no
-// memory".
-void warn_if_outside_malloc(const TraceFile& f, std::vector<std::string>& warnings) {
+// memory". A forked child's RSS holds the heap it inherited (its parent's blocks, on
+// shared pages): that went through malloc too, in the parent.
+void warn_if_outside_malloc(const TraceFile& f, uint64_t inherited, std::vector<std::string>& warnings) {
   constexpr uint64_t kMinProgramRssBytes = 64ull << 20;
   const FirstPass& p = f.pass;
   if ((p.info.mode != trace::Mode::kFull && !p.aggregate_mode()) || p.peaks.program_rss_bytes < kMinProgramRssBytes) return;
-  if (p.peaks.heap_bytes * 20 > p.peaks.program_rss_bytes) return;  // 5% or more through malloc
+  if ((p.peaks.heap_bytes + inherited) * 20 > p.peaks.program_rss_bytes) return;  // 5% or more through malloc
   std::string command = p.info.argv.empty() ? p.info.exe : p.info.argv[0];
   warnings.push_back(fmt::format(
-      "{} (pid {}): only {:.1f} MiB of its {:.1f} MiB of RSS went through malloc: it allocates most of its "
+      "{} (pid {}): only {:.1f} MiB of its {:.1f} MiB of RSS went through malloc{}: it allocates most of its "
       "memory another way (an allocator of its own{}); the heap figures, stacks and leaks do not see it{}",
       command, p.info.pid, p.peaks.heap_bytes / kBytesPerMiB, p.peaks.program_rss_bytes / kBytesPerMiB,
+      inherited ? fmt::format(" (and {:.1f} MiB inherited from its parent's heap)", inherited / kBytesPerMiB) : "",
       p.python && p.python->allocator == "pymalloc" ? ", pymalloc's arenas: --python-allocator malloc shows them" : "",
       p.peaks.mmap_bytes ? fmt::format(" (anonymous mmap outside malloc peaked at {:.1f} MiB)", p.peaks.mmap_bytes / kBytesPerMiB)
                         : ""));
@@ -844,7 +867,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     report.processes.push_back(std::move(process));
   }
   report.processes.front().exit_code = report.exit_code;
-  for (size_t i = 0; i < files.size(); ++i) warn_if_outside_malloc(*files[i], report.warnings);
+  for (const auto& f : files) warn_if_outside_malloc(*f, inherited_heap_bytes(files, *f), report.warnings);
 
   // The stacks held at the job's peak, in every process that held heap then.
   report.job = std::move(job.job);

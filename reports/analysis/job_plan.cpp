@@ -6,6 +6,20 @@
 
 namespace memstage::reports {
 
+namespace {
+
+// The widest of a process's intervals: its sampling interval, or, in aggregate mode, whose
+// ticks space out as the run ages (profiler/preload/samplers.h), its widest gap between records.
+double clock_resolution_s(const FirstPass& p) {
+  double widest_s = p.info.sample_interval_ns / kNsPerS;
+  if (!p.aggregate_mode()) return widest_s;
+  const std::vector<TimelinePoint>& points = p.timeline.points();
+  for (size_t i = 1; i < points.size(); ++i) widest_s = std::max(widest_s, points[i].t_s - points[i - 1].t_s);
+  return widest_s;
+}
+
+}  // namespace
+
 JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t main_index, size_t max_points) {
   JobPlan plan;
   plan.order.push_back(main_index);
@@ -28,7 +42,7 @@ JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t ma
     }
     plan.start_s.push_back(offset_s);
     plan.end_s.push_back(offset_s + p.now_ns / kNsPerS);
-    plan.job.clock_resolution_s = std::max(plan.job.clock_resolution_s, p.info.sample_interval_ns / kNsPerS);
+    plan.job.clock_resolution_s = std::max(plan.job.clock_resolution_s, clock_resolution_s(p));
     heap.push_back(std::move(h));
     rss.push_back(std::move(r));
     Series ps{offset_s, {}}, us{offset_s, {}};

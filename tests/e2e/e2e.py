@@ -1774,6 +1774,31 @@ def scenario_aggregate_size(s):
             % (sizes[1000000], sizes[250000]))
 
 
+def scenario_aggregate_aging(s):
+    """Aggregate mode's timeline coarsens as the run ages (MEMSTAGE_TIMELINE_TICKS): a 3 s run with a budget
+    of 50 ticks writes fewer bytes than with every 10 ms tick kept, and its peaks and stage edges are the same."""
+    runs = {}
+    for ticks in ("0", "50"):
+        name = "aging.%s" % ticks
+        env = dict(os.environ, MEMSTAGE_TIMELINE_TICKS=ticks)
+        out, report = s.traced(name, [s.program("aging"), s.truth_file(name)], mode="aggregate", env=env)
+        runs[ticks] = (trace_bytes(out), report)
+    t = s.read_truth("aging.50")
+    (full_bytes, full), (aged_bytes, aged) = runs["0"], runs["50"]
+    points = (len(full["timeline"]), len(aged["timeline"]))
+    print("capture bytes: every tick %d, aged %d; timeline points %d, %d" % ((full_bytes, aged_bytes) + points))
+    # ~300 ticks against ~50 + 50 ln(3 s / 0.5 s) = ~140 (the header and modules are most of a short capture).
+    s.check(points[1] < 0.6 * points[0], "aged timeline %d points < 0.6 x every tick's %d" % (points[1], points[0]))
+    s.check(aged_bytes < full_bytes, "aged capture %d bytes < every tick's %d" % (aged_bytes, full_bytes))
+    s.eq(aged["totals"]["peak_heap_bytes"], full["totals"]["peak_heap_bytes"], "the run's peak heap, aged and not")
+    for stage, held in (("early", t["early_bytes"]), ("late", t["late_bytes"])):
+        a, f = stage_by_path(aged, stage), stage_by_path(full, stage)
+        if s.check(a is not None and f is not None, "stage %s in both runs" % stage):
+            s.eq(a["peak_heap_bytes"], f["peak_heap_bytes"], "stage %s: peak heap, aged and not" % stage)
+            s.check(a["peak_heap_bytes"] >= held, "stage %s: peak %d holds its %d bytes" % (stage, a["peak_heap_bytes"], held))
+    s.check(full["totals"]["peak_heap_bytes"] >= t["early_bytes"], "the run's peak holds the 8 MiB")
+
+
 def scenario_sigkill_threaded(s):
     """As sigkill, the chunks written by the tracer's writer and compressor threads (a second thread
     churned first)."""
@@ -1920,6 +1945,7 @@ SCENARIOS.update({
     "sigkill_threaded": scenario_sigkill_threaded,
     "aggregate": scenario_aggregate,
     "aggregate_size": scenario_aggregate_size,
+    "aggregate_aging": scenario_aggregate_aging,
     "aggregate_sigkill": scenario_aggregate_sigkill,
     "sample_sigkill": scenario_sample_sigkill,
 })

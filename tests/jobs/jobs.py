@@ -202,11 +202,28 @@ def scenario_dataloader_torch(s):
             % (pss / MIB, rss / MIB))
 
 
+def scenario_fork_modes(s):
+    """A DataLoader-style job (a parent's 100 MiB dataset, two forked workers that free some of it and hold
+    their own) in every mode: the job's peak heap, each inherited block counted once (docs/jobs.md)."""
+    peaks = {}
+    for mode in ("full", "aggregate", "stats", "sample"):
+        out, report = s.traced(mode, [s.program("fork_job"), s.truth_file(mode)], mode=mode)
+        peaks[mode] = (report.get("job") or {}).get("peak_heap_bytes", 0)
+        warned = [w for w in report.get("warnings", []) if "went through malloc" in w]
+        s.eq(warned, [], "%s: no malloc-coverage warning (a worker's RSS is its inherited heap)" % mode)
+    truth = s.read_truth("full")["job_heap_bytes"]
+    print("job peak heap by mode: %r, truth %d" % (peaks, truth))
+    # Full and aggregate count requested sizes: the truth, up to the C++ runtime's own blocks.
+    for mode in ("full", "aggregate"):
+        s.check(within(peaks[mode], truth, 0.02), "%s: job peak %d within 2%% of %d" % (mode, peaks[mode], truth))
+
+
 SCENARIOS = {
     "workers": scenario_workers,
     "ranks": scenario_ranks,
     "dataloader": scenario_dataloader,
     "dataloader_torch": scenario_dataloader_torch,
+    "fork_modes": scenario_fork_modes,
 }
 
 
