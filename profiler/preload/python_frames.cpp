@@ -292,7 +292,7 @@ void (*g_error_clear)() = nullptr;                                 // PyErr_Clea
 void end_bootstrap() {
   if (!t_in_bootstrap) return;
   t_in_bootstrap = false;
-  t_thread.in_tracer = false;
+  leave_tracer(false);
   g_bootstrap.store(kBootstrapDone, std::memory_order_relaxed);
 }
 

@@ -22,13 +22,25 @@ struct ThreadLocals {
   // Set while the tracer itself runs on this thread (and always on the writer thread):
   // allocations made then are the tracer's or the allocator's, never recorded.
   bool in_tracer;
+  // A signal that ends the process, caught while this thread was inside the tracer (its
+  // ring mid-push, the writer's lock held): raised again as the thread leaves the tracer,
+  // so that the trace is completed whole first (tracer.cpp, on_fatal_signal).
+  int deferred_signal;
 };
 extern __thread ThreadLocals t_thread __attribute__((tls_model("initial-exec")));
+
+// Raises the deferred signal (tracer.cpp).
+void raise_deferred_signal();
+// Leaves the tracer on this thread (in_tracer back to `was`), raising a signal deferred inside it.
+inline void leave_tracer(bool was) {
+  t_thread.in_tracer = was;
+  if (!was && __builtin_expect(t_thread.deferred_signal != 0, 0)) raise_deferred_signal();
+}
 
 class RecordingGuard {
  public:
   RecordingGuard() : was_(t_thread.in_tracer) { t_thread.in_tracer = true; }
-  ~RecordingGuard() { t_thread.in_tracer = was_; }
+  ~RecordingGuard() { leave_tracer(was_); }
   RecordingGuard(const RecordingGuard&) = delete;
   RecordingGuard& operator=(const RecordingGuard&) = delete;
 

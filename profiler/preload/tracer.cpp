@@ -325,16 +325,32 @@ constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTR
 constexpr int kEndingSignals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT,   SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE,
                                   SIGXCPU, SIGXFSZ, SIGPROF, SIGVTALRM, SIGIO,   SIGPWR,  SIGSTKFLT};
 
+bool is_ending_signal(int signo);
+void install_handler(int signo);
+
 bool tracer_handles(int signo) {
   for (int s : kFatalSignals) if (s == signo) return true;
+  return is_ending_signal(signo);
+}
+
+bool is_ending_signal(int signo) {
   for (int s : kEndingSignals) if (s == signo) return true;
   return false;
 }
 
 void on_fatal_signal(int signo) {
   const int saved_errno = errno;
-  // Interrupted inside the tracer (an asynchronous signal), this thread's ring may hold a
-  // half-pushed event: the other threads' events are written, no record is added here.
+  // An ending signal inside the tracer waits for the thread to leave it (leave_tracer):
+  // the ring may be mid-push and the writer's lock held by this very thread. SA_RESETHAND
+  // put the default back: the handler goes back in, for the signal raised again.
+  if (t_thread.in_tracer && is_ending_signal(signo) && t_thread.deferred_signal == 0) {
+    t_thread.deferred_signal = signo;
+    install_handler(signo);
+    errno = saved_errno;
+    return;
+  }
+  // A fault inside the tracer cannot wait: this thread's ring may hold a half-pushed
+  // event, so the other threads' events are written and no record is added here.
   const bool ring_usable = !t_thread.in_tracer;
   {
     RecordingGuard guard;
@@ -348,6 +364,16 @@ void on_fatal_signal(int signo) {
   // have (core dump, exit status) without the tracer.
   raise(signo);
 }
+
+}  // namespace
+
+void raise_deferred_signal() {
+  const int signo = t_thread.deferred_signal;
+  t_thread.deferred_signal = 0;
+  raise(signo);
+}
+
+namespace {
 
 void install_handler(int signo) {
   struct sigaction action{};
@@ -439,7 +465,7 @@ void after_fork_parent() {
   g_tracer.stacks.unlock();
   pthread_mutex_unlock(&g_tracer.threads_mutex);
   writer_after_fork_parent();
-  t_thread.in_tracer = false;
+  leave_tracer(false);
 }
 
 void after_fork_child() {
@@ -473,12 +499,13 @@ void after_fork_child() {
   g_tracer.heap_high_bytes.store(g_tracer.heap_live_bytes.load());
   set_recording(g_tracer.options.follow_fork);
   writer_after_fork_child(g_tracer.options.follow_fork);
+  t_thread.deferred_signal = 0;  // the parent's, caught while it forked
   t_thread.in_tracer = false;
 }
 
 }  // namespace
 
-constinit __thread ThreadLocals t_thread __attribute__((tls_model("initial-exec"))) = {nullptr, false};
+constinit __thread ThreadLocals t_thread __attribute__((tls_model("initial-exec"))) = {nullptr, false, 0};
 
 void find_loader_text() {
   // From ld.so's own headers, mapped at its base: no loader lock (the first allocation
