@@ -1,5 +1,6 @@
 #include "harness/cli/report_files.h"
 
+#include <fmt/format.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -93,6 +94,26 @@ std::vector<std::string> traces_of(const std::string& path) {
   return traces;
 }
 
+// Several paths make one job (one run per host). Runs that never ran at the same time were
+// most likely given together by mistake: said, not refused.
+void warn_if_runs_apart(reports::Report& report) {
+  std::vector<std::pair<double, double>> spans;
+  for (const auto& p : report.processes) spans.emplace_back(p.start_s, std::max(p.start_s, p.end_s));
+  std::sort(spans.begin(), spans.end());
+  constexpr double kApartS = 1.0;
+  double covered_to = spans.empty() ? 0 : spans.front().second;
+  for (const auto& [start, end] : spans) {
+    if (start > covered_to + kApartS) {
+      report.warnings.push_back(fmt::format(
+          "the traces given were not running at the same time (nothing ran from {:.1f} s to {:.1f} s on the job's "
+          "clock): they look like separate runs, reported here as one job; give one run's folder to report it alone",
+          covered_to, start));
+      return;
+    }
+    covered_to = std::max(covered_to, end);
+  }
+}
+
 }  // namespace
 
 reports::Report analyze_path(const std::string& path, bool symbolize, std::optional<reports::RunInfo> run,
@@ -117,7 +138,9 @@ reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbol
   options.symbolize = symbolize;
   options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
   try {
-    return reports::analyze(traces, run ? run : read_run_info(dir), options, read_ahead);
+    reports::Report report = reports::analyze(traces, run ? run : read_run_info(dir), options, read_ahead);
+    if (paths.size() > 1) warn_if_runs_apart(report);
+    return report;
   } catch (const trace::NotATraceError& e) {
     throw CliError(e.what());
   } catch (const std::runtime_error& e) {
@@ -154,9 +177,16 @@ void prepare_output_dir(const std::string& dir) {
   std::error_code ec;
   files::create_output_folder(dir);
   if (access(dir.c_str(), W_OK) != 0) throw CliError("output folder " + dir + " is not writable");
+  // An earlier run's traces in the folder would be read as this run's processes: they go,
+  // and the user is told, since they cannot be had back.
+  size_t removed = 0;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (name.starts_with("trace.") && name.ends_with(".mst")) fs::remove(entry.path(), ec);
+    if (name.starts_with("trace.") && name.ends_with(".mst") && fs::remove(entry.path(), ec)) ++removed;
+  }
+  if (removed) {
+    fprintf(stderr, "memstage: removed %zu trace%s of an earlier run from %s\n", removed, removed == 1 ? "" : "s",
+            reports::terminal_text(dir).c_str());
   }
 }
 

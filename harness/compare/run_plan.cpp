@@ -1,6 +1,7 @@
 #include "harness/compare/run_plan.h"
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <stdexcept>
 
@@ -10,12 +11,30 @@ namespace memstage::compare {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// An ELF shared object (e_type ET_DYN): what LD_PRELOAD can load, and nothing else
+// (/etc/passwd given by mistake would otherwise run on glibc under its name).
+bool is_shared_object(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char header[18] = {};
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  const bool elf = in.gcount() == sizeof header && header[0] == 0x7f && header[1] == 'E' && header[2] == 'L' && header[3] == 'F';
+  const unsigned e_type = header[5] == 2 ? (header[16] << 8 | header[17]) : (header[17] << 8 | header[16]);  // EI_DATA
+  return elf && e_type == 3;  // ET_DYN
+}
+
+}  // namespace
+
 AllocatorChoice resolve_allocator(const std::string& name_or_path, const std::vector<std::string>& library_dirs) {
   if (name_or_path == "glibc" || name_or_path == "system") return {"glibc", ""};
   if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".so") ||
       name_or_path.find(".so.") != std::string::npos) {
     std::error_code ec;
     if (!fs::is_regular_file(name_or_path, ec)) throw std::invalid_argument("allocator library " + name_or_path + " not found");
+    if (!is_shared_object(name_or_path)) {
+      throw std::invalid_argument("allocator library " + name_or_path + " is not a shared library (an ELF .so to preload)");
+    }
     std::string name = fs::path(name_or_path).filename().string();
     for (const char* known : {"jemalloc", "tcmalloc", "mimalloc"}) {
       if (name.find(known) != std::string::npos) name = known;

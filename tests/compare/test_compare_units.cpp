@@ -94,6 +94,9 @@ TEST_CASE("make_subjects and allocators", "[plan]") {
   CHECK(resolve_allocator("glibc").library.empty());
   CHECK_THROWS(resolve_allocator("nosuchalloc"));
   CHECK_THROWS(resolve_allocator("/no/such/lib.so"));
+  // A file that is no shared library is refused, not run on glibc under its name.
+  CHECK_THROWS_WITH(resolve_allocator("/etc/passwd"),
+                    "allocator library /etc/passwd is not a shared library (an ELF .so to preload)");
   CHECK(folder_name("a/b c") == "a_b_c");
 }
 

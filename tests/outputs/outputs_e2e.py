@@ -11,6 +11,8 @@ usage: outputs_e2e.py SCENARIO --memstage PATH --program PATH --work DIR
   full_disk           a tmpfs too small for report.html, then one with no room at all: the
                       program's status passes, the summary is printed, no .tmp is left
   control_characters  escape sequences in a stage name reach the terminal escaped
+  earlier_runs        a run into a folder with an earlier run's traces says it removed them;
+                      `report A B` of two runs that never overlapped says so
   devices             a device, FIFO or descriptor named as every command's output is written
                       as a stream, never replaced (/dev/null stays a device); /dev/full and a
                       full stdout fail with exit 2
@@ -25,6 +27,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 
 FAILURES = []
 VICTIM = b"victim: must stay as it is\n"
@@ -310,6 +313,27 @@ def scenario_devices(a):
     # A report or trace named as input that is a FIFO: refused at once.
     p = run([a.memstage, "report", fifo])
     check(p.returncode == 2 and p.stderr.count(b"\n") == 1, "report of a FIFO: exit 2, one line (%d): %s" % (p.returncode, p.stderr))
+
+
+def scenario_earlier_runs(a):
+    first = os.path.join(a.work, "first")
+    p = run([a.memstage, "run", "-q", "-o", first, "--", a.program, "work", "0"])
+    check(p.returncode == 0 and p.stderr == b"", "first run: %d %s" % (p.returncode, p.stderr))
+    p = run([a.memstage, "run", "-q", "-o", first, "--", a.program, "work", "0"])
+    check(p.returncode == 0 and b"removed 1 trace of an earlier run from " in p.stderr,
+          "a second run into the folder says what it removed: %s" % p.stderr)
+    time.sleep(1.5)
+    second = os.path.join(a.work, "second")
+    p = run([a.memstage, "run", "-q", "-o", second, "--", a.program, "work", "0"])
+    check(p.returncode == 0, "second run: %s" % p.stderr)
+    p = run([a.memstage, "report", first, second, "--format", "json"])
+    check(p.returncode == 0 and b"not running at the same time" in p.stderr,
+          "report of two runs apart warns: %d %s" % (p.returncode, p.stderr))
+    if p.returncode == 0:
+        warnings = json.loads(p.stdout)["warnings"]
+        check(any("separate runs" in w for w in warnings), "the warning is in the report: %s" % warnings)
+    p = run([a.memstage, "report", first, "--format", "json"])
+    check(p.returncode == 0 and b"not running at the same time" not in p.stderr, "one run alone: no such warning")
 
 
 def main():
