@@ -17,10 +17,13 @@ enum class FrameOwner {
   kNeither,  // says nothing of who owns the block (the allocator, a library called by either)
   kRuntime,  // a runtime's own allocation for the process's life
   kProgram,  // the program's own code (for Python: a frame of the program's own files)
+  kImport,   // Python's import machinery: what a library allocates as it is imported is
+             // its initialization, the runtime's, even when the program's line imported it
 };
 
 inline FrameOwner frame_owner(const Frame& frame) {
   if (frame.kind == "python") {
+    if (frame.file.starts_with("<frozen importlib.")) return FrameOwner::kImport;
     // The standard library, installed packages and frozen modules (<frozen importlib._bootstrap>)
     // are the interpreter's side; any other file is the program's.
     const std::string_view file = frame.file;

@@ -15,7 +15,10 @@ uint8_t RuntimeLeaks::verdict_of(StackNodeIndex node) {
     uint8_t verdict = kKnown | (caller != 0 ? verdicts_[caller] : 0);
     switch (frame_owner(report_.frames[nodes[*it].frame])) {
       case FrameOwner::kRuntime: verdict |= kRuntimeFrame; break;
-      case FrameOwner::kProgram: verdict |= kProgramFrame; break;
+      case FrameOwner::kProgram: verdict = (verdict | kProgramFrame) & ~kImportInProgram; break;
+      case FrameOwner::kImport:
+        if (verdict & kProgramFrame) verdict |= kImportInProgram;
+        break;
       case FrameOwner::kNeither: break;
     }
     verdicts_[*it] = verdict;
@@ -26,7 +29,7 @@ uint8_t RuntimeLeaks::verdict_of(StackNodeIndex node) {
 bool RuntimeLeaks::is_runtime(StackIndex stack) {
   const uint8_t verdict = verdict_of(report_.stacks[stack].innermost);
   if (verdict & kRuntimeFrame) return true;
-  return program_frames_known_ && !(verdict & kProgramFrame);
+  return program_frames_known_ && (!(verdict & kProgramFrame) || (verdict & kImportInProgram));
 }
 
 }  // namespace memstage::reports

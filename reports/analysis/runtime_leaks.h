@@ -20,8 +20,9 @@ class RuntimeLeaks {
   bool is_runtime(StackIndex stack);
 
  private:
-  // What the frames from `node` outwards say: a runtime frame among them, a program frame.
-  static constexpr uint8_t kKnown = 1, kRuntimeFrame = 2, kProgramFrame = 4;
+  // What the frames from `node` outwards say: a runtime frame among them, a program frame,
+  // an import inside the innermost program frame so far.
+  static constexpr uint8_t kKnown = 1, kRuntimeFrame = 2, kProgramFrame = 4, kImportInProgram = 8;
   uint8_t verdict_of(StackNodeIndex node);
 
   const Report& report_;
