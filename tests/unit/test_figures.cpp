@@ -261,7 +261,21 @@ TEST_CASE("sample mode: peaks from the heap counters, stacks and leaks weighted,
     if (f.bytes_allocated < kMiB) small_site_bytes = f.bytes_allocated;
   }
   CHECK(small_site_bytes == static_cast<uint64_t>(std::llround(100 / -std::expm1(-100.0 / kRate))));
-  const std::string text = reports::render_text(r);
+  // The note is wrapped under its label: read as one line.
+  std::string text = reports::render_text(r);
+  for (size_t at; (at = text.find("\n               ")) != std::string::npos;) text.replace(at, 16, " ");
   CHECK(text.find("are estimates") != std::string::npos);
   CHECK(text.find("temporaries not measured") != std::string::npos);
+}
+
+TEST_CASE("a long note in the text summary is wrapped under its label, a size kept whole") {
+  TraceBuilder b;
+  b.process().stack({0x10});
+  b.end(1'000'000);
+  auto r = analyze({write_trace(b, "note_wrap")});
+  r.sampling = reports::SamplingReport{};
+  r.sampling->note = std::string(40, 'a') + " " + std::string(40, 'b') + " 256 KiB " + std::string(30, 'c');
+  const std::string text = reports::render_text(r);
+  CHECK(text.find("  estimates    " + std::string(40, 'a') + " " + std::string(40, 'b') + "\n               256 KiB " +
+                  std::string(30, 'c') + "\n") != std::string::npos);
 }

@@ -109,6 +109,39 @@ void append_job(std::string& out, const Report& r, const TextOptions& options) {
   out += fmt::format("  the traced command, pid {}:\n", r.processes[0].pid);
 }
 
+bool is_unit_at(const std::string& text, size_t at) {
+  for (const std::string unit : {"B", "KiB", "MiB", "GiB", "TiB"}) {
+    const size_t after = at + unit.size();
+    if (text.compare(at, unit.size(), unit) == 0 &&
+        (after >= text.size() || !isalnum(static_cast<unsigned char>(text[after])))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// `text` after a label of `indent` columns, wrapped at word boundaries to lines of about
+// 100 columns, the continuation lines indented under the first: a note of several
+// sentences stays readable in a terminal.
+std::string wrapped(const std::string& text, size_t indent) {
+  constexpr size_t kWidth = 100;
+  std::string out, line;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    while (end != std::string::npos && is_unit_at(text, end + 1)) end = text.find(' ', end + 1);  // "256 KiB" stays whole
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    if (!line.empty() && indent + line.size() + 1 + word.size() > kWidth) {
+      out += line + "\n" + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    start = end + 1;
+  }
+  return out + line;
+}
+
 // A list of leaks under its heading: the largest `options.stacks`, each with its stack.
 void append_leaks(std::string& out, const Report& r, const std::string& heading, std::vector<Leak>::const_iterator first,
                   std::vector<Leak>::const_iterator last, const TextOptions& options) {
@@ -174,7 +207,7 @@ std::string render_text(const Report& r, const TextOptions& options) {
   out += fmt::format("  allocations  {} ({}), {} allocated in all\n", format_count(t.allocations),
                      r.temporaries_measured() ? format_count(t.temporary_allocations) + " temporary" : "temporaries not measured",
                      format_bytes(t.bytes_allocated));
-  if (r.sampling) out += fmt::format("  estimates    {}\n", terminal_text(r.sampling->note));
+  if (r.sampling) out += fmt::format("  estimates    {}\n", wrapped(terminal_text(r.sampling->note), 15));
   // Said with its moment: the allocator is sampled at heap highs, stage edges, start and exit.
   // With its bytes: a program with almost no heap has a few KiB of arena and nothing live,
   // "100%" of nearly nothing.
@@ -306,7 +339,9 @@ std::string render_text(const Report& r, const TextOptions& options) {
   if (r.growth && !r.growth->stacks.empty()) {
     out += fmt::format("\ngrowing over time (live bytes rising steadily; a least-squares fit over {} snapshots {:.2g} s apart)\n",
                        r.growth->snapshots, r.growth->interval_s);
-    if (!r.growth->estimate_note.empty()) out += fmt::format("  estimates    {}\n", r.growth->estimate_note);
+    if (!r.growth->estimate_note.empty()) {
+      out += fmt::format("  estimates    {}\n", wrapped(terminal_text(r.growth->estimate_note), 15));
+    }
     for (size_t i = 0; i < std::min(options.stacks, r.growth->stacks.size()); ++i) {
       const GrowingStack& g = r.growth->stacks[i];
       const std::string error =
