@@ -10,7 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev catch2 libbenchmark-dev libabsl-dev
   libprotobuf-dev protobuf-compiler golang-go golang-github-google-pprof-dev zlib1g-dev
   heaptrack valgrind python3 python3-jsonschema sqlite3
-  gdb util-linux
+  gdb util-linux tmux
   clang libclang-rt-dev
   python3-numpy python3-scipy python3-pandas python3-sklearn python3-torch python3-venv python3-setuptools python3-pip
   chromium

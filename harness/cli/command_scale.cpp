@@ -4,6 +4,7 @@
 // fits each stage's peak against n and says at which n the total passes the RAM limit.
 // Writes DIR/scale.json and DIR/scale.html; the table goes to stdout.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -92,6 +93,12 @@ std::string last_lines(const std::string& path, size_t count) {
   std::string out;
   for (size_t i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); ++i) out += "  " + lines[i] + "\n";
   return out;
+}
+
+// Both descriptors on one terminal: what was said on one is on the screen already.
+bool same_terminal(int a, int b) {
+  struct stat sa, sb;
+  return isatty(a) && isatty(b) && fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_rdev == sb.st_rdev;
 }
 
 int scale_command(const ScaleFlags& flags) {
@@ -230,7 +237,7 @@ int scale_command(const ScaleFlags& flags) {
   const scale::ScaleAnalysis analysis = scale::analyze(input);
   files::write_output_file(dir + "/scale.json", scale::render_scale_json(analysis));
   files::write_output_file(dir + "/scale.html", scale::render_scale_html(analysis));
-  const std::string text = scale::render_scale_text(analysis);
+  const std::string text = scale::render_scale_text(analysis, !same_terminal(STDOUT_FILENO, STDERR_FILENO));
   fputs(reports::terminal_lines(text).c_str(), stdout);
   fflush(stdout);
   fprintf(stderr, "memstage: wrote %s/scale.json and scale.html\n", dir.c_str());

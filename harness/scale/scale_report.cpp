@@ -335,10 +335,10 @@ std::string render_scale_json(const ScaleAnalysis& a) {
   return out.dump(2) + "\n";
 }
 
-std::string render_scale_text(const ScaleAnalysis& a) {
+std::string render_scale_text(const ScaleAnalysis& a, bool with_runs) {
   const ScaleInput& in = a.input;
   std::string out;
-  for (const auto& r : in.runs) {
+  for (const auto& r : with_runs ? in.runs : std::vector<RunRecord>{}) {
     out += "n=" + format_n(r.n) + ": ";
     if (r.status == "ok") {
       out += "peak heap " + format_bytes(r.peak_heap_bytes) + ", peak RSS " + format_bytes(r.peak_rss_bytes) +
@@ -349,7 +349,7 @@ std::string render_scale_text(const ScaleAnalysis& a) {
     out += "\n";
   }
   const std::string metric = in.metric == Metric::kHeap ? "peak heap" : "peak RSS";
-  out += "\nModels of " + metric + " (" + a.totals.of(in.metric).criterion + "):\n";
+  out += std::string(with_runs ? "\n" : "") + "Models of " + metric + " (" + a.totals.of(in.metric).criterion + "):\n";
   const double largest_n = a.totals.series.points.empty() ? 0 : a.totals.series.points.back().n;
   out += pad("stage", 28) + pad("model", 10) + pad("fit (bytes)", 36) + pad("LOO error", 12) +
          pad("per unit @" + format_n(largest_n), 16) + "reaches " + format_bytes(in.ram_bytes) + " at n\n";

@@ -84,7 +84,9 @@ std::optional<double> predict(const std::vector<Point>& points, double n);
 std::vector<Point> metric_points(const Series& series, Metric metric);
 
 std::string render_scale_json(const ScaleAnalysis& analysis);
-std::string render_scale_text(const ScaleAnalysis& analysis);
+// `with_runs`: a line per run first (left out where the progress lines already showed them
+// on the same terminal).
+std::string render_scale_text(const ScaleAnalysis& analysis, bool with_runs = true);
 std::string render_scale_html(const ScaleAnalysis& analysis);
 
 

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 MiB = 1024 * 1024
 
@@ -82,6 +83,35 @@ def stop_case(args):
     assert "stopped" in report["runs"][1]["reason"]
 
 
+def terminal_case(args):
+    """In a terminal (tmux), where stdout and stderr are the screen, each run's line is said once:
+    the progress line, not again in the summary."""
+    if not shutil.which("tmux"):
+        print("SKIP: tmux is not installed")
+        sys.exit(77)
+    out = os.path.join(args.work, "out")
+    session = "memstage-scale-%d" % os.getpid()
+    command = " ".join([args.memstage, "scale", "-o", out, "--sizes", "1000,2000", "--ram", "1GiB", "--",
+                        args.grow, "linear", "{n}"]) + "; echo scale-done"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "50", command + "; sleep 30"],
+                   check=True)
+    try:
+        screen = ""
+        for _ in range(400):
+            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True,
+                                    text=True).stdout
+            if "scale-done" in screen:
+                break
+            time.sleep(0.1)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session])
+    print(screen)
+    assert "scale-done" in screen, "scale did not finish in the terminal"
+    for n in (1000, 2000):
+        assert screen.count("n=%d" % n) == 1, "n=%d said %d times" % (n, screen.count("n=%d" % n))
+    assert "Models of peak RSS" in screen
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario")
@@ -97,6 +127,8 @@ def main():
         skip_case(args)
     elif args.scenario == "stop":
         stop_case(args)
+    elif args.scenario == "terminal":
+        terminal_case(args)
     else:
         sys.exit(f"unknown scenario {args.scenario}")
 
