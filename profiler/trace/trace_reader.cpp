@@ -319,8 +319,10 @@ ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
   fseeko(f.get(), 0, SEEK_SET);
 
   FileHeader header{};
-  if (read_fully(f.get(), &header, sizeof(header), follow) != sizeof(header) ||
-      memcmp(header.magic, kFileMagic, sizeof(header.magic)) != 0) {
+  const size_t header_bytes = read_fully(f.get(), &header, sizeof(header), follow);
+  // Empty: the tracer made the file and could write nothing to it (a disk full from the start).
+  if (header_bytes == 0) throw NotATraceError(path + " is empty: nothing was written to it (was the disk full?)");
+  if (header_bytes != sizeof(header) || memcmp(header.magic, kFileMagic, sizeof(header.magic)) != 0) {
     throw NotATraceError(path + " is not a memstage trace");
   }
   if (header.version < kOldestReadableVersion || header.version > kFormatVersion) {

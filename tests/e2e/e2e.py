@@ -738,7 +738,7 @@ def scenario_bad_input(s):
     open(empty, "wb").close()
     proc = s.run([s.memstage, "report", empty])
     s.eq(proc.returncode, 2, "report on an empty file: exit code")
-    s.one_line_error(proc, "report on an empty file", "is not a memstage trace")
+    s.one_line_error(proc, "report on an empty file", "is empty: nothing was written to it")
 
     # A real trace cut in the middle of a chunk.
     out, full = s.traced("source", [s.program("threads"), s.truth_file("source"), "2", "300000"])

@@ -171,7 +171,7 @@ def scenario_bad_input(a):
     check(p.returncode == 2 and p.stderr.count(b"\n") == 1 and b"memstage: " in p.stderr,
           "a folder of broken traces: %d %s" % (p.returncode, p.stderr))
     p = run([a.memstage, "report", os.path.join(broken, "trace.999998.mst")])
-    check(p.returncode == 2 and b"is not a memstage trace" in p.stderr, "one empty trace: %s" % p.stderr)
+    check(p.returncode == 2 and b"is empty: nothing was written to it" in p.stderr, "one empty trace: %s" % p.stderr)
 
 
 def fill(disk, leave_bytes):
