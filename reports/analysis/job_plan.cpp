@@ -90,7 +90,10 @@ JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t ma
   }
   // One process: its own timeline is the job's.
   if (files.size() > 1) {
-    plan.job.timeline = job_timeline(heap, rss, heap_sums, heap_peak, max_points);
+    // Each point holds every process's heap: a job of thousands of short processes gets
+    // fewer points, so that the timeline stays within kMaxJobTimelineValues figures.
+    const size_t points = std::min(max_points, std::max(kMaxJobTimelineValues / files.size(), kMinJobTimelinePoints));
+    plan.job.timeline = job_timeline(heap, rss, heap_sums, heap_peak, points);
     if (any_shares) {
       for (JobTimelinePoint& point : plan.job.timeline) {
         point.pss_bytes = 0;

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <set>
 #include <thread>
 
 #include "reports/analysis/analyzer.h"
+#include "reports/analysis/job_plan.h"
 #include "reports/analysis/stage_rows.h"
 #include "reports/render/text/text_report.h"
 #include "tests/unit/trace_builder.h"
@@ -629,4 +631,34 @@ TEST_CASE("a temporary record counts as its allocation and its free, as kAlloc t
   CHECK(temporary.totals.allocations == 3);
   CHECK(temporary.totals.frees == 1);
   CHECK(reports::render_text(temporary) == reports::render_text(pair));
+}
+
+TEST_CASE("a job of many processes: its timeline stays within a bound of figures, its peak exact") {
+  // 300 processes, each allocating 40 blocks at its own instants: 12,000 instants of the
+  // job's heap, every point holding 300 processes' heaps.
+  constexpr int kProcesses = 300, kBlocks = 40;
+  std::vector<std::string> paths;
+  for (int p = 0; p < kProcesses; ++p) {
+    TraceBuilder b;
+    b.process(1000 + p).stack({0x10});
+    for (int i = 0; i < kBlocks; ++i) {
+      const uint64_t t_ns = 1'000'000 + (p * kBlocks + i) * 10'000ull;
+      b.time(t_ns);
+      b.alloc(0x1000 + i * 0x100, 100);
+      b.rss(t_ns, 4096 * (i + 1));
+    }
+    b.end(1'000'000 + (kProcesses * kBlocks + 1) * 10'000ull);
+    paths.push_back(memstage::testing::temp_trace_path("analyzer_many_" + std::to_string(p) + ".mst"));
+    b.write(paths.back());
+  }
+  reports::AnalysisOptions options;
+  options.symbolize = false;
+  const reports::Report r = reports::analyze(paths, std::nullopt, options);
+  REQUIRE(r.processes.size() == kProcesses);
+  size_t figures = 0;
+  for (const auto& point : r.job.timeline) figures += point.process_heap_bytes.size();
+  CHECK(figures <= reports::kMaxJobTimelineValues + 2 * kProcesses);
+  CHECK(r.job.timeline.size() >= reports::kMinJobTimelinePoints / 2);
+  CHECK(r.job.peak_heap_bytes == uint64_t{kProcesses} * kBlocks * 100);  // none frees: all live at the end
+  for (const auto& path : paths) std::remove(path.c_str());
 }
