@@ -124,6 +124,23 @@ void warn_if_outside_malloc(const TraceFile& f, uint64_t inherited, std::vector<
 // the names and lines of its frames may be wrong. The trace keeps no build id to tell; a
 // file's change time later than the run's end (plus the file system's time granularity)
 // is what says so.
+// A process replaced by exec whose new image left no trace (its pid never starts again): the
+// program re-exec'd without LD_PRELOAD in its environment, or a static or setuid one.
+void warn_of_untraced_execs(Report& report) {
+  for (const ProcessReport& p : report.processes) {
+    if (p.ended != "exec") continue;
+    const bool traced = std::any_of(report.processes.begin(), report.processes.end(), [&](const ProcessReport& q) {
+      return &q != &p && q.pid == p.pid && q.start_s >= p.start_s;
+    });
+    if (!traced) {
+      report.warnings.push_back(fmt::format(
+          "pid {} exec'd {}, which left no trace: its environment lost LD_PRELOAD (or the program is static or "
+          "setuid), so what it allocated is not in this report",
+          p.pid, p.exec_path));
+    }
+  }
+}
+
 void warn_of_modules_changed_since(const std::vector<std::unique_ptr<TraceFile>>& files, Report& report) {
   constexpr uint64_t kTimeGranularityNs = 2'000'000'000;
   uint64_t ended_ns = 0;
@@ -867,6 +884,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     report.processes.push_back(std::move(process));
   }
   report.processes.front().exit_code = report.exit_code;
+  warn_of_untraced_execs(report);
   for (const auto& f : files) warn_if_outside_malloc(*f, inherited_heap_bytes(files, *f), report.warnings);
 
   // The stacks held at the job's peak, in every process that held heap then.

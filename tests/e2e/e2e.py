@@ -1184,6 +1184,19 @@ def scenario_own_allocator(s):
             "a warning that the memory does not go through malloc: %r" % report["warnings"])
 
 
+def scenario_exec_untraced(s):
+    """A program that re-execs itself without LD_PRELOAD: its second image has no trace, and the report says so."""
+    script = os.path.join(s.work, "reexec.py")
+    with open(script, "w") as f:
+        f.write("import os, sys\n"
+                "env = dict(os.environ)\n"
+                "env.pop('LD_PRELOAD', None)\n"
+                "os.execve('/bin/echo', ['/bin/echo', 'second image'], env)\n")
+    _, report = s.traced("run", [SYSTEM_PYTHON, script])
+    s.check(any("exec'd /bin/echo, which left no trace" in w and "LD_PRELOAD" in w for w in report["warnings"]),
+            "the untraced second image is said: %r" % report["warnings"])
+
+
 def scenario_exec(s):
     """fork + exec: the pre-exec segment was exec'd (not killed); the summary lists every process; a child's report
     and a run without run.json do not claim an exit code."""
@@ -1192,6 +1205,7 @@ def scenario_exec(s):
     t = s.read_truth("parent")
     child = t["child_pid"]
     s.check(not any("killed" in w for w in report["warnings"]), "no 'killed' warning: %r" % report["warnings"])
+    s.check(not any("left no trace" in w for w in report["warnings"]), "no untraced exec: %r" % report["warnings"])
     procs = {(p["pid"], p["ended"]): p for p in report["processes"]}
     s.eq(len(report["processes"]), 3, "processes: the parent, the child before and after exec")
     pre = procs.get((child, "exec"))
@@ -1688,6 +1702,7 @@ SCENARIOS = {
     "heap_peak_sample": scenario_heap_peak_sample,
     "own_allocator": scenario_own_allocator,
     "exec": scenario_exec,
+    "exec_untraced": scenario_exec_untraced,
     "fork_threads": scenario_fork_threads,
     "handoff": scenario_handoff,
     "attach": scenario_attach,
