@@ -18,6 +18,7 @@ void register_report(CLI::App& app, CommandAction& action) {
     std::string format = "text";
     std::string output;
     bool no_symbolize = false;
+    std::string suppressions_path;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("report", "Analyse a run's traces again and write a report");
@@ -28,10 +29,14 @@ void register_report(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_option("-o,--output", flags->output, "Write here instead of to stdout");
   cmd->add_flag("--no-symbolize", flags->no_symbolize, "Leave frames as module+offset (fast; for golden files)");
+  cmd->add_option("--suppressions", flags->suppressions_path,
+                  "Leaks to hold apart with the runtime's: a file of 'leak:PATTERN' lines, as LSan's");
   cmd->callback([flags, &action] {
     action = [flags] {
       const ReportFormat format = parse_format(flags->format);
-      const auto report = analyze_paths(flags->inputs, !flags->no_symbolize);
+      const std::vector<std::string> suppressions =
+          flags->suppressions_path.empty() ? std::vector<std::string>{} : read_leak_suppressions(flags->suppressions_path);
+      const auto report = analyze_paths(flags->inputs, !flags->no_symbolize, std::nullopt, nullptr, suppressions);
       for (const auto& warning : report.warnings) fprintf(stderr, "memstage: warning: %s\n", reports::terminal_text(warning).c_str());
       const std::string content = render(report, format);
       if (!flags->output.empty()) {

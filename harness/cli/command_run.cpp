@@ -41,6 +41,7 @@ struct RunFlags {
   std::string ram_limit_action = "stop";
   std::vector<std::string> command;
   std::string budget_path;  // --budget: gate the report afterwards (harness/gate)
+  std::string suppressions_path;  // --suppressions: leaks held apart (report_files.h)
   std::string python_allocator = "pymalloc";
   bool no_python_frames = false;
 };
@@ -82,6 +83,8 @@ int run(const RunFlags& flags) {
     throw CliError("run: --python-allocator must be pymalloc or malloc, not '" + flags.python_allocator + "'");
   }
   if (!flags.budget_path.empty()) gate::load_budget(flags.budget_path);  // --budget: a typo fails before the run, exit 2
+  const std::vector<std::string> suppressions =
+      flags.suppressions_path.empty() ? std::vector<std::string>{} : read_leak_suppressions(flags.suppressions_path);
   const std::string preload = find_preload_library();
   const std::string dir = fs::absolute(flags.output_dir.empty() ? default_output_dir(flags.command[0])
                                                                 : flags.output_dir)
@@ -125,7 +128,7 @@ int run(const RunFlags& flags) {
             reports::terminal_text(flags.command[0]).c_str());
     return failed_exit;
   }
-  if (!write_reports(dir, info, flags.quiet, read_ahead.get())) return failed_exit;
+  if (!write_reports(dir, info, flags.quiet, read_ahead.get(), nullptr, suppressions)) return failed_exit;
   // --budget (harness/gate): CMD's own failure wins; otherwise the gate's 0 or 1.
   if (!flags.budget_path.empty()) {
     gate::GateOptions gate_options;
@@ -167,6 +170,8 @@ void register_run(CLI::App& app, CommandAction& action) {
                 "Read the traces only after the program ends (by default they are read on spare cores as "
                 "they are written: a faster report, but the analysis's memory is in use beside the program's)");
   cmd->add_option("--budget", flags->budget_path, "Gate the report against this budget (docs/budget.md): exit 1 when over");
+  cmd->add_option("--suppressions", flags->suppressions_path,
+                  "Leaks to hold apart with the runtime's: a file of 'leak:PATTERN' lines, as LSan's");
   cmd->add_option("--ram-limit", flags->ram_limit,
                    "Play a machine with this much RAM (16GiB): record when RSS passes it");
   cmd->add_option("--ram-limit-action", flags->ram_limit_action,

@@ -117,12 +117,13 @@ void warn_if_runs_apart(reports::Report& report) {
 }  // namespace
 
 reports::Report analyze_path(const std::string& path, bool symbolize, std::optional<reports::RunInfo> run,
-                             reports::TraceBeingWritten* read_ahead) {
-  return analyze_paths({path}, symbolize, std::move(run), read_ahead);
+                             reports::TraceBeingWritten* read_ahead, const std::vector<std::string>& leak_suppressions) {
+  return analyze_paths({path}, symbolize, std::move(run), read_ahead, leak_suppressions);
 }
 
 reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize,
-                              std::optional<reports::RunInfo> run, reports::TraceBeingWritten* read_ahead) {
+                              std::optional<reports::RunInfo> run, reports::TraceBeingWritten* read_ahead,
+                              const std::vector<std::string>& leak_suppressions) {
   std::vector<std::string> traces;
   for (const auto& path : paths) {
     const auto found = traces_of(path);
@@ -136,6 +137,7 @@ reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbol
   ProgressBar progress("analysing");
   reports::AnalysisOptions options;
   options.symbolize = symbolize;
+  options.leak_suppressions = leak_suppressions;
   options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
   try {
     reports::Report report = reports::analyze(traces, run ? run : read_run_info(dir), options, read_ahead);
@@ -146,6 +148,32 @@ reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbol
   } catch (const std::runtime_error& e) {
     throw CliError(e.what());
   }
+}
+
+std::vector<std::string> read_leak_suppressions(const std::string& path) {
+  std::string text;
+  try {
+    text = files::read_input_file(path, "suppressions", files::kMaxSmallInputBytes);
+  } catch (const files::InputError& e) {
+    throw CliError(e.what());
+  }
+  std::vector<std::string> patterns;
+  size_t line_number = 0;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    line.erase(0, line.find_first_not_of(" \t\r"));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (line.empty() || line.starts_with('#')) continue;
+    if (!line.starts_with("leak:") || line.size() == 5) {
+      throw CliError(fmt::format("{}:{}: expected 'leak:PATTERN' (a function, source file or module; * matches "
+                                 "anything), not '{}'", path, line_number, line));
+    }
+    patterns.push_back(line.substr(5));
+  }
+  return patterns;
 }
 
 ReportFormat parse_format(const std::string& name) {
@@ -208,10 +236,11 @@ std::unique_ptr<reports::TraceBeingWritten> read_traces_ahead(const std::string&
 }
 
 bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,
-                   reports::TraceBeingWritten* read_ahead, reports::Report* analysed) {
+                   reports::TraceBeingWritten* read_ahead, reports::Report* analysed,
+                   const std::vector<std::string>& leak_suppressions) {
   reports::Report report;
   try {
-    report = analyze_path(dir, true, run, read_ahead);
+    report = analyze_path(dir, true, run, read_ahead, leak_suppressions);
   } catch (const CliError& e) {
     fprintf(stderr, "memstage: %s (the traces are kept in %s)\n", e.what(), reports::terminal_text(dir).c_str());
     return false;

@@ -23,14 +23,21 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir);
 // read while it was written (reports/analysis/analyzer.h).
 reports::Report analyze_path(const std::string& path, bool symbolize = true,
                              std::optional<reports::RunInfo> run = std::nullopt,
-                             reports::TraceBeingWritten* read_ahead = nullptr);
+                             reports::TraceBeingWritten* read_ahead = nullptr,
+                             const std::vector<std::string>& leak_suppressions = {});
 
 // Several runs as one job (the ranks of a job that ran on several hosts, each host's run
 // in its own folder): every trace of every path, as analyze_path finds them, on one
 // clock; the first path's run.json gives the command.
 reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize = true,
                               std::optional<reports::RunInfo> run = std::nullopt,
-                              reports::TraceBeingWritten* read_ahead = nullptr);
+                              reports::TraceBeingWritten* read_ahead = nullptr,
+                              const std::vector<std::string>& leak_suppressions = {});
+
+// A leak suppression file (`--suppressions FILE`): LSan's format, one `leak:PATTERN` a line,
+// `#` comments; the patterns, for AnalysisOptions::leak_suppressions. Throws CliError naming
+// the line of anything else.
+std::vector<std::string> read_leak_suppressions(const std::string& path);
 
 enum class ReportFormat { kJson, kText, kHtml, kChrome, kPprof };
 ReportFormat parse_format(const std::string& name);
@@ -57,6 +64,7 @@ std::unique_ptr<reports::TraceBeingWritten> read_traces_ahead(const std::string&
 // written. `read_ahead`: as for analyze_path. `analysed`, when given, gets the report
 // (`attach` reads from it how the process ended).
 bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,
-                   reports::TraceBeingWritten* read_ahead = nullptr, reports::Report* analysed = nullptr);
+                   reports::TraceBeingWritten* read_ahead = nullptr, reports::Report* analysed = nullptr,
+                   const std::vector<std::string>& leak_suppressions = {});
 
 }  // namespace memstage::harness

@@ -670,7 +670,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   // Leaks, grouped by stack and stage row, and per stage: the blocks live at the end, from
   // the events or from aggregate mode's sites. What the runtime holds for the process's
   // life is counted apart, in neither the totals' nor the stages' leaked figures.
-  RuntimeLeaks runtime_leaks(report, report.python.has_value() && !pass.python_codes.empty());
+  RuntimeLeaks runtime_leaks(report, report.python.has_value() && !pass.python_codes.empty(), options.leak_suppressions);
+  report.leak_suppressions = options.leak_suppressions.size();
   std::unordered_map<uint64_t, StackBytes> leaks_by_key;
   const auto count_leaked = [&](uint32_t stack, int stage, uint64_t bytes, uint64_t blocks) {
     if (runtime_leaks.is_runtime(stacks.index_of(stack))) {

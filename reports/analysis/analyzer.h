@@ -41,6 +41,9 @@ struct AnalysisOptions {
   // many bytes (1-5 an event); past it, pass two reads the trace again
   // (reports/analysis/event_log.h).
   size_t max_event_log_bytes = size_t{64} << 20;
+  // The user's leak suppressions (LSan's `leak:PATTERN`, docs/architecture.md): a leaked
+  // stack with a frame they match is held apart with the runtime's, not in `leaked`.
+  std::vector<std::string> leak_suppressions;
   // Called with (bytes done, bytes in all) as the traces are read.
   std::function<void(uint64_t, uint64_t)> progress;
 };

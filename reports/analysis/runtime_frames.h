@@ -45,4 +45,44 @@ inline FrameOwner frame_owner(const Frame& frame) {
   return FrameOwner::kNeither;
 }
 
+namespace runtime_frames_detail {
+
+// `text` matched by `pattern` as LSan matches its suppressions: anywhere in the text, `*`
+// any run of characters, a leading `^` or a trailing `$` anchoring it to the start or end.
+inline bool glob_matches(std::string_view text, std::string_view pattern) {
+  const bool at_start = pattern.starts_with('^');
+  if (at_start) pattern.remove_prefix(1);
+  const bool at_end = pattern.ends_with('$');
+  if (at_end) pattern.remove_suffix(1);
+  // Pieces between the stars, each found after the one before.
+  size_t from = 0;
+  bool first = true;
+  while (true) {
+    const size_t star = pattern.find('*');
+    const std::string_view piece = pattern.substr(0, star);
+    const bool last = star == std::string_view::npos;
+    if (last && at_end) {
+      if (text.size() < from + piece.size() || text.substr(text.size() - piece.size()) != piece) return false;
+      return !(first && at_start) || text == piece;
+    }
+    const size_t found = text.find(piece, from);
+    if (found == std::string_view::npos || (first && at_start && found != 0)) return false;
+    from = found + piece.size();
+    if (last) return true;
+    pattern.remove_prefix(star + 1);
+    first = false;
+  }
+}
+
+}  // namespace runtime_frames_detail
+
+// A user's suppression (`leak:PATTERN` in a suppression file): the pattern matched against
+// the frame's function, its source file and its module, as LSan's are.
+inline bool matches_suppression(const Frame& frame, std::string_view pattern) {
+  using runtime_frames_detail::glob_matches;
+  return (!frame.function.empty() && glob_matches(frame.function, pattern)) ||
+         (!frame.file.empty() && glob_matches(frame.file, pattern)) ||
+         (!frame.module.empty() && glob_matches(frame.module, pattern));
+}
+
 }  // namespace memstage::reports

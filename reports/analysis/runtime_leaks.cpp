@@ -1,5 +1,7 @@
 #include "reports/analysis/runtime_leaks.h"
 
+#include <algorithm>
+
 #include "reports/analysis/runtime_frames.h"
 
 namespace memstage::reports {
@@ -13,7 +15,10 @@ uint8_t RuntimeLeaks::verdict_of(StackNodeIndex node) {
   for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
     const StackNodeIndex caller = nodes[*it].caller;
     uint8_t verdict = kKnown | (caller != 0 ? verdicts_[caller] : 0);
-    switch (frame_owner(report_.frames[nodes[*it].frame])) {
+    const Frame& frame = report_.frames[nodes[*it].frame];
+    const bool suppressed = std::any_of(suppressions_.begin(), suppressions_.end(),
+                                        [&](const std::string& pattern) { return matches_suppression(frame, pattern); });
+    switch (suppressed ? FrameOwner::kRuntime : frame_owner(frame)) {
       case FrameOwner::kRuntime: verdict |= kRuntimeFrame; break;
       case FrameOwner::kProgram: verdict = (verdict | kProgramFrame) & ~kImportInProgram; break;
       case FrameOwner::kImport:

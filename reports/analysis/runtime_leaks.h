@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "reports/model/report_model.h"
@@ -13,8 +14,10 @@ class RuntimeLeaks {
  public:
   // `program_frames_known`: the program's own code shows in the stacks as Python frames of
   // its files (a Python run with its frames): a stack with none of them is the interpreter's.
-  RuntimeLeaks(const Report& report, bool program_frames_known)
-      : report_(report), program_frames_known_(program_frames_known) {}
+  // `suppressions`: the user's patterns (runtime_frames.h, matches_suppression); a frame
+  // they match holds its blocks apart as the runtime's do. Kept by reference.
+  RuntimeLeaks(const Report& report, bool program_frames_known, const std::vector<std::string>& suppressions = {})
+      : report_(report), program_frames_known_(program_frames_known), suppressions_(suppressions) {}
 
   // Whether a block leaked with this stack is held by the runtime for the process's life.
   bool is_runtime(StackIndex stack);
@@ -27,6 +30,7 @@ class RuntimeLeaks {
 
   const Report& report_;
   bool program_frames_known_;
+  const std::vector<std::string>& suppressions_;
   std::vector<uint8_t> verdicts_;  // by stack node
   std::vector<StackNodeIndex> path_;
 };

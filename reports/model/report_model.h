@@ -443,7 +443,8 @@ struct Report {
   std::optional<StageGrouping> stage_grouping;  // only when instances were grouped
   std::vector<StackBytes> top_stacks_at_peak;  // at the run's peak
   std::vector<Leak> leaks;          // the program's largest first, then the runtime's
-  RuntimeHeld runtime_held;         // not in totals.leaked_*
+  RuntimeHeld runtime_held;         // not in totals.leaked_*; with what the user's suppressions match
+  size_t leak_suppressions = 0;     // the user's suppression patterns the analysis applied
   std::vector<TimelinePoint> timeline;
   std::vector<ProcessReport> processes;  // the traced process first
   JobReport job;

@@ -292,7 +292,7 @@ class Scenario:
 
 def scenario_leaks(s):
     """1000 x 1000 bytes from leak_a, 10 x 1 MiB from leak_b, among heavy traffic that frees all."""
-    _, report = s.traced("run", [s.program("leaks"), s.truth_file("leaks")])
+    out, report = s.traced("run", [s.program("leaks"), s.truth_file("leaks")])
     t = s.read_truth("leaks")
     totals = report["totals"]
     s.check(totals["allocations"] > 400000, "heavy traffic: expected > 400000 allocations, got %d" % totals["allocations"])
@@ -336,6 +336,23 @@ def scenario_leaks(s):
     s.eq(totals["leaked_blocks"], t["blocks_a"] + t["blocks_b"], "totals.leaked_blocks: the program's own")
     s.eq(totals["runtime_held_bytes"], sum(g["bytes"] for g in others), "totals.runtime_held_bytes")
     print("held by libc/libstdc++ themselves: %d bytes in %d groups" % (sum(g["bytes"] for g in others), len(others)))
+
+    # A suppression file holds leak_b apart with the runtime's; a line not of its format is exit 2.
+    suppressions = os.path.join(s.work, "suppressions.txt")
+    with open(suppressions, "w") as f:
+        f.write("# leak_b's cache is kept on purpose\nleak:leak_b\n")
+    proc = s.run([s.memstage, "report", out, "--format", "json", "--suppressions", suppressions])
+    if s.check(proc.returncode == 0, "report --suppressions: %s" % proc.stderr):
+        held = json.loads(proc.stdout)
+        s.eq(held["leak_suppressions"], 1, "one suppression applied")
+        s.eq(held["totals"]["leaked_bytes"], t["blocks_a"] * t["size_a"], "leaked: leak_a's only")
+        s.eq(held["totals"]["runtime_held_bytes"], totals["runtime_held_bytes"] + t["blocks_b"] * t["size_b"],
+             "leak_b held apart with the runtime's")
+    with open(suppressions, "w") as f:
+        f.write("called_from_lib:libfoo.so\n")
+    proc = s.run([s.memstage, "report", out, "--suppressions", suppressions])
+    s.check(proc.returncode == 2, "a suppression file with another kind of line: exit 2 (%d)" % proc.returncode)
+    s.one_line_error(proc, "bad suppression file", "expected 'leak:PATTERN'")
 
 
 def top_is_helper(stack_entry, source):

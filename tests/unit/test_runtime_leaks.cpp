@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <initializer_list>
+#include <string>
+#include <vector>
 
+#include "reports/analysis/runtime_frames.h"
 #include "reports/analysis/runtime_leaks.h"
 
 using namespace memstage::reports;
@@ -88,4 +91,31 @@ TEST_CASE("runtime leaks: in a Python run, the interpreter's unless a frame of t
   RuntimeLeaks no_frames(r, false);
   CHECK_FALSE(no_frames.is_runtime(startup));
   CHECK_FALSE(no_frames.is_runtime(own));
+}
+
+TEST_CASE("a user's suppression matches a frame's function, file or module, as LSan's patterns do") {
+  Frame f = native("load_cache(int)", "/opt/app/libcache.so.1");
+  f.file = "/src/cache/loader.cpp";
+  CHECK(matches_suppression(f, "load_cache"));
+  CHECK(matches_suppression(f, "libcache.so"));
+  CHECK(matches_suppression(f, "cache/loader.cpp"));
+  CHECK(matches_suppression(f, "load_*(int)"));
+  CHECK(matches_suppression(f, "^load_cache"));
+  CHECK(matches_suppression(f, "loader.cpp$"));
+  CHECK_FALSE(matches_suppression(f, "^cache"));
+  CHECK_FALSE(matches_suppression(f, "load_cache$"));
+  CHECK_FALSE(matches_suppression(f, "save_*"));
+  CHECK(matches_suppression(f, "^load_cache(int)$"));
+}
+
+TEST_CASE("runtime leaks: a stack a user's suppression matches is held apart") {
+  Report r;
+  const StackIndex cache = add_stack(r, {native("main", "/bin/prog"), native("load_cache", "/bin/prog"),
+                                         native("malloc", "/lib/libc.so.6")});
+  const StackIndex other = add_stack(r, {native("main", "/bin/prog"), native("parse", "/bin/prog"),
+                                         native("malloc", "/lib/libc.so.6")});
+  const std::vector<std::string> suppressions = {"load_cache"};
+  RuntimeLeaks leaks(r, false, suppressions);
+  CHECK(leaks.is_runtime(cache));
+  CHECK_FALSE(leaks.is_runtime(other));
 }

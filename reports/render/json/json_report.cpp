@@ -156,6 +156,7 @@ Json report_to_json(const Report& r) {
   j["allocator"] = r.allocator;
   j["mode"] = r.mode;
   j["leaks_measured"] = r.leaks_measured;
+  j["leak_suppressions"] = r.leak_suppressions;
   j["attached"] = r.attached;
   j["sampling"] = r.sampling ? Json{{"rate_bytes", r.sampling->rate_bytes},
                                     {"samples", r.sampling->samples},

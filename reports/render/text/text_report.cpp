@@ -142,6 +142,13 @@ std::string wrapped(const std::string& text, size_t indent) {
   return out + line;
 }
 
+// " and what your 2 suppressions match", where the user gave some.
+std::string suppressions_text(const Report& r) {
+  if (!r.leak_suppressions) return "";
+  return fmt::format(" and what your {} suppression{} match{}", r.leak_suppressions, r.leak_suppressions == 1 ? "" : "s",
+                     r.leak_suppressions == 1 ? "es" : "");
+}
+
 // A list of leaks under its heading: the largest `options.stacks`, each with its stack.
 void append_leaks(std::string& out, const Report& r, const std::string& heading, std::vector<Leak>::const_iterator first,
                   std::vector<Leak>::const_iterator last, const TextOptions& options) {
@@ -196,9 +203,9 @@ std::string render_text(const Report& r, const TextOptions& options) {
   if (r.leaks_measured) {
     out += fmt::format("  leaked       {} in {} blocks{}{}\n", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks),
                        r.attached ? " (held at detach)" : "",
-                       r.runtime_held.blocks ? fmt::format("; the runtime's own, held for the process's life: {} in {} "
+                       r.runtime_held.blocks ? fmt::format("; the runtime's own, held for the process's life{}: {} in {} "
                                                            "blocks, apart",
-                                                           format_bytes(r.runtime_held.bytes),
+                                                           suppressions_text(r), format_bytes(r.runtime_held.bytes),
                                                            format_count(r.runtime_held.blocks))
                                              : "");
   } else {
@@ -331,9 +338,9 @@ std::string render_text(const Report& r, const TextOptions& options) {
   append_leaks(out, r, fmt::format("leaks ({} in {} blocks)", format_bytes(t.leaked_bytes), format_count(t.leaked_blocks)),
                r.leaks.begin(), first_runtime, options);
   append_leaks(out, r,
-               fmt::format("held by the runtime for the process's life ({} in {} blocks: the C library, the loader, "
+               fmt::format("held by the runtime for the process's life{} ({} in {} blocks: the C library, the loader, "
                            "library initializers, the interpreter; not in \"leaked\")",
-                           format_bytes(r.runtime_held.bytes), format_count(r.runtime_held.blocks)),
+                           suppressions_text(r), format_bytes(r.runtime_held.bytes), format_count(r.runtime_held.blocks)),
                first_runtime, r.leaks.end(), options);
 
   if (r.growth && !r.growth->stacks.empty()) {
