@@ -32,7 +32,9 @@ void mark_command_start(CLI::App& app, std::vector<std::string>& args) {
       args.insert(args.begin() + static_cast<std::ptrdiff_t>(i), "--");
       return;
     }
-    const CLI::Option* option = word.find('=') == std::string::npos ? subcommand->get_option_no_throw(word) : nullptr;
+    // "-qo DIR": a cluster of short flags takes a value when its last one does.
+    const std::string name = word.starts_with("--") || word.size() <= 2 ? word : std::string("-") + word.back();
+    const CLI::Option* option = word.find('=') == std::string::npos ? subcommand->get_option_no_throw(name) : nullptr;
     if (option && option->get_items_expected_min() > 0) ++i;  // the option's value (a flag expects none)
   }
 }

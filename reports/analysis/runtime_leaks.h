@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reports/model/report_model.h"
@@ -15,9 +16,9 @@ class RuntimeLeaks {
   // `program_frames_known`: the program's own code shows in the stacks as Python frames of
   // its files (a Python run with its frames): a stack with none of them is the interpreter's.
   // `suppressions`: the user's patterns (runtime_frames.h, matches_suppression); a frame
-  // they match holds its blocks apart as the runtime's do. Kept by reference.
-  RuntimeLeaks(const Report& report, bool program_frames_known, const std::vector<std::string>& suppressions = {})
-      : report_(report), program_frames_known_(program_frames_known), suppressions_(suppressions) {}
+  // they match holds its blocks apart as the runtime's do.
+  RuntimeLeaks(const Report& report, bool program_frames_known, std::vector<std::string> suppressions = {})
+      : report_(report), program_frames_known_(program_frames_known), suppressions_(std::move(suppressions)) {}
 
   // Whether a block leaked with this stack is held by the runtime for the process's life.
   bool is_runtime(StackIndex stack);
@@ -30,7 +31,7 @@ class RuntimeLeaks {
 
   const Report& report_;
   bool program_frames_known_;
-  const std::vector<std::string>& suppressions_;
+  std::vector<std::string> suppressions_;
   std::vector<uint8_t> verdicts_;  // by stack node
   std::vector<StackNodeIndex> path_;
 };

@@ -11,6 +11,9 @@ usage: outputs_e2e.py SCENARIO --memstage PATH --program PATH --work DIR
   full_disk           a tmpfs too small for report.html, then one with no room at all: the
                       program's status passes, the summary is printed, no .tmp is left
   control_characters  escape sequences in a stage name reach the terminal escaped
+  words               the command line's words: an unknown command named, `help CMD`, a number
+                      option's word and range, the subcommand's help named, the traced
+                      command's own flags left to it (with and without "--", after -qo DIR)
   earlier_runs        a run into a folder with an earlier run's traces says it removed them;
                       `report A B` of two runs that never overlapped says so
   devices             a device, FIFO or descriptor named as every command's output is written
@@ -313,6 +316,23 @@ def scenario_devices(a):
     # A report or trace named as input that is a FIFO: refused at once.
     p = run([a.memstage, "report", fifo])
     check(p.returncode == 2 and p.stderr.count(b"\n") == 1, "report of a FIFO: exit 2, one line (%d): %s" % (p.returncode, p.stderr))
+
+
+def scenario_words(a):
+    p = run([a.memstage, "bogus"])
+    check(p.returncode == 2 and p.stderr.count(b"\n") == 1 and b"unknown command 'bogus'" in p.stderr,
+          "memstage bogus: %d %s" % (p.returncode, p.stderr))
+    p = run([a.memstage, "help", "run"])
+    check(p.returncode == 0 and b"memstage run" in p.stdout, "memstage help run: %d %s" % (p.returncode, p.stdout[:200]))
+    p = run([a.memstage, "run", "--max-depth", "abc", "--", "/bin/true"])
+    check(p.returncode == 2 and b"'abc' is not a whole number (expected 1..256)" in p.stderr
+          and b"see memstage run --help" in p.stderr, "a word for a number: %d %s" % (p.returncode, p.stderr))
+    out = os.path.join(a.work, "run")
+    for args in (["-q", "-o", out, "/bin/echo", "hi", "--help"], ["-qo", out, "/bin/echo", "hi", "--help"],
+                 ["-q", "-o", out, "--", "/bin/echo", "hi", "--help"]):
+        p = run([a.memstage, "run"] + args)
+        check(p.returncode == 0 and p.stdout == b"hi --help\n", "run %s: the command's own --help: %d %s %s"
+              % (" ".join(args), p.returncode, p.stdout[:200], p.stderr[:200]))
 
 
 def scenario_earlier_runs(a):
