@@ -2,10 +2,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
-#include <cstdlib>
 
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
