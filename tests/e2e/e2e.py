@@ -1201,6 +1201,27 @@ def scenario_own_allocator(s):
             "a warning that the memory does not go through malloc: %r" % report["warnings"])
 
 
+def scenario_first_report(s):
+    """The first report of a C, a C++ and a Python hello world: no leak and no fragmentation headline; what
+    the runtime holds for the process's life listed apart, every byte of it."""
+    script = os.path.join(s.work, "hello.py")
+    with open(script, "w") as f:
+        f.write("import json\nprint('hello, world', json.dumps({'a': [1, 2]}))\n")
+    for name, command in (("c", [s.program("hello_c")]), ("cxx", [s.program("hello_cxx")]),
+                          ("python", [SYSTEM_PYTHON, script])):
+        out, report = s.traced(name, command)
+        totals = report["totals"]
+        s.eq(totals["leaked_bytes"], 0, "%s: nothing leaked" % name)
+        s.check(totals["runtime_held_bytes"] > 0, "%s: the runtime's bytes are counted apart: %d"
+                % (name, totals["runtime_held_bytes"]))
+        s.check(all(g["runtime"] for g in report["leaks"]), "%s: every block never freed is the runtime's" % name)
+        s.counts_consistent(report, name)
+        summary = open(out + ".stderr", errors="replace").read()
+        s.check("leaked       0 B" in summary and "held for the process's life" in summary,
+                "%s: the summary says no leak, the runtime's apart:\n%s" % (name, summary))
+        s.check("fragmentation none to speak of" in summary, "%s: no fragmentation headline:\n%s" % (name, summary))
+
+
 def scenario_exec_untraced(s):
     """A program that re-execs itself without LD_PRELOAD: its second image has no trace, and the report says so."""
     script = os.path.join(s.work, "reexec.py")
@@ -1720,6 +1741,7 @@ SCENARIOS = {
     "own_allocator": scenario_own_allocator,
     "exec": scenario_exec,
     "exec_untraced": scenario_exec_untraced,
+    "first_report": scenario_first_report,
     "fork_threads": scenario_fork_threads,
     "handoff": scenario_handoff,
     "attach": scenario_attach,
