@@ -139,10 +139,8 @@ Json job_json(const Report& r) {
               {"timeline", std::move(timeline)}};
 }
 
-}  // namespace
-
-Json report_to_json(const Report& r) {
-  Json j;
+// How the run went and how it was recorded.
+void add_run(Json& j, const Report& r) {
   j["schema"] = kReportSchema;
   j["command"] = r.command;
   j["exit_code"] = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
@@ -166,7 +164,10 @@ Json report_to_json(const Report& r) {
                                     {"note", r.sampling->note}}
                              : Json(nullptr);
   j["python"] = r.python ? Json{{"version", r.python->version}, {"allocator", r.python->allocator}} : Json(nullptr);
+}
 
+// The whole run's figures.
+void add_totals(Json& j, const Report& r) {
   const MemoryFigures& t = r.totals;
   Json totals;
   totals["peak_heap_bytes"] = t.peak_heap_bytes;
@@ -190,7 +191,10 @@ Json report_to_json(const Report& r) {
   totals["top_stacks_at_peak"] = std::move(top);
   totals["peak_device_bytes"] = r.device ? Json(r.device->totals.peak_bytes) : Json(nullptr);
   j["totals"] = std::move(totals);
+}
 
+// A row per stage (or per path of grouped instances), and the grouping when there is one.
+void add_stages(Json& j, const Report& r) {
   Json stages = Json::array();
   for (const StageReport& s : r.stages) {
     const MemoryFigures& f = s.figures;
@@ -246,15 +250,20 @@ Json report_to_json(const Report& r) {
                                {"first_kept", g.first_kept},
                                {"note", g.note}};
   }
+}
 
+// The program's leaks by stack and stage, then the runtime's.
+void add_leaks(Json& j, const Report& r) {
   Json leaks = Json::array();
   for (const Leak& l : r.leaks) {
     leaks.push_back(Json{{"bytes", l.bytes}, {"blocks", l.blocks}, {"stage", stage_ref(r, l.stage)},
                          {"stack", stack_json(r, l.stack)}, {"runtime", l.runtime}});
   }
   j["leaks"] = std::move(leaks);
+}
 
-  // Growth over time: null where the capture has no snapshots of live bytes per stack.
+// Growth over time: null where the capture has no snapshots of live bytes per stack.
+void add_growth(Json& j, const Report& r) {
   if (r.growth) {
     Json growth = Json::array();
     for (const GrowingStack& g : r.growth->stacks) {
@@ -280,7 +289,10 @@ Json report_to_json(const Report& r) {
     j["growth"] = nullptr;
     j["growth_snapshots"] = nullptr;
   }
+}
 
+// The run's heap and RSS over time, and the device's.
+void add_timeline(Json& j, const Report& r) {
   Json timeline = Json::array();
   for (const TimelinePoint& p : r.timeline) {
     timeline.push_back(Json{{"t_s", p.t_s},
@@ -291,7 +303,10 @@ Json report_to_json(const Report& r) {
   }
   j["timeline"] = std::move(timeline);
   j["device"] = device_json(r);
+}
 
+// Every process of the job, the job's figures and the RAM limit's crossing.
+void add_processes(Json& j, const Report& r) {
   Json processes = Json::array();
   for (const ProcessReport& p : r.processes) {
     processes.push_back(Json{{"pid", p.pid},
@@ -325,8 +340,26 @@ Json report_to_json(const Report& r) {
   } else {
     j["ram_limit"] = nullptr;
   }
+}
+
+// What the report warns of and what the capture could not give.
+void add_notes(Json& j, const Report& r) {
   j["warnings"] = r.warnings;
   if (!r.capture_notes.empty()) j["capture_notes"] = r.capture_notes;
+}
+
+}  // namespace
+
+Json report_to_json(const Report& r) {
+  Json j;
+  add_run(j, r);
+  add_totals(j, r);
+  add_stages(j, r);
+  add_leaks(j, r);
+  add_growth(j, r);
+  add_timeline(j, r);
+  add_processes(j, r);
+  add_notes(j, r);
   return j;
 }
 

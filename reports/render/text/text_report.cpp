@@ -164,10 +164,8 @@ void append_leaks(std::string& out, const Report& r, const std::string& heading,
   if (count > options.stacks) out += fmt::format("  ... {} more\n", count - options.stacks);
 }
 
-}  // namespace
-
-std::string render_text(const Report& r, const TextOptions& options) {
-  std::string out;
+// The command, how it ran, and the run's figures: peaks, leaks, allocations.
+void append_headline(std::string& out, const Report& r, const TextOptions& options) {
   const MemoryFigures& t = r.totals;
   std::string command;
   for (const auto& a : r.command) command += (command.empty() ? "" : " ") + terminal_text(a);
@@ -215,6 +213,11 @@ std::string render_text(const Report& r, const TextOptions& options) {
                      r.temporaries_measured() ? format_count(t.temporary_allocations) + " temporary" : "temporaries not measured",
                      format_bytes(t.bytes_allocated));
   if (r.sampling) out += fmt::format("  estimates    {}\n", wrapped(terminal_text(r.sampling->note), 15));
+}
+
+// Fragmentation, headlined only where the allocator holds enough free to matter.
+void append_fragmentation(std::string& out, const Report& r) {
+  const MemoryFigures& t = r.totals;
   // Said with its moment: the allocator is sampled at heap highs, stage edges, start and exit.
   // With its bytes: a program with almost no heap has a few KiB of arena and nothing live,
   // "100%" of nearly nothing.
@@ -228,6 +231,11 @@ std::string render_text(const Report& r, const TextOptions& options) {
                        format_bytes(allocator_free_bytes(b)), format_bytes(b.allocator_resident_bytes), b.t_s,
                        format_bytes(kFragmentationHeadlineFreeBytes));
   }
+}
+
+// Shared pages, the RAM limit, device memory, and what the report warns and notes.
+void append_resources(std::string& out, const Report& r, const TextOptions& options) {
+  const RssBreakdown& b = r.totals.rss_breakdown;
   // What a sum of RSS over processes counts again in each: pages another process holds too.
   if (b.shares) {
     out += fmt::format("  resident     {} shared with other processes, {} private (PSS {}) at {:.3f} s\n",
@@ -256,7 +264,10 @@ std::string render_text(const Report& r, const TextOptions& options) {
   }
   for (const auto& w : r.warnings) out += fmt::format("  warning: {}\n", terminal_text(w));
   for (const auto& n : r.capture_notes) out += fmt::format("  note: {}\n", terminal_text(n));
+}
 
+// Every process of a job with its own peaks and how it ended.
+void append_processes(std::string& out, const Report& r) {
   if (r.processes.size() > 1) {
     // Every process with its own peaks: the first one's figures above say nothing of the
     // compilers and tools it started.
@@ -289,7 +300,10 @@ std::string render_text(const Report& r, const TextOptions& options) {
                          format_bytes(p.peak_rss_bytes), ended, command_line);
     }
   }
+}
 
+// A row per stage: its peaks, counts and time.
+void append_stage_table(std::string& out, const Report& r) {
   if (!r.stages.empty()) {
     out += "\nstages\n";
     out += fmt::format("  {:<28} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9}\n", "stage", "peak heap", "peak RSS",
@@ -307,7 +321,10 @@ std::string render_text(const Report& r, const TextOptions& options) {
     }
     if (r.stage_grouping) out += fmt::format("  (x N: {})\n", terminal_text(r.stage_grouping->note));
   }
+}
 
+// Device memory per stage (CUDA).
+void append_device_stage_table(std::string& out, const Report& r) {
   if (r.device && !r.stages.empty()) {
     out += "\ndevice memory by stage\n";
     out += fmt::format("  {:<28} {:>11} {:>12} {:>10} {:>10} {:>13} {:>14}\n", "stage", "device peak", "allocations",
@@ -323,7 +340,11 @@ std::string render_text(const Report& r, const TextOptions& options) {
                          d.cache ? format_bytes(d.cache->allocated_bytes) : "-");
     }
   }
+}
 
+// The stacks holding memory at the peak, then the program's leaks and the runtime's.
+void append_held_and_leaked(std::string& out, const Report& r, const TextOptions& options) {
+  const MemoryFigures& t = r.totals;
   if (!r.top_stacks_at_peak.empty()) {
     out += fmt::format("\nheld at the peak ({})\n", format_bytes(t.peak_heap_bytes));
     for (size_t i = 0; i < std::min(options.stacks, r.top_stacks_at_peak.size()); ++i) {
@@ -342,7 +363,10 @@ std::string render_text(const Report& r, const TextOptions& options) {
                            "library initializers, the interpreter; not in \"leaked\")",
                            suppressions_text(r), format_bytes(r.runtime_held.bytes), format_count(r.runtime_held.blocks)),
                first_runtime, r.leaks.end(), options);
+}
 
+// The stacks whose live bytes grow steadily.
+void append_growth(std::string& out, const Report& r, const TextOptions& options) {
   if (r.growth && !r.growth->stacks.empty()) {
     out += fmt::format("\ngrowing over time (live bytes rising steadily; a least-squares fit over {} snapshots {:.2g} s apart)\n",
                        r.growth->snapshots, r.growth->interval_s);
@@ -360,7 +384,10 @@ std::string render_text(const Report& r, const TextOptions& options) {
     }
     if (r.growth->stacks.size() > options.stacks) out += fmt::format("  ... {} more\n", r.growth->stacks.size() - options.stacks);
   }
+}
 
+// The device's stacks at its peak and its leaks.
+void append_device_stacks(std::string& out, const Report& r, const TextOptions& options) {
   if (r.device && !r.device->top_stacks_at_peak.empty()) {
     out += fmt::format("\ndevice memory held at the device peak ({})\n", format_bytes(r.device->totals.peak_bytes));
     for (size_t i = 0; i < std::min(options.stacks, r.device->top_stacks_at_peak.size()); ++i) {
@@ -379,6 +406,21 @@ std::string render_text(const Report& r, const TextOptions& options) {
       append_stack(out, r, l.stack, options.frames);
     }
   }
+}
+
+}  // namespace
+
+std::string render_text(const Report& r, const TextOptions& options) {
+  std::string out;
+  append_headline(out, r, options);
+  append_fragmentation(out, r);
+  append_resources(out, r, options);
+  append_processes(out, r);
+  append_stage_table(out, r);
+  append_device_stage_table(out, r);
+  append_held_and_leaked(out, r, options);
+  append_growth(out, r, options);
+  append_device_stacks(out, r, options);
   return out;
 }
 
