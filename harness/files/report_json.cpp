@@ -6,19 +6,13 @@
 
 namespace memstage::files {
 
-namespace {
-
-// nlohmann's message less its "[json.exception.parse_error.101] " prefix: what remains
-// says where ("parse error at line 3, column 5: ...").
-std::string without_exception_id(const nlohmann::json::exception& e) {
+std::string json_error_text(const nlohmann::json::exception& e) {
   std::string message = e.what();
   if (const auto close = message.find("] "); message.starts_with("[json.exception") && close != std::string::npos) {
     message = message.substr(close + 2);
   }
   return message;
 }
-
-}  // namespace
 
 std::string report_json_path(const std::string& path) {
   struct stat st;
@@ -31,7 +25,7 @@ nlohmann::json parse_report_json(const std::string& text, const std::string& sou
   try {
     report = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw ReportFileError(source + ": invalid JSON: " + without_exception_id(e));
+    throw ReportFileError(source + ": invalid JSON: " + json_error_text(e));
   }
   const auto schema = report.is_object() ? report.find("schema") : report.end();
   if (!report.is_object() || schema == report.end() || !schema->is_string() ||

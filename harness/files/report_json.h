@@ -17,6 +17,10 @@ class ReportFileError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// nlohmann's message less its "[json.exception.parse_error.101] " prefix: what remains says
+// where ("parse error at line 3, column 5: ..."). For every JSON input's error (reports, budgets).
+std::string json_error_text(const nlohmann::json::exception& e);
+
 // `path/report.json` when `path` is a folder, else `path` itself.
 std::string report_json_path(const std::string& path);
 

@@ -29,16 +29,6 @@ constexpr Metric kAllMetrics[] = {Metric::kPeakHeap, Metric::kPeakRss, Metric::k
 constexpr Metric kGrowthMetrics[] = {Metric::kPeakHeap, Metric::kPeakRss, Metric::kLeaked};
 constexpr const char* kExpectedMetrics = "peak_heap, peak_rss, leaked, fragmentation, peak_device";
 
-// nlohmann's message less its "[json.exception.parse_error.101] " prefix: what remains
-// says where ("parse error at line 3, column 5: ...").
-std::string parse_error_text(const Json::exception& e) {
-  std::string message = e.what();
-  if (const auto close = message.find("] "); message.starts_with("[json.exception") && close != std::string::npos) {
-    message = message.substr(close + 2);
-  }
-  return message;
-}
-
 std::optional<Metric> metric_from_key(const std::string& key) {
   for (Metric m : kAllMetrics) {
     if (metric_key(m) == key) return m;
@@ -335,11 +325,12 @@ BudgetJson parse_budget_json(const std::string& text, const std::string& source)
   try {
     return BudgetJson::parse(text, track);
   } catch (const BudgetJson::parse_error& e) {
-    throw GateError(fmt::format("{}: invalid JSON: {}", source, parse_error_text(e)));
+    throw GateError(fmt::format("{}: invalid JSON: {}", source, files::json_error_text(e)));
   } catch (const BudgetJson::exception& e) {
     // Out of range: the lexer read a number a double cannot hold.
     const std::string where = field();
-    throw GateError(fmt::format("{}: {}{}", source, where.empty() ? "" : "\"" + where + "\": ", parse_error_text(e)));
+    throw GateError(
+        fmt::format("{}: {}{}", source, where.empty() ? "" : "\"" + where + "\": ", files::json_error_text(e)));
   }
 }
 

@@ -124,6 +124,75 @@ void warn_if_outside_malloc(const TraceFile& f, uint64_t inherited, std::vector<
 // the names and lines of its frames may be wrong. The trace keeps no build id to tell; a
 // file's change time later than the run's end (plus the file system's time granularity)
 // is what says so.
+// Leaks, grouped by stack and stage row, and per stage: the blocks live at the end, from
+// the events or from aggregate mode's sites. What the runtime holds for the process's life
+// is counted apart, in neither the totals' nor the stages' leaked figures. The main
+// process's heap is done with after this (pass two has replayed it; the job's replays are
+// of the other processes): 32 MiB on a torch import's trace.
+std::vector<Leak> count_leaks(FirstPass& pass, StackResolver& stacks, const StageRows& stage_rows,
+                              RuntimeLeaks& runtime_leaks, Report& report) {
+  MemoryFigures& t = report.totals;
+  std::unordered_map<uint64_t, StackBytes> leaks_by_key;
+  const auto count_leaked = [&](uint32_t stack, int stage, uint64_t bytes, uint64_t blocks) {
+    if (runtime_leaks.is_runtime(stacks.index_of(stack))) {
+      report.runtime_held.bytes += bytes;
+      report.runtime_held.blocks += blocks;
+    } else {
+      t.leaked_bytes += bytes;
+      t.leaked_blocks += blocks;
+      pass.stages.leaked(stage, bytes, blocks);
+    }
+    StackBytes& l = leaks_by_key[figure_key(stack, stage_rows.row_of(stage))];
+    l.stack = stack;
+    l.bytes += bytes;
+    l.blocks += blocks;
+    pass.sites.leaked(stack, stage, bytes);
+  };
+  for (size_t i = 0; i < pass.heap.infos().size(); ++i) {
+    uint64_t blocks = pass.heap.live_blocks()[i];
+    if (!blocks) continue;
+    const AllocationInfo& block = pass.heap.infos()[i];
+    count_leaked(block.stack, block.stage, blocks * block.size, blocks_counted(block, blocks));
+  }
+  pass.heap = LiveHeap();
+  for (const auto& [key, site] : pass.agg_sites) {
+    if (site.live_blocks) count_leaked(site.stack, site.stage, site.live_bytes, site.live_blocks);
+  }
+  std::vector<Leak> leaks;
+  leaks.reserve(leaks_by_key.size());
+  for (const auto& [key, l] : leaks_by_key) {
+    const StackIndex stack = stacks.index_of(l.stack);
+    leaks.push_back(Leak{l.bytes, l.blocks, static_cast<int>(static_cast<uint32_t>(key)) - 1, stack,
+                         runtime_leaks.is_runtime(stack)});
+  }
+  return leaks;
+}
+
+// The program's leaks first, largest first, then the runtime's; the largest sites only: a
+// Python program leaves tens of thousands of small ones at exit (the interpreter frees
+// little), which would make the report mostly stacks. The totals and the per-stage figures
+// still count every leaked block.
+void list_leaks(std::vector<Leak> leaks, Report& report) {
+  std::sort(leaks.begin(), leaks.end(), [](const Leak& a, const Leak& b) {
+    if (a.runtime != b.runtime) return b.runtime;
+    if (a.bytes != b.bytes) return a.bytes > b.bytes;
+    return a.stack != b.stack ? a.stack < b.stack : a.stage < b.stage;
+  });
+  uint64_t unlisted_bytes = 0, unlisted_sites = 0;
+  for (const Leak& leak : leaks) {
+    if (report.leaks.size() == kMaxLeakSites) {
+      unlisted_bytes += leak.bytes;
+      ++unlisted_sites;
+      continue;
+    }
+    report.leaks.push_back(leak);
+  }
+  if (unlisted_sites) {
+    report.warnings.push_back(fmt::format("leaks: the {} largest sites are listed; {} smaller ones ({} bytes) are not",
+                                          kMaxLeakSites, unlisted_sites, unlisted_bytes));
+  }
+}
+
 // A process replaced by exec whose new image left no trace (its pid never starts again): the
 // program re-exec'd without LD_PRELOAD in its environment, or a static or setuid one.
 void warn_of_untraced_execs(Report& report) {
@@ -667,68 +736,10 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   t.rss_breakdown.shares = resident_shares_at(pass.shares, t.rss_breakdown.t_s);
   t.fragmentation = fragmentation_of(t.rss_breakdown);
 
-  // Leaks, grouped by stack and stage row, and per stage: the blocks live at the end, from
-  // the events or from aggregate mode's sites. What the runtime holds for the process's
-  // life is counted apart, in neither the totals' nor the stages' leaked figures.
+  // Leaks: what the runtime holds for the process's life counted apart.
   RuntimeLeaks runtime_leaks(report, report.python.has_value() && !pass.python_codes.empty(), options.leak_suppressions);
   report.leak_suppressions = options.leak_suppressions.size();
-  std::unordered_map<uint64_t, StackBytes> leaks_by_key;
-  const auto count_leaked = [&](uint32_t stack, int stage, uint64_t bytes, uint64_t blocks) {
-    if (runtime_leaks.is_runtime(stacks.index_of(stack))) {
-      report.runtime_held.bytes += bytes;
-      report.runtime_held.blocks += blocks;
-    } else {
-      t.leaked_bytes += bytes;
-      t.leaked_blocks += blocks;
-      pass.stages.leaked(stage, bytes, blocks);
-    }
-    StackBytes& l = leaks_by_key[figure_key(stack, stage_rows.row_of(stage))];
-    l.stack = stack;
-    l.bytes += bytes;
-    l.blocks += blocks;
-    pass.sites.leaked(stack, stage, bytes);
-  };
-  for (size_t i = 0; i < pass.heap.infos().size(); ++i) {
-    uint64_t blocks = pass.heap.live_blocks()[i];
-    if (!blocks) continue;
-    const AllocationInfo& block = pass.heap.infos()[i];
-    count_leaked(block.stack, block.stage, blocks * block.size, blocks_counted(block, blocks));
-  }
-  // The main process's heap is done with (pass two has replayed it, its leaks are counted;
-  // the job's replays below are of the other processes): 32 MiB on a torch import's trace.
-  pass.heap = LiveHeap();
-  for (const auto& [key, site] : pass.agg_sites) {
-    if (site.live_blocks) count_leaked(site.stack, site.stage, site.live_bytes, site.live_blocks);
-  }
-  std::vector<Leak> leak_list;
-  leak_list.reserve(leaks_by_key.size());
-  for (const auto& [key, l] : leaks_by_key) {
-    const StackIndex stack = stacks.index_of(l.stack);
-    leak_list.push_back(Leak{l.bytes, l.blocks, static_cast<int>(static_cast<uint32_t>(key)) - 1, stack,
-                             runtime_leaks.is_runtime(stack)});
-  }
-  // The program's leaks first, largest first; then the runtime's.
-  std::sort(leak_list.begin(), leak_list.end(), [](const Leak& a, const Leak& b) {
-    if (a.runtime != b.runtime) return b.runtime;
-    if (a.bytes != b.bytes) return a.bytes > b.bytes;
-    return a.stack != b.stack ? a.stack < b.stack : a.stage < b.stage;
-  });
-  // The largest sites only: a Python program leaves tens of thousands of small ones at
-  // exit (the interpreter frees little), which would make the report mostly stacks.
-  // The totals and the per-stage figures still count every leaked block.
-  uint64_t unlisted_bytes = 0, unlisted_sites = 0;
-  for (const Leak& leak : leak_list) {
-    if (report.leaks.size() == kMaxLeakSites) {
-      unlisted_bytes += leak.bytes;
-      ++unlisted_sites;
-      continue;
-    }
-    report.leaks.push_back(leak);
-  }
-  if (unlisted_sites) {
-    report.warnings.push_back(fmt::format("leaks: the {} largest sites are listed; {} smaller ones ({} bytes) are not",
-                                          kMaxLeakSites, unlisted_sites, unlisted_bytes));
-  }
+  list_leaks(count_leaks(pass, stacks, stage_rows, runtime_leaks, report), report);
 
   // Stages. Stats and sample modes' counters are process-wide: a stage's own share is its
   // span minus its children's (each span from the counters written right before its begin
