@@ -589,8 +589,10 @@ ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
           why = std::string("corrupt record (") + e.what() + ")";
         }
       }
-      const std::optional<uint64_t> next =
-          decoder.reads_on() ? next_good_chunk(f.get(), offset, chunk, decoder) : std::nullopt;
+      // The first chunk holds the process record, which says how to read the rest: not skipped.
+      const std::optional<uint64_t> next = decoder.reads_on() && summary.chunks > 0
+                                               ? next_good_chunk(f.get(), offset, chunk, decoder)
+                                               : std::nullopt;
       if (!next) {  // nothing good after it: the file is cut short there, as a killed process leaves it
         summary.truncated = true;
         summary.truncation = why + " at byte " + std::to_string(offset);

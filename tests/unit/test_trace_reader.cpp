@@ -190,6 +190,21 @@ TEST_CASE("a damaged middle chunk is skipped, and the later chunks' ids keep the
   }
 }
 
+TEST_CASE("a damaged first chunk, which holds the process record, ends the trace there") {
+  const std::string whole = three_chunks_of_definitions().bytes();
+  const std::vector<uint64_t> ends = chunk_ends(whole);
+  std::string bad = whole;
+  bad[ends[0] + 20] = static_cast<char>(bad[ends[0] + 20] ^ 0x20);
+  const std::string path = temp_path("damaged_first.mst");
+  write_bytes(path, bad);
+  Ids v;
+  const trace::ReadSummary summary = trace::read_trace(path, v);
+  CHECK(summary.truncated);
+  CHECK(summary.damage.spans.empty());
+  CHECK(summary.chunks == 0);
+  CHECK(v.lines.empty());
+}
+
 TEST_CASE("before version 4 a damaged chunk still ends the trace there") {
   const std::string whole = three_chunks_of_definitions(3).bytes();
   const std::vector<uint64_t> ends = chunk_ends(whole);
