@@ -58,6 +58,13 @@ class ChunkDecoder {
   // Version 4 on: chunks say where they start, so a damaged one can be skipped.
   bool reads_on() const { return chunk_starts_; }
 
+  // Whether a chunk that starts so follows the records read so far, nothing between.
+  bool follows(const records::ChunkStart& s) const {
+    return s.next_stack_node == node_addresses_.size() && s.next_alloc_info == next_info_id_ &&
+           s.next_stage_name == next_stage_name_id_ && s.next_stage_instance == stage_instances_ &&
+           s.open_stages.items.size() == open_stages_.size() && stages_kept(s) == open_stages_.size();
+  }
+
   // Whether the reader can read on from a chunk that starts so, after `skipped_bytes` it
   // could not read: no table shrinks, the stages open before and after nest, and no table
   // grows by more than the bytes skipped could have defined (a bound on the memory that
@@ -334,14 +341,7 @@ class ChunkDecoder {
     }
     records::ChunkStart& s = std::get<records::ChunkStart>(scratch_);
     if (!records::decode(source, s)) throw CorruptRecord(source.error ? source.error : "bad chunk start");
-    bool same = s.next_stack_node == node_addresses_.size() && s.next_alloc_info == next_info_id_ &&
-                s.next_stage_name == next_stage_name_id_ && s.next_stage_instance == stage_instances_ &&
-                s.open_stages.items.size() == open_stages_.size();
-    for (size_t i = 0; same && i < open_stages_.size(); ++i) {
-      same = s.open_stages.items[i].instance == open_stages_[i].instance &&
-             s.open_stages.items[i].name_id == open_stages_[i].name_id;
-    }
-    if (!same) throw CorruptRecord("a chunk start that does not match the records before it");
+    if (!follows(s)) throw CorruptRecord("a chunk start that does not match the records before it");
   }
 
   // How many of the stages open now are still open where `s` starts (the outermost ones).
@@ -541,6 +541,19 @@ std::optional<uint64_t> next_good_chunk(FILE* f, uint64_t from, ChunkReader& chu
   }
 }
 
+// A good chunk whose start says that records before it are missing, with no damaged bytes
+// between: the writer dropped a chunk (a dying process's flush that could not wait for the
+// one before it). Read on from it, as after damaged bytes, with a span of none.
+void resume_after_unwritten(const ChunkReader& chunk, ChunkDecoder& decoder, uint64_t offset, DamageLoss& damage) {
+  records::ChunkStart start;
+  if (!decoder.reads_on() || !chunk_start_of(chunk, start) || decoder.follows(start) ||
+      !decoder.can_resume_at(start, 0)) {
+    return;
+  }
+  damage.spans.push_back(DamagedSpan{offset, 0, "records before it were never written"});
+  decoder.resume_at(start);
+}
+
 }  // namespace
 
 bool looks_like_trace(const std::string& path) {
@@ -580,6 +593,7 @@ ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
     ChunkReader::Status status = chunk.read(follow);
     if (status == ChunkReader::Status::kEndOfFile) break;
     std::string why = chunk.why();
+    if (status == ChunkReader::Status::kChunk) resume_after_unwritten(chunk, decoder, offset, summary.damage);
     for (;;) {  // until a chunk decodes, the bad ones before it skipped
       if (status == ChunkReader::Status::kChunk) {
         try {

@@ -221,6 +221,27 @@ TEST_CASE("before version 4 a damaged chunk still ends the trace there") {
   CHECK(summary.chunks == 1);
 }
 
+TEST_CASE("a chunk whose start says records before it were never written is read on from") {
+  TraceBuilder first;
+  first.process().stack({0x10});  // node 1
+  TraceBuilder more;
+  more.process().stack({0x10}).stack({0x20}).chunk();  // nodes 1 and 2: the next chunk starts at 3
+  more.alloc(0x1000, 8, 1).end(1);
+  const std::string more_bytes = more.bytes();
+  const std::string path = temp_path("chunk_start_ahead.mst");
+  write_bytes(path, first.bytes() + more_bytes.substr(chunk_ends(more_bytes)[1]));
+  Ids v;
+  const auto summary = trace::read_trace(path, v);
+  CHECK_FALSE(summary.truncated);
+  CHECK(summary.ended_cleanly);
+  REQUIRE(summary.damage.spans.size() == 1);
+  CHECK(summary.damage.spans[0].bytes == 0);
+  CHECK(summary.damage.stack_nodes == 1);
+  std::ostringstream lost_node;
+  lost_node << "node 2 0 " << std::hex << trace::kLostFrameAddress;
+  CHECK(v.lines == std::vector<std::string>{"node 1 0 10", lost_node.str(), "info 0 8 2 -1", "alloc 0"});
+}
+
 TEST_CASE("a chunk start that does not match the records before it is corruption") {
   TraceBuilder first;
   first.process().stack({0x10});  // node 1: the next chunk starts at node 2
