@@ -550,7 +550,7 @@ void resume_after_unwritten(const ChunkReader& chunk, ChunkDecoder& decoder, uin
       !decoder.can_resume_at(start, 0)) {
     return;
   }
-  damage.spans.push_back(DamagedSpan{offset, 0, "records before it were never written"});
+  damage.spans.push_back(DamagedSpan{offset, 0, "the writer dropped them"});
   decoder.resume_at(start);
 }
 

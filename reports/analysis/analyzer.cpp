@@ -512,7 +512,9 @@ void read_at_once(const std::vector<std::string>& paths, KeptTextBudget& kept_te
 std::string damaged_trace_note(const std::string& path, const trace::DamageLoss& damage) {
   std::string spans;
   for (const trace::DamagedSpan& span : damage.spans) {
-    spans += fmt::format("{}{} bytes at byte {} ({})", spans.empty() ? "" : ", ", span.bytes, span.offset, span.why);
+    spans += spans.empty() ? "" : ", ";
+    spans += span.bytes ? fmt::format("{} bytes at byte {} ({})", span.bytes, span.offset, span.why)
+                        : fmt::format("the records before the chunk at byte {} ({})", span.offset, span.why);
   }
   return fmt::format(
       "{} is damaged: {} could not be read and {} skipped to the next good chunk, the rest read on; lost with "
