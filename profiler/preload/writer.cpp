@@ -73,7 +73,10 @@ struct WriterState {
   uint32_t stage_instances = 0;
   uint32_t open_stage_instances[Tracer::kMaxStageDepth] = {};
   uint32_t open_stage_depth = 0;
+  uint32_t open_stage_names[Tracer::kMaxStageDepth] = {};
+  uint32_t stage_names_written = 0;
   uint32_t stack_nodes_written = 0;
+  records::OpenStage chunk_start_stages[Tracer::kMaxStageDepth] = {};  // begin_chunk's
   EventMerge merge;  // the rings' order (event_order.h)
   uint64_t lost_written = 0;
   uint64_t last_write_ns = 0;
@@ -226,9 +229,25 @@ void write_chunk(uint64_t patience_ns = ~0ull) {
   w.raw_used = 0;
 }
 
+// Every chunk opens with the counts of what the records before it defined (kChunkStart),
+// so that a reader can read on after a damaged chunk (trace_format.h).
+void begin_chunk() {
+  for (uint32_t i = 0; i < w.open_stage_depth; ++i) {
+    w.chunk_start_stages[i] = records::OpenStage{w.open_stage_instances[i], w.open_stage_names[i]};
+  }
+  records::ChunkStart start;
+  start.next_stack_node = w.stack_nodes_written ? w.stack_nodes_written : 1;  // the root, node 0, is implicit
+  start.next_alloc_info = w.infos.count();
+  start.next_stage_name = w.stage_names_written;
+  start.next_stage_instance = w.stage_instances;
+  start.open_stages.items = std::span<const records::OpenStage>(w.chunk_start_stages, w.open_stage_depth);
+  w.raw_used = static_cast<size_t>(records::encode(w.raw, start) - w.raw);
+}
+
 // Room for `bytes` more raw bytes, writing a chunk first if needed.
 uint8_t* reserve(size_t bytes) {
-  if (w.raw_used + bytes > kRawBytes) write_chunk();
+  if (w.raw_used + bytes > kRawBytes - records::kMaxChunkStartBytes) write_chunk();
+  if (w.raw_used == 0) begin_chunk();
   return w.raw + w.raw_used;
 }
 void commit(uint8_t* end) { w.raw_used = static_cast<size_t>(end - w.raw); }
@@ -244,7 +263,7 @@ RawBufferSink raw_sink;
 bool aggregate_mode() { return g_tracer.options.mode == trace::Mode::kAggregate; }
 
 void append_record(const uint8_t* bytes, size_t n) {
-  if (n > kRawBytes) return;
+  if (n > kRawBytes - records::kMaxChunkStartBytes) return;
   uint8_t* out = reserve(n);
   memcpy(out, bytes, n);
   commit(out + n);
@@ -264,18 +283,32 @@ void write_new_stack_nodes() {
   }
 }
 
-// Follows stage begins and ends (which arrive as ready records) to know the stage
-// instance of each allocation.
-// In aggregate mode the aggregate follows them too (a stage's figures come before its end).
+// Follows stage names, begins and ends (which arrive as ready records) to know the stage
+// instance of each allocation, once the record is in the chunk (a chunk's kChunkStart counts
+// only the records before it). In aggregate mode the aggregate follows them too.
 void track_stages(const uint8_t* record, uint32_t length) {
   if (length == 0) return;
-  if (record[0] == static_cast<uint8_t>(Tag::kStageBegin)) {
-    if (w.open_stage_depth < Tracer::kMaxStageDepth) w.open_stage_instances[w.open_stage_depth++] = w.stage_instances;
+  if (record[0] == static_cast<uint8_t>(Tag::kStageName)) {
+    ++w.stage_names_written;
+  } else if (record[0] == static_cast<uint8_t>(Tag::kStageBegin)) {
+    records::FieldSource source(record + 1, record + length);
+    records::StageBegin begin;
+    records::decode(source, begin);
+    if (w.open_stage_depth < Tracer::kMaxStageDepth) {
+      w.open_stage_names[w.open_stage_depth] = static_cast<uint32_t>(begin.name_id);
+      w.open_stage_instances[w.open_stage_depth++] = w.stage_instances;
+    }
     if (aggregate_mode()) w.aggregate.stage_begin(w.stage_instances);
     ++w.stage_instances;
   } else if (record[0] == static_cast<uint8_t>(Tag::kStageEnd) && w.open_stage_depth > 0) {
     --w.open_stage_depth;
-    if (aggregate_mode()) w.aggregate.stage_end(raw_sink);
+  }
+}
+// Aggregate mode: a stage's figures are written before its end record.
+void before_stage_record(const uint8_t* record, uint32_t length) {
+  if (length > 0 && record[0] == static_cast<uint8_t>(Tag::kStageEnd) && w.open_stage_depth > 0 &&
+      aggregate_mode()) {
+    w.aggregate.stage_end(raw_sink);
   }
 }
 
@@ -309,14 +342,15 @@ void write_event(const EventRing& ring, uint64_t index) {
     case EventKind::kRealloc: {
       const uint32_t stage_plus_one =
           w.open_stage_depth ? w.open_stage_instances[w.open_stage_depth - 1] + 1 : 0;
+      // Room first: a chunk that starts here counts the infos defined before this one.
+      uint8_t* out = reserve(records::max_encoded_bytes<records::AllocInfo>() +
+                             records::max_encoded_bytes<records::Alloc>());
       bool added = false;
       const uint32_t info = w.infos.id_of(e.b, e.stack_or_length, stage_plus_one, added);
       if (info == UINT32_MAX) {
         g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
         break;
       }
-      uint8_t* out = reserve(records::max_encoded_bytes<records::AllocInfo>() +
-                             records::max_encoded_bytes<records::Alloc>());
       if (added) out = records::encode(out, records::AllocInfo{e.b, e.stack_or_length, stage_plus_one});
       uint8_t* const tag = out;
       out = e.kind == EventKind::kAlloc ? records::encode(out, records::Alloc{info})
@@ -357,11 +391,12 @@ void write_event(const EventRing& ring, uint64_t index) {
     }
     case EventKind::kEncoded: {
       const auto* record = static_cast<const uint8_t*>(static_cast<const void*>(&ring.at(index + 1)));
-      track_stages(record, e.stack_or_length);
+      before_stage_record(record, e.stack_or_length);
       const bool ram_limit = e.stack_or_length > 0 && record[0] == static_cast<uint8_t>(Tag::kRamLimit);
       // The payload may wrap around the ring's end: copy it slot by slot.
       uint32_t left = e.stack_or_length;
-      uint8_t* out = reserve(left);
+      uint8_t* const copy = reserve(left);
+      uint8_t* out = copy;
       for (uint64_t slot = index + 1; left > 0; ++slot) {
         const uint32_t n = left < sizeof(RawEvent) ? left : sizeof(RawEvent);
         memcpy(out, &ring.at(slot), n);
@@ -369,6 +404,7 @@ void write_event(const EventRing& ring, uint64_t index) {
         left -= n;
       }
       commit(out);
+      track_stages(copy, e.stack_or_length);  // the copy: the ring's may wrap around
       if (ram_limit && aggregate_mode()) w.aggregate.ram_limit(raw_sink);
       break;
     }
@@ -649,13 +685,14 @@ void write_open_stages() {
   for (uint32_t i = 0; i < g_tracer.stage_name_count; ++i) {
     const records::StageName record{std::string_view(g_tracer.stage_names[i], g_tracer.stage_name_lengths[i])};
     commit(records::encode(reserve(records::max_encoded_bytes(record)), record));
+    ++w.stage_names_written;
   }
   for (uint32_t i = 0; i < g_tracer.open_stage_count; ++i) {
     if (g_tracer.open_stages[i] == Tracer::kDroppedStage) continue;  // never recorded
     uint8_t* record = reserve(records::max_encoded_bytes<records::StageBegin>());
     uint8_t* out = records::encode(record, records::StageBegin{g_tracer.open_stages[i], 0});
-    track_stages(record, static_cast<uint32_t>(out - record));
     commit(out);
+    track_stages(record, static_cast<uint32_t>(out - record));
   }
 }
 
@@ -694,7 +731,7 @@ bool writer_open(uint64_t parent_pid) {
   w.next_snapshot_ns = monotonic_ns() + g_tracer.options.snapshot_interval_ms * 1'000'000ull;
   w.last_event_was_alloc = false;
   w.last_alloc_tag = nullptr;
-  w.stage_instances = w.open_stage_depth = 0;
+  w.stage_instances = w.open_stage_depth = w.stage_names_written = 0;
   w.stack_nodes_written = 0;
   w.write_failed.store(false, std::memory_order_relaxed);
   w.lost_written = g_tracer.lost_events.load(std::memory_order_relaxed);

@@ -508,6 +508,22 @@ void read_at_once(const std::vector<std::string>& paths, KeptTextBudget& kept_te
   });
 }
 
+// The damaged chunks a trace's reader skipped, and what was lost with them, in words.
+std::string damaged_trace_note(const std::string& path, const trace::DamageLoss& damage) {
+  std::string spans;
+  for (const trace::DamagedSpan& span : damage.spans) {
+    spans += spans.empty() ? "" : ", ";
+    spans += span.bytes ? fmt::format("{} bytes at byte {} ({})", span.bytes, span.offset, span.why)
+                        : fmt::format("the records before the chunk at byte {} ({})", span.offset, span.why);
+  }
+  return fmt::format(
+      "{} is damaged: {} could not be read and {} skipped to the next good chunk, the rest read on; lost with "
+      "them: {} stack nodes, {} allocation infos, {} stage names and {} stage instances (shown as \"{}\"), and {} "
+      "later allocations and frees of their blocks (left out); a block freed in them counts as live after",
+      path, spans, damage.spans.size() == 1 ? "was" : "were", damage.stack_nodes, damage.alloc_infos,
+      damage.stage_names, damage.stage_instances, trace::kLostInDamagedChunk, damage.events_left_out);
+}
+
 }  // namespace
 
 // The OOM killer's work in words, for every renderer: which limit, how many processes.
@@ -616,6 +632,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     report.warnings.push_back(oom_kill_note(*run->oom_kill));
   }
   for (const auto& f : files) {
+    if (!f->summary.damage.spans.empty()) report.warnings.push_back(damaged_trace_note(f->path, f->summary.damage));
     if (f->summary.truncated) {
       report.warnings.push_back(f->path + " is truncated (" + f->summary.truncation +
                                 "); reported up to there");

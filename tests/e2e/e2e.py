@@ -539,6 +539,45 @@ def scenario_stage_heavy(s):
         summary = f.read().decode(errors="replace")
     s.check("%d stage instances" % (2 * t["batches"]) in summary and " x%s" % format(groups[0]["instances"], ",") in summary,
             "the text summary says instances were grouped")
+    damaged_middle_chunk(s, out, report)
+
+
+def damaged_middle_chunk(s, out, full):
+    """The trace in OUT with a byte flipped in its middle chunk: `memstage report` skips that
+    chunk with a warning naming its bytes and reads on, so the later stages are reported."""
+    trace = [n for n in os.listdir(out) if n.startswith("trace.")][0]
+    with open(os.path.join(out, trace), "rb") as f:
+        data = bytearray(f.read())
+    chunks = chunk_offsets(data)
+    if not s.check(len(chunks) >= 3, "the trace has %d chunks (need 3 or more)" % len(chunks)):
+        return
+    offset, compressed = chunks[len(chunks) // 2]
+    data[offset + 12 + compressed // 2] ^= 0x01
+    os.makedirs(os.path.join(s.work, "damaged"))
+    damaged = os.path.join(s.work, "damaged", trace)
+    with open(damaged, "wb") as f:
+        f.write(data)
+    print("flipped a byte of chunk %d of %d: %d bytes at byte %d" % (len(chunks) // 2, len(chunks), 12 + compressed, offset))
+    proc = s.run([s.memstage, "report", damaged, "--format", "json"])
+    s.eq(proc.returncode, 0, "report on a damaged trace: exit code")
+    lost = "%d bytes at byte %d" % (12 + compressed, offset)
+    s.check(b"is damaged" in proc.stderr and lost.encode() in proc.stderr,
+            "report on a damaged trace: stderr names the bytes lost (%s): %r" % (lost, proc.stderr))
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        s.fail("report on a damaged trace: stdout is not JSON")
+        return
+    s.check(any("is damaged" in w and lost in w for w in report["warnings"]),
+            "damaged report: a warning names the bytes lost: %r" % report["warnings"])
+    s.check(not any("truncated" in w for w in report["warnings"]), "damaged report: not called truncated")
+    a, b = report["totals"]["allocations"], full["totals"]["allocations"]
+    s.check(b / 2 < a < b, "damaged report: fewer allocations than the whole run's, not half (%d, %d)" % (a, b))
+    batches = [[st for st in r["stages"] if st["path"] == "batch"] for r in (report, full)]
+    instances = [sum(st["instances"] for st in rows) for rows in batches]
+    s.check(instances[1] / 2 < instances[0] < instances[1],
+            "damaged report: the batches before and after the lost chunk (%d of %d)" % tuple(instances))
+    s.eq(batches[0][-1]["end_s"], batches[1][-1]["end_s"], "damaged report: the last batch ends as in the whole trace")
 
 
 def scenario_threads(s):
