@@ -12,8 +12,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/child_process.h"
