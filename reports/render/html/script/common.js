@@ -1,0 +1,67 @@
+// The page's pure helpers: numbers and sizes as text, a hash, path and axis steps. No DOM:
+// node's test runner loads this file as it is (tests/render/script/common.test.js).
+'use strict';
+
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+function byteUnit(bytes) {
+  let unit = 0;
+  while (unit < BYTE_UNITS.length - 1 && Math.abs(bytes) >= 1024 ** (unit + 1)) unit++;
+  return unit;
+}
+function fmtBytes(bytes) {
+  if (bytes === null || bytes === undefined || !isFinite(bytes)) return '–';
+  const unit = byteUnit(bytes);
+  const value = bytes / 1024 ** unit;
+  const digits = unit === 0 ? 0 : Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2;
+  return value.toFixed(digits) + ' ' + BYTE_UNITS[unit];
+}
+function fmtCount(n) {
+  if (n === null || n === undefined) return '–';
+  if (Math.abs(n) < 10000) return String(n);
+  const units = [['', 1], ['k', 1e3], ['M', 1e6], ['G', 1e9], ['T', 1e12]];
+  let i = units.length - 1;
+  while (i > 0 && Math.abs(n) < units[i][1]) i--;
+  const v = n / units[i][1];
+  return (v >= 100 ? v.toFixed(0) : v.toFixed(1)) + units[i][0];
+}
+function fmtExactCount(n) {
+  return Number(n).toLocaleString('en-US');
+}
+function fmtSeconds(s) {
+  if (s === null || s === undefined || !isFinite(s)) return '–';
+  const a = Math.abs(s);
+  if (a === 0) return '0 s';
+  if (a < 1e-3) return (s * 1e6).toFixed(0) + ' µs';
+  if (a < 1) return (s * 1e3).toFixed(a < 0.01 ? 2 : 1) + ' ms';
+  if (a < 120) return s.toFixed(a < 10 ? 2 : 1) + ' s';
+  const m = Math.floor(s / 60);
+  return m + ' min ' + (s - 60 * m).toFixed(0) + ' s';
+}
+function fmtPercent(part, whole) {
+  if (!whole) return '–';
+  const p = (100 * part) / whole;
+  return (p >= 10 || p === 0 ? p.toFixed(0) : p >= 1 ? p.toFixed(1) : p.toFixed(2)) + '%';
+}
+function hashString(s) {
+  let h = 2166136261;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+function basename(path) {
+  const i = path.lastIndexOf('/');
+  return i < 0 ? path : path.slice(i + 1);
+}
+
+function niceStep(range, count) {
+  const raw = range / Math.max(1, count);
+  if (!(raw > 0)) return 1;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const norm = raw / mag;
+  return (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag;
+}
+
+// Node's test runner requires this file; the page has no `module` (an element's id could name one,
+// never with `exports`).
+if (typeof module === 'object' && module && module.exports) {
+  module.exports = { byteUnit, fmtBytes, fmtCount, fmtExactCount, fmtSeconds, fmtPercent, hashString, basename, niceStep };
+}

@@ -1,0 +1,84 @@
+// The page script's pure helpers (reports/render/html/script/common.js) under node's own
+// test runner: `node --test tests/render/script/*.test.js` (ctest: render.page_script_helpers).
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const common = require(path.join(__dirname, '..', '..', '..', 'reports', 'render', 'html', 'script', 'common.js'));
+
+test('byteUnit steps up at each power of 1024 and stops at PiB', () => {
+  assert.equal(common.byteUnit(0), 0);
+  assert.equal(common.byteUnit(1023), 0);
+  assert.equal(common.byteUnit(1024), 1);
+  assert.equal(common.byteUnit(-1024 * 1024), 2);
+  assert.equal(common.byteUnit(1024 ** 7), 5);
+});
+
+test('fmtBytes: whole bytes, then three significant digits at most', () => {
+  assert.equal(common.fmtBytes(0), '0 B');
+  assert.equal(common.fmtBytes(1023), '1023 B');
+  assert.equal(common.fmtBytes(1024), '1.00 KiB');
+  assert.equal(common.fmtBytes(1536 * 1024), '1.50 MiB');
+  assert.equal(common.fmtBytes(10.25 * 1024 ** 3), '10.3 GiB');
+  assert.equal(common.fmtBytes(100 * 1024 ** 2), '100 MiB');
+  assert.equal(common.fmtBytes(-2048), '-2.00 KiB');
+});
+
+test('fmtBytes: no figure is a dash, never "0 B"', () => {
+  for (const missing of [null, undefined, NaN, Infinity]) assert.equal(common.fmtBytes(missing), '–');
+});
+
+test('fmtCount: exact below 10,000, then k, M, G, T', () => {
+  assert.equal(common.fmtCount(9999), '9999');
+  assert.equal(common.fmtCount(10000), '10.0k');
+  assert.equal(common.fmtCount(123456), '123k');
+  assert.equal(common.fmtCount(1.5e6), '1.5M');
+  assert.equal(common.fmtCount(2e12), '2.0T');
+  assert.equal(common.fmtCount(null), '–');
+});
+
+test('fmtExactCount groups thousands', () => {
+  assert.equal(common.fmtExactCount(1234567), '1,234,567');
+  assert.equal(common.fmtExactCount(0), '0');
+});
+
+test('fmtSeconds picks µs, ms, s or minutes', () => {
+  assert.equal(common.fmtSeconds(0), '0 s');
+  assert.equal(common.fmtSeconds(0.0000125), '13 µs');
+  assert.equal(common.fmtSeconds(0.005), '5.00 ms');
+  assert.equal(common.fmtSeconds(0.25), '250.0 ms');
+  assert.equal(common.fmtSeconds(2.5), '2.50 s');
+  assert.equal(common.fmtSeconds(90), '90.0 s');
+  assert.equal(common.fmtSeconds(125), '2 min 5 s');
+  assert.equal(common.fmtSeconds(undefined), '–');
+});
+
+test('fmtPercent: more digits for small shares, a dash for no whole', () => {
+  assert.equal(common.fmtPercent(1, 4), '25%');
+  assert.equal(common.fmtPercent(1, 40), '2.5%');
+  assert.equal(common.fmtPercent(1, 400), '0.25%');
+  assert.equal(common.fmtPercent(0, 5), '0%');
+  assert.equal(common.fmtPercent(1, 0), '–');
+});
+
+test('hashString is 32-bit FNV-1a', () => {
+  // The published FNV-1a test vectors.
+  assert.equal(common.hashString(''), 0x811c9dc5);
+  assert.equal(common.hashString('a'), 0xe40c292c);
+  assert.equal(common.hashString('foobar'), 0xbf9cf968);
+});
+
+test('basename keeps what follows the last slash', () => {
+  assert.equal(common.basename('/usr/lib/libc.so.6'), 'libc.so.6');
+  assert.equal(common.basename('python3'), 'python3');
+  assert.equal(common.basename('dir/'), '');
+});
+
+test('niceStep rounds to 1, 2 or 5 times a power of ten', () => {
+  assert.equal(common.niceStep(10, 10), 1);
+  assert.equal(common.niceStep(100, 5), 20);
+  assert.equal(common.niceStep(40, 1), 50);
+  assert.equal(common.niceStep(7.5, 1), 10);
+  assert.equal(common.niceStep(0, 5), 1);
+  assert.equal(common.niceStep(5, 0), 5);
+});
