@@ -76,22 +76,30 @@ def format_stack(stack, limit=12):
     return "\n".join(lines)
 
 
-class Scenario:
-    """One scenario's checks and runs: its work folder (args.work, emptied first), the programs
-    (args.programs), memstage (args.memstage) and the schema validator (args.validator)."""
-    def __init__(self, args):
-        self.memstage = os.path.abspath(args.memstage)
-        self.programs = os.path.abspath(args.programs)
-        self.work = os.path.abspath(args.work)
-        self.validator = args.validator
+def fresh_folder(path):
+    """PATH emptied (made where missing); returns it absolute."""
+    path = os.path.abspath(path)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def run_command(command, timeout=120, **kwargs):
+    """COMMAND's CompletedProcess, stdout and stderr captured; the command, its status and time printed."""
+    start = time.monotonic()
+    proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, **kwargs)
+    elapsed = time.monotonic() - start
+    shown = " ".join(os.fsdecode(word) for word in command)  # words may be bytes (a non-UTF-8 argument)
+    print("$ %s  -> exit %d in %.2f s" % (shown, proc.returncode, elapsed), flush=True)
+    return proc
+
+
+class Checks:
+    """Checks counted as they are made, each failure printed then and listed by summary()."""
+    def __init__(self):
         self.failures = []
         self.checks = 0
-        self.reports = []  # report.json files to validate
-        if os.path.exists(self.work):
-            shutil.rmtree(self.work)
-        os.makedirs(self.work)
 
-    # ---- checks ----
     def check(self, condition, message):
         self.checks += 1
         if not condition:
@@ -105,17 +113,34 @@ class Scenario:
     def fail(self, message):
         return self.check(False, message)
 
+    def summary(self):
+        """The failures listed; the exit status: 1 with a failure, 0 without."""
+        if self.failures:
+            print("\n%d of %d checks failed:" % (len(self.failures), self.checks))
+            for f in self.failures:
+                print("  - " + f.splitlines()[0])
+            return 1
+        print("\nall %d checks passed" % self.checks)
+        return 0
+
+
+class Scenario(Checks):
+    """One scenario's checks and runs: its work folder (args.work, emptied first), the programs
+    (args.programs), memstage (args.memstage) and the schema validator (args.validator)."""
+    def __init__(self, args):
+        super().__init__()
+        self.memstage = os.path.abspath(args.memstage)
+        self.programs = os.path.abspath(args.programs)
+        self.work = fresh_folder(args.work)
+        self.validator = args.validator
+        self.reports = []  # report.json files to validate
+
     # ---- running things ----
     def program(self, name):
         return os.path.join(self.programs, name)
 
     def run(self, command, timeout=120, env=None, cwd=None):
-        start = time.monotonic()
-        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, env=env,
-                              cwd=cwd)
-        elapsed = time.monotonic() - start
-        print("$ %s  -> exit %d in %.2f s" % (" ".join(command), proc.returncode, elapsed), flush=True)
-        return proc
+        return run_command(command, timeout=timeout, env=env, cwd=cwd)
 
     def traced(self, name, command, expect_exit=0, mode=None, run_flags=(), env=None):
         """memstage run -o WORK/name [--mode MODE] [RUN_FLAGS] -- COMMAND: returns (folder, report)."""
@@ -271,13 +296,7 @@ class Scenario:
 
     def finish(self):
         self.validate_reports()
-        if self.failures:
-            print("\n%d of %d checks failed:" % (len(self.failures), self.checks))
-            for f in self.failures:
-                print("  - " + f.splitlines()[0])
-            return 1
-        print("\nall %d checks passed" % self.checks)
-        return 0
+        return self.summary()
 
     def run_scenario(self, function):
         """function(self), then finish(); a SystemExit on the way (a run that left nothing to check,
@@ -319,25 +338,36 @@ class Scenarios:
         return "".join("%s %d %d\n" % (name, timeout_s, int(may_skip))
                        for name, (_, timeout_s, may_skip) in self.by_name.items())
 
-    def main(self, prefix, description, add_arguments=None, configure=None):
-        """`SCRIPT --list`, or `SCRIPT NAME --memstage PATH --programs DIR --work DIR [--validator PATH]`
-        plus what add_arguments(parser) adds; configure(s, args) before the scenario runs.
-        Exit status 0 when every check passed, 1 otherwise, SKIP when it skipped."""
+    def parse(self, prefix, description, add_arguments=None):
+        """`SCRIPT --list` (prints listing() and exits 0), or `SCRIPT NAME --memstage PATH --work DIR`
+        and what add_arguments(parser) adds: returns (the scenario's function, the arguments),
+        memstage's path made absolute, after printing which scenario runs."""
         if sys.argv[1:] == ["--list"]:
             sys.stdout.write(self.listing())
-            return 0
+            sys.exit(0)
         parser = argparse.ArgumentParser(description=description)
         parser.add_argument("scenario", choices=sorted(self.by_name))
         parser.add_argument("--memstage", required=True, help="the memstage binary")
-        parser.add_argument("--programs", required=True, help="folder of the built test programs")
         parser.add_argument("--work", required=True, help="scratch folder (emptied first)")
-        parser.add_argument("--validator", help="tests/render/validate_report.py")
         if add_arguments:
             add_arguments(parser)
         args = parser.parse_args()
+        args.memstage = os.path.abspath(args.memstage)
+        function = self.by_name[args.scenario][0]
+        print("%s.%s: %s" % (prefix, args.scenario, function.__doc__ or ""), flush=True)
+        return function, args
+
+    def main(self, prefix, description, add_arguments=None, configure=None):
+        """A script whose scenarios take a Scenario: parse(), with --programs DIR and --validator PATH,
+        then configure(s, args) and the scenario. Exit status 0 when every check passed, 1 otherwise,
+        SKIP when it skipped."""
+        def arguments(parser):
+            parser.add_argument("--programs", required=True, help="folder of the built test programs")
+            parser.add_argument("--validator", help="tests/render/validate_report.py")
+            if add_arguments:
+                add_arguments(parser)
+        function, args = self.parse(prefix, description, arguments)
         s = Scenario(args)
         if configure:
             configure(s, args)
-        function = self.by_name[args.scenario][0]
-        print("%s.%s: %s" % (prefix, args.scenario, function.__doc__), flush=True)
         return s.run_scenario(function)
