@@ -82,3 +82,24 @@ test('niceStep rounds to 1, 2 or 5 times a power of ten', () => {
   assert.equal(common.niceStep(0, 5), 1);
   assert.equal(common.niceStep(5, 0), 5);
 });
+
+test('visibleRange: the samples inside the span and one beyond each end', () => {
+  const t = [0, 1, 2, 3, 4, 5];
+  assert.deepEqual(common.visibleRange(t, 0, 5), { from: 0, to: 5 });
+  assert.deepEqual(common.visibleRange(t, 2, 3), { from: 1, to: 4 });
+  assert.deepEqual(common.visibleRange(t, 2.5, 2.6), { from: 2, to: 3 });
+  assert.deepEqual(common.visibleRange(t, 10, 20), { from: 5, to: 5 });
+  const none = common.visibleRange([], 0, 1);
+  assert.ok(none.to < none.from);
+});
+
+test('nearestIndex: the nearest sample, the later on a tie, 0 for none', () => {
+  const t = [0, 1, 2, 4];
+  assert.equal(common.nearestIndex(t, -3), 0);
+  assert.equal(common.nearestIndex(t, 0.4), 0);
+  assert.equal(common.nearestIndex(t, 0.5), 1);
+  assert.equal(common.nearestIndex(t, 2.9), 2);
+  assert.equal(common.nearestIndex(t, 3.1), 3);
+  assert.equal(common.nearestIndex(t, 99), 3);
+  assert.equal(common.nearestIndex([], 1), 0);
+});

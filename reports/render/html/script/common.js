@@ -60,8 +60,31 @@ function niceStep(range, count) {
   return (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag;
 }
 
+// The indices [from, to] of the sorted times `t` drawn for the span t0..t1: those inside and
+// one beyond each end, so lines reach the edges; to < from when there is none.
+function visibleRange(t, t0, t1) {
+  let first = 0;
+  while (first < t.length && t[first] < t0) first++;
+  let last = t.length - 1;
+  while (last >= 0 && t[last] > t1) last--;
+  return { from: Math.max(0, first - 1), to: Math.min(t.length - 1, last + 1) };
+}
+
+// The index of the sorted times `t` nearest `time`, the later on a tie; 0 when there is none.
+function nearestIndex(t, time) {
+  let lo = 0, hi = t.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (t[mid] < time) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo > 0 && Math.abs(t[lo - 1] - time) < Math.abs(t[lo] - time)) lo--;
+  return lo;
+}
+
 // Node's test runner requires this file; the page has no `module` (an element's id could name one,
 // never with `exports`).
 if (typeof module === 'object' && module && module.exports) {
-  module.exports = { byteUnit, fmtBytes, fmtCount, fmtExactCount, fmtSeconds, fmtPercent, hashString, basename, niceStep };
+  module.exports = { byteUnit, fmtBytes, fmtCount, fmtExactCount, fmtSeconds, fmtPercent, hashString, basename, niceStep,
+    visibleRange, nearestIndex };
 }

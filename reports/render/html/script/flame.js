@@ -118,16 +118,27 @@ function renderFlame() {
       : 'No stacks were recorded.'));
     return;
   }
-  const metric = METRICS[flameState.metric];
-  const total = flameValues[0];
   const zoom = flameState.zoom;
-  const zoomValue = flameValues[zoom];
+  const view = { metric: METRICS[flameState.metric], total: flameValues[0], zoom, zoomValue: flameValues[zoom],
+    search: flameState.search, rowHeight: 19, font: '11.5px sans-serif' };
   const width = Math.max(320, host.clientWidth || 900);
-  const rowHeight = 19;
-  const minWidth = 0.5;  // narrower frames are not drawn
-  const font = '11.5px sans-serif';
+  const layout = flameLayout(width, zoom);
+  const { matched, matchValue } = flameMatches(layout.rects, view.search, zoom);
+  const height = (layout.maxDepth + 1) * view.rowHeight + 2;
+  const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, height, role: 'img', 'aria-label': 'flame graph' });
+  root.append(svg('defs', {}, svg('pattern', { id: 'flame-merged', width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' },
+    svg('rect', { width: 6, height: 6, fill: '#eceff3' }), svg('rect', { width: 3, height: 6, fill: '#d7dce3' }))));
+  drawFlameRects(root, layout.rects, matched, view);
+  host.append(root);
+  writeFlameNote(note, view, layout, matchValue);
+  detail.append('Hover a frame for its details.');
+  wireFlame(root, detail, view);
+}
 
-  // Ancestors of the zoomed node span the whole width above it.
+// What is drawn at this zoom: the zoomed node's ancestors across the whole width, then its
+// callees by value, largest at the left; frames under half a pixel are counted as hidden.
+function flameLayout(width, zoom) {
+  const minWidth = 0.5;  // narrower frames are not drawn
   const chain = [];
   for (let n = zoom; n > 0; n = flame.parent[n]) chain.unshift(n);
   chain.unshift(0);
@@ -136,7 +147,7 @@ function renderFlame() {
     if (n !== zoom) rects.push({ n, x: 0, w: width, depth: i, ancestor: true });
   });
   let hidden = 0, hiddenValue = 0, maxDepth = chain.length - 1;
-  const scale = zoomValue > 0 ? width / zoomValue : 0;
+  const scale = flameValues[zoom] > 0 ? width / flameValues[zoom] : 0;
   const stack = [{ n: zoom, x: 0, depth: chain.length - 1 }];
   while (stack.length) {
     const { n, x, depth } = stack.pop();
@@ -172,25 +183,29 @@ function renderFlame() {
       maxDepth = Math.max(maxDepth, depth + 1);
     }
   }
-  const height = (maxDepth + 1) * rowHeight + 2;
-  const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, height, role: 'img', 'aria-label': 'flame graph' });
-  root.append(svg('defs', {}, svg('pattern', { id: 'flame-merged', width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' },
-    svg('rect', { width: 6, height: 6, fill: '#eceff3' }), svg('rect', { width: 3, height: 6, fill: '#d7dce3' }))));
-  const search = flameState.search;
+  return { rects, hidden, hiddenValue, maxDepth };
+}
+
+// The drawn frames whose label holds the search, and the value they cover; a match's value
+// counts once even when it calls itself.
+function flameMatches(rects, search, zoom) {
   let matchValue = 0;
   const matched = new Uint8Array(nodeCount);
-  if (search) {
-    // A match's value counts once even when it calls itself.
-    for (const r of rects) {
-      if (r.ancestor || r.n === 0) continue;
-      if (nodeLabel(r.n).toLowerCase().includes(search)) {
-        matched[r.n] = 1;
-        let counted = false;
-        for (let a = flame.parent[r.n]; a > 0 && a !== flame.parent[zoom]; a = flame.parent[a]) counted = counted || matched[a] === 1;
-        if (!counted) matchValue += flameValues[r.n];
-      }
+  if (!search) return { matched, matchValue };
+  for (const r of rects) {
+    if (r.ancestor || r.n === 0) continue;
+    if (nodeLabel(r.n).toLowerCase().includes(search)) {
+      matched[r.n] = 1;
+      let counted = false;
+      for (let a = flame.parent[r.n]; a > 0 && a !== flame.parent[zoom]; a = flame.parent[a]) counted = counted || matched[a] === 1;
+      if (!counted) matchValue += flameValues[r.n];
     }
   }
+  return { matched, matchValue };
+}
+
+function drawFlameRects(root, rects, matched, view) {
+  const { rowHeight, font, search, total } = view;
   for (const r of rects) {
     if (r.merged) {
       const g = svg('g', { class: 'merged', 'data-merged-into': r.n, 'data-merged-count': r.merged, 'data-merged-value': r.mergedValue, transform: `translate(${r.x.toFixed(2)},${r.depth * rowHeight})` });
@@ -209,8 +224,12 @@ function renderFlame() {
     if (label) g.append(svg('text', { x: 4, y: rowHeight - 6 }, label));
     root.append(g);
   }
-  host.append(root);
+}
 
+// What the view shows and what it leaves out (frames pruned by the renderer, or too narrow).
+function writeFlameNote(note, view, layout, matchValue) {
+  const { metric, total, zoom, zoomValue, search } = view;
+  const { hidden, hiddenValue } = layout;
   const pruned = flame.pruned_nodes || 0;
   const parts = [`${metric.title}: ${fmtMetric(total)} in all`];
   if (flameState.stage !== 'all') parts.push(`in ${stagePath(Number(flameState.stage))} and the stages nested in it`);
@@ -226,8 +245,11 @@ function renderFlame() {
     if (hidden > 0) why.push(`${fmtExactCount(hidden)} frames narrower than half a pixel (${fmtMetric(hiddenValue)}) are drawn together as “smaller frames” at this zoom`);
     note.append(el('br', {}), el('span', { class: 'pruned-note' }, 'Aggregated: ' + why.join('; ') + '.'));
   }
-  detail.append('Hover a frame for its details.');
+}
 
+// A click zooms into a frame (out again on the zoomed one); hovering gives its figures.
+function wireFlame(root, detail, view) {
+  const { total } = view;
   root.addEventListener('click', (event) => {
     const m = event.target.closest('[data-merged-into]');
     if (m) {
@@ -257,21 +279,27 @@ function renderFlame() {
     if (!g) return;
     const n = Number(g.getAttribute('data-node'));
     const f = nodeFrame(n);
-    const lines = [[nodeLabel(n), 't-title']];
-    if (f) {
-      if (frameLocation(f)) lines.push([frameLocation(f), '']);
-      if (f[F_MODULE]) lines.push([f[F_MODULE] + (f[F_FUNCTION] ? '' : ' +' + f[F_OFFSET]), '']);
-      if (f[F_KIND] === 'python') lines.push(['Python frame', '']);
-    }
-    lines.push([`${fmtMetric(flameValues[n])} · ${fmtPercent(flameValues[n], total)} of all` +
-      (zoom ? ` · ${fmtPercent(flameValues[n], zoomValue)} of the view` : ''), '']);
-    let own = flameValues[n];
-    for (const c of flameChildren[n]) own -= flameValues[c];
-    if (own > 0 && flameChildren[n].length) lines.push([`own (incl. merged callees): ${fmtMetric(own)}`, '']);
-    showTooltip(event, lines);
+    showTooltip(event, flameNodeLines(n, f, view));
     clear(detail);
     detail.append(`${nodeLabel(n)}  ${fmtMetric(flameValues[n])} (${fmtPercent(flameValues[n], total)})` +
       (f && frameLocation(f) ? `  ${frameLocation(f)}` : '') + (f && f[F_MODULE] ? `  ${basename(f[F_MODULE])}` : ''));
   });
   root.addEventListener('mouseleave', hideTooltip);
+}
+
+// The tooltip's lines for node n (frame f): where it is, its value, and its own share.
+function flameNodeLines(n, f, view) {
+  const { total, zoom, zoomValue } = view;
+  const lines = [[nodeLabel(n), 't-title']];
+  if (f) {
+    if (frameLocation(f)) lines.push([frameLocation(f), '']);
+    if (f[F_MODULE]) lines.push([f[F_MODULE] + (f[F_FUNCTION] ? '' : ' +' + f[F_OFFSET]), '']);
+    if (f[F_KIND] === 'python') lines.push(['Python frame', '']);
+  }
+  lines.push([`${fmtMetric(flameValues[n])} · ${fmtPercent(flameValues[n], total)} of all` +
+    (zoom ? ` · ${fmtPercent(flameValues[n], zoomValue)} of the view` : ''), '']);
+  let own = flameValues[n];
+  for (const c of flameChildren[n]) own -= flameValues[c];
+  if (own > 0 && flameChildren[n].length) lines.push([`own (incl. merged callees): ${fmtMetric(own)}`, '']);
+  return lines;
 }

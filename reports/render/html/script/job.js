@@ -121,6 +121,26 @@ function renderProcessTree() {
   host.append(rows);
 }
 
+// One band per process, in the order of processes, each on top of those before it.
+function jobBands(tl, xOf, yOf) {
+  const t = tl.t_s, n = t.length;
+  const below = new Array(n).fill(0);
+  const bands = svg('g', { class: 'job-bands' });
+  processes.forEach((p, i) => {
+    const own = tl.process_heap_bytes[i] || [];
+    if (!own.some((v) => v > 0)) return;
+    let top = '', bottom = '';
+    for (let k = 0; k < n; k++) {
+      top += (k ? 'L' : 'M') + xOf(t[k]).toFixed(1) + ',' + yOf(below[k] + (own[k] || 0)).toFixed(1);
+    }
+    for (let k = n - 1; k >= 0; k--) bottom += 'L' + xOf(t[k]).toFixed(1) + ',' + yOf(below[k]).toFixed(1);
+    for (let k = 0; k < n; k++) below[k] += own[k] || 0;
+    bands.append(svg('path', { d: top + bottom + 'Z', fill: processColor(i, 0.55), stroke: processColor(i), 'stroke-width': 1,
+      class: 'job-band', 'data-process': i }));
+  });
+  return bands;
+}
+
 function renderJobTimeline() {
   const host = document.getElementById('job-timeline');
   clear(host);
@@ -146,21 +166,7 @@ function renderJobTimeline() {
   const yOf = (bytes) => margin.top + plotHeight - (bytes / yMax) * plotHeight;
   const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, height, role: 'img', 'aria-label': 'each process\'s heap, stacked, over time' });
   root.append(...bytesTimeGrid({ yMax, step, yOf, t0, t1, xOf, margin, width, height, plotWidth, plotHeight }));
-  // One band per process, in the order of processes, each on top of those before it.
-  const below = new Array(n).fill(0);
-  const bands = svg('g', { class: 'job-bands' });
-  processes.forEach((p, i) => {
-    const own = tl.process_heap_bytes[i] || [];
-    if (!own.some((v) => v > 0)) return;
-    let top = '', bottom = '';
-    for (let k = 0; k < n; k++) {
-      top += (k ? 'L' : 'M') + xOf(t[k]).toFixed(1) + ',' + yOf(below[k] + (own[k] || 0)).toFixed(1);
-    }
-    for (let k = n - 1; k >= 0; k--) bottom += 'L' + xOf(t[k]).toFixed(1) + ',' + yOf(below[k]).toFixed(1);
-    for (let k = 0; k < n; k++) below[k] += own[k] || 0;
-    bands.append(svg('path', { d: top + bottom + 'Z', fill: processColor(i, 0.55), stroke: processColor(i), 'stroke-width': 1,
-      class: 'job-band', 'data-process': i }));
-  });
+  const bands = jobBands(tl, xOf, yOf);
   const line = (values) => {
     let d = '';
     for (let k = 0; k < n; k++) if (values[k] !== null && values[k] !== undefined) d += (d ? 'L' : 'M') + xOf(t[k]).toFixed(1) + ',' + yOf(values[k]).toFixed(1);

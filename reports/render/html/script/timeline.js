@@ -6,7 +6,35 @@ const timelineView = { t0: 0, t1: runEnd };
 function renderTimeline() {
   const host = document.getElementById('timeline');
   clear(host);
-  const width = Math.max(320, host.clientWidth || 900);
+  const c = timelineChart(Math.max(320, host.clientWidth || 900));
+  const { width, height, margin, plotWidth, plotHeight } = c;
+  const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, height, role: 'img', 'aria-label': 'live heap and RSS over time' });
+  const clipId = 'timeline-clip';
+  root.append(svg('defs', {}, svg('clipPath', { id: clipId },
+    svg('rect', { x: margin.left, y: 0, width: plotWidth, height }))));
+
+  // Grid and axes.
+  root.append(...bytesTimeGrid(c));
+
+  const plotted = svg('g', { 'clip-path': `url(#${clipId})` });
+  const bands = svg('g', { class: 'stage-band' });
+  drawStageBands(c, plotted, bands);
+  root.append(plotted, bands);
+  drawTimelineSeries(c, plotted);
+
+  // Interaction: hover, drag to zoom, wheel, double click to reset.
+  const cursor = svg('line', { class: 'cursor-line', y1: margin.top, y2: margin.top + plotHeight, visibility: 'hidden' });
+  const selection = svg('rect', { class: 'selection', y: margin.top, height: plotHeight, visibility: 'hidden' });
+  const overlay = svg('rect', { x: margin.left, y: margin.top, width: plotWidth, height: plotHeight, fill: 'transparent', style: 'cursor: crosshair' });
+  root.append(cursor, selection, overlay);
+  host.append(root);
+  wireTimelinePointer(c, root, overlay, cursor, selection);
+  wireStageBands(bands);
+}
+
+// The chart's series, layout and scales for the view's time range: the y range follows
+// what is visible, so zooming in shows detail.
+function timelineChart(width) {
   const t = timeline.t_s, heap = timeline.heap_bytes, rss = timeline.rss_bytes;
   // The tracer's own resident memory is part of RSS: the program's own is drawn apart.
   const tracer = timeline.tracer_bytes || [];
@@ -22,13 +50,7 @@ function renderTimeline() {
   const { t0, t1 } = timelineView;
   const xOf = (time) => margin.left + ((time - t0) / (t1 - t0 || 1)) * plotWidth;
   const tOf = (x) => t0 + ((x - margin.left) / plotWidth) * (t1 - t0);
-
-  // The y range follows what is visible, so zooming in shows detail.
-  let first = 0;
-  while (first < t.length && t[first] < t0) first++;
-  let last = t.length - 1;
-  while (last >= 0 && t[last] > t1) last--;
-  const from = Math.max(0, first - 1), to = Math.min(t.length - 1, last + 1);
+  const { from, to } = visibleRange(t, t0, t1);
   let yMax = 0;
   for (let i = from; i <= to; i++) yMax = Math.max(yMax, heap[i] || 0, rss[i] || 0);
   const device = data.device ? data.device.timeline : null;
@@ -40,18 +62,13 @@ function renderTimeline() {
   const unit = byteUnit(yMax);
   const step = niceStep(yMax / 1024 ** unit, 5) * 1024 ** unit;
   const yOf = (bytes) => margin.top + plotHeight - (bytes / yMax) * plotHeight;
+  return { t, heap, rss, tracer, programRss, showTracer, device, bandRow, margin, width, height, plotWidth, plotHeight,
+    t0, t1, xOf, tOf, from, to, yMax, step, yOf };
+}
 
-  const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, height, role: 'img', 'aria-label': 'live heap and RSS over time' });
-  const clipId = 'timeline-clip';
-  root.append(svg('defs', {}, svg('clipPath', { id: clipId },
-    svg('rect', { x: margin.left, y: 0, width: plotWidth, height }))));
-
-  // Grid and axes.
-  root.append(...bytesTimeGrid({ yMax, step, yOf, t0, t1, xOf, margin, width, height, plotWidth, plotHeight }));
-
-  // Stages: a band per nesting level above the plot, and the top level's spans behind it.
-  const plotted = svg('g', { 'clip-path': `url(#${clipId})` });
-  const bands = svg('g', { class: 'stage-band' });
+// Stages: a band per nesting level above the plot, and the top level's spans behind it.
+function drawStageBands(c, plotted, bands) {
+  const { margin, width, bandRow, plotHeight, xOf } = c;
   stages.forEach((s, i) => {
     const x0 = Math.max(margin.left, xOf(s.start_s));
     const x1 = Math.min(width - margin.right, xOf(s.end_s));
@@ -66,9 +83,11 @@ function renderTimeline() {
     if (label) g.append(svg('text', { x: x0 + 4, y: y + bandRow - 6 }, label));
     bands.append(g);
   });
-  root.append(plotted, bands);
+}
 
-  // RSS and heap as areas with lines; the points given are drawn in order.
+// RSS and heap as areas with lines (the points given drawn in order), device memory, the heap peak.
+function drawTimelineSeries(c, plotted) {
+  const { t, heap, rss, programRss, showTracer, device, margin, plotWidth, plotHeight, t0, t1, from, to, xOf, yOf } = c;
   const pathFor = (values, area) => {
     if (to < from) return '';
     let d = '';
@@ -95,7 +114,6 @@ function renderTimeline() {
     plotted.append(svg('path', { d, fill: 'none', stroke: 'var(--device)', 'stroke-width': 1.6, class: 'device-line' }));
   }
 
-  // The heap peak.
   if (totals.peak_heap_bytes > 0 && totals.peak_heap_time_s >= t0 && totals.peak_heap_time_s <= t1) {
     const px = xOf(totals.peak_heap_time_s), py = yOf(totals.peak_heap_bytes);
     const text = `peak ${fmtBytes(totals.peak_heap_bytes)} at ${fmtSeconds(totals.peak_heap_time_s)}`;
@@ -105,17 +123,29 @@ function renderTimeline() {
       svg('circle', { cx: px, cy: py, r: 5, fill: 'var(--peak)', stroke: '#fff', 'stroke-width': 1.5, class: 'peak-marker' }),
       svg('text', { x: px + (anchorEnd ? -9 : 9), y: Math.max(margin.top + 12, py - 6), 'text-anchor': anchorEnd ? 'end' : 'start', class: 'peak-label' }, text));
   }
+}
 
-  // Interaction: hover, drag to zoom, wheel, double click to reset.
-  const cursor = svg('line', { class: 'cursor-line', y1: margin.top, y2: margin.top + plotHeight, visibility: 'hidden' });
-  const selection = svg('rect', { class: 'selection', y: margin.top, height: plotHeight, visibility: 'hidden' });
-  const overlay = svg('rect', { x: margin.left, y: margin.top, width: plotWidth, height: plotHeight, fill: 'transparent', style: 'cursor: crosshair' });
-  root.append(cursor, selection, overlay);
-  host.append(root);
+// The tooltip's lines at the sample nearest `time`.
+function timelineHoverLines(c, time) {
+  const { t, heap, rss, tracer, showTracer, device } = c;
+  const i = nearestIndex(t, time);
+  const st = timeline.stage[i] !== undefined && timeline.stage[i] !== null ? timeline.stage[i] : stageAt(t[i]);
+  const lines = [[fmtSeconds(t[i]), 't-title'], [`heap ${fmtBytes(heap[i])}`, ''],
+    [`RSS ${fmtBytes(rss[i])}` + (showTracer ? ` (the tracer's own ${fmtBytes(tracer[i] || 0)})` : ''), ''], [`stage ${stagePath(st)}`, '']];
+  if (device && device.t_s.length) {
+    let k = -1;
+    while (k + 1 < device.t_s.length && device.t_s[k + 1] <= time) k++;
+    lines.splice(3, 0, [`device ${fmtBytes(k >= 0 ? device.bytes[k] : 0)}`, '']);
+  }
+  return lines;
+}
 
+// Hover shows the cursor and the figures under it; drag selects a span to zoom to; the
+// wheel zooms about the pointer; a double click shows the whole run again.
+function wireTimelinePointer(c, root, overlay, cursor, selection) {
   const toLocalX = (event) => {
     const box = root.getBoundingClientRect();
-    return ((event.clientX - box.left) / box.width) * width;
+    return ((event.clientX - box.left) / box.width) * c.width;
   };
   let dragFrom = null;
   overlay.addEventListener('mousedown', (event) => {
@@ -129,52 +159,39 @@ function renderTimeline() {
       selection.setAttribute('width', Math.abs(x - dragFrom));
       selection.setAttribute('visibility', 'visible');
     }
-    const time = tOf(x);
-    let lo = 0, hi = t.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (t[mid] < time) lo = mid + 1;
-      else hi = mid;
-    }
-    if (lo > 0 && Math.abs(t[lo - 1] - time) < Math.abs(t[lo] - time)) lo--;
     cursor.setAttribute('x1', x);
     cursor.setAttribute('x2', x);
     cursor.setAttribute('visibility', 'visible');
-    if (!t.length) return;
-    const st = timeline.stage[lo] !== undefined && timeline.stage[lo] !== null ? timeline.stage[lo] : stageAt(t[lo]);
-    const lines = [[fmtSeconds(t[lo]), 't-title'], [`heap ${fmtBytes(heap[lo])}`, ''],
-      [`RSS ${fmtBytes(rss[lo])}` + (showTracer ? ` (the tracer's own ${fmtBytes(tracer[lo] || 0)})` : ''), ''], [`stage ${stagePath(st)}`, '']];
-    if (device && device.t_s.length) {
-      let k = -1;
-      while (k + 1 < device.t_s.length && device.t_s[k + 1] <= time) k++;
-      lines.splice(3, 0, [`device ${fmtBytes(k >= 0 ? device.bytes[k] : 0)}`, '']);
-    }
-    showTooltip(event, lines);
+    if (!c.t.length) return;
+    showTooltip(event, timelineHoverLines(c, c.tOf(x)));
   });
   overlay.addEventListener('mouseleave', () => {
     cursor.setAttribute('visibility', 'hidden');
     hideTooltip();
   });
-  const finishDrag = (event) => {
+  overlay.addEventListener('mouseup', (event) => {
     if (dragFrom === null) return;
     const x = toLocalX(event);
     const a = Math.min(x, dragFrom), b = Math.max(x, dragFrom);
     dragFrom = null;
     selection.setAttribute('visibility', 'hidden');
-    if (b - a > 4) zoomTimeline(tOf(a), tOf(b));
-  };
-  overlay.addEventListener('mouseup', finishDrag);
+    if (b - a > 4) zoomTimeline(c.tOf(a), c.tOf(b));
+  });
   root.addEventListener('mouseleave', () => {
     dragFrom = null;
     selection.setAttribute('visibility', 'hidden');
   });
   root.addEventListener('wheel', (event) => {
     event.preventDefault();
-    const center = tOf(toLocalX(event));
+    const center = c.tOf(toLocalX(event));
     const factor = event.deltaY < 0 ? 1 / 1.25 : 1.25;
     zoomTimeline(center - (center - timelineView.t0) * factor, center + (timelineView.t1 - center) * factor);
   }, { passive: false });
   root.addEventListener('dblclick', () => zoomTimeline(0, runEnd));
+}
+
+// A click on a stage's band zooms to it; hovering it gives its span and peaks.
+function wireStageBands(bands) {
   bands.addEventListener('click', (event) => {
     const g = event.target.closest('[data-stage]');
     if (g) zoomToStage(Number(g.getAttribute('data-stage')));
