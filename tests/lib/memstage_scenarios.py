@@ -95,16 +95,20 @@ def run_command(command, timeout=120, **kwargs):
 
 
 class Checks:
-    """Checks counted as they are made, each failure printed then and listed by summary()."""
-    def __init__(self):
+    """Checks counted as they are made, each failure printed then (each pass too with
+    show_passes) and listed by summary()."""
+    def __init__(self, show_passes=False):
         self.failures = []
         self.checks = 0
+        self.show_passes = show_passes
 
     def check(self, condition, message):
         self.checks += 1
         if not condition:
             self.failures.append(message)
             print("FAIL: " + message, flush=True)
+        elif self.show_passes:
+            print("ok:   " + message, flush=True)
         return condition
 
     def eq(self, got, expected, what):
