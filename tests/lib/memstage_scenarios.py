@@ -342,11 +342,21 @@ class Scenarios:
         return "".join("%s %d %d\n" % (name, timeout_s, int(may_skip))
                        for name, (_, timeout_s, may_skip) in self.by_name.items())
 
+    def refuse_unregistered(self, names):
+        """A function named scenario_NAME without @scenario would be no test at all: exits with
+        one line naming it (CMake's configure fails)."""
+        missing = sorted(name for name, value in names.items()
+                         if name.startswith(self.PREFIX) and callable(value) and value not in
+                         [f for f, _, _ in self.by_name.values()])
+        if missing:
+            sys.exit("%s: put @scenario above %s, or name it otherwise" % (sys.argv[0], ", ".join(missing)))
+
     def parse(self, prefix, description, add_arguments=None):
         """`SCRIPT --list` (prints listing() and exits 0), or `SCRIPT NAME --memstage PATH --work DIR`
         and what add_arguments(parser) adds: returns (the scenario's function, the arguments),
         memstage's path made absolute, after printing which scenario runs."""
         if sys.argv[1:] == ["--list"]:
+            self.refuse_unregistered(vars(sys.modules["__main__"]))
             sys.stdout.write(self.listing())
             sys.exit(0)
         parser = argparse.ArgumentParser(description=description)
