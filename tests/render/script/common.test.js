@@ -103,3 +103,28 @@ test('nearestIndex: the nearest sample, the later on a tie, 0 for none', () => {
   assert.equal(common.nearestIndex(t, 99), 3);
   assert.equal(common.nearestIndex([], 1), 0);
 });
+
+test('rssParts: five segments bottom up, each at least the one below, summing to RSS', () => {
+  const b = { live_bytes: 100, allocator_in_use_bytes: 120, allocator_resident_bytes: 200, rss_bytes: 1000, tracer_bytes: 50 };
+  assert.deepEqual(common.rssParts(b), [100, 20, 80, 750, 50]);
+  // Figures sampled at other moments can disagree: no segment goes negative.
+  const odd = { live_bytes: 300, allocator_in_use_bytes: 120, allocator_resident_bytes: 200, rss_bytes: 250 };
+  assert.deepEqual(common.rssParts(odd), [300, 0, 0, 0, 0]);
+});
+
+test('stageSubtree: a stage with every stage nested in it, at any depth', () => {
+  const stages = [{ parent: -1 }, { parent: 0 }, { parent: 1 }, { parent: -1 }, { parent: 3 }];
+  assert.deepEqual([...common.stageSubtree(stages, 0)].sort(), [0, 1, 2]);
+  assert.deepEqual([...common.stageSubtree(stages, 1)].sort(), [1, 2]);
+  assert.deepEqual([...common.stageSubtree(stages, 4)], [4]);
+  assert.deepEqual([...common.stageSubtree(stages, -1)], [-1]);
+});
+
+test('flameValuesOf: figures summed per node, then rolled up into the parents', () => {
+  // root 0 -> 1 -> 2, root 0 -> 3; figures [node, stage, bytes, blocks].
+  const parent = [-1, 0, 1, 0];
+  const figures = [[2, 0, 100, 1], [1, 1, 10, 2], [3, 0, 5, 3], [2, 1, 1, 4]];
+  assert.deepEqual([...common.flameValuesOf(parent, figures, 2, null)], [116, 111, 101, 5]);
+  assert.deepEqual([...common.flameValuesOf(parent, figures, 3, null)], [10, 7, 5, 3]);
+  assert.deepEqual([...common.flameValuesOf(parent, figures, 2, new Set([1]))], [11, 11, 1, 0]);
+});

@@ -1,4 +1,5 @@
-// The page's pure helpers: numbers and sizes as text, a hash, path and axis steps. No DOM:
+// The page's pure helpers: numbers and sizes as text, a hash, paths, axis steps, sample
+// ranges, the RSS segments, stage subtrees and flame values. No DOM:
 // node's test runner loads this file as it is (tests/render/script/common.test.js).
 'use strict';
 
@@ -82,9 +83,47 @@ function nearestIndex(t, time) {
   return lo;
 }
 
+// An RSS breakdown as the page's five segments, bottom up: live bytes, the allocator's
+// in-use bytes on top, its resident free bytes on top, the rest of RSS, the tracer's own.
+function rssParts(b) {
+  const live = b.live_bytes;
+  const inUse = Math.max(b.allocator_in_use_bytes, live);
+  const resident = Math.max(b.allocator_resident_bytes, inUse);
+  const tracer = b.tracer_bytes || 0;
+  const other = Math.max(0, b.rss_bytes - resident - tracer);
+  return [live, inUse - live, resident - inUse, other, tracer];
+}
+
+// The stage `chosen` and every stage nested in it, as a Set of indices; a negative `chosen`
+// (outside any stage) is itself alone.
+function stageSubtree(stages, chosen) {
+  const set = new Set([chosen]);
+  if (chosen >= 0) {
+    stages.forEach((s, i) => {
+      for (let a = i, guard = 0; a >= 0 && guard < 1000; a = stages[a].parent, guard++) {
+        if (a === chosen) set.add(i);
+      }
+    });
+  }
+  return set;
+}
+
+// Each flame node's value: the figures' `column` summed per node (only the stages in
+// `stageSet` when there is one), then each node's added to its parent's. Nodes are
+// numbered after their parents, node 0 the root.
+function flameValuesOf(parent, figures, column, stageSet) {
+  const values = new Float64Array(parent.length);
+  for (const f of figures) {
+    if (stageSet && !stageSet.has(f[1])) continue;
+    values[f[0]] += f[column];
+  }
+  for (let n = parent.length - 1; n > 0; n--) values[parent[n]] += values[n];
+  return values;
+}
+
 // Node's test runner requires this file; the page has no `module` (an element's id could name one,
 // never with `exports`).
 if (typeof module === 'object' && module && module.exports) {
   module.exports = { byteUnit, fmtBytes, fmtCount, fmtExactCount, fmtSeconds, fmtPercent, hashString, basename, niceStep,
-    visibleRange, nearestIndex };
+    visibleRange, nearestIndex, rssParts, stageSubtree, flameValuesOf };
 }

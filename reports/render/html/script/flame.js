@@ -24,30 +24,9 @@ let flameValues = new Float64Array(nodeCount);
 // Nodes into which the renderer merged frames too small to show, with how many.
 const absorbed = new Map((flame.absorbed || []).map(([node, count]) => [node, count]));
 
-function stageFilterSet() {
-  if (flameState.stage === 'all') return null;
-  const chosen = Number(flameState.stage);
-  const set = new Set([chosen]);
-  if (chosen >= 0) {
-    // Nested stages count with their parent.
-    stages.forEach((s, i) => {
-      for (let a = i, guard = 0; a >= 0 && guard < 1000; a = stages[a].parent, guard++) {
-        if (a === chosen) set.add(i);
-      }
-    });
-  }
-  return set;
-}
 function computeFlameValues() {
-  const values = new Float64Array(nodeCount);
-  const column = METRICS[flameState.metric].column;
-  const filter = stageFilterSet();
-  for (const f of flame.figures) {
-    if (filter && !filter.has(f[1])) continue;
-    values[f[0]] += f[column];
-  }
-  for (let n = nodeCount - 1; n > 0; n--) values[flame.parent[n]] += values[n];
-  flameValues = values;
+  const filter = flameState.stage === 'all' ? null : stageSubtree(stages, Number(flameState.stage));
+  flameValues = flameValuesOf(flame.parent, flame.figures, METRICS[flameState.metric].column, filter);
 }
 function nodeFrame(n) {
   return n > 0 ? frames[flame.frame[n]] : null;

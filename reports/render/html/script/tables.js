@@ -109,14 +109,6 @@ const RSS_SEGMENTS = [
   { cls: 'seg-other', title: 'rest of RSS (code, stacks, other mappings)' },
   { cls: 'seg-tracer', title: 'the tracer\'s own memory (apart)' },
 ];
-function rssParts(b) {
-  const live = b.live_bytes;
-  const inUse = Math.max(b.allocator_in_use_bytes, live);
-  const resident = Math.max(b.allocator_resident_bytes, inUse);
-  const tracer = b.tracer_bytes || 0;
-  const other = Math.max(0, b.rss_bytes - resident - tracer);
-  return [live, inUse - live, resident - inUse, other, tracer];
-}
 // What of the resident pages other processes also hold (copy-on-write pages after a
 // fork, libraries): summed RSS counts them in each process, PSS once.
 function sharesText(sh) {
