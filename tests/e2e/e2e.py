@@ -6,7 +6,9 @@ usage: e2e.py SCENARIO --memstage PATH --programs DIR --work DIR [--validator PA
        e2e.py --list
 
 One scenario per CTest test, e2e.NAME for each function scenario_NAME under @scenario (what
-they share is tests/lib/memstage_scenarios.py). The programs live in
+they share is tests/lib/memstage_scenarios.py). A new scenario is that one function, its
+docstring what it checks: @scenario(timeout_s=240) where it needs longer than 120 s,
+@scenario(may_skip=True) where it may `raise SystemExit(SKIP)`. The programs live in
 tests/e2e/programs; each writes its own truth (sizes, counts, peaks, source lines, pids)
 to the JSON file named by its first argument. Every report.json a scenario produces is
 validated against reports/schema/report.schema.json with tests/render/validate_report.py.
