@@ -4,8 +4,9 @@ readers of a report's stacks, and one registration of a script's scenarios.
 
 A script registers each scenario once, as a function named scenario_NAME under @scenario
 (Scenarios.register); CMake asks `SCRIPT --list` at configure time and makes one test
-PREFIX.NAME of each (tests/CMakeLists.txt's memstage_add_scenarios). Python 3 standard
-library only.
+PREFIX.NAME of each (tests/CMakeLists.txt's memstage_add_scenarios). Scenarios.main runs
+scenarios that take a Scenario (e2e.py, jobs.py); Scenarios.parse hands the parsed arguments
+to scripts whose scenarios take those (outputs, compare, scale). Python 3 standard library only.
 """
 import argparse
 import json
@@ -16,6 +17,7 @@ import sys
 import time
 
 MIB = 1048576
+
 
 def base_name(function):
     """'ns::f(int) const [clone .cold]' -> 'ns::f': the name without parameters or clone suffix."""
