@@ -34,6 +34,9 @@ constexpr FigureSpec kSpecs[] = {
     {Figure::kAllocatorResidentBytes, "allocator_resident_bytes", "rss_breakdown", "allocator_resident_bytes",
      Merge::kHighest},
     {Figure::kPeakDeviceBytes, "peak_device_bytes", nullptr, "peak_device_bytes", Merge::kHighest},
+    {Figure::kPeakHeapIncreaseBytes, "peak_heap_increase_bytes", nullptr, "peak_heap_increase_bytes", Merge::kHighest},
+    {Figure::kPeakRssIncreaseBytes, "peak_rss_increase_bytes", nullptr, "peak_rss_increase_bytes", Merge::kHighest},
+    {Figure::kRetainedBytes, "retained_bytes", nullptr, "retained_bytes", Merge::kSum},
 };
 static_assert(std::size(kSpecs) == kFigureCount);
 

@@ -25,8 +25,11 @@ enum class Figure {
   kFragmentationRatio,
   kAllocatorResidentBytes,
   kPeakDeviceBytes,
+  kPeakHeapIncreaseBytes,  // stages only: the rise above the stage's start
+  kPeakRssIncreaseBytes,
+  kRetainedBytes,  // stages only: allocated in the stage and live at its end
 };
-inline constexpr size_t kFigureCount = 9;
+inline constexpr size_t kFigureCount = 12;
 
 // The report contract's name of a figure ("peak_heap_bytes", "fragmentation" for its ratio).
 std::string_view figure_name(Figure figure);
