@@ -38,6 +38,9 @@ constexpr FigureSpec kSpecs[] = {
     {Figure::kAllocatorInUseBytes, "allocator_in_use_bytes", "rss_breakdown", "allocator_in_use_bytes", Merge::kHighest},
     {Figure::kBreakdownRssBytes, "rss_bytes", "rss_breakdown", "rss_bytes", Merge::kHighest},
     {Figure::kTracerBytes, "tracer_bytes", "rss_breakdown", "tracer_bytes", Merge::kHighest},
+    {Figure::kPeakHeapIncreaseBytes, "peak_heap_increase_bytes", nullptr, "peak_heap_increase_bytes", Merge::kHighest},
+    {Figure::kPeakRssIncreaseBytes, "peak_rss_increase_bytes", nullptr, "peak_rss_increase_bytes", Merge::kHighest},
+    {Figure::kRetainedBytes, "retained_bytes", nullptr, "retained_bytes", Merge::kSum},
 };
 static_assert(std::size(kSpecs) == kFigureCount);
 

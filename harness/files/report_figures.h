@@ -30,8 +30,11 @@ enum class Figure {
   kAllocatorInUseBytes,
   kBreakdownRssBytes,
   kTracerBytes,
+  kPeakHeapIncreaseBytes,  // stages only: the rise above the stage's start
+  kPeakRssIncreaseBytes,
+  kRetainedBytes,  // stages only: allocated in the stage and live at its end
 };
-inline constexpr size_t kFigureCount = 13;
+inline constexpr size_t kFigureCount = 16;
 
 // The report contract's name of a figure ("peak_heap_bytes", "fragmentation" for its ratio,
 // "rss_bytes" for rss_breakdown's).

@@ -804,6 +804,8 @@ StageReport stage_report(const FirstPass& pass, size_t i, const std::string& pat
   r.closed = s.closed;
   MemoryFigures& f = r.figures;
   s.peaks.fill(f, kNsPerS);
+  r.peak_heap_increase_bytes = s.peaks.heap_bytes - std::min(s.peaks.heap_bytes, s.at_start.heap_bytes);
+  r.peak_rss_increase_bytes = s.peaks.rss_bytes - std::min(s.peaks.rss_bytes, s.at_start.rss_bytes);
   if (pass.counts_from_counters()) {
     f.allocations = own_counters[i].allocations;
     f.frees = own_counters[i].frees;

@@ -12,6 +12,7 @@ void StageAggregator::begin(uint32_t name_id, uint64_t now_ns, const Peaks& star
   s.depth = static_cast<int>(open_.size());
   s.start_ns = now_ns;
   s.peaks = start;
+  s.at_start = start;
   if (counters) s.counters_at_begin = *counters;
   instances.push_back(s);
   live_self_bytes_.push_back();

@@ -26,6 +26,7 @@ struct StageInstance {
   uint64_t end_ns = 0;
   bool closed = false;
   Peaks peaks;
+  Peaks at_start;  // where the process stood when it began: its rises are measured from there
   uint64_t allocations = 0;
   uint64_t frees = 0;
   uint64_t bytes_allocated = 0;

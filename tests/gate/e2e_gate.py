@@ -136,7 +136,7 @@ def main():
 
     # A typo in the budget: exit 2 naming the field, before the command runs.
     rc, _, err = run([ms, "run", "-q", "-o", w("typo_run"), "--budget", w("typo.json"), "--", prog, "8", "0"])
-    expected = f'memstage: {w("typo.json")}: unknown field "totals.peak_rs" (expected peak_heap, peak_rss, leaked, fragmentation, peak_device)'
+    expected = f'memstage: {w("typo.json")}: unknown field "totals.peak_rs" (expected peak_heap, peak_rss, leaked, fragmentation, peak_device, and for stages peak_heap_increase, peak_rss_increase, retained)'
     check(rc == 2, f"run --budget with a typo exits 2 (got {rc})")
     check(err.strip() == expected, f"run --budget typo message: {err!r}")
     check(not os.path.exists(w("typo_run/report.json")), "run --budget with a typo does not run the command")

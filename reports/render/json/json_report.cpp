@@ -213,7 +213,9 @@ void add_stages(Json& j, const Report& r) {
     }
     st["peak_heap_bytes"] = f.peak_heap_bytes;
     st["peak_heap_time_s"] = f.peak_heap_time_s;
+    st["peak_heap_increase_bytes"] = s.peak_heap_increase_bytes;
     st["peak_rss_bytes"] = f.peak_rss_bytes;
+    st["peak_rss_increase_bytes"] = s.peak_rss_increase_bytes;
     st["peak_program_rss_bytes"] = f.peak_program_rss_bytes;
     st["tracer_peak_bytes"] = f.tracer_peak_bytes;
     st["allocations"] = f.allocations;
