@@ -222,7 +222,8 @@ void add_stages(Json& j, const Report& r) {
     st["frees"] = f.frees;
     st["bytes_allocated"] = f.bytes_allocated;
     st["temporary_allocations"] = unless_unmeasured(r.temporaries_measured(), f.temporary_allocations);
-    st["retained_bytes"] = s.retained_bytes;
+    // Blocks are followed where leaks are: stats mode measures neither.
+    st["retained_bytes"] = unless_unmeasured(r.leaks_measured, s.retained_bytes);
     st["leaked_bytes"] = unless_unmeasured(r.leaks_measured, f.leaked_bytes);
     st["leaked_blocks"] = unless_unmeasured(r.leaks_measured, f.leaked_blocks);
     st["mmap_peak_bytes"] = f.mmap_peak_bytes;

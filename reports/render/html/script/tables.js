@@ -14,8 +14,10 @@ const STAGE_COLUMNS = [
     show: (s) => (s.device ? fmtBytes(s.device.peak_bytes) : '–') },
   { key: 'allocations', title: 'Allocations', value: (s) => s.figures.allocations, show: (s) => fmtCount(s.figures.allocations) },
   { key: 'allocated', title: 'Allocated', value: (s) => s.figures.bytes_allocated, show: (s) => fmtBytes(s.figures.bytes_allocated) },
-  { key: 'retained', title: 'Retained', value: (s) => s.retained_bytes, show: (s) => fmtBytes(s.retained_bytes) },
-  // A mode that does not follow blocks (stats) did not measure leaks: '–', never "0 B".
+  // A mode that does not follow blocks (stats) did not measure what stages retained or leaked:
+  // '–', never "0 B".
+  { key: 'retained', title: 'Retained', value: (s) => (data.leaks_measured === false ? -1 : s.retained_bytes),
+    show: (s) => (data.leaks_measured === false ? '–' : fmtBytes(s.retained_bytes)) },
   { key: 'leaked', title: 'Leaked', value: (s) => (data.leaks_measured === false ? -1 : s.figures.leaked_bytes),
     show: (s) => (data.leaks_measured === false ? '–' : fmtBytes(s.figures.leaked_bytes)) },
   { key: 'fragmentation', title: 'Fragmentation', value: (s) => s.figures.fragmentation.ratio,
