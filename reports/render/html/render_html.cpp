@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reports/model/thin_series.h"
 #include "reports/render/html/html_assets.h"
 
 namespace memstage::reports {
@@ -27,8 +28,8 @@ using nlohmann::json;
 constexpr double kFlamePruneShare = 0.0005;
 // More call-tree nodes than this make the page slow to lay out; the threshold then grows.
 constexpr size_t kFlameMaxNodes = 40000;
-// The timeline keeps at most about this many points, always including each bucket's
-// highest heap and RSS so peaks survive thinning.
+// The timeline keeps at most this many points (thin_timeline: each span's highest heap and
+// RSS). The analysis keeps fewer; a report made otherwise may hold more.
 constexpr size_t kTimelineMaxPoints = 4000;
 constexpr size_t kMaxLeakGroups = 200;
 constexpr size_t kMaxTopSites = 50;
@@ -380,42 +381,21 @@ json flame_json(const Report& report, FrameTable& frames) {
 }
 
 json timeline_json(const Report& report) {
-  const auto& points = report.timeline;
-  std::vector<size_t> keep;
-  if (points.size() <= kTimelineMaxPoints) {
-    for (size_t i = 0; i < points.size(); ++i) keep.push_back(i);
-  } else {
-    const size_t buckets = kTimelineMaxPoints / 3;
-    const size_t per_bucket = (points.size() + buckets - 1) / buckets;
-    for (size_t begin = 0; begin < points.size(); begin += per_bucket) {
-      const size_t end = std::min(points.size(), begin + per_bucket);
-      size_t max_heap = begin, max_rss = begin;
-      for (size_t i = begin; i < end; ++i) {
-        if (points[i].heap_bytes > points[max_heap].heap_bytes) max_heap = i;
-        if (points[i].rss_bytes > points[max_rss].rss_bytes) max_rss = i;
-      }
-      keep.push_back(begin);
-      keep.push_back(max_heap);
-      keep.push_back(max_rss);
-    }
-    keep.push_back(points.size() - 1);
-    std::sort(keep.begin(), keep.end());
-    keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
-  }
+  const std::vector<TimelinePoint> points = thin_timeline(report.timeline, kTimelineMaxPoints);
   json t = json::array(), heap = json::array(), rss = json::array(), tracer = json::array(), stage = json::array();
-  for (size_t i : keep) {
-    t.push_back(points[i].t_s);
-    heap.push_back(points[i].heap_bytes);
-    rss.push_back(points[i].rss_bytes);
-    tracer.push_back(points[i].tracer_bytes);
-    stage.push_back(points[i].stage);
+  for (const TimelinePoint& p : points) {
+    t.push_back(p.t_s);
+    heap.push_back(p.heap_bytes);
+    rss.push_back(p.rss_bytes);
+    tracer.push_back(p.tracer_bytes);
+    stage.push_back(p.stage);
   }
   return json{{"t_s", std::move(t)},
               {"heap_bytes", std::move(heap)},
               {"rss_bytes", std::move(rss)},
               {"tracer_bytes", std::move(tracer)},
               {"stage", std::move(stage)},
-              {"points_in_report", points.size()}};
+              {"points_in_report", report.timeline.size()}};
 }
 
 json stack_figure_json(StackIndex stack, const std::array<uint64_t, 5>& f) {
