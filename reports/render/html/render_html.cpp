@@ -16,12 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/model/thin_series.h"
+#include "reports/render/json/model_json.h"
 #include "reports/render/html/html_assets.h"
 
 namespace memstage::reports {
 namespace {
 
 using nlohmann::json;
+using namespace model_json;
 
 // A frame narrower than this share of its view's total is merged into its caller
 // (0.05 %: under a pixel on a 2000 px wide flame graph).
@@ -51,40 +53,6 @@ std::string frame_label(const Frame& frame) {
   if (!frame.function.empty()) return frame.function;
   if (!frame.module.empty()) return std::string(basename(frame.module)) + "+" + hex(frame.module_offset);
   return hex(frame.address);
-}
-
-json figures_json(const MemoryFigures& f) {
-  const auto& b = f.rss_breakdown;
-  json out{
-      {"peak_heap_bytes", f.peak_heap_bytes},
-      {"peak_heap_time_s", f.peak_heap_time_s},
-      {"peak_rss_bytes", f.peak_rss_bytes},
-      {"peak_program_rss_bytes", f.peak_program_rss_bytes},
-      {"tracer_peak_bytes", f.tracer_peak_bytes},
-      {"allocations", f.allocations},
-      {"frees", f.frees},
-      {"bytes_allocated", f.bytes_allocated},
-      {"temporary_allocations", f.temporary_allocations},
-      {"leaked_bytes", f.leaked_bytes},
-      {"leaked_blocks", f.leaked_blocks},
-      {"mmap_peak_bytes", f.mmap_peak_bytes},
-      {"fragmentation", {{"ratio", f.fragmentation.ratio}, {"estimated", f.fragmentation.estimated}}},
-      {"rss_breakdown",
-       {{"live_bytes", b.live_bytes},
-        {"allocator_in_use_bytes", b.allocator_in_use_bytes},
-        {"allocator_resident_bytes", b.allocator_resident_bytes},
-        {"rss_bytes", b.rss_bytes},
-        {"tracer_bytes", b.tracer_bytes},
-        {"estimated", b.estimated},
-        {"t_s", b.t_s}}},
-  };
-  if (b.shares) {
-    out["rss_breakdown"]["shares"] = {{"shared_bytes", b.shares->shared_bytes},
-                                      {"private_bytes", b.shares->private_bytes},
-                                      {"pss_bytes", b.shares->pss_bytes},
-                                      {"t_s", b.shares->t_s}};
-  }
-  return out;
 }
 
 // Frames shown on the page, each stored once: [label, function, file, line, module,
@@ -563,19 +531,10 @@ json growth_json(const Report& report, FrameTable& frames, std::vector<StackInde
   if (!report.growth) return nullptr;
   json stacks = json::array();
   for (const GrowingStack& g : report.growth->stacks) {
-    json t = json::array(), live = json::array();
-    for (const GrowthPoint& p : g.series) {
-      t.push_back(p.t_s);
-      live.push_back(p.live_bytes);
-    }
-    stacks.push_back({{"stack", g.stack},
-                      {"site", site_json(report, g.stack, frames)},
-                      {"bytes_per_s", g.bytes_per_s},
-                      {"live_bytes", g.live_bytes},
-                      {"since_s", g.since_s},
-                      {"r_squared", g.r_squared},
-                      {"relative_standard_error", g.relative_standard_error ? json(*g.relative_standard_error) : json(nullptr)},
-                      {"series", {{"t_s", std::move(t)}, {"live_bytes", std::move(live)}}}});
+    json entry{{"stack", g.stack}, {"site", site_json(report, g.stack, frames)}};
+    put_growth_fit(entry, g);
+    put_growth_series(entry, g);
+    stacks.push_back(std::move(entry));
     used_stacks.push_back(g.stack);
   }
   return json{{"interval_s", report.growth->interval_s},
@@ -593,11 +552,6 @@ json stack_bytes_json(const std::vector<StackBytes>& stacks, std::vector<StackIn
   return out;
 }
 
-template <class T>
-json optional_json(const std::optional<T>& value) {
-  return value ? json(*value) : json(nullptr);
-}
-
 // The job (several processes on one clock): its peaks, its timeline as columns with one
 // column of heap per process (for the stacked chart), the stacks held at its peak.
 json job_json(const Report& report, std::vector<StackIndex>& used_stacks) {
@@ -610,7 +564,7 @@ json job_json(const Report& report, std::vector<StackIndex>& used_stacks) {
     t.push_back(p.t_s);
     heap.push_back(p.heap_bytes);
     rss.push_back(p.rss_bytes);
-    pss.push_back(optional_json(p.pss_bytes));
+    pss.push_back(optional_json<json>(p.pss_bytes));
     any_pss = any_pss || p.pss_bytes.has_value();
     for (size_t i = 0; i < per_process.size(); ++i) {
       per_process[i].push_back(i < p.process_heap_bytes.size() ? p.process_heap_bytes[i] : 0);
@@ -622,22 +576,15 @@ json job_json(const Report& report, std::vector<StackIndex>& used_stacks) {
     tops.push_back({{"process", s.process}, {"stack", s.held.stack}, {"bytes", s.held.bytes}, {"blocks", s.held.blocks}});
     used_stacks.push_back(s.held.stack);
   }
-  return json{{"peak_heap_bytes", job.peak_heap_bytes},
-              {"peak_heap_time_s", job.peak_heap_time_s},
-              {"peak_rss_bytes", job.peak_rss_bytes},
-              {"peak_rss_time_s", job.peak_rss_time_s},
-              {"peak_pss_bytes", optional_json(job.peak_pss_bytes)},
-              {"peak_pss_time_s", job.peak_pss_time_s},
-              {"peak_uss_bytes", optional_json(job.peak_uss_bytes)},
-              {"rss_overstates", job.rss_overstates},
-              {"clock_resolution_s", job.clock_resolution_s},
-              {"timeline",
-               {{"t_s", std::move(t)},
-                {"heap_bytes", std::move(heap)},
-                {"rss_bytes", std::move(rss)},
-                {"pss_bytes", any_pss ? std::move(pss) : json(nullptr)},
-                {"process_heap_bytes", std::move(per_process)}}},
-              {"top_stacks_at_peak", std::move(tops)}};
+  json out{{"timeline",
+            {{"t_s", std::move(t)},
+             {"heap_bytes", std::move(heap)},
+             {"rss_bytes", std::move(rss)},
+             {"pss_bytes", any_pss ? std::move(pss) : json(nullptr)},
+             {"process_heap_bytes", std::move(per_process)}}},
+           {"top_stacks_at_peak", std::move(tops)}};
+  put_job_peaks(out, job);
+  return out;
 }
 
 int worst_stage(const std::vector<StageReport>& stages) {
@@ -669,11 +616,9 @@ json page_data(const Report& report) {
   data["duration_s"] = report.duration_s;
   data["allocator"] = report.allocator;
   data["mode"] = report.mode;
-  data["sampling"] = report.sampling ? json{{"rate_bytes", report.sampling->rate_bytes}, {"note", report.sampling->note}}
-                                     : json(nullptr);
-  data["python"] = report.python ? json{{"version", report.python->version}, {"allocator", report.python->allocator}}
-                                 : json(nullptr);
-  data["totals"] = figures_json(report.totals);
+  data["sampling"] = sampling_json<json>(report.sampling);
+  data["python"] = python_json<json>(report.python);
+  data["totals"] = memory_figures_json<json>(report.totals);
   data["warnings"] = report.warnings;
   if (!report.capture_notes.empty()) data["capture_notes"] = report.capture_notes;
   data["worst_stage"] = worst_stage(report.stages);
@@ -694,11 +639,8 @@ json page_data(const Report& report) {
                       {"end_s", s.end_s},
                       {"closed", s.closed},
                       {"retained_bytes", s.retained_bytes},
-                      {"figures", figures_json(s.figures)},
-                      {"device", s.device ? json{{"peak_bytes", s.device->peak_bytes},
-                                                 {"retained_bytes", s.device->retained_bytes},
-                                                 {"leaked_bytes", s.device->leaked_bytes}}
-                                          : json(nullptr)},
+                      {"figures", memory_figures_json<json>(s.figures)},
+                      {"device", s.device ? device_figures_json<json>(*s.device) : json(nullptr)},
                       {"top_stacks_at_peak", stack_bytes_json(s.top_stacks_at_peak, used_stacks)}});
   }
   data["stages"] = std::move(stages);
@@ -712,35 +654,15 @@ json page_data(const Report& report) {
       t.push_back(p.t_s);
       bytes.push_back(p.bytes);
     }
-    data["device"] = {{"peak_bytes", report.device->totals.peak_bytes},
-                      {"peak_time_s", report.device->totals.peak_time_s},
-                      {"leaked_bytes", report.device->totals.leaked_bytes},
-                      {"timeline", {{"t_s", std::move(t)}, {"bytes", std::move(bytes)}}}};
+    data["device"] = device_figures_json<json>(report.device->totals);
+    data["device"]["timeline"] = {{"t_s", std::move(t)}, {"bytes", std::move(bytes)}};
   } else {
     data["device"] = nullptr;
   }
 
   json processes = json::array();
   for (const auto& p : report.processes) {
-    processes.push_back({{"pid", p.pid},
-                         {"parent_pid", p.parent_pid},
-                         {"command", p.command},
-                         {"peak_heap_bytes", p.peak_heap_bytes},
-                         {"peak_rss_bytes", p.peak_rss_bytes},
-                         {"peak_pss_bytes", optional_json(p.peak_pss_bytes)},
-                         {"peak_uss_bytes", optional_json(p.peak_uss_bytes)},
-                         {"complete", p.complete},
-                         {"ended", p.ended},
-                         {"exec_path", p.exec_path},
-                         {"exit_code", optional_json(p.exit_code)},
-                         {"signal", optional_json(p.signal)},
-                         {"start_s", p.start_s},
-                         {"end_s", p.end_s},
-                         {"heap_at_job_peak_bytes", p.heap_at_job_peak_bytes},
-                         {"host", p.host},
-                         {"rank", optional_json(p.rank)},
-                         {"local_rank", optional_json(p.local_rank)},
-                         {"world_size", optional_json(p.world_size)}});
+    processes.push_back(process_json<json>(p));
   }
   data["processes"] = std::move(processes);
   data["job"] = report.processes.size() > 1 ? job_json(report, used_stacks) : json(nullptr);
