@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/model/thin_series.h"
+#include "reports/render/frame_label.h"
 #include "reports/render/json/model_json.h"
 #include "reports/render/html/html_assets.h"
 
@@ -36,24 +37,6 @@ constexpr size_t kTimelineMaxPoints = 4000;
 constexpr size_t kMaxLeakGroups = 200;
 constexpr size_t kMaxTopSites = 50;
 constexpr size_t kMaxStageTopStacks = 10;
-
-std::string hex(uint64_t value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
-  return buffer;
-}
-
-std::string_view basename(std::string_view path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-// What a frame is called on the page: its function, or "module+0xOFFSET" without one.
-std::string frame_label(const Frame& frame) {
-  if (!frame.function.empty()) return frame.function;
-  if (!frame.module.empty()) return std::string(basename(frame.module)) + "+" + hex(frame.module_offset);
-  return hex(frame.address);
-}
 
 // Frames shown on the page, each stored once: [label, function, file, line, module,
 // module_offset, kind, inlined, allocator]. Stacks and call-tree nodes refer to them by
@@ -79,7 +62,7 @@ class FrameTable {
     auto [it, added] = ids_.try_emplace(std::move(key), static_cast<uint32_t>(rows_.size()));
     if (added) {
       rows_.push_back(json::array({frame_label(frame), frame.function, frame.file, frame.line, frame.module,
-                                   hex(frame.module_offset), frame.kind, frame.inlined, frame.allocator}));
+                                   hex_address(frame.module_offset), frame.kind, frame.inlined, frame.allocator}));
     }
     return it->second;
   }

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "reports/render/frame_label.h"
 #include "reports/render/json/model_json.h"
 
 namespace memstage::reports {
@@ -10,21 +11,14 @@ namespace {
 using Json = nlohmann::ordered_json;
 using namespace model_json;
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 Json frame_json(const Frame& f) {
   Json j;
   j["function"] = f.function;
   j["file"] = f.file;
   j["line"] = f.line;
   j["module"] = f.module;
-  // Hex strings: addresses do not fit in a JavaScript number.
-  j["address"] = hex(f.address);
-  j["module_offset"] = hex(f.module_offset);
+  j["address"] = hex_address(f.address);
+  j["module_offset"] = hex_address(f.module_offset);
   j["inlined"] = f.inlined;
   j["allocator"] = f.allocator;
   j["kind"] = f.kind;
