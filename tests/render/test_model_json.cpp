@@ -1,4 +1,4 @@
-// One serializer per model type (reports/render/json/model_json.h): report.json, the page's
+// One serializer per model type (reports/render/model_json.h): report.json, the page's
 // data and the Chrome trace give the same figures under the same names.
 #include <map>
 #include <string>

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reports/render/json/model_json.h"
+#include "reports/render/model_json.h"
 
 namespace memstage::reports {
 namespace {

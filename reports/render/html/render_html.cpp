@@ -17,7 +17,7 @@
 
 #include "reports/model/thin_series.h"
 #include "reports/render/frame_label.h"
-#include "reports/render/json/model_json.h"
+#include "reports/render/model_json.h"
 #include "reports/render/html/html_assets.h"
 
 namespace memstage::reports {

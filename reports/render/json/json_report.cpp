@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "reports/render/frame_label.h"
-#include "reports/render/json/model_json.h"
+#include "reports/render/model_json.h"
 
 namespace memstage::reports {
 namespace {
