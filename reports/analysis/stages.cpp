@@ -1,6 +1,6 @@
 #include "reports/analysis/stages.h"
 
-#include <algorithm>
+#include <utility>
 
 namespace memstage::reports {
 
