@@ -125,10 +125,8 @@ int find_own_text(dl_phdr_info* info, size_t, void*) {
 
 // A full ring's producer sleeps this long at most before it looks again. The writer wakes
 // it when it makes room (EventRing::consume_to), so this only bounds a wait the writer
-// cannot end (it stopped). At 100 us, 32 threads allocating on 2 cores woke again and
-// again to find their rings still full (172,000 context switches in a 1.2 s run) and took
-// the cores the writer needed: 1 ms, with writer_wake asking once (writer.cpp), made that
-// run 0.65-0.69 x the time under `memstage run`.
+// cannot end (it stopped). Shorter sleeps, with more threads than cores, woke again and
+// again to full rings and took the cores the writer needed (docs/performance.md).
 constexpr uint64_t kRingFullWaitNs = 1'000'000;
 
 // Waits for `slots` free slots in the caller's ring. The writer frees them; if it
@@ -144,7 +142,7 @@ __attribute__((noinline)) bool wait_for_slots_in_full_ring(ThreadState* ts, uint
   }
   return true;
 }
-// Inline, the common case: the room is there (a call's prologue was 2.6 % of a churn).
+// Inline, the common case: the room is there, and a call's prologue showed in a churn.
 inline bool wait_for_slots(ThreadState* ts, uint64_t slots) {
   return __builtin_expect(ts->ring.has_room(slots), 1) || wait_for_slots_in_full_ring(ts, slots);
 }
@@ -588,7 +586,7 @@ void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc,
     } else if (!writer_running() && writer_round_due(monotonic_ns())) {
       // A checkpoint (one left over from before a writer thread started reads nothing of
       // the writer's: its round is its own): a serve point makes system calls (getpid,
-      // gettid: ~150 ns each here), the clock is read in user space (~20 ns).
+      // gettid), where the clock is read in user space.
       serve_point();
     }
   }

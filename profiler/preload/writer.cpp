@@ -89,8 +89,7 @@ WriterState w;
 // The chunks' compression and writing, on a thread of its own beside the writer thread:
 // the writer hands it a full raw buffer and drains on into the other. Compressing took a
 // fifth of the writer's time, and the writer is what the program's threads wait for when
-// they allocate faster than it drains (a 2-thread churn: its rings full ~3000 times a
-// second, both cores idle 14-19 % of the run). Without the thread (before the program's
+// they allocate faster than it drains (docs/performance.md). Without the thread (before the program's
 // second thread, in a fork's child until it makes one) chunks are compressed where they
 // are written.
 struct ChunkCompressor {
@@ -418,8 +417,7 @@ void write_event(const EventRing& ring, uint64_t index) {
 // How far ahead of the event being written the next ones' table slots are fetched: each
 // event's live-block slot and allocation info are a cache miss in tables of megabytes,
 // fetched together instead of one after another. Only once the program holds this many
-// blocks: below, the slots it uses stay cached and fetching them costs a few ns an event
-// (a malloc/free loop's pair ~5 ns, in memstage_bench_traced_malloc).
+// blocks: below, the slots it uses stay cached and fetching them costs a few ns an event.
 constexpr uint64_t kPrefetchEvents = 8;
 constexpr uint64_t kPrefetchFromLiveBlocks = 1u << 15;
 
@@ -705,10 +703,8 @@ bool allocate_buffers() {
   if (!w.zstd) {
     w.zstd = ZSTD_createCCtx_advanced(ZSTD_customMem{zstd_alloc, zstd_free, nullptr});
     if (w.zstd) {
-      // Level 1, by measurement: the chunks of a full-mode churn compress 0.78 x as long as
-      // at zstd's default 3 (0.5 % larger; the churn's wall time 0.95 x, interleaved), and
-      // a torch import's 0.41 x as long (17 % larger, wall time 0.96 x). The writer's time
-      // is the program's: its own thread's while it has one, a core taken from it after.
+      // Level 1: much faster than zstd's default 3 for a little more size
+      // (docs/performance.md), and the writer's time is the program's.
       ZSTD_CCtx_setParameter(w.zstd, ZSTD_c_compressionLevel, 1);
       ZSTD_CCtx_setParameter(w.zstd, ZSTD_c_checksumFlag, 1);
     }

@@ -111,8 +111,7 @@ class ChunkDecoder {
  private:
  private:
   // False for a tag no record kind has. Inlined into decode's loop: called, it cost a
-  // call and a frame of its own on every event (`memstage report` of a 30 M-event trace
-  // took 1.1 x as long).
+  // call and a frame of its own on every event (docs/performance.md).
   template <size_t... I>
   __attribute__((always_inline)) bool dispatch(uint8_t tag, records::FieldSource& source, std::index_sequence<I...>) {
     return ((tag == static_cast<uint8_t>(std::tuple_element_t<I, records::AllRecords>::kTag)
