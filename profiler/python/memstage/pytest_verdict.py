@@ -14,7 +14,9 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from memstage import pytest_plugin
+import memstage
+from memstage import pytest_plugin, report_text
+from memstage.report_text import format_bytes
 
 # A test's limit keys as the gate names the test's own figures: its rise above its start, and
 # what it allocated and still held at its end (pytest-memray's limit_leaks).
@@ -70,7 +72,7 @@ def report_of(memstage_bin, out_dir, part):
 
 
 def find_memstage():
-    path = os.environ.get("MEMSTAGE") or shutil.which("memstage")
+    path = memstage.program()
     if not path or not os.access(path, os.X_OK):
         raise pytest.UsageError("--memstage: no memstage program: put it on PATH or give its path in MEMSTAGE")
     return path
@@ -144,47 +146,9 @@ def stages_by_test(report, tests):
     return {s["path"]: s for s in report.get("stages", []) if s.get("path") in wanted}
 
 
-def format_bytes(n):
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return ("%d %s" % (n, unit)) if unit == "B" else ("%.1f %s" % (n, unit))
-        n /= 1024.0
-
-
-def frame_text(frame):
-    where = frame.get("file") or os.path.basename(frame.get("module") or "?")
-    line = frame.get("line")
-    return "%s  %s%s" % (frame.get("function"), where, ":%d" % line if line else "")
-
-
-def frame_lines(frames):
-    """Frames innermost first; a run of unnamed frames of one module (an interpreter without
-    symbols) is one line."""
-    lines, unnamed, module = [], 0, None
-    for frame in frames + [None]:
-        if frame is not None and not frame.get("function"):
-            this = os.path.basename(frame.get("module") or "?")
-            if unnamed and this != module:
-                lines.append("[%d frame(s) in %s]" % (unnamed, module))
-                unnamed = 0
-            unnamed, module = unnamed + 1, this
-            continue
-        if unnamed:
-            lines.append("[%d frame(s) in %s]" % (unnamed, module))
-            unnamed = 0
-        if frame is not None:
-            lines.append(frame_text(frame))
-    return lines
-
-
 def stack_lines(stack_bytes):
-    """A stack as the report page shows it: allocator plumbing folded, innermost first."""
-    lines = frame_lines([f for f in stack_bytes["stack"] if not f.get("allocator")])
     shown = ["      %s in %d block(s)" % (format_bytes(stack_bytes["bytes"]), stack_bytes["blocks"])]
-    shown += ["        " + line for line in lines[:FRAMES_SHOWN]]
-    if len(lines) > FRAMES_SHOWN:
-        shown.append("        ... %d more" % (len(lines) - FRAMES_SHOWN))
-    return shown
+    return shown + ["        " + line for line in report_text.stack_lines(stack_bytes, FRAMES_SHOWN)]
 
 
 def stacks_to_show(stage):
