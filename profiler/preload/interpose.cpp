@@ -1041,6 +1041,16 @@ MEMSTAGE_EXPORT void memstage_tracer_stage_end(void) {
   errno = saved_errno;
 }
 
+// Everything recorded so far into the trace, for a report read while the program runs
+// (the notebook magic's, after each cell).
+MEMSTAGE_EXPORT void memstage_tracer_flush(void) {
+  if (!should_record()) return;
+  RecordingGuard guard;
+  const int saved_errno = errno;
+  flush_trace();
+  errno = saved_errno;
+}
+
 // The documented names, exported too: a program that declares them itself instead of
 // including <memstage/stage.h> (Rust, Go, Julia or R through their C FFI, ctypes, C without
 // the header) finds them here. The header's static inline wrappers never clash with these.

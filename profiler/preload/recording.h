@@ -75,6 +75,8 @@ int program_sigaction(int signo, const struct sigaction* action, struct sigactio
 // exec is about to replace the process with `path` (nullptr: fexecve): records it and
 // writes what is buffered.
 void flush_before_exec(const char* path);
+// Writes everything recorded so far (memstage_tracer_flush: a notebook cell's report).
+void flush_trace();
 
 // With the guard set, after the allocator returned p (or before it frees it).
 void record_alloc(void* p, size_t size, bool from_realloc);

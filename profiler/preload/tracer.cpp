@@ -1004,6 +1004,11 @@ void flush_before_exec(const char* path) {
   writer_flush(false, false);
 }
 
+void flush_trace() {
+  if (!recording() || in_child_sharing_memory()) return;
+  writer_flush(false, false);
+}
+
 void finish_trace() {
   if (!recording() || in_child_sharing_memory()) return;
   if (ThreadState* ts = current_thread_state()) {
