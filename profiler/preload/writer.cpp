@@ -18,6 +18,7 @@
 #include "profiler/preload/address_index.h"
 #include "profiler/preload/aggregate.h"
 #include "profiler/preload/descriptors.h"
+#include "profiler/preload/fatal_signals.h"
 #include "profiler/preload/futex.h"
 #include "profiler/preload/allocation_infos.h"
 #include "profiler/preload/recording.h"
@@ -722,7 +723,9 @@ namespace {
 bool start_tracer_thread(pthread_t* thread, size_t stack_bytes, void* (*start)(void*), const char* name) {
   sigset_t blocked, creator_mask;
   sigfillset(&blocked);
-  for (int fault : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&blocked, fault);
+  for (const FatalSignal& s : kFatalSignals) {
+    if (s.raised_by_fault) sigdelset(&blocked, s.signo);
+  }
   char creator_name[16] = {};
   const bool renamed = prctl(PR_GET_NAME, creator_name) == 0 && prctl(PR_SET_NAME, name) == 0;
   pthread_attr_t attributes;
