@@ -57,7 +57,7 @@ bool start_once() {
 inline bool should_record() { return !t_thread.in_tracer && recording(); }
 
 // For the malloc family, called from `caller` (its return address): also not the dynamic
-// loader's own bookkeeping (tracer.h, called_from_loader), which never starts the tracer.
+// loader's own bookkeeping (real_functions.h, called_from_loader), which never starts the tracer.
 inline bool should_record_call(const void* caller) {
   if (called_from_loader(caller)) return false;
   if (__builtin_expect(should_record(), 1)) return true;

@@ -1,5 +1,6 @@
 // The recording paths of the tracer: thread states, stacks, events, samples, stages,
-// start, exit, fork and fatal signals. The interposed symbols live in interpose.cpp.
+// start, exit, fork and fatal signals. The interposed symbols live in interpose*.cpp
+// (hooked_functions.h lists them).
 #include "profiler/preload/tracer.h"
 
 #include <dlfcn.h>

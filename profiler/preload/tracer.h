@@ -1,5 +1,6 @@
 // State shared by the parts of the in-process tracer: the interposed functions
-// (interpose.cpp), the recording paths (tracer.cpp) and the writer thread (writer.cpp).
+// (interpose*.cpp, got_hooks.cpp), the recording paths (tracer.cpp) and the writer
+// thread (writer.cpp).
 #pragma once
 
 #include <pthread.h>
