@@ -474,56 +474,9 @@ inline int end_fresh_walk(WalkCache& cache, uint32_t steps, int n, bool complete
   return n;
 }
 
-// The rules read before the last dlopen or dlclose may be for code no longer there.
-inline void forget_stale_rules(WalkCache& cache) {
-  const uint64_t generation = g_frame_rule_generation.load(std::memory_order_acquire);
-  if (cache.generation == generation) return;
-  for (FrameRule& slot : cache.rules) slot = FrameRule{};
-  cache.last_count = 0;
-  cache.last_output_count = -1;
-  cache.generation = generation;
-}
-
-// The frames the last walk has from its step `from` outwards (its outermost step may have none).
-inline uint32_t first_frame_step(const WalkCache& cache) { return cache.last_ends_without_frame ? 1 : 0; }
-inline int last_walk_frames(const WalkCache& cache, uint32_t from) {
-  return static_cast<int>(from + 1 - first_frame_step(cache));
-}
-
-// The walk, `n` frames in, meets the last walk at its step `from`: -1 when the last walk's
-// frames from there are still on the stack and enough (a walk cut at its maximum is not
-// taken for more frames than it has), else the step where the stack differs (0: none
-// further out can start where the last walk's did).
-inline int64_t last_walk_reusable_from(const WalkCache& cache, uint32_t from, int n, int max, uint64_t start_rsp) {
-  const bool enough = cache.last_complete || n + last_walk_frames(cache, from) >= max;
-  return enough ? last_walk_differs_at(cache, from, start_rsp) : 0;
-}
-
-// The walk, `n` frames in, ends with the last walk's frames from its step `from` outwards.
-// Inlined into walk_frames, as the step below: one piece of machine code, the hot path of
-// full and aggregate modes.
-__attribute__((always_inline)) inline int end_on_last_walk(WalkCache& cache, uint32_t from, int n, int max,
-                                                           uint64_t* out, bool out_if_repeated) {
-  const int fresh = n;
-  const int count = n + last_walk_frames(cache, from) < max ? n + last_walk_frames(cache, from) : max;
-  // From the last walk's first step on: its frames, all of them, when it returned as many.
-  cache.repeated = fresh == 0 && from + 1 == cache.last_count && count == cache.last_output_count;
-  if (cache.repeated && !out_if_repeated) {
-    n = count;
-  } else {
-    for (uint32_t i = from + 1; i-- > first_frame_step(cache) && n < max;) out[n++] = cache.last[i].return_address;
-  }
-  if (fresh) {
-    keep_walk(cache, from + 1, static_cast<uint32_t>(fresh), false, false);
-  } else {
-    cache.last_count = from + 1;  // keep_walk with no step of its own, without the call
-  }
-  cache.last_output_count = n;
-  return n;
-}
-
 // One step outwards by `slot`'s rule from the frame at (pc, rsp, rbp), whose CFA is `cfa`,
-// noted in `step`: rbp becomes the caller's; returns the return address.
+// noted in `step`: rbp becomes the caller's; returns the return address. Inlined: the walk
+// stays one piece of machine code, the hot path of full and aggregate modes.
 __attribute__((always_inline)) inline uint64_t step_out(WalkStep& step, const FrameRule& slot, uint64_t pc,
                                                         uint64_t rsp, uint64_t& rbp, uint64_t cfa) {
   step.pc = pc;
@@ -551,7 +504,13 @@ int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_
   const WalkStart start{start_pc, start_rsp, start_rbp};
   cache.repeated = false;
   if (max < 0 || static_cast<uint32_t>(max) > WalkCache::kMaxSteps) return kLeaveToLibunwind;
-  forget_stale_rules(cache);
+  const uint64_t generation = g_frame_rule_generation.load(std::memory_order_acquire);
+  if (cache.generation != generation) {
+    for (FrameRule& slot : cache.rules) slot = FrameRule{};
+    cache.last_count = 0;
+    cache.last_output_count = -1;
+    cache.generation = generation;
+  }
   uint64_t rsp = start.rsp, rbp = start.rbp;
   // The first frame runs at pc; the others are at a return address, whose call
   // instruction (the byte before it) is the one whose rule applies.
@@ -565,8 +524,29 @@ int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_
     if (match >= 0 && cache.last[match].rsp == rsp && cache.last[match].pc == pc &&
         (!cache.last[match].rbp_used || cache.last[match].rbp == rbp)) {
       const auto from = static_cast<uint32_t>(match);
-      const int64_t differs_at = last_walk_reusable_from(cache, from, n, max, start.rsp);
-      if (differs_at < 0) return end_on_last_walk(cache, from, n, max, out, out_if_repeated);
+      const uint32_t first_frame = cache.last_ends_without_frame ? 1 : 0;  // outermost step with a frame
+      const int available = static_cast<int>(from + 1 - first_frame);
+      // Far enough out (a walk cut at its maximum is not taken for more frames than it has).
+      const bool enough = cache.last_complete || n + available >= max;
+      const int64_t differs_at = enough ? last_walk_differs_at(cache, from, start.rsp) : 0;
+      if (differs_at < 0) {
+        const int fresh = n;
+        const int count = n + available < max ? n + available : max;
+        // From the last walk's first step on: its frames, all of them, when it returned as many.
+        cache.repeated = fresh == 0 && from + 1 == cache.last_count && count == cache.last_output_count;
+        if (cache.repeated && !out_if_repeated) {
+          n = count;
+        } else {
+          for (uint32_t i = from + 1; i-- > first_frame && n < max;) out[n++] = cache.last[i].return_address;
+        }
+        if (fresh) {
+          keep_walk(cache, from + 1, static_cast<uint32_t>(fresh), false, false);
+        } else {
+          cache.last_count = from + 1;  // keep_walk with no step of its own, without the call
+        }
+        cache.last_output_count = n;
+        return n;
+      }
       // The stack differs there: walked on, and a step further out may still start where
       // the last walk's did.
       match = differs_at - 1;

@@ -16,12 +16,11 @@ std::atomic<int> g_resolve_state{0};
 alignas(64) uint8_t g_bootstrap_arena[kBootstrapBytes];
 uint64_t g_loader_text_start = 0;
 uint64_t g_loader_text_bytes = 0;
+bool g_glibc_allocator = false;
 
 namespace {
 
 std::atomic<size_t> g_bootstrap_used{0};
-// True when the allocator is glibc's (its malloc_usable_size is libc's).
-bool g_glibc_allocator = false;
 
 // True when `f` is where a defined symbol starts. An executable that is not PIE and takes
 // a function's address (Debian's python3 does with malloc and free) exports it as an
@@ -129,8 +128,5 @@ void* bootstrap_alloc(size_t size, size_t alignment) {
   return reinterpret_cast<void*>(p);
 }
 
-bool glibc_allocator() { return g_glibc_allocator; }
-
-size_t live_block_usable_size(void* p) { return g_glibc_allocator ? glibc_usable_size(p) : real_usable_size(p); }
 
 }  // namespace memstage::preload

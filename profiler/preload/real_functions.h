@@ -59,8 +59,10 @@ inline bool is_bootstrap(const void* p) {
 void* bootstrap_alloc(size_t size, size_t alignment);
 inline size_t bootstrap_size(const void* p) { return static_cast<const size_t*>(p)[-1]; }
 
-// Whether the allocator is glibc's, whose blocks' usable sizes are read inline.
-bool glibc_allocator();
+// Whether the allocator is glibc's, whose blocks' usable sizes are read inline (its
+// malloc_usable_size is libc's).
+extern bool g_glibc_allocator __attribute__((visibility("hidden")));
+inline bool glibc_allocator() { return g_glibc_allocator; }
 // The allocator's malloc_usable_size; 0 for nullptr or before the lookup. Inline: the
 // fast path of stats and sample modes calls it for an allocator other than glibc's.
 inline size_t real_usable_size(void* p) { return g_real.malloc_usable_size && p ? g_real.malloc_usable_size(p) : 0; }
@@ -83,8 +85,11 @@ inline size_t glibc_usable_size(const void* p) {
 }
 // The usable size of a live block (one just allocated, or one the program is about to
 // free or realloc), read without touching more than the allocator itself will: glibc's
-// size word inline, another allocator's malloc_usable_size.
-size_t live_block_usable_size(void* p);
+// size word inline, another allocator's malloc_usable_size. Inline: the counted paths
+// of stats and sample modes (tracer.h) call it on every call they count.
+inline size_t live_block_usable_size(void* p) {
+  return g_glibc_allocator ? glibc_usable_size(p) : real_usable_size(p);
+}
 
 // The dynamic loader's code (ld.so), found with the real functions. Its own allocations
 // (TLS vectors, link maps) are made while it holds its data half-updated: unwinding then

@@ -296,48 +296,8 @@ void aggregate_event(const RawEvent& e) {
   w.last_event_was_alloc = true;
 }
 
-// The cases of write_event, each a step of its own; inlined into it, as one piece of
-// machine code in the writer's drain.
-__attribute__((always_inline)) inline void write_alloc_event(const RawEvent& e) {
-  const uint32_t stage_plus_one = w.open_stage_depth ? w.open_stage_instances[w.open_stage_depth - 1] + 1 : 0;
-  bool added = false;
-  const uint32_t info = w.infos.id_of(e.b, e.stack_or_length, stage_plus_one, added);
-  if (info == UINT32_MAX) {
-    g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  uint8_t* out =
-      reserve(records::max_encoded_bytes<records::AllocInfo>() + records::max_encoded_bytes<records::Alloc>());
-  if (added) out = records::encode(out, records::AllocInfo{e.b, e.stack_or_length, stage_plus_one});
-  uint8_t* const tag = out;
-  out = e.kind == EventKind::kAlloc ? records::encode(out, records::Alloc{info})
-                                    : records::encode(out, records::Realloc{info});
-  commit(out);
-  w.live_blocks.put(e.a, info);
-  w.last_alloc_address = e.a;
-  w.last_event_was_alloc = true;
-  // Sample mode: "nothing allocated in between" (kFreeLast, kTemporary) cannot be said
-  // when most allocations are not recorded.
-  w.last_alloc_tag = e.kind == EventKind::kAlloc && !sample_mode() ? tag : nullptr;
-  w.last_alloc_end = w.raw_used;
-}
-
-__attribute__((always_inline)) inline void write_free_event(const RawEvent& e) {
-  uint64_t info;
-  if (!w.live_blocks.take(e.a, info)) return;
-  const bool freed_last = w.last_event_was_alloc && e.a == w.last_alloc_address;
-  w.last_event_was_alloc = false;
-  if (freed_last && w.last_alloc_tag && w.raw_used == w.last_alloc_end) {
-    *w.last_alloc_tag = static_cast<uint8_t>(Tag::kTemporary);  // kAlloc's fields, one byte less
-    w.last_alloc_tag = nullptr;
-    return;
-  }
-  uint8_t* out = reserve(records::max_encoded_bytes<records::Free>());
-  out = !sample_mode() && freed_last ? records::encode(out, records::FreeLast{}) : records::encode(out, records::Free{info});
-  commit(out);
-}
-
-// An event of ready records, `e.stack_or_length` bytes in the ring's slots after it.
+// An event of ready records, `e.stack_or_length` bytes in the ring's slots after it: a case
+// of write_event, inlined into it (the drain's machine code as it was).
 __attribute__((always_inline)) inline void write_encoded_event(const EventRing& ring, uint64_t index,
                                                                const RawEvent& e) {
   const auto* record = static_cast<const uint8_t*>(static_cast<const void*>(&ring.at(index + 1)));
@@ -367,8 +327,47 @@ void write_event(const EventRing& ring, uint64_t index) {
   }
   switch (e.kind) {
     case EventKind::kAlloc:
-    case EventKind::kRealloc: write_alloc_event(e); break;
-    case EventKind::kFree: write_free_event(e); break;
+    case EventKind::kRealloc: {
+      const uint32_t stage_plus_one =
+          w.open_stage_depth ? w.open_stage_instances[w.open_stage_depth - 1] + 1 : 0;
+      bool added = false;
+      const uint32_t info = w.infos.id_of(e.b, e.stack_or_length, stage_plus_one, added);
+      if (info == UINT32_MAX) {
+        g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
+      uint8_t* out = reserve(records::max_encoded_bytes<records::AllocInfo>() +
+                             records::max_encoded_bytes<records::Alloc>());
+      if (added) out = records::encode(out, records::AllocInfo{e.b, e.stack_or_length, stage_plus_one});
+      uint8_t* const tag = out;
+      out = e.kind == EventKind::kAlloc ? records::encode(out, records::Alloc{info})
+                                        : records::encode(out, records::Realloc{info});
+      commit(out);
+      w.live_blocks.put(e.a, info);
+      w.last_alloc_address = e.a;
+      w.last_event_was_alloc = true;
+      // Sample mode: "nothing allocated in between" (kFreeLast, kTemporary) cannot be said
+      // when most allocations are not recorded.
+      w.last_alloc_tag = e.kind == EventKind::kAlloc && !sample_mode() ? tag : nullptr;
+      w.last_alloc_end = w.raw_used;
+      break;
+    }
+    case EventKind::kFree: {
+      uint64_t info;
+      if (!w.live_blocks.take(e.a, info)) break;
+      const bool freed_last = w.last_event_was_alloc && e.a == w.last_alloc_address;
+      w.last_event_was_alloc = false;
+      if (freed_last && w.last_alloc_tag && w.raw_used == w.last_alloc_end) {
+        *w.last_alloc_tag = static_cast<uint8_t>(Tag::kTemporary);  // kAlloc's fields, one byte less
+        w.last_alloc_tag = nullptr;
+        break;
+      }
+      uint8_t* out = reserve(records::max_encoded_bytes<records::Free>());
+      out = !sample_mode() && freed_last ? records::encode(out, records::FreeLast{})
+                                         : records::encode(out, records::Free{info});
+      commit(out);
+      break;
+    }
     case EventKind::kMmap:
     case EventKind::kMunmap: {
       uint8_t* out = reserve(records::max_encoded_bytes<records::Mmap>());
