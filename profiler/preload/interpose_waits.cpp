@@ -56,6 +56,15 @@ uint64_t clock_now_ns(clockid_t clock) {
   clock_gettime(clock, &now);
   return wait_of(&now);
 }
+timespec timespec_of(uint64_t ns) {
+  return timespec{static_cast<time_t>(ns / 1'000'000'000ull), static_cast<long>(ns % 1'000'000'000ull)};
+}
+// A sliced sleep's end as nanosleep and usleep say it: 0, or -1 with errno set.
+int sleep_result(int error) {
+  if (error == 0) return 0;
+  errno = error;
+  return -1;
+}
 // Whether a sleep of `request` is taken in slices (tracer.h, sleep_sliced): a valid
 // request on a clock that measures time passing, at least a sampling interval long.
 bool slice_sleep(clockid_t clock, const timespec* request) {
@@ -73,7 +82,7 @@ int sleep_relative_sliced(clockid_t clock, const timespec* request, timespec* re
   if (error == EINTR && remaining) {
     const uint64_t now_ns = clock_now_ns(clock);
     const uint64_t left_ns = deadline_ns > now_ns ? deadline_ns - now_ns : 0;
-    *remaining = timespec{static_cast<time_t>(left_ns / 1'000'000'000ull), static_cast<long>(left_ns % 1'000'000'000ull)};
+    *remaining = timespec_of(left_ns);
   }
   return error;
 }
@@ -85,10 +94,7 @@ int sleep_relative_sliced(clockid_t clock, const timespec* request, timespec* re
 // would have, and a signal's handler interrupts them as it would have.
 MEMSTAGE_EXPORT int nanosleep(const timespec* request, timespec* remaining) {
   if (slice_sleep(CLOCK_MONOTONIC, request)) {
-    const int error = sleep_relative_sliced(CLOCK_MONOTONIC, request, remaining);
-    if (error == 0) return 0;
-    errno = error;
-    return -1;
+    return sleep_result(sleep_relative_sliced(CLOCK_MONOTONIC, request, remaining));
   }
   MEMSTAGE_WAIT(wait_of(request), nanosleep, request, remaining);
 }
@@ -99,7 +105,7 @@ MEMSTAGE_EXPORT int clock_nanosleep(clockid_t clock, int flags, const timespec* 
     const uint64_t now_ns = clock_now_ns(clock);
     wait_ns = wait_ns > now_ns ? wait_ns - now_ns : 0;
   }
-  const timespec wait{static_cast<time_t>(wait_ns / 1'000'000'000ull), static_cast<long>(wait_ns % 1'000'000'000ull)};
+  const timespec wait = timespec_of(wait_ns);
   if (slice_sleep(clock, request ? &wait : nullptr)) {
     if (!(flags & TIMER_ABSTIME)) return sleep_relative_sliced(clock, request, remaining);
     const uint64_t wait_started_ns = before_wait(wait_ns);
@@ -130,12 +136,9 @@ MEMSTAGE_EXPORT unsigned sleep(unsigned seconds) {
 }
 
 MEMSTAGE_EXPORT int usleep(useconds_t microseconds) {
-  const timespec request{static_cast<time_t>(microseconds / 1'000'000), static_cast<long>(microseconds % 1'000'000) * 1000};
+  const timespec request = timespec_of(microseconds * 1000ull);
   if (slice_sleep(CLOCK_MONOTONIC, &request)) {
-    const int error = sleep_relative_sliced(CLOCK_MONOTONIC, &request, nullptr);
-    if (error == 0) return 0;
-    errno = error;
-    return -1;
+    return sleep_result(sleep_relative_sliced(CLOCK_MONOTONIC, &request, nullptr));
   }
   MEMSTAGE_WAIT(microseconds * 1000ull, usleep, microseconds);
 }
