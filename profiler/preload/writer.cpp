@@ -18,6 +18,7 @@
 #include "profiler/preload/address_index.h"
 #include "profiler/preload/aggregate.h"
 #include "profiler/preload/descriptors.h"
+#include "profiler/preload/fatal_signals.h"
 #include "profiler/preload/futex.h"
 #include "profiler/preload/allocation_infos.h"
 #include "profiler/preload/recording.h"
@@ -327,6 +328,28 @@ void aggregate_event(const RawEvent& e) {
   w.last_event_was_alloc = true;
 }
 
+// An event of ready records, `e.stack_or_length` bytes in the ring's slots after it: a case
+// of write_event, inlined into it (the drain's machine code as it was).
+__attribute__((always_inline)) inline void write_encoded_event(const EventRing& ring, uint64_t index,
+                                                               const RawEvent& e) {
+  const auto* record = static_cast<const uint8_t*>(static_cast<const void*>(&ring.at(index + 1)));
+  before_stage_record(record, e.stack_or_length);
+  const bool ram_limit = e.stack_or_length > 0 && record[0] == static_cast<uint8_t>(Tag::kRamLimit);
+  // The payload may wrap around the ring's end: copy it slot by slot.
+  uint32_t left = e.stack_or_length;
+  uint8_t* const copy = reserve(left);
+  uint8_t* out = copy;
+  for (uint64_t slot = index + 1; left > 0; ++slot) {
+    const uint32_t n = left < sizeof(RawEvent) ? left : sizeof(RawEvent);
+    memcpy(out, &ring.at(slot), n);
+    out += n;
+    left -= n;
+  }
+  commit(out);
+  track_stages(copy, e.stack_or_length);  // the copy: the ring's may wrap around
+  if (ram_limit && aggregate_mode()) w.aggregate.ram_limit(raw_sink);
+}
+
 void write_event(const EventRing& ring, uint64_t index) {
   const RawEvent& e = ring.at(index);
   if (aggregate_mode()) {
@@ -388,25 +411,7 @@ void write_event(const EventRing& ring, uint64_t index) {
       commit(out);
       break;
     }
-    case EventKind::kEncoded: {
-      const auto* record = static_cast<const uint8_t*>(static_cast<const void*>(&ring.at(index + 1)));
-      before_stage_record(record, e.stack_or_length);
-      const bool ram_limit = e.stack_or_length > 0 && record[0] == static_cast<uint8_t>(Tag::kRamLimit);
-      // The payload may wrap around the ring's end: copy it slot by slot.
-      uint32_t left = e.stack_or_length;
-      uint8_t* const copy = reserve(left);
-      uint8_t* out = copy;
-      for (uint64_t slot = index + 1; left > 0; ++slot) {
-        const uint32_t n = left < sizeof(RawEvent) ? left : sizeof(RawEvent);
-        memcpy(out, &ring.at(slot), n);
-        out += n;
-        left -= n;
-      }
-      commit(out);
-      track_stages(copy, e.stack_or_length);  // the copy: the ring's may wrap around
-      if (ram_limit && aggregate_mode()) w.aggregate.ram_limit(raw_sink);
-      break;
-    }
+    case EventKind::kEncoded: write_encoded_event(ring, index, e); break;
     case EventKind::kEncodedBlob:
       append_record(reinterpret_cast<const uint8_t*>(e.a), e.stack_or_length);
       tracer_unmap(reinterpret_cast<void*>(e.a), e.b);
@@ -755,7 +760,9 @@ namespace {
 bool start_tracer_thread(pthread_t* thread, size_t stack_bytes, void* (*start)(void*), const char* name) {
   sigset_t blocked, creator_mask;
   sigfillset(&blocked);
-  for (int fault : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&blocked, fault);
+  for (const FatalSignal& s : kFatalSignals) {
+    if (s.raised_by_fault) sigdelset(&blocked, s.signo);
+  }
   char creator_name[16] = {};
   const bool renamed = prctl(PR_GET_NAME, creator_name) == 0 && prctl(PR_SET_NAME, name) == 0;
   pthread_attr_t attributes;
