@@ -62,6 +62,7 @@ void HeapAggregate::reset() {
   slot_count_ = 0;
   changed_sites_.release();
   peak_stale_sites_.release();
+  peak_unwritten_sites_.release();
   stage_stale_stacks_.release();
   stages_.release();
   if (levels_) tracer_unmap(levels_, trace::kMaxStageDepth * sizeof(Level));
@@ -69,7 +70,7 @@ void HeapAggregate::reset() {
   depth_ = 0;
   saved_outer_level_ = -1;
   live_bytes_ = interval_high_bytes_ = run_peak_bytes_ = 0;
-  heap_moved_ = run_copy_pending_ = stage_copy_pending_ = run_peak_moved_ = false;
+  heap_moved_ = run_copy_pending_ = stage_copy_pending_ = run_peak_moved_ = peak_unwritten_lost_ = false;
   allocations_ = frees_ = bytes_allocated_ = temporary_allocations_ = 0;
 }
 
@@ -190,6 +191,13 @@ void HeapAggregate::make_copies_current() {
       site.peak_bytes = site.live_bytes;
       site.peak_blocks = site.live_blocks;
       site.peak_stale = 0;
+      if (site.peak_unwritten) continue;
+      // Out of tracer memory for the list: the next snapshot writes every site instead.
+      if (peak_unwritten_sites_.push_back(peak_stale_sites_[i])) {
+        site.peak_unwritten = 1;
+      } else {
+        peak_unwritten_lost_ = true;
+      }
     }
     peak_stale_sites_.clear_keeping_memory();
     run_copy_pending_ = false;
@@ -336,14 +344,18 @@ void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
     }
     write_stage(level.instance, false, carried, carried_count, out);
   }
+  // The run peak's sites that changed since written: a peak reached by allocating more
+  // writes the sites that grew, not every one holding memory (trace_format.h, kAggPeakSite).
   if (run_peak_moved_) {
-    for (size_t i = 0; i < sites_.size(); ++i) {
-      const Site& site = sites_[i];
-      if (!site.peak_blocks) continue;
+    const size_t count = peak_unwritten_lost_ ? sites_.size() : peak_unwritten_sites_.size();
+    for (size_t i = 0; i < count; ++i) {
+      Site& site = sites_[peak_unwritten_lost_ ? static_cast<uint32_t>(i) : peak_unwritten_sites_[i]];
+      site.peak_unwritten = 0;
       const records::AggPeakSite record{site.stack, site.stage_plus_one, site.peak_bytes, site.peak_blocks};
       out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggPeakSite>()), record));
     }
-    run_peak_moved_ = false;
+    peak_unwritten_sites_.clear_keeping_memory();
+    peak_unwritten_lost_ = run_peak_moved_ = false;
   }
   const records::AggSnapshot record{t_ns, allocations_, frees_, bytes_allocated_, temporary_allocations_};
   out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSnapshot>()), record));

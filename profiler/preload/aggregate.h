@@ -94,6 +94,7 @@ class HeapAggregate {
     uint32_t stack_index;  // into stacks_
     uint8_t changed;       // since the last snapshot, listed in changed_sites_
     uint8_t peak_stale;    // since the run peak's copy, listed in peak_stale_sites_
+    uint8_t peak_unwritten;  // its copy at the run peak changed since a snapshot wrote it
     uint64_t allocations, bytes_allocated, temporary_allocations, live_bytes, live_blocks;
     uint64_t peak_bytes, peak_blocks;  // the copy at the run's peak
   };
@@ -140,6 +141,7 @@ class HeapAggregate {
   uint64_t slot_count_ = 0;
   TracerArray<uint32_t> changed_sites_;
   TracerArray<uint32_t> peak_stale_sites_;
+  TracerArray<uint32_t> peak_unwritten_sites_;  // what the next snapshot writes of the run peak
   TracerArray<uint32_t> stage_stale_stacks_;
   TracerArray<StageFigures> stages_;
   Level* levels_ = nullptr;  // kMaxStageDepth, mapped on the first stage
@@ -153,6 +155,7 @@ class HeapAggregate {
   bool run_copy_pending_ = false;    // a new run high since the copy was made current
   bool stage_copy_pending_ = false;  // a new high of the innermost stage, likewise
   bool run_peak_moved_ = false;      // since the last snapshot wrote it
+  bool peak_unwritten_lost_ = false;  // a change missed peak_unwritten_sites_: write them all
   uint64_t allocations_ = 0, frees_ = 0, bytes_allocated_ = 0, temporary_allocations_ = 0;
 };
 

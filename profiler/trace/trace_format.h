@@ -47,6 +47,8 @@ inline constexpr char kTracePathFormat[] = "%s/trace.%ld.mst";
 inline constexpr char kExecTracePathFormat[] = "%s/trace.%ld.%d.mst";
 inline constexpr uint32_t kFormatVersion = 4;
 inline constexpr uint32_t kFirstVersionWithChunkStarts = 4;
+// From this version kAggPeakSite records are changes (kAggPeakSite below).
+inline constexpr uint32_t kFirstVersionWithPeakSiteChanges = 4;
 inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr uint32_t kChunkMagic = 0x4b43534d;  // "MSCK"
 // A chunk larger than this is treated as corrupt (the writer never makes one).
@@ -224,7 +226,7 @@ enum class Tag : uint8_t {
   // Closes a snapshot (every --snapshot-interval, at exit, exec and fatal signals): the
   // totals then. A chunk is written right after it, so a killed process leaves a trace
   // that reads up to its last snapshot. kAggSite and kAggStage records apply at once (each
-  // carries absolute figures); kAggPeakSite records before it replace the run peak's.
+  // carries absolute figures); kAggPeakSite records before it update the run peak's.
   kAggSnapshot = 41,
   // A (stack, stage instance) whose figures changed since the previous snapshot, with its
   // figures so far: allocations, bytes, temporaries, live bytes and blocks. Live bytes
@@ -236,8 +238,10 @@ enum class Tag : uint8_t {
   // first; none when the heap never rose above its level at the stage's begin). Written
   // when it ends, and for open stages with each snapshot (`closed` 0).
   kAggStage = 43,
-  // A (stack, stage instance) holding memory at the run's heap peak. The kAggPeakSite
-  // records of one snapshot list every one; written when the peak moved since the last.
+  // A (stack, stage instance) holding memory at the run's heap peak, written when the peak
+  // moved since the last snapshot. From version 4 only the sites whose figures at the peak
+  // changed since they were last written (0 blocks: none held there any more), the others
+  // as they were; before, a snapshot's records listed every one and replaced the last.
   kAggPeakSite = 44,
   // The stacks holding the most memory when RSS passed --ram-limit (after kRamLimit).
   kAggRamLimitStacks = 45,

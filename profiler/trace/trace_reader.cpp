@@ -29,7 +29,11 @@ class CorruptRecord : public std::runtime_error {
 class ChunkDecoder {
  public:
   ChunkDecoder(TraceVisitor& v, uint32_t version, DamageLoss& loss)
-      : v_(v), chunk_starts_(version >= kFirstVersionWithChunkStarts), loss_(loss), stack_tree_(version >= 2) {
+      : v_(v),
+        chunk_starts_(version >= kFirstVersionWithChunkStarts),
+        peak_site_changes_(version >= kFirstVersionWithPeakSiteChanges),
+        loss_(loss),
+        stack_tree_(version >= 2) {
     if (stack_tree_) {  // the root: the empty stack
       node_addresses_.push_back(0);
       node_depths_.push_back(0);
@@ -311,7 +315,8 @@ class ChunkDecoder {
   }
   void handle(const records::AggPeakSite& r) {
     check_stack(r.stack);
-    v_.on_agg_peak_site(AggPeakSiteRecord{static_cast<uint32_t>(r.stack), stage_of(r.stage_plus_one), r.bytes, r.blocks});
+    v_.on_agg_peak_site(AggPeakSiteRecord{static_cast<uint32_t>(r.stack), stage_of(r.stage_plus_one), r.bytes,
+                                          r.blocks, peak_site_changes_});
   }
   void handle(const records::AggRamLimitStacks& r) {
     stack_bytes(r.stacks.items, ram_limit_stacks_);
@@ -432,6 +437,7 @@ class ChunkDecoder {
   // Version 4: the allocation infos defined in damaged bytes, [first, end) ranges, and the
   // end of the last (0: none, so an event's check costs one compare).
   const bool chunk_starts_;
+  const bool peak_site_changes_;  // kAggPeakSite records are changes (version 4 on)
   std::vector<std::pair<uint32_t, uint32_t>> lost_infos_;
   uint32_t lost_infos_end_ = 0;
   uint32_t lost_name_from_ = kNoName;

@@ -135,6 +135,8 @@ struct AggPeakSiteRecord {
   int32_t stage = -1;
   uint64_t bytes = 0;
   uint64_t blocks = 0;
+  // A change to the run peak's sites (version 4 on); else one of a snapshot's full list.
+  bool change = false;
 };
 
 // Receives the records in trace order. Every method has an empty default.

@@ -6,7 +6,7 @@ namespace memstage::reports {
 
 StacksAtPeaks stacks_at_peaks_of_aggregate(const FirstPass& pass, size_t top_stacks) {
   StacksAtPeaks out;
-  for (const auto& p : pass.agg_run_peak) {
+  for (const auto& [key, p] : pass.agg_run_peak) {
     StackBytes& s = out.run_peak[figure_key(p.stack, p.stage)];
     s.stack = p.stack;
     s.bytes += p.bytes;

@@ -127,7 +127,8 @@ class FirstPass : public trace::TraceVisitor {
   uint64_t agg_live_bytes = 0;
   std::unordered_map<uint64_t, trace::AggSiteRecord> agg_sites;  // by figure_key
   std::unordered_map<uint32_t, trace::AggStageRecord> agg_stages;
-  std::vector<trace::AggPeakSiteRecord> agg_run_peak, agg_run_peak_pending;
+  std::unordered_map<uint64_t, trace::AggPeakSiteRecord> agg_run_peak;  // by figure_key
+  std::vector<trace::AggPeakSiteRecord> agg_run_peak_pending;  // until their snapshot closes
   std::optional<trace::AggSnapshotRecord> agg_snapshot;
   std::optional<std::vector<trace::AggStackBytes>> agg_ram_limit_stacks;
 
@@ -321,10 +322,23 @@ class FirstPass : public trace::TraceVisitor {
   void on_agg_stage(const trace::AggStageRecord& r) override { agg_stages[r.stage] = r; }
   void on_agg_peak_site(const trace::AggPeakSiteRecord& r) override { agg_run_peak_pending.push_back(r); }
   void on_agg_snapshot(const trace::AggSnapshotRecord& r) override {
-    if (!agg_run_peak_pending.empty()) agg_run_peak = std::move(agg_run_peak_pending);
-    agg_run_peak_pending.clear();
+    apply_run_peak_sites();
     agg_snapshot = r;
     stack_live.flush(r.t_ns / kNsPerS, growth);
+  }
+  // A snapshot's run-peak sites: changes to the run peak's (version 4 on), or the whole
+  // list, replacing it.
+  void apply_run_peak_sites() {
+    if (agg_run_peak_pending.empty()) return;
+    if (!agg_run_peak_pending.front().change) agg_run_peak.clear();
+    for (const trace::AggPeakSiteRecord& r : agg_run_peak_pending) {
+      if (r.blocks) {
+        agg_run_peak[figure_key(r.stack, r.stage)] = r;
+      } else {
+        agg_run_peak.erase(figure_key(r.stack, r.stage));
+      }
+    }
+    agg_run_peak_pending.clear();
   }
   void on_agg_ram_limit_stacks(const std::vector<trace::AggStackBytes>& stacks) override {
     agg_ram_limit_stacks = stacks;
