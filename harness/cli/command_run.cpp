@@ -18,6 +18,7 @@
 #include "harness/cli/sample_rate.h"
 #include "harness/gate/gate.h"
 #include "profiler/preload/options.h"
+#include "profiler/trace/pending_chunks.h"
 #include "harness/cli/sizes.h"
 #include "reports/render/text/terminal_text.h"
 
@@ -114,6 +115,9 @@ int run(const RunFlags& flags) {
   const ChildResult child = run_child(flags.command, env, [&](uint64_t) {
     if (!flags.read_after_exit) read_ahead = read_traces_ahead(dir, flags.mode != "stats");
   });
+  // What the processes had encoded and not written when they died (a SIGKILL, the OOM
+  // killer) goes into their traces before the traces are read to their end.
+  trace::drain_pending_in_dir(dir);
   if (read_ahead) read_ahead->writer_ended();
 
   // From here on the program has run: whatever cannot be written or analysed (a full

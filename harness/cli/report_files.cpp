@@ -15,6 +15,7 @@
 #include "harness/files/input_files.h"
 #include "harness/files/output_files.h"
 #include "profiler/preload/options.h"
+#include "profiler/trace/pending_chunks.h"
 #include "profiler/trace/trace_reader.h"
 #include "reports/render/export/chrome_trace.h"
 #include "reports/render/export/pprof.h"
@@ -91,6 +92,8 @@ std::vector<std::string> traces_of(const std::string& path) {
     }
   }
   if (traces.empty()) throw CliError(path + " holds no memstage trace (trace.*.mst), nor do its folders");
+  // memstage run drains them after the death; where it died too, here (pending_chunks.h).
+  for (const auto& trace : traces) trace::drain_pending_chunks(trace);
   return traces;
 }
 
@@ -211,6 +214,7 @@ void prepare_output_dir(const std::string& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (name.starts_with("trace.") && name.ends_with(".mst") && fs::remove(entry.path(), ec)) ++removed;
+    if (name.starts_with("trace.") && name.ends_with(std::string(".mst") + trace::kPendingSuffix)) fs::remove(entry.path(), ec);
   }
   if (removed) {
     fprintf(stderr, "memstage: removed %zu trace%s of an earlier run from %s\n", removed, removed == 1 ? "" : "s",

@@ -718,9 +718,11 @@ void record_alloc(void* p, size_t size, bool from_realloc) {
   if (counting_mode()) return counted_alloc(ts, p, size, from_realloc);
   const size_t usable = live_block_usable_size(p);
   const uint32_t stack = capture_stack(ts);
-  track_live_bytes(ts, static_cast<int64_t>(usable));
   push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc,
              reinterpret_cast<uint64_t>(p), size, stack, true);
+  // After the event: a new high's serve point (note_live_bytes) then writes it too, where
+  // a kill cannot take it (pending_buffers.h).
+  track_live_bytes(ts, static_cast<int64_t>(usable));
 }
 
 void record_free(void* p) {

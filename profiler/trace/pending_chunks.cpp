@@ -1,0 +1,147 @@
+#include "profiler/trace/pending_chunks.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "profiler/trace/trace_format.h"
+
+namespace memstage::trace {
+namespace {
+
+// Alive: kill(pid, 0) reaches it and it is not a zombie (a parent that never reaps, such
+// as a container's first process, keeps its dead children's pids taken).
+bool process_alive(uint64_t pid) {
+  if (pid == 0 || pid > INT32_MAX) return false;
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%llu/stat", static_cast<unsigned long long>(pid));
+  FILE* f = fopen(path, "re");
+  if (!f) return true;
+  char line[512] = {};
+  const size_t n = fread(line, 1, sizeof(line) - 1, f);
+  fclose(f);
+  // "pid (comm) S ...": the state follows the last ')', as comm may hold one.
+  const char* close = nullptr;
+  for (size_t i = 0; i < n; ++i) close = line[i] == ')' ? line + i : close;
+  return !(close && close + 2 < line + n && (close[2] == 'Z' || close[2] == 'X'));
+}
+
+struct Mapped {
+  void* address = MAP_FAILED;
+  size_t bytes = 0;
+  ~Mapped() {
+    if (address != MAP_FAILED) munmap(address, bytes);
+  }
+};
+
+// Compresses `raw` as the tracer does (level 1, with the frame's checksum) and writes it
+// as one chunk at `offset`; the offset after it, or 0 on failure.
+uint64_t write_chunk_at(int fd, uint64_t offset, const uint8_t* raw, size_t raw_bytes) {
+  std::vector<uint8_t> chunk(sizeof(ChunkHeader) + ZSTD_compressBound(raw_bytes));
+  std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> zstd(ZSTD_createCCtx(), ZSTD_freeCCtx);
+  if (!zstd) return 0;
+  ZSTD_CCtx_setParameter(zstd.get(), ZSTD_c_compressionLevel, 1);
+  ZSTD_CCtx_setParameter(zstd.get(), ZSTD_c_checksumFlag, 1);
+  const size_t n = ZSTD_compress2(zstd.get(), chunk.data() + sizeof(ChunkHeader), chunk.size() - sizeof(ChunkHeader),
+                                  raw, raw_bytes);
+  if (ZSTD_isError(n)) return 0;
+  const ChunkHeader header{kChunkMagic, static_cast<uint32_t>(n), static_cast<uint32_t>(raw_bytes)};
+  memcpy(chunk.data(), &header, sizeof(header));
+  const size_t total = sizeof(header) + n;
+  for (size_t done = 0; done < total;) {
+    const ssize_t r = pwrite(fd, chunk.data() + done, total - done, static_cast<off_t>(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return 0;
+    done += static_cast<size_t>(r);
+  }
+  return offset + total;
+}
+
+// The buffers holding chunks not written whole, in chunk order: from the first not
+// written on, without a gap (a chunk lost in between would leave the rest unreadable).
+std::vector<const PendingBuffer*> unwritten_buffers(const PendingHeader& header) {
+  std::vector<const PendingBuffer*> buffers;
+  const uint64_t written = header.chunks_written.load();
+  for (const PendingBuffer& b : header.buffers) {
+    const uint64_t plus_one = b.chunk_plus_one.load();
+    if (plus_one > written && b.bytes.load() > 0 && b.bytes.load() <= header.buffer_bytes) buffers.push_back(&b);
+  }
+  std::sort(buffers.begin(), buffers.end(),
+            [](const PendingBuffer* a, const PendingBuffer* b) { return a->chunk_plus_one < b->chunk_plus_one; });
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i]->chunk_plus_one.load() != written + 1 + i) {
+      buffers.resize(i);
+      break;
+    }
+  }
+  return buffers;
+}
+
+}  // namespace
+
+PendingDrain drain_pending_chunks(const std::string& trace_path) {
+  PendingDrain result;
+  const std::string pending_path = trace_path + kPendingSuffix;
+  const int pending_fd = open(pending_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (pending_fd < 0) return result;
+  result.found = true;
+  struct stat st{};
+  Mapped map;
+  if (fstat(pending_fd, &st) == 0 && static_cast<size_t>(st.st_size) >= kPendingHeaderBytes) {
+    map.bytes = static_cast<size_t>(st.st_size);
+    map.address = mmap(nullptr, map.bytes, PROT_READ, MAP_SHARED, pending_fd, 0);
+  }
+  close(pending_fd);
+  if (map.address == MAP_FAILED) return result;
+  const auto& header = *static_cast<const PendingHeader*>(map.address);
+  if (header.magic != kPendingMagic || map.bytes < pending_file_bytes(header.buffer_bytes)) return result;
+  if (process_alive(header.pid)) {
+    result.owner_alive = true;
+    return result;
+  }
+  const int trace_fd = open(trace_path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (trace_fd < 0) return result;
+  // A chunk cut off by the death, or written whole just before it and not yet counted:
+  // both are in a buffer still, and written again from there.
+  uint64_t offset = header.written_bytes.load();
+  bool ok = ftruncate(trace_fd, static_cast<off_t>(offset)) == 0;
+  const auto* base = static_cast<const uint8_t*>(map.address) + kPendingHeaderBytes;
+  for (const PendingBuffer* b : unwritten_buffers(header)) {
+    if (!ok) break;
+    const uint8_t* raw = base + static_cast<size_t>(b - header.buffers) * header.buffer_bytes;
+    offset = write_chunk_at(trace_fd, offset, raw, b->bytes.load());
+    ok = offset != 0;
+    result.chunks += ok;
+    result.raw_bytes += ok ? b->bytes.load() : 0;
+  }
+  close(trace_fd);
+  if (ok) unlink(pending_path.c_str());
+  return result;
+}
+
+uint32_t drain_pending_in_dir(const std::string& dir) {
+  uint32_t chunks = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string suffix = std::string(".mst") + kPendingSuffix;
+    if (!name.starts_with("trace.") || !name.ends_with(suffix)) continue;
+    const std::string trace = entry.path().string();
+    chunks += drain_pending_chunks(trace.substr(0, trace.size() - sizeof(kPendingSuffix) + 1)).chunks;
+  }
+  return chunks;
+}
+
+}  // namespace memstage::trace

@@ -1,0 +1,54 @@
+// e2e.sigkill_random: allocates kBlocks blocks of kBlockSize bytes one after the other from
+// hold_block(), touching each whole, frees none, then sleeps until killed. Its truth at any
+// instant is in a file it keeps mapped (argv[1], made by e2e.py, two pages), so that a
+// SIGKILL landing anywhere leaves it behind: its pid, the block size and usable size, how
+// many blocks malloc was asked for ("asked") and how many it returned ("held"). asked >
+// held only while a malloc runs: the kill then came between the two, where either count is
+// the truth. Nothing else allocates (no stdio, no iostream), so the heap is held * size.
+#include <malloc.h>
+#include <sys/mman.h>
+
+#include "e2e_common.h"
+
+constexpr size_t kBlockSize = 1u << 20;
+// Under 64 MiB: below it every block is a heap high the tracer samples (tracer.cpp).
+constexpr long kBlocks = 48;
+
+struct Progress {
+  volatile long pid;
+  volatile long block_size;
+  volatile long usable_size;
+  volatile long blocks;
+  volatile long asked;
+  volatile long held;
+  volatile long finished;
+};
+
+E2E_FRAME void* hold_block(int i) {
+  void* p = malloc(kBlockSize);
+  escape(p);
+  return p;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const int fd = open(argv[1], O_RDWR | O_CLOEXEC);
+  if (fd < 0) return 3;
+  auto* progress = static_cast<Progress*>(mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  if (progress == MAP_FAILED) return 4;
+  progress->block_size = kBlockSize;
+  progress->pid = getpid();  // e2e.py waits for it, then kills at an instant of its choice
+  progress->blocks = kBlocks;
+  for (long i = 0; i < kBlocks; ++i) {
+    progress->asked = i + 1;
+    barrier();
+    void* p = hold_block(static_cast<int>(i));
+    barrier();
+    progress->held = i + 1;
+    if (i == 0) progress->usable_size = static_cast<long>(malloc_usable_size(p));
+    memset(p, static_cast<int>(i), kBlockSize);
+  }
+  progress->finished = 1;
+  for (;;) pause();
+  return 0;
+}
