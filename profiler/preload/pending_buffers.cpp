@@ -69,16 +69,14 @@ uint8_t* pending_open(const char* trace_path, size_t buffer_bytes, uint64_t trac
   return g_pending.region + trace::kPendingHeaderBytes;
 }
 
-void pending_filled(const uint8_t* raw, size_t bytes) {
-  if (trace::PendingBuffer* b = buffer_of(raw)) b->bytes.store(bytes, std::memory_order_release);
-}
-
-void pending_next_chunk(const uint8_t* raw) {
+std::atomic<uint64_t>* pending_next_chunk(const uint8_t* raw) {
+  static std::atomic<uint64_t> unbacked_bytes{0};
   trace::PendingBuffer* b = buffer_of(raw);
-  if (!b) return;
+  if (!b) return &unbacked_bytes;
   // Emptied first: until its new ordinal is set, its old one (written already) hides it.
   b->bytes.store(0, std::memory_order_release);
   b->chunk_plus_one.store(++g_pending.chunk_ordinal + 1, std::memory_order_release);
+  return &b->bytes;
 }
 
 void pending_written(const uint8_t* raw, uint64_t trace_bytes) {

@@ -5,6 +5,7 @@
 // the chunk it wrote), how far each buffer is filled and which chunks are written.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -16,10 +17,10 @@ namespace memstage::preload {
 // Called again (a fork's child, a new trace), it maps the new file at the same place.
 // The writer then says which buffer it fills first (pending_next_chunk).
 uint8_t* pending_open(const char* trace_path, size_t buffer_bytes, uint64_t trace_bytes);
-// The records in `raw` (one of the two buffers) now end `bytes` in.
-void pending_filled(const uint8_t* raw, size_t bytes);
-// `raw` is empty and fills with the next chunk from now on.
-void pending_next_chunk(const uint8_t* raw);
+// `raw` is empty and fills with the next chunk from now on: the count the writer stores
+// the bytes of whole records in it into after each record (release), a store of its own
+// where no file backs the buffers. A call here per record cost the 1-thread churn 1.14 x.
+std::atomic<uint64_t>* pending_next_chunk(const uint8_t* raw);
 // The chunk in `raw` was written whole: the trace is now `trace_bytes` long.
 void pending_written(const uint8_t* raw, uint64_t trace_bytes);
 // In a fork's child, before anything is written: the parent's file is no longer written

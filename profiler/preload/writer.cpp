@@ -56,6 +56,8 @@ struct WriterState {
   ZSTD_CCtx* zstd = nullptr;
   uint8_t* raw = nullptr;
   size_t raw_used = 0;
+  std::atomic<uint64_t> own_fill{0};
+  std::atomic<uint64_t>* raw_fill = &own_fill;  // raw_used where a kill leaves it (pending_buffers.h)
   uint8_t* compressed = nullptr;
   size_t compressed_capacity = 0;
   uint8_t* spare_raw = nullptr;  // the compressor's while it writes a chunk (ChunkCompressor)
@@ -216,7 +218,7 @@ void write_chunk(uint64_t patience_ns = ~0ull) {
   w.last_write_ns = monotonic_ns();
   if (!wait_for_chunks_written(patience_ns)) {
     w.raw_used = 0;
-    pending_filled(w.raw, 0);
+    w.raw_fill->store(0, std::memory_order_release);
     return;
   }
   if (compressor.running.load(std::memory_order_acquire)) {
@@ -226,14 +228,14 @@ void write_chunk(uint64_t patience_ns = ~0ull) {
     w.spare_raw = w.raw;
     w.raw = next;
     w.raw_used = 0;
-    pending_next_chunk(w.raw);
+    w.raw_fill = pending_next_chunk(w.raw);
     compressor.busy.store(1, std::memory_order_release);
     futex_wake(&compressor.busy, INT32_MAX);
     return;
   }
   compress_and_write(w.raw, w.raw_used);
   w.raw_used = 0;
-  pending_next_chunk(w.raw);
+  w.raw_fill = pending_next_chunk(w.raw);
 }
 
 // Room for `bytes` more raw bytes, writing a chunk first if needed.
@@ -243,7 +245,7 @@ uint8_t* reserve(size_t bytes) {
 }
 void commit(uint8_t* end) {
   w.raw_used = static_cast<size_t>(end - w.raw);
-  pending_filled(w.raw, w.raw_used);  // whole records only: a kill keeps them (pending_buffers.h)
+  w.raw_fill->store(w.raw_used, std::memory_order_release);  // whole records only: a kill keeps them
 }
 
 // The aggregate writes its records through this.
@@ -673,7 +675,7 @@ void write_open_stages() {
 }
 
 // The raw buffers come from the trace's pending file where it can be made, once the trace
-// exists (open_pending_buffers); these are the writer's own otherwise.
+// exists (open_trace_and_buffers); these are the writer's own otherwise.
 bool allocate_buffers() {
   if (!w.raw) w.raw = static_cast<uint8_t*>(tracer_map(kRawBytes));
   if (!w.compressed) {
@@ -719,7 +721,7 @@ bool open_trace_and_buffers() {
 bool writer_open(uint64_t parent_pid) {
   if (!open_trace_and_buffers()) return false;
   w.raw_used = 0;
-  pending_next_chunk(w.raw);
+  w.raw_fill = pending_next_chunk(w.raw);
   w.live_blocks.clear();
   w.infos.clear();
   w.aggregate.reset();
