@@ -2001,8 +2001,8 @@ def kill_at(s, mode, name, delay_s):
         f.write(bytes(8192))
     argv = [s.memstage, "run", "-q", "-o", out, "--mode", mode, "--", s.program("kill_schedule"), progress_path]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    fields = ("pid", "block_size", "usable_size", "blocks", "asked", "held", "finished")
-    read = lambda: dict(zip(fields, struct.unpack_from("<7q", open(progress_path, "rb").read())))
+    fields = ("pid", "block_size", "usable_size", "blocks", "asked", "held", "finished", "rss_high_water_bytes")
+    read = lambda: dict(zip(fields, struct.unpack_from("<8q", open(progress_path, "rb").read())))
     deadline = time.monotonic() + 30
     while read()["pid"] == 0 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.0005)
@@ -2018,8 +2018,9 @@ def kill_at(s, mode, name, delay_s):
 
 def scenario_sigkill_random(s):
     """SIGKILL at random instants of a program that allocates and touches 1 MiB blocks, in every mode: the
-    peak heap reported is what the program held at its death (its own count, kept in a mapped file), and in full
-    mode the blocks are held at the peak by their stack. MEMSTAGE_E2E_KILLS instants per mode
+    peak heap reported is what the program held at its death (its own count, kept in a mapped file), the peak RSS
+    at least the kernel's high-water mark it read last, and in full mode the blocks are held at the peak by their
+    stack. MEMSTAGE_E2E_KILLS instants per mode
     (default 20), drawn from MEMSTAGE_E2E_SEED."""
     kills = int(os.environ.get("MEMSTAGE_E2E_KILLS", "20"))
     rng = random.Random(int(os.environ.get("MEMSTAGE_E2E_SEED", "20261206")))
@@ -2036,6 +2037,11 @@ def scenario_sigkill_random(s):
             s.check(peak in truths, "%s (killed %.3f s in, %d of %d blocks held%s): peak_heap_bytes %d, truth %s"
                     % (name, delay_s, t["held"], t["blocks"], ", asked %d" % t["asked"] if t["asked"] != t["held"]
                        else "", peak, " or ".join(str(x) for x in truths)))
+            # The kernel counts RSS per CPU and sums it approximately (a batch of 32 pages a CPU): its VmHWM and
+            # wait4's ru_maxrss may differ by that much.
+            rss, slack = report["totals"]["peak_rss_bytes"], 32 * resource.getpagesize() * (os.cpu_count() or 1)
+            s.check(rss + slack >= t["rss_high_water_bytes"], "%s: peak_rss_bytes %d >= the %d of VmHWM the program "
+                    "read last, less %d" % (name, rss, t["rss_high_water_bytes"], slack))
             if mode == "full":  # aggregate mode's stacks at the peak come with its snapshots; sample mode lists none
                 at_peak = sum(x["bytes"] for x in report["job"]["top_stacks_at_peak"]
                               if has_function(x["stack"], "hold_block"))

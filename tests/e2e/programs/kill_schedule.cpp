@@ -5,6 +5,8 @@
 // many blocks malloc was asked for ("asked") and how many it returned ("held"). asked >
 // held only while a malloc runs: the kill then came between the two, where either count is
 // the truth. Nothing else allocates (no stdio, no iostream), so the heap is held * size.
+// After touching each block it notes the kernel's high-water mark of its RSS: the peak RSS
+// at its death is at least that.
 #include <malloc.h>
 #include <sys/mman.h>
 
@@ -22,7 +24,26 @@ struct Progress {
   volatile long asked;
   volatile long held;
   volatile long finished;
+  volatile long rss_high_water_bytes;  // VmHWM, read after each block was touched
 };
+
+// VmHWM from /proc/self/status, read without stdio (which would allocate); 0 if unreadable.
+long read_rss_high_water_bytes() {
+  char buf[4096];
+  const int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  const char* line = strstr(buf, "VmHWM:");
+  if (!line) return 0;
+  long kib = 0;
+  for (const char* c = line + 6; *c && *c != '\n'; ++c) {
+    if (*c >= '0' && *c <= '9') kib = kib * 10 + (*c - '0');
+  }
+  return kib * 1024;
+}
 
 E2E_FRAME void* hold_block(int i) {
   void* p = malloc(kBlockSize);
@@ -47,6 +68,7 @@ int main(int argc, char** argv) {
     progress->held = i + 1;
     if (i == 0) progress->usable_size = static_cast<long>(malloc_usable_size(p));
     memset(p, static_cast<int>(i), kBlockSize);
+    progress->rss_high_water_bytes = read_rss_high_water_bytes();
   }
   progress->finished = 1;
   for (;;) pause();
