@@ -216,6 +216,14 @@ void prepare_output_dir(const std::string& dir) {
     if (name.starts_with("trace.") && name.ends_with(".mst") && fs::remove(entry.path(), ec)) ++removed;
     if (name.starts_with("trace.") && name.ends_with(std::string(".mst") + trace::kPendingSuffix)) fs::remove(entry.path(), ec);
   }
+  // And what an earlier run's killed processes left in /dev/shm for this folder.
+  if (const std::string prefix = trace::shared_memory_pending_prefix(dir); !prefix.empty()) {
+    const fs::path shm = fs::path(prefix).parent_path();
+    const std::string start = fs::path(prefix).filename().string();
+    for (const auto& entry : fs::directory_iterator(shm, ec)) {
+      if (entry.path().filename().string().starts_with(start)) fs::remove(entry.path(), ec);
+    }
+  }
   if (removed) {
     fprintf(stderr, "memstage: removed %zu trace%s of an earlier run from %s\n", removed, removed == 1 ? "" : "s",
             reports::terminal_text(dir).c_str());

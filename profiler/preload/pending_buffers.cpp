@@ -18,7 +18,7 @@ struct Pending {
   size_t region_bytes = 0;
   trace::PendingHeader* header = nullptr;  // null while no file backs the region
   uint64_t chunk_ordinal = 0;              // of the chunk being filled
-  char path[kMaxOutputDirBytes + 80] = {};
+  char path[kMaxOutputDirBytes + 200] = {};
 };
 Pending g_pending;
 
@@ -29,10 +29,18 @@ trace::PendingBuffer* buffer_of(const uint8_t* raw) {
   return index < 2 ? &g_pending.header->buffers[index] : nullptr;
 }
 
+// In /dev/shm where it can be made there, beside the trace otherwise (pending_chunks.h).
 int open_pending_file(const char* trace_path, size_t bytes) {
-  snprintf(g_pending.path, sizeof(g_pending.path), "%s%s", trace_path, trace::kPendingSuffix);
-  const int fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, g_pending.path,
-                                          O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  int fd = -1;
+  if (trace::shared_memory_pending_path(trace_path, g_pending.path, sizeof(g_pending.path))) {
+    fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, g_pending.path,
+                                  O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  }
+  if (fd < 0) {
+    snprintf(g_pending.path, sizeof(g_pending.path), "%s%s", trace_path, trace::kPendingSuffix);
+    fd = static_cast<int>(syscall(SYS_openat, AT_FDCWD, g_pending.path,
+                                  O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  }
   if (fd < 0) return -1;
   if (syscall(SYS_ftruncate, fd, bytes) != 0) {
     syscall(SYS_close, fd);

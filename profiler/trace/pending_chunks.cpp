@@ -91,10 +91,23 @@ std::vector<const PendingBuffer*> unwritten_buffers(const PendingHeader& header)
 
 }  // namespace
 
+std::string shared_memory_pending_prefix(const std::string& folder) {
+  char path[4400];
+  if (!shared_memory_pending_path((folder + "/x").c_str(), path, sizeof(path))) return {};
+  const std::string name = path;
+  return name.substr(0, name.size() - strlen("x") - strlen(kPendingSuffix));
+}
+
 PendingDrain drain_pending_chunks(const std::string& trace_path) {
   PendingDrain result;
-  const std::string pending_path = trace_path + kPendingSuffix;
-  const int pending_fd = open(pending_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  char shared[4400];
+  std::string pending_path = trace_path + kPendingSuffix;
+  int pending_fd = -1;
+  if (shared_memory_pending_path(trace_path.c_str(), shared, sizeof(shared))) {
+    pending_fd = open(shared, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (pending_fd >= 0) pending_path = shared;
+  }
+  if (pending_fd < 0) pending_fd = open(pending_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (pending_fd < 0) return result;
   result.found = true;
   struct stat st{};
@@ -161,10 +174,7 @@ uint32_t drain_pending_in_dir(const std::string& dir) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const std::string suffix = std::string(".mst") + kPendingSuffix;
-    if (!name.starts_with("trace.") || !name.ends_with(suffix)) continue;
-    const std::string trace = entry.path().string();
-    chunks += drain_pending_chunks(trace.substr(0, trace.size() - sizeof(kPendingSuffix) + 1)).chunks;
+    if (name.starts_with("trace.") && name.ends_with(".mst")) chunks += drain_pending_chunks(entry.path().string()).chunks;
   }
   return chunks;
 }

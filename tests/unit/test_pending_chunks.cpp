@@ -1,0 +1,160 @@
+// The chunks a killed process had encoded and not written (profiler/trace/pending_chunks.h):
+// appended to its trace in their order, once, after its last whole chunk.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "profiler/trace/pending_chunks.h"
+#include "profiler/trace/trace_reader.h"
+#include "tests/unit/trace_builder.h"
+
+namespace trace = memstage::trace;
+using memstage::testing::TraceBuilder;
+
+namespace {
+
+struct RssTimes : trace::TraceVisitor {
+  std::vector<uint64_t> t_ns;
+  uint64_t high_water_bytes = 0;
+  void on_rss(uint64_t t, uint64_t, uint64_t) override { t_ns.push_back(t); }
+  void on_rss_high_water(uint64_t, uint64_t rss) override { high_water_bytes = rss; }
+};
+
+// The pid of a process that has ended and been waited for.
+uint64_t dead_pid() {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  return static_cast<uint64_t>(child);
+}
+
+// A pending file as the tracer leaves it: `chunks_written` chunks written, the trace then
+// `written_bytes` long, and each buffer's chunk ordinal + 1 with one Rss record at t_ns.
+struct PendingFile {
+  static constexpr uint32_t kBufferBytes = 4096;
+  std::vector<uint8_t> bytes = std::vector<uint8_t>(trace::pending_file_bytes(kBufferBytes));
+  trace::PendingHeader& header() { return *reinterpret_cast<trace::PendingHeader*>(bytes.data()); }
+  PendingFile(uint64_t pid, uint64_t written_bytes, uint64_t chunks_written) {
+    header().magic = trace::kPendingMagic;
+    header().buffer_bytes = kBufferBytes;
+    header().pid = pid;
+    header().written_bytes = written_bytes;
+    header().chunks_written = chunks_written;
+  }
+  void buffer(int i, uint64_t chunk_plus_one, uint64_t t_ns) {
+    uint8_t* out = bytes.data() + trace::kPendingHeaderBytes + i * kBufferBytes;
+    const trace::records::Rss record{t_ns, 1 << 20, 0};
+    header().buffers[i].bytes = static_cast<uint64_t>(trace::records::encode(out, record) - out);
+    header().buffers[i].chunk_plus_one = chunk_plus_one;
+  }
+  // Beside the trace, or in /dev/shm where the tracer puts it first.
+  void write(const std::string& trace_path, bool in_shared_memory = false) {
+    char shared[4400];
+    const bool shared_ok = in_shared_memory && trace::shared_memory_pending_path(trace_path.c_str(), shared, sizeof(shared));
+    FILE* f = fopen(shared_ok ? shared : (trace_path + trace::kPendingSuffix).c_str(), "wb");
+    fwrite(bytes.data(), 1, bytes.size(), f);
+    fclose(f);
+  }
+};
+
+std::string trace_with_one_chunk(const std::string& name) {
+  const std::string path = memstage::testing::temp_trace_path(name);
+  TraceBuilder b;
+  b.process().rss(5, 1 << 20, 0).chunk();
+  b.write(path);
+  return path;
+}
+
+uint64_t file_bytes(const std::string& path) { return std::filesystem::file_size(path); }
+
+}  // namespace
+
+TEST_CASE("a dead process's unwritten chunks are appended in their order, its pending file removed", "[pending]") {
+  const bool in_shared_memory = GENERATE(false, true);
+  const std::string path = trace_with_one_chunk("pending_dead.mst");
+  PendingFile pending(dead_pid(), file_bytes(path), 1);
+  pending.buffer(0, 3, 20);  // the chunk being filled
+  pending.buffer(1, 2, 10);  // the chunk handed to the compressor before it
+  pending.write(path, in_shared_memory);
+  const trace::PendingDrain drained = trace::drain_pending_chunks(path);
+  CHECK(drained.found);
+  CHECK(drained.chunks == 2);
+  char shared[4400];
+  REQUIRE(trace::shared_memory_pending_path(path.c_str(), shared, sizeof(shared)));
+  CHECK_FALSE(std::filesystem::exists(shared));
+  CHECK_FALSE(std::filesystem::exists(path + trace::kPendingSuffix));
+  RssTimes v;
+  const auto summary = trace::read_trace(path, v);
+  CHECK(summary.chunks == 3);
+  CHECK_FALSE(summary.truncated);
+  CHECK(v.t_ns == std::vector<uint64_t>{5, 10, 20});
+}
+
+TEST_CASE("a chunk written whole but not yet counted, or cut by the kill, is written once", "[pending]") {
+  for (const bool whole : {true, false}) {
+    const std::string path = trace_with_one_chunk("pending_written.mst");
+    const uint64_t before = file_bytes(path);
+    PendingFile pending(dead_pid(), before, 1);
+    pending.buffer(0, 2, 10);
+    // What the dying process wrote of that chunk: all of it, or its first 7 bytes.
+    TraceBuilder same;
+    same.rss(10, 1 << 20, 0).chunk();
+    const std::string chunk = same.bytes().substr(sizeof(trace::FileHeader));
+    FILE* f = fopen(path.c_str(), "ab");
+    fwrite(chunk.data(), 1, whole ? chunk.size() : 7, f);
+    fclose(f);
+    pending.write(path);
+    CHECK(trace::drain_pending_chunks(path).chunks == 1);
+    RssTimes v;
+    const auto summary = trace::read_trace(path, v);
+    CHECK(summary.chunks == 2);
+    CHECK_FALSE(summary.truncated);
+    CHECK(v.t_ns == std::vector<uint64_t>{5, 10});
+  }
+}
+
+TEST_CASE("chunks already written, and a chunk after a gap, are not appended", "[pending]") {
+  const std::string path = trace_with_one_chunk("pending_gap.mst");
+  PendingFile pending(dead_pid(), file_bytes(path), 1);
+  pending.buffer(0, 1, 5);   // chunk 0: written
+  pending.buffer(1, 3, 30);  // chunk 2, with chunk 1 lost: the rest would not read
+  pending.write(path);
+  CHECK(trace::drain_pending_chunks(path).chunks == 0);
+  RssTimes v;
+  CHECK(trace::read_trace(path, v).chunks == 1);
+}
+
+TEST_CASE("the pending file of a process still running is left alone", "[pending]") {
+  const std::string path = trace_with_one_chunk("pending_alive.mst");
+  const uint64_t before = file_bytes(path);
+  PendingFile pending(static_cast<uint64_t>(getpid()), before, 1);
+  pending.buffer(0, 2, 10);
+  pending.write(path);
+  const trace::PendingDrain drained = trace::drain_pending_chunks(path);
+  CHECK(drained.owner_alive);
+  CHECK(drained.chunks == 0);
+  CHECK(file_bytes(path) == before);
+  CHECK(std::filesystem::exists(path + trace::kPendingSuffix));
+  std::filesystem::remove(path + trace::kPendingSuffix);
+}
+
+TEST_CASE("a chunk appended after a cut chunk replaces the cut", "[pending]") {
+  const std::string path = trace_with_one_chunk("append_after_cut.mst");
+  FILE* f = fopen(path.c_str(), "ab");
+  fwrite("MSCK\x40\0\0\0", 1, 8, f);  // a chunk header cut short
+  fclose(f);
+  uint8_t raw[trace::records::max_encoded_bytes<trace::records::RssHighWater>()];
+  const auto* end = trace::records::encode(raw, trace::records::RssHighWater{0, 123 << 20});
+  REQUIRE(trace::append_chunk(path, raw, static_cast<size_t>(end - raw)));
+  RssTimes v;
+  const auto summary = trace::read_trace(path, v);
+  CHECK(summary.chunks == 2);
+  CHECK_FALSE(summary.truncated);
+  CHECK(v.high_water_bytes == 123u << 20);
+}
