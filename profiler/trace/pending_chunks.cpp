@@ -89,6 +89,19 @@ std::vector<const PendingBuffer*> unwritten_buffers(const PendingHeader& header)
   return buffers;
 }
 
+// The end of the whole chunk of `raw_bytes` at `offset`, or 0 where there is none.
+uint64_t whole_chunk_end(int fd, uint64_t offset, uint64_t raw_bytes) {
+  struct stat st{};
+  ChunkHeader header{};
+  if (fstat(fd, &st) != 0 ||
+      pread(fd, &header, sizeof(header), static_cast<off_t>(offset)) != static_cast<ssize_t>(sizeof(header))) {
+    return 0;
+  }
+  const uint64_t end = offset + sizeof(header) + header.compressed_bytes;
+  const bool whole = header.magic == kChunkMagic && header.raw_bytes == raw_bytes && end <= static_cast<uint64_t>(st.st_size);
+  return whole ? end : 0;
+}
+
 }  // namespace
 
 std::string shared_memory_pending_prefix(const std::string& folder) {
@@ -124,20 +137,30 @@ PendingDrain drain_pending_chunks(const std::string& trace_path) {
     result.owner_alive = true;
     return result;
   }
-  const int trace_fd = open(trace_path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  const int trace_fd = open(trace_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (trace_fd < 0) return result;
-  // A chunk cut off by the death, or written whole just before it and not yet counted:
-  // both are in a buffer still, and written again from there.
   uint64_t offset = header.written_bytes.load();
-  bool ok = ftruncate(trace_fd, static_cast<off_t>(offset)) == 0;
+  bool ok = true;
   const auto* base = static_cast<const uint8_t*>(map.address) + kPendingHeaderBytes;
   for (const PendingBuffer* b : unwritten_buffers(header)) {
-    if (!ok) break;
+    // Written whole just before the death and not yet counted: kept as it is (a reader
+    // following the trace may have read it already).
+    if (const uint64_t after = whole_chunk_end(trace_fd, offset, b->bytes.load())) {
+      offset = after;
+      continue;
+    }
+    // Otherwise it is written there, over a chunk the death cut (cut away below).
     const uint8_t* raw = base + static_cast<size_t>(b - header.buffers) * header.buffer_bytes;
     offset = write_chunk_at(trace_fd, offset, raw, b->bytes.load());
     ok = offset != 0;
-    result.chunks += ok;
-    result.raw_bytes += ok ? b->bytes.load() : 0;
+    if (!ok) break;
+    ++result.chunks;
+    result.raw_bytes += b->bytes.load();
+  }
+  // A chunk cut by the death after the last whole one goes (never lengthening the file).
+  struct stat trace_st{};
+  if (ok && fstat(trace_fd, &trace_st) == 0 && static_cast<uint64_t>(trace_st.st_size) > offset) {
+    ok = ftruncate(trace_fd, static_cast<off_t>(offset)) == 0;
   }
   close(trace_fd);
   if (ok) unlink(pending_path.c_str());
