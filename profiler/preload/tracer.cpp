@@ -262,8 +262,11 @@ void note_live_bytes(ThreadState* ts, int64_t live) {
     g_tracer.allocator_sample_pending.store(!allocator_due, std::memory_order_relaxed);
     push_samples(ts, allocator_due);
     // Without a writer thread, the samples of a new high (and a RAM limit passed) are
-    // written now, not only after the next kServeEvery events.
+    // written now, not only after the next kServeEvery events; with one, it is woken to
+    // write them (and the allocation before them), where a SIGKILL cannot take them
+    // (pending_buffers.h), not a tick later.
     serve_point();
+    if (writer_running()) writer_wake();
   }
 }
 

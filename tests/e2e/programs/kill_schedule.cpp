@@ -53,8 +53,16 @@ E2E_FRAME void* hold_block(int i) {
   return p;
 }
 
+void* sleep_forever(void*) {
+  for (;;) pause();
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
+  // "threaded": a second thread (that only sleeps) first, so that the tracer's writer thread
+  // writes what the allocating thread records.
+  pthread_t sleeper;
+  if (argc > 2 && strcmp(argv[2], "threaded") == 0 && pthread_create(&sleeper, nullptr, sleep_forever, nullptr) != 0) return 5;
   const int fd = open(argv[1], O_RDWR | O_CLOEXEC);
   if (fd < 0) return 3;
   auto* progress = static_cast<Progress*>(mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
