@@ -12,6 +12,8 @@
 // Chunks are written whole with one write(2) each, about every 50 ms, so a process that is
 // killed (SIGKILL, OOM) leaves a file whose complete chunks are all readable: a reader
 // uses every chunk up to the first incomplete or corrupt one and says where it stopped.
+// The records encoded and not yet written survive the kill in a pending file, appended as
+// chunks after the death by `memstage run` or `memstage report` (pending_chunks.h).
 //
 // Records: one tag byte, then fields. Integers are unsigned LEB128 varints ("u"), signed
 // ones zigzag-encoded varints ("s"); strings are a varint length and the bytes. Each
