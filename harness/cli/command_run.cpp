@@ -20,7 +20,6 @@
 #include "harness/gate/gate.h"
 #include "profiler/preload/options.h"
 #include "profiler/trace/pending_chunks.h"
-#include "profiler/trace/trace_records.h"
 #include "harness/cli/sizes.h"
 #include "reports/render/text/terminal_text.h"
 
@@ -65,36 +64,6 @@ void add_python_environment(const RunFlags& flags, const std::string& preload,
 
 std::string default_output_dir(const std::string& program) {
   return "memstage." + fs::path(program).filename().string() + "." + std::to_string(getpid());
-}
-
-// A SIGKILL (the OOM killer's among them) leaves the trace without the kernel's high-water
-// mark of RSS, which the tracer writes at an end it never had: wait4's ru_maxrss stands
-// for it, appended to the child's latest trace (after an exec, trace.<pid>.<n>.mst). It
-// counts the children the process waited for too, so it is taken only where no other
-// process of the run was traced.
-void record_rss_at_death(const std::string& dir, const ChildResult& child) {
-  if (child.signal != SIGKILL || child.max_rss_bytes == 0) return;
-  const std::string prefix = "trace." + std::to_string(child.pid) + ".";
-  std::string latest;
-  int latest_generation = -1;
-  for (const std::string& path : reports::find_traces(dir)) {
-    const std::string name = fs::path(path).filename().string();
-    if (!name.starts_with(prefix)) return;
-    const std::string rest = name.substr(prefix.size());  // "mst", or "<n>.mst" after an exec
-    const int generation = rest == "mst" ? 0 : atoi(rest.c_str());
-    if (generation > latest_generation) {
-      latest_generation = generation;
-      latest = path;
-    }
-  }
-  if (latest.empty()) return;
-  namespace records = trace::records;
-  const records::RssHighWater record{0, child.max_rss_bytes};  // when it came is unknown (trace_format.h)
-  uint8_t raw[records::max_encoded_bytes<records::RssHighWater>()];
-  const size_t raw_bytes = static_cast<size_t>(records::encode(raw, record) - raw);
-  if (!trace::append_chunk(latest, raw, raw_bytes)) {
-    fprintf(stderr, "memstage: could not add the peak RSS at death to %s\n", reports::terminal_text(latest).c_str());
-  }
 }
 
 int run(const RunFlags& flags) {
@@ -150,7 +119,6 @@ int run(const RunFlags& flags) {
   // What the processes had encoded and not written when they died (a SIGKILL, the OOM
   // killer) goes into their traces before the traces are read to their end.
   trace::drain_pending_in_dir(dir);
-  record_rss_at_death(dir, child);
   if (read_ahead) read_ahead->writer_ended();
 
   // From here on the program has run: whatever cannot be written or analysed (a full
@@ -158,6 +126,8 @@ int run(const RunFlags& flags) {
   // --budget: with nothing to gate, a CMD that succeeded gets 2, not a pass.
   const int failed_exit = !flags.budget_path.empty() && child.exit_code == 0 ? 2 : child.exit_code;
   reports::RunInfo info{flags.command, child.pid, child.exit_code, child.signal, child.duration_s, oom_watch.finish()};
+  // The kernel's high-water mark of its RSS, which a SIGKILL kept its tracer from writing.
+  if (child.signal == SIGKILL) info.max_rss_bytes = child.max_rss_bytes;
   write_or_say(dir + "/run.json", run_info_json(info));
   if (reports::find_traces(dir).empty()) {
     fprintf(stderr,

@@ -35,6 +35,7 @@ std::string run_info_json(const reports::RunInfo& run) {
   j["exit_code"] = run.exit_code;
   j["signal"] = run.signal ? nlohmann::ordered_json(*run.signal) : nlohmann::ordered_json(nullptr);
   j["duration_s"] = run.duration_s;
+  if (run.max_rss_bytes) j["max_rss_bytes"] = *run.max_rss_bytes;
   if (run.oom_kill) {
     const auto& o = *run.oom_kill;
     j["oom_kill"] = {{"cgroup", o.cgroup},
@@ -54,6 +55,7 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir) {
     run.exit_code = j.at("exit_code").get<int>();
     if (!j.at("signal").is_null()) run.signal = j.at("signal").get<int>();
     run.duration_s = j.at("duration_s").get<double>();
+    if (j.contains("max_rss_bytes")) run.max_rss_bytes = j.at("max_rss_bytes").get<uint64_t>();
     if (j.contains("oom_kill")) {
       const auto& o = j.at("oom_kill");
       reports::OomKill oom{o.at("cgroup").get<std::string>(), o.at("cgroup_version").get<int>(), std::nullopt,

@@ -167,31 +167,6 @@ PendingDrain drain_pending_chunks(const std::string& trace_path) {
   return result;
 }
 
-namespace {
-// The offset after the file's last whole chunk, walking the chunk headers from the file's.
-uint64_t end_of_whole_chunks(int fd, uint64_t file_bytes) {
-  uint64_t offset = sizeof(FileHeader);
-  ChunkHeader header{};
-  while (offset + sizeof(header) <= file_bytes &&
-         pread(fd, &header, sizeof(header), static_cast<off_t>(offset)) == static_cast<ssize_t>(sizeof(header)) &&
-         header.magic == kChunkMagic && offset + sizeof(header) + header.compressed_bytes <= file_bytes) {
-    offset += sizeof(header) + header.compressed_bytes;
-  }
-  return offset;
-}
-}  // namespace
-
-bool append_chunk(const std::string& trace_path, const uint8_t* raw, size_t raw_bytes) {
-  const int fd = open(trace_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return false;
-  struct stat st{};
-  bool ok = fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) >= sizeof(FileHeader);
-  const uint64_t offset = ok ? end_of_whole_chunks(fd, static_cast<uint64_t>(st.st_size)) : 0;
-  ok = ok && ftruncate(fd, static_cast<off_t>(offset)) == 0 && write_chunk_at(fd, offset, raw, raw_bytes) != 0;
-  close(fd);
-  return ok;
-}
-
 uint32_t drain_pending_in_dir(const std::string& dir) {
   uint32_t chunks = 0;
   std::error_code ec;

@@ -78,8 +78,5 @@ struct PendingDrain {
 PendingDrain drain_pending_chunks(const std::string& trace_path);
 // drain_pending_chunks for every trace in `dir`; chunks appended.
 uint32_t drain_pending_in_dir(const std::string& dir);
-// Appends `raw_bytes` of records as one chunk after the trace's last whole chunk (what
-// follows it, a chunk cut off by a kill, is cut away). False where it cannot be written.
-bool append_chunk(const std::string& trace_path, const uint8_t* raw, size_t raw_bytes);
 
 }  // namespace memstage::trace

@@ -519,6 +519,26 @@ std::string oom_kill_note(const OomKill& oom) {
                      oom.processes_killed, oom.processes_killed == 1 ? "" : "es", oom.cgroup_version, oom.cgroup, limit);
 }
 
+namespace {
+
+// A process SIGKILLed (the OOM killer's among them) never wrote the kernel's high-water
+// mark of its RSS: memstage run's wait4 ru_maxrss (run.json) stands for it, in the trace
+// of the process it started that no exec replaced. It counts the children that process
+// waited for too, so it is taken only where no other process was traced.
+void apply_rss_at_death(std::vector<std::unique_ptr<TraceFile>>& read, const std::optional<RunInfo>& run) {
+  if (!run || !run->pid || !run->max_rss_bytes) return;
+  for (const auto& f : read) {
+    if (f && f->pass.have_info && f->pass.info.pid != *run->pid) return;
+  }
+  for (auto& f : read) {
+    if (f && f->pass.have_info && !f->pass.ended && !f->pass.replaced_by_exec()) {
+      f->pass.on_rss_high_water(0, *run->max_rss_bytes);  // when it came is unknown
+    }
+  }
+}
+
+}  // namespace
+
 Report analyze(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
                const AnalysisOptions& options, TraceBeingWritten* read_ahead) {
   if (trace_paths.empty()) throw std::runtime_error("no trace files to analyse");
@@ -542,6 +562,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     }
   }
   read_at_once(trace_paths, kept_text, options.max_event_log_bytes, read_progress, read, read_failed);
+  apply_rss_at_death(read, run);
   std::vector<std::unique_ptr<TraceFile>> files;
   std::vector<std::string> skipped;
   for (size_t i = 0; i < trace_paths.size(); ++i) {

@@ -21,9 +21,7 @@ namespace {
 
 struct RssTimes : trace::TraceVisitor {
   std::vector<uint64_t> t_ns;
-  uint64_t high_water_bytes = 0;
   void on_rss(uint64_t t, uint64_t, uint64_t) override { t_ns.push_back(t); }
-  void on_rss_high_water(uint64_t, uint64_t rss) override { high_water_bytes = rss; }
 };
 
 // The pid of a process that has ended and been waited for.
@@ -142,19 +140,4 @@ TEST_CASE("the pending file of a process still running is left alone", "[pending
   CHECK(file_bytes(path) == before);
   CHECK(std::filesystem::exists(path + trace::kPendingSuffix));
   std::filesystem::remove(path + trace::kPendingSuffix);
-}
-
-TEST_CASE("a chunk appended after a cut chunk replaces the cut", "[pending]") {
-  const std::string path = trace_with_one_chunk("append_after_cut.mst");
-  FILE* f = fopen(path.c_str(), "ab");
-  fwrite("MSCK\x40\0\0\0", 1, 8, f);  // a chunk header cut short
-  fclose(f);
-  uint8_t raw[trace::records::max_encoded_bytes<trace::records::RssHighWater>()];
-  const auto* end = trace::records::encode(raw, trace::records::RssHighWater{0, 123 << 20});
-  REQUIRE(trace::append_chunk(path, raw, static_cast<size_t>(end - raw)));
-  RssTimes v;
-  const auto summary = trace::read_trace(path, v);
-  CHECK(summary.chunks == 2);
-  CHECK_FALSE(summary.truncated);
-  CHECK(v.high_water_bytes == 123u << 20);
 }
