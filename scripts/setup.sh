@@ -12,7 +12,7 @@ packages=(
   heaptrack valgrind python3 python3-jsonschema sqlite3
   gdb util-linux tmux
   clang libclang-rt-dev
-  python3-numpy python3-scipy python3-pandas python3-sklearn python3-torch python3-venv python3-setuptools python3-pip
+  python3-pytest python3-pytest-xdist python3-nbclient python3-ipykernel python3-numpy python3-scipy python3-pandas python3-sklearn python3-torch python3-venv python3-setuptools python3-pip
   chromium
   fasttext
 )

@@ -269,12 +269,8 @@ double now_s() {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
 }
 
-int attach(const AttachFlags& flags) {
-  const int pid = flags.pid;
-  if (flags.mode != "full" && flags.mode != "stats" && flags.mode != "aggregate" && flags.mode != "sample") {
-    throw CliError("attach: --mode must be full, stats, aggregate or sample, not '" + flags.mode + "'");
-  }
-  const uint64_t sample_rate_bytes = harness::sample_rate_bytes("attach", flags.mode, flags.sample_rate);
+// Refuses a process attach cannot record (or should not); the gdb to attach with.
+std::string check_attachable(int pid) {
   if (pid <= 0 || !process_exists(pid)) throw CliError("attach: no process with pid " + pid_text(pid));
   if (pid == getpid()) throw CliError("attach: pid " + pid_text(pid) + " is memstage itself");
   const std::optional<std::string> gdb = find_gdb();
@@ -285,9 +281,12 @@ int attach(const AttachFlags& flags) {
   check_permission(pid);
   check_dynamically_linked(pid);
   check_not_run_by_memstage(pid);
+  return *gdb;
+}
 
-  const std::string preload = find_preload_library();
-  const std::string program = program_name(pid);
+// The run's folder, made ready for the process, which writes its trace there as its own user.
+std::string attach_output_dir(const AttachFlags& flags, const std::string& program) {
+  const int pid = flags.pid;
   const std::string dir = fs::absolute(flags.output_dir.empty() ? "memstage." + program + "." + pid_text(pid)
                                                                 : flags.output_dir)
                               .lexically_normal()
@@ -295,26 +294,19 @@ int attach(const AttachFlags& flags) {
   prepare_output_dir(dir);
   std::error_code ec;
   fs::remove(dir + "/run.json", ec);  // an earlier run's: this report has no command of its own
-  // The process writes its trace into the folder as its own user.
   const std::vector<long> uids = status_ids(pid, "Uid:"), gids = status_ids(pid, "Gid:");
   if (geteuid() == 0 && uids.size() > 1 && gids.size() > 1 && uids[1] != 0) {
     if (chown(dir.c_str(), static_cast<uid_t>(uids[1]), static_cast<gid_t>(gids[1])) != 0) {
       throw CliError("attach: cannot give " + dir + " to uid " + std::to_string(uids[1]) + ": " + strerror(errno));
     }
   }
+  return dir;
+}
 
-  struct sigaction action{};
-  action.sa_handler = request_stop;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-
-  const std::string options = "output=" + dir + "\nmode=" + flags.mode + "\nmax_depth=" +
-                              std::to_string(flags.max_depth) +
-                              "\nsample_interval_ms=" + std::to_string(flags.sample_interval_ms) +
-                              "\nsample_rate_bytes=" + std::to_string(sample_rate_bytes);
+// Loads the tracer into the process through gdb and starts its recording.
+void start_tracer(const std::string& gdb, int pid, const std::string& preload, const std::string& options) {
   // dlopen is libc's (glibc 2.34 on); RTLD_NOW (2): every symbol bound before the first call.
-  const GdbResult started = gdb_batch(*gdb, pid,
+  const GdbResult started = gdb_batch(gdb, pid,
                                       {"sharedlibrary libc\\.so", "call (void *) dlopen(" + gdb_string_literal(preload) + ", 2)",
                                        "call (char *) dlerror()", "sharedlibrary libmemstage_preload",
                                        "call (int) memstage_attach_start(" + gdb_string_literal(options) + ")"},
@@ -330,6 +322,63 @@ int attach(const AttachFlags& flags) {
   if (values[2] != "0") {
     throw CliError("attach: pid " + pid_text(pid) + ": " + attach_error_text(values[2]));
   }
+}
+
+// How the recording ended: the process with it (and its wait status, where known), or not.
+struct RecordingEnd {
+  bool ended = false;
+  std::optional<int> wait_status;
+};
+
+// Records until the duration ends, Ctrl-C or the process's end; then stops the tracer in a
+// process still alive.
+RecordingEnd record(const AttachFlags& flags, const std::string& gdb, double attached_at_s) {
+  const int pid = flags.pid;
+  RecordingEnd end;
+  while (!g_stop_requested && (flags.duration_s <= 0 || now_s() - attached_at_s < flags.duration_s)) {
+    if (!process_alive(pid)) {
+      end.ended = true;
+      end.wait_status = zombie_wait_status(pid);
+      return end;
+    }
+    usleep(20000);
+  }
+  const GdbResult stopped =
+      gdb_batch(gdb, pid, {"sharedlibrary libmemstage_preload", "call (int) memstage_attach_stop()"}, kGdbTimeoutS);
+  if (stopped.values.empty() || stopped.values[0] != "0") {
+    if (!process_alive(pid)) {
+      end.ended = true;
+      end.wait_status = zombie_wait_status(pid);
+    } else {
+      fprintf(stderr, "memstage: detaching from pid %d failed (%s); the trace so far is reported\n", pid,
+              reports::terminal_text(last_line(stopped.output)).c_str());
+    }
+  }
+  return end;
+}
+
+int attach(const AttachFlags& flags) {
+  const int pid = flags.pid;
+  if (flags.mode != "full" && flags.mode != "stats" && flags.mode != "aggregate" && flags.mode != "sample") {
+    throw CliError("attach: --mode must be full, stats, aggregate or sample, not '" + flags.mode + "'");
+  }
+  const uint64_t sample_rate_bytes = harness::sample_rate_bytes("attach", flags.mode, flags.sample_rate);
+  const std::string gdb = check_attachable(pid);
+  const std::string preload = find_preload_library();
+  const std::string program = program_name(pid);
+  const std::string dir = attach_output_dir(flags, program);
+
+  struct sigaction action{};
+  action.sa_handler = request_stop;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+
+  const std::string options = "output=" + dir + "\nmode=" + flags.mode + "\nmax_depth=" +
+                              std::to_string(flags.max_depth) +
+                              "\nsample_interval_ms=" + std::to_string(flags.sample_interval_ms) +
+                              "\nsample_rate_bytes=" + std::to_string(sample_rate_bytes);
+  start_tracer(gdb, pid, preload, options);
   const double attached_at_s = now_s();
   // The trace is read as the tracer writes it, as `memstage run` does.
   const std::unique_ptr<reports::TraceBeingWritten> read_ahead =
@@ -340,35 +389,12 @@ int attach(const AttachFlags& flags) {
     fprintf(stderr, "memstage: attached to pid %d (%s), %s mode; recording %s\n", pid,
             reports::terminal_text(program).c_str(), flags.mode.c_str(), until);
   }
-
-  bool ended = false;
-  std::optional<int> wait_status;
-  while (!g_stop_requested && (flags.duration_s <= 0 || now_s() - attached_at_s < flags.duration_s)) {
-    if (!process_alive(pid)) {
-      ended = true;
-      wait_status = zombie_wait_status(pid);
-      break;
-    }
-    usleep(20000);
-  }
-  if (!ended) {
-    const GdbResult stopped = gdb_batch(
-        *gdb, pid, {"sharedlibrary libmemstage_preload", "call (int) memstage_attach_stop()"}, kGdbTimeoutS);
-    if (stopped.values.empty() || stopped.values[0] != "0") {
-      if (!process_alive(pid)) {
-        ended = true;
-        wait_status = zombie_wait_status(pid);
-      } else {
-        fprintf(stderr, "memstage: detaching from pid %d failed (%s); the trace so far is reported\n", pid,
-                reports::terminal_text(last_line(stopped.output)).c_str());
-      }
-    }
-  }
+  const RecordingEnd end = record(flags, gdb, attached_at_s);
   // Detached or ended: the tracer has written its last chunk.
   if (read_ahead) read_ahead->writer_ended();
   reports::Report report;
   const bool written = write_reports(dir, std::nullopt, flags.quiet, read_ahead.get(), &report);
-  const int end_status = ended ? report_end(pid, wait_status, written ? &report : nullptr) : 0;
+  const int end_status = end.ended ? report_end(pid, end.wait_status, written ? &report : nullptr) : 0;
   return end_status != 0 ? end_status : written ? 0 : 1;
 }
 

@@ -21,6 +21,7 @@
 #include "harness/compare/format.h"
 #include "harness/compare/run_plan.h"
 #include "harness/files/output_files.h"
+#include "harness/files/report_figures.h"
 #include "harness/files/report_json.h"
 #include "reports/render/text/terminal_text.h"
 
@@ -108,8 +109,11 @@ RunRecord execute(const PlannedRun& planned, const Subject& subject, const std::
   }
   try {
     record.report = files::read_report_json(dir);
-    record.duration_s = record.report->value("duration_s", child.duration_s);
+    // Read as build_compare will, so that a malformed figure fails this run, not the comparison.
+    const files::ReportFigures figures = files::read_figures(*record.report, planned.dir_name + "/report.json");
+    record.duration_s = figures.totals[files::Figure::kDurationS].value_or(child.duration_s);
   } catch (const files::ReportFileError& e) {
+    record.report.reset();
     record.error = e.what();
   }
   return record;

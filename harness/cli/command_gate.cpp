@@ -1,4 +1,4 @@
-// memstage gate REPORT [--budget FILE] [--baseline OLD --max-growth PCT] [--junit FILE] [--github]
+// memstage gate REPORT [--budget FILE] [--baseline OLD --max-growth PCT] [--junit FILE] [--json FILE] [--github]
 // A report (report.json or a run folder) as a CI verdict: prints limit, measured and
 // verdict per check; exits 0 when all pass, 1 when any is over, 2 for input errors.
 // The logic lives in harness/gate/ so that it is unit-tested without the CLI.
@@ -37,6 +37,7 @@ void register_gate(CLI::App& app, CommandAction& action) {
   cmd->add_option("--baseline", flags->options.baseline_path, "An earlier report to compare with");
   cmd->add_option("--max-growth", flags->max_growth_text, "With --baseline: allowed growth, e.g. 5% or 0.05");
   cmd->add_option("--junit", flags->options.junit_path, "Write JUnit XML here (one testcase per check)");
+  cmd->add_option("--json", flags->options.json_path, "Write the checks as JSON here (for programs that act on them)");
   cmd->add_flag("--github", flags->options.github, "Print GitHub Actions ::error annotations for failures");
   cmd->callback([flags, &action] { action = [flags] { return gate_command(*flags); }; });
 }

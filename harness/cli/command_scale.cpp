@@ -12,8 +12,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "harness/cli/child_process.h"
@@ -23,6 +23,7 @@
 #include "harness/cli/option_lists.h"
 #include "harness/cli/sizes.h"
 #include "harness/files/output_files.h"
+#include "harness/files/report_figures.h"
 #include "harness/files/report_json.h"
 #include "harness/scale/scale_report.h"
 #include "reports/render/text/human_units.h"
@@ -101,7 +102,7 @@ bool same_terminal(int a, int b) {
   return isatty(a) && isatty(b) && fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_rdev == sb.st_rdev;
 }
 
-int scale_command(const ScaleFlags& flags) {
+void check_flags(const ScaleFlags& flags) {
   if (flags.command.empty()) throw CliError("scale: no command given (memstage scale [options] -- CMD ... {n} ...)");
   if (std::none_of(flags.command.begin(), flags.command.end(),
                    [](const std::string& a) { return a.find("{n}") != std::string::npos; })) {
@@ -109,10 +110,12 @@ int scale_command(const ScaleFlags& flags) {
   }
   if (flags.mode != "full" && flags.mode != "stats") throw CliError("scale: --mode must be full or stats");
   if (flags.metric != "rss" && flags.metric != "heap") throw CliError("scale: --metric must be rss or heap");
-  const auto ram = parse_size(flags.ram);
-  if (!ram || *ram == 0) throw CliError("scale: --ram: '" + flags.ram + "' is not a size (e.g. 16GiB)");
+}
+
+// --sizes: positive integers, sorted, each once.
+std::vector<uint64_t> parse_sizes(const std::string& list) {
   std::vector<uint64_t> sizes;
-  for (const auto& text : split_commas(flags.sizes)) {
+  for (const auto& text : split_commas(list)) {
     size_t used = 0;
     unsigned long long value = 0;
     try {
@@ -129,7 +132,116 @@ int scale_command(const ScaleFlags& flags) {
   std::sort(sizes.begin(), sizes.end());
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   if (sizes.empty()) throw CliError("scale: --sizes is empty");
+  return sizes;
+}
 
+uint64_t parse_ram(const std::string& text) {
+  const auto ram = parse_size(text);
+  if (!ram || *ram == 0) throw CliError("scale: --ram: '" + text + "' is not a size (e.g. 16GiB)");
+  return *ram;
+}
+
+scale::ScaleInput scale_input(const ScaleFlags& flags, uint64_t ram_bytes, const std::vector<uint64_t>& sizes) {
+  scale::ScaleInput input;
+  input.command = flags.command;
+  input.ram_bytes = double(ram_bytes);
+  input.metric = flags.metric == "heap" ? scale::Metric::kHeap : scale::Metric::kRss;
+  input.mode = flags.mode;
+  input.flat = split_commas(flags.flat);
+  input.totals.name = "total";
+  for (uint64_t n : sizes) input.sizes.push_back(double(n));
+  return input;
+}
+
+// The run at one size, where it happens and what is known before it.
+struct SizeRun {
+  uint64_t size = 0;
+  std::string self;     // this memstage binary: each size is a plain `memstage run` of it
+  std::string run_dir;  // DIR/n<size>
+  const ScaleFlags* flags = nullptr;
+};
+
+// Runs one size and reads its report; the figures when it ran to the end with a report.
+std::optional<files::ReportFigures> run_size(const SizeRun& run, scale::RunRecord& record, ChildResult& child) {
+  std::error_code ec;
+  fs::remove(run.run_dir + "/report.json", ec);
+  files::create_output_folder(run.run_dir);
+  std::vector<std::string> argv = {run.self, "run", "-q", "-o", run.run_dir, "--mode", run.flags->mode, "--"};
+  for (const auto& arg : run.flags->command) argv.push_back(substitute(arg, std::to_string(run.size)));
+  fprintf(stderr, "memstage: scale n=%llu ...", (unsigned long long)run.size);
+  child = run_logged(argv, run.run_dir + "/output.log");
+  record.exit_code = child.exit_code;
+  record.duration_s = child.duration_s;
+  std::optional<files::ReportFigures> figures;
+  try {
+    figures = files::read_figures(files::read_report_json(run.run_dir), record.dir + "/report.json");
+  } catch (const files::ReportFileError&) {
+  }
+  if (figures && child.exit_code == 0) return figures;
+  record.status = "failed";
+  record.reason = !figures ? "no report (see " + record.dir + "/output.log)" : "exit code " + std::to_string(child.exit_code);
+  fprintf(stderr, " failed: %s\n%s", record.reason.c_str(), last_lines(run.run_dir + "/output.log", 5).c_str());
+  return std::nullopt;
+}
+
+// The sweep so far: why the remaining sizes are not run ("" while they are), and whether a run failed.
+struct Sweep {
+  std::string stopped;
+  bool any_failed = false;
+};
+
+// Skips what the fit so far says would not fit: peak RSS, whatever --metric says,
+// because RSS is what the machine runs out of.
+bool skip_predicted(const scale::ScaleInput& input, uint64_t size, scale::RunRecord& record) {
+  if (input.totals.points.size() < 2) return false;
+  record.predicted_peak_bytes = scale::predict(metric_points(input.totals, scale::Metric::kRss), record.n);
+  if (!record.predicted_peak_bytes || *record.predicted_peak_bytes <= input.ram_bytes) return false;
+  record.status = "skipped";
+  record.reason = "predicted " + format_bytes(*record.predicted_peak_bytes) + " > RAM " + format_bytes(input.ram_bytes);
+  fprintf(stderr, "memstage: scale n=%llu skipped: %s\n", (unsigned long long)size, record.reason.c_str());
+  return true;
+}
+
+void sweep_size(SizeRun run, const std::string& dir, scale::ScaleInput& input, Sweep& sweep) {
+  scale::RunRecord record;
+  record.n = double(run.size);
+  if (!sweep.stopped.empty()) {
+    record.status = "not run";
+    record.reason = sweep.stopped;
+  } else if (!skip_predicted(input, run.size, record)) {
+    record.dir = "n" + std::to_string(run.size);
+    run.run_dir = dir + "/" + record.dir;
+    ChildResult child;
+    if (const auto figures = run_size(run, record, child)) {
+      record.status = "ok";
+      scale::add_points(input, record.n, *figures);
+      record.peak_heap_bytes = input.totals.points.back().peak_heap_bytes;
+      record.peak_rss_bytes = input.totals.points.back().peak_rss_bytes;
+      fprintf(stderr, " peak heap %s, peak RSS %s, %.2f s\n", format_bytes(record.peak_heap_bytes).c_str(),
+              format_bytes(record.peak_rss_bytes).c_str(), record.duration_s);
+      if (record.peak_rss_bytes > input.ram_bytes) {
+        sweep.stopped = "stopped: n=" + std::to_string(run.size) + " measured peak RSS " +
+                        format_bytes(record.peak_rss_bytes) + " > RAM " + format_bytes(input.ram_bytes);
+      }
+    } else {
+      sweep.any_failed = true;
+      // A failure at one size may be about that input (a label missing from a small
+      // sample); the next size is still worth running. A kill by signal is most likely
+      // the OOM killer, and larger sizes would only die the same way.
+      if (child.signal) {
+        sweep.stopped = "stopped after n=" + std::to_string(run.size) + " was killed by signal " +
+                        std::to_string(*child.signal);
+      }
+    }
+  }
+  input.runs.push_back(record);
+}
+
+int scale_command(const ScaleFlags& flags) {
+  check_flags(flags);
+  const uint64_t ram_bytes = parse_ram(flags.ram);
+  const std::vector<uint64_t> sizes = parse_sizes(flags.sizes);
+  scale::ScaleInput input = scale_input(flags, ram_bytes, sizes);
   const std::string dir =
       fs::absolute(flags.output_dir.empty()
                        ? "memstage-scale." + fs::path(flags.command[0]).filename().string() + "." + std::to_string(getpid())
@@ -138,102 +250,15 @@ int scale_command(const ScaleFlags& flags) {
           .string();
   files::create_output_folder(dir);
   std::error_code ec;
-  // Each size is a plain `memstage run` of this same binary: one code path for tracing.
-  const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
+  SizeRun run;
+  run.flags = &flags;
+  run.self = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) throw CliError("cannot find the memstage binary (/proc/self/exe)");
-
-  scale::ScaleInput input;
-  input.command = flags.command;
-  input.ram_bytes = double(*ram);
-  input.metric = flags.metric == "heap" ? scale::Metric::kHeap : scale::Metric::kRss;
-  input.mode = flags.mode;
-  input.flat = split_commas(flags.flat);
-  input.totals.name = "total";
-  for (uint64_t n : sizes) input.sizes.push_back(double(n));
-
-  std::map<std::string, size_t> stage_index;  // path -> index in input.stages
-  std::string stopped;                        // why the remaining sizes are not run
-  bool any_failed = false;
+  Sweep sweep;
   for (uint64_t size : sizes) {
-    scale::RunRecord record;
-    record.n = double(size);
-    if (!stopped.empty()) {
-      record.status = "not run";
-      record.reason = stopped;
-      input.runs.push_back(record);
-      continue;
-    }
-    // Skip what the fit so far says would not fit: peak RSS, whatever --metric says,
-    // because RSS is what the machine runs out of.
-    if (input.totals.points.size() >= 2) {
-      record.predicted_peak_bytes = scale::predict(metric_points(input.totals, scale::Metric::kRss), record.n);
-      if (record.predicted_peak_bytes && *record.predicted_peak_bytes > input.ram_bytes) {
-        record.status = "skipped";
-        record.reason = "predicted " + format_bytes(*record.predicted_peak_bytes) + " > RAM " + format_bytes(input.ram_bytes);
-        fprintf(stderr, "memstage: scale n=%llu skipped: %s\n", (unsigned long long)size, record.reason.c_str());
-        input.runs.push_back(record);
-        continue;
-      }
-    }
-    record.dir = "n" + std::to_string(size);
-    const std::string run_dir = dir + "/" + record.dir;
-    fs::remove(run_dir + "/report.json", ec);
-    files::create_output_folder(run_dir);
-    std::vector<std::string> argv = {self, "run", "-q", "-o", run_dir, "--mode", flags.mode, "--"};
-    for (const auto& arg : flags.command) argv.push_back(substitute(arg, std::to_string(size)));
-    fprintf(stderr, "memstage: scale n=%llu ...", (unsigned long long)size);
-    const ChildResult child = run_logged(argv, run_dir + "/output.log");
-    record.exit_code = child.exit_code;
-    record.duration_s = child.duration_s;
-
-    nlohmann::json report;
-    bool have_report = false;
-    try {
-      report = files::read_report_json(run_dir);
-      have_report = true;
-    } catch (const files::ReportFileError&) {
-    }
-    if (!have_report || child.exit_code != 0) {
-      record.status = "failed";
-      record.reason = !have_report ? "no report (see " + record.dir + "/output.log)"
-                                   : "exit code " + std::to_string(child.exit_code);
-      fprintf(stderr, " failed: %s\n%s", record.reason.c_str(), last_lines(run_dir + "/output.log", 5).c_str());
-      any_failed = true;
-      // A failure at one size may be about that input (a label missing from a small
-      // sample); the next size is still worth running. A kill by signal is most likely
-      // the OOM killer, and larger sizes would only die the same way.
-      if (child.signal) stopped = "stopped after n=" + std::to_string(size) + " was killed by signal " +
-                                  std::to_string(*child.signal);
-      input.runs.push_back(record);
-      continue;
-    }
-    record.status = "ok";
-    record.peak_heap_bytes = report["totals"].value("peak_heap_bytes", 0.0);
-    record.peak_rss_bytes = report["totals"].value("peak_rss_bytes", 0.0);
-    fprintf(stderr, " peak heap %s, peak RSS %s, %.2f s\n", format_bytes(record.peak_heap_bytes).c_str(),
-            format_bytes(record.peak_rss_bytes).c_str(), record.duration_s);
-    input.totals.points.push_back({record.n, record.peak_heap_bytes, record.peak_rss_bytes});
-    // A stage that appears several times in a run (same path) counts with its largest peak.
-    std::map<std::string, scale::SeriesPoint> this_run;
-    for (const auto& stage : report.value("stages", nlohmann::json::array())) {
-      const std::string path = stage.value("path", stage.value("name", ""));
-      if (!stage_index.count(path)) {
-        stage_index[path] = input.stages.size();
-        input.stages.push_back({stage.value("name", path), path, {}});
-      }
-      auto& point = this_run[path];
-      point.n = record.n;
-      point.peak_heap_bytes = std::max(point.peak_heap_bytes, stage.value("peak_heap_bytes", 0.0));
-      point.peak_rss_bytes = std::max(point.peak_rss_bytes, stage.value("peak_rss_bytes", 0.0));
-    }
-    for (const auto& [path, point] : this_run) input.stages[stage_index[path]].points.push_back(point);
-    if (record.peak_rss_bytes > input.ram_bytes) {
-      stopped = "stopped: n=" + std::to_string(size) + " measured peak RSS " + format_bytes(record.peak_rss_bytes) +
-                " > RAM " + format_bytes(input.ram_bytes);
-    }
-    input.runs.push_back(record);
+    run.size = size;
+    sweep_size(run, dir, input, sweep);
   }
-
   const scale::ScaleAnalysis analysis = scale::analyze(input);
   files::write_output_file(dir + "/scale.json", scale::render_scale_json(analysis));
   files::write_output_file(dir + "/scale.html", scale::render_scale_html(analysis));
@@ -241,7 +266,7 @@ int scale_command(const ScaleFlags& flags) {
   fputs(reports::terminal_lines(text).c_str(), stdout);
   fflush(stdout);
   fprintf(stderr, "memstage: wrote %s/scale.json and scale.html\n", dir.c_str());
-  return any_failed ? 1 : 0;
+  return sweep.any_failed ? 1 : 0;
 }
 
 }  // namespace

@@ -16,5 +16,6 @@ void register_scale(CLI::App& app, CommandAction& action);
 void register_gate(CLI::App& app, CommandAction& action);
 void register_compare(CLI::App& app, CommandAction& action);
 void register_diff(CLI::App& app, CommandAction& action);
+void register_jupyter(CLI::App& app, CommandAction& action);
 
 }  // namespace memstage::harness

@@ -3,55 +3,41 @@
 #include <algorithm>
 #include <map>
 
+#include "harness/files/report_figures.h"
+
 namespace memstage::compare {
 
 namespace {
 
 using Json = nlohmann::json;
 
-template <typename T>
-T get_or(const Json& j, const char* key, T fallback) {
-  if (!j.is_object()) return fallback;
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const Json::exception&) {
-    return fallback;
-  }
+using files::Figure;
+using files::ReportFigures;
+using files::ScopeFigures;
+
+// A figure compare shows as a number: 0 where the report did not measure it.
+uint64_t bytes_of(const ScopeFigures& figures, Figure figure) {
+  return static_cast<uint64_t>(figures[figure].value_or(0));
 }
 
-// Per stage path in one report: its total time and the JSON of its (merged) figures.
-struct StageAggregate {
-  double duration_s = 0;
-  MemoryFigures memory;
-  bool seen = false;
-};
+MemoryFigures memory_of(const ScopeFigures& f) {
+  MemoryFigures m;
+  m.peak_heap_bytes = bytes_of(f, Figure::kPeakHeapBytes);
+  m.peak_rss_bytes = bytes_of(f, Figure::kPeakRssBytes);
+  m.leaked_bytes = bytes_of(f, Figure::kLeakedBytes);
+  m.fragmentation_ratio = f[Figure::kFragmentationRatio].value_or(0);
+  m.fragmentation_estimated = f.fragmentation_estimated;
+  m.live_bytes = bytes_of(f, Figure::kLiveBytes);
+  m.allocator_in_use_bytes = bytes_of(f, Figure::kAllocatorInUseBytes);
+  m.allocator_resident_bytes = bytes_of(f, Figure::kAllocatorResidentBytes);
+  m.rss_bytes = bytes_of(f, Figure::kBreakdownRssBytes);
+  m.tracer_bytes = bytes_of(f, Figure::kTracerBytes);
+  m.breakdown_estimated = f.breakdown_estimated;
+  return m;
+}
 
-std::map<std::string, StageAggregate> aggregate_stages(const Json& report, std::vector<std::string>* order) {
-  std::map<std::string, StageAggregate> by_path;
-  const auto it = report.find("stages");
-  if (it == report.end() || !it->is_array()) return by_path;
-  for (const Json& st : *it) {
-    const std::string path = get_or<std::string>(st, "path", get_or<std::string>(st, "name", "?"));
-    StageAggregate& agg = by_path[path];
-    if (order && std::find(order->begin(), order->end(), path) == order->end()) order->push_back(path);
-    // A row grouping several instances of its path (stage_grouping) says how long they were open.
-    agg.duration_s += st.contains("open_s") ? get_or<double>(st, "open_s", 0)
-                                             : std::max(0.0, get_or<double>(st, "end_s", 0) - get_or<double>(st, "start_s", 0));
-    const MemoryFigures m = memory_figures(st);
-    if (!agg.seen) {
-      agg.memory = m;
-    } else {
-      const MemoryFigures before = agg.memory;
-      agg.memory = m;  // the last breakdown and fragmentation
-      agg.memory.peak_heap_bytes = std::max(before.peak_heap_bytes, m.peak_heap_bytes);
-      agg.memory.peak_rss_bytes = std::max(before.peak_rss_bytes, m.peak_rss_bytes);
-      agg.memory.leaked_bytes = before.leaked_bytes + m.leaked_bytes;
-    }
-    agg.seen = true;
-  }
-  return by_path;
+ReportFigures figures_of(const RunRecord& run) {
+  return files::read_figures(*run.report, run.planned.dir_name + "/report.json");
 }
 
 Json summary_json(const Summary& s) {
@@ -85,24 +71,6 @@ nlohmann::ordered_json row_json(const RowFigures& row) {
 
 }  // namespace
 
-MemoryFigures memory_figures(const Json& f) {
-  MemoryFigures m;
-  m.peak_heap_bytes = get_or<uint64_t>(f, "peak_heap_bytes", 0);
-  m.peak_rss_bytes = get_or<uint64_t>(f, "peak_rss_bytes", 0);
-  m.leaked_bytes = get_or<uint64_t>(f, "leaked_bytes", 0);
-  const Json frag = f.is_object() && f.contains("fragmentation") ? f["fragmentation"] : Json::object();
-  m.fragmentation_ratio = get_or<double>(frag, "ratio", 0);
-  m.fragmentation_estimated = get_or<bool>(frag, "estimated", true);
-  const Json b = f.is_object() && f.contains("rss_breakdown") ? f["rss_breakdown"] : Json::object();
-  m.live_bytes = get_or<uint64_t>(b, "live_bytes", 0);
-  m.allocator_in_use_bytes = get_or<uint64_t>(b, "allocator_in_use_bytes", 0);
-  m.allocator_resident_bytes = get_or<uint64_t>(b, "allocator_resident_bytes", 0);
-  m.rss_bytes = get_or<uint64_t>(b, "rss_bytes", 0);
-  m.tracer_bytes = get_or<uint64_t>(b, "tracer_bytes", 0);
-  m.breakdown_estimated = get_or<bool>(b, "estimated", true);
-  return m;
-}
-
 const RowFigures* SubjectResult::stage(const std::string& path) const {
   for (const RowFigures& r : stages) {
     if (r.path == path) return &r;
@@ -122,56 +90,69 @@ bool CompareResult::any_estimated() const {
   return false;
 }
 
+namespace {
+
+// One subject's rows: time and stats-mode RSS over its stats runs, memory from its full run.
+SubjectResult subject_result(const Subject& subject, size_t index, const std::vector<RunRecord>& runs,
+                             const std::vector<std::string>& stage_paths) {
+  SubjectResult sr;
+  sr.name = subject.name;
+  sr.command = subject.command;
+  if (subject.allocator) sr.allocator_library = subject.allocator->library;
+  std::vector<double> total_times, total_rss;
+  std::map<std::string, std::vector<double>> stage_times, stage_rss;
+  std::optional<ReportFigures> full;
+  for (const RunRecord& run : runs) {
+    if (run.planned.subject != index || !run.report) continue;
+    const std::string html = run.planned.dir_name + "/report.html";
+    ReportFigures figures = figures_of(run);
+    if (run.planned.mode == RunMode::kFull) {
+      sr.full_report = html;
+      sr.allocator = figures.allocator;
+      sr.totals.memory = memory_of(figures.totals);
+      full = std::move(figures);
+      continue;
+    }
+    sr.stats_reports.push_back(html);
+    total_times.push_back(figures.totals[Figure::kDurationS].value_or(run.duration_s));
+    total_rss.push_back(figures.totals[Figure::kPeakRssBytes].value_or(0));
+    for (const auto& [path, stage] : figures.stages) {
+      stage_times[path].push_back(stage[Figure::kDurationS].value_or(0));
+      stage_rss[path].push_back(stage[Figure::kPeakRssBytes].value_or(0));
+    }
+  }
+  sr.totals.wall_time_s = summarize(total_times);
+  sr.totals.peak_rss_bytes = summarize(total_rss);
+  for (const std::string& path : stage_paths) {
+    const ScopeFigures* full_stage = full ? full->stage(path) : nullptr;
+    if (!full_stage && !stage_times.contains(path)) continue;
+    RowFigures row;
+    row.path = path;
+    row.wall_time_s = summarize(stage_times[path]);
+    row.peak_rss_bytes = summarize(stage_rss[path]);
+    if (full_stage) row.memory = memory_of(*full_stage);
+    sr.stages.push_back(std::move(row));
+  }
+  return sr;
+}
+
+}  // namespace
+
 CompareResult build_compare(const std::vector<Subject>& subjects, const std::vector<RunRecord>& runs, unsigned repeat) {
   CompareResult result;
   result.repeat = repeat;
   result.runs = runs;
   // Stage order: first seen across all reports, full runs first (they come first in the plan).
   for (const RunRecord& run : runs) {
-    if (run.report) aggregate_stages(*run.report, &result.stage_paths);
-  }
-  for (size_t si = 0; si < subjects.size(); ++si) {
-    SubjectResult sr;
-    sr.name = subjects[si].name;
-    sr.command = subjects[si].command;
-    if (subjects[si].allocator) sr.allocator_library = subjects[si].allocator->library;
-    std::vector<double> total_times, total_rss;
-    std::map<std::string, std::vector<double>> stage_times, stage_rss;
-    std::map<std::string, StageAggregate> full_stages;
-    for (const RunRecord& run : runs) {
-      if (run.planned.subject != si) continue;
-      const std::string html = run.planned.dir_name + "/report.html";
-      if (!run.report) continue;
-      const Json& report = *run.report;
-      if (run.planned.mode == RunMode::kFull) {
-        sr.full_report = html;
-        sr.allocator = get_or<std::string>(report, "allocator", "");
-        sr.totals.memory = memory_figures(report.contains("totals") ? report["totals"] : Json::object());
-        full_stages = aggregate_stages(report, nullptr);
-      } else {
-        sr.stats_reports.push_back(html);
-        total_times.push_back(get_or<double>(report, "duration_s", run.duration_s));
-        const Json totals = report.contains("totals") ? report["totals"] : Json::object();
-        total_rss.push_back(static_cast<double>(get_or<uint64_t>(totals, "peak_rss_bytes", 0)));
-        for (const auto& [path, agg] : aggregate_stages(report, nullptr)) {
-          stage_times[path].push_back(agg.duration_s);
-          stage_rss[path].push_back(static_cast<double>(agg.memory.peak_rss_bytes));
-        }
+    if (!run.report) continue;
+    for (const std::string& path : figures_of(run).stage_paths) {
+      if (std::find(result.stage_paths.begin(), result.stage_paths.end(), path) == result.stage_paths.end()) {
+        result.stage_paths.push_back(path);
       }
     }
-    sr.totals.wall_time_s = summarize(total_times);
-    sr.totals.peak_rss_bytes = summarize(total_rss);
-    for (const std::string& path : result.stage_paths) {
-      const auto full = full_stages.find(path);
-      if (full == full_stages.end() && !stage_times.contains(path)) continue;
-      RowFigures row;
-      row.path = path;
-      row.wall_time_s = summarize(stage_times[path]);
-      row.peak_rss_bytes = summarize(stage_rss[path]);
-      if (full != full_stages.end()) row.memory = full->second.memory;
-      sr.stages.push_back(std::move(row));
-    }
-    result.subjects.push_back(std::move(sr));
+  }
+  for (size_t si = 0; si < subjects.size(); ++si) {
+    result.subjects.push_back(subject_result(subjects[si], si, runs, result.stage_paths));
   }
   return result;
 }

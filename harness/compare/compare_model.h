@@ -67,10 +67,9 @@ struct CompareResult {
   bool any_estimated() const;
 };
 
-// A stage path that occurs several times in one report (a stage per epoch, say) counts
-// once: durations and leaks add up, peaks take the maximum, the breakdown is the last one.
-MemoryFigures memory_figures(const nlohmann::json& figures_json);
-
+// A stage path that occurs several times in one report (a stage per epoch) counts once,
+// merged by files::read_figures' rule, as gate, diff and scale merge it. Throws
+// files::ReportFileError for a run's report holding a malformed figure.
 CompareResult build_compare(const std::vector<Subject>& subjects, const std::vector<RunRecord>& runs, unsigned repeat);
 
 nlohmann::ordered_json compare_to_json(const CompareResult& result);

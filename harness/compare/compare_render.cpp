@@ -163,17 +163,8 @@ void table_rows(std::ostringstream& out, const SubjectResult& s, const RowFigure
   out << "</tr>\n";
 }
 
-}  // namespace
-
-std::string render_compare_html(const CompareResult& result) {
-  std::ostringstream out;
-  out << reports::html_page_start("memstage compare", kStyle);
-  out << "<p>" << result.subjects.size() << " subjects. Time: " << result.repeat
-      << " stats-mode run(s) each (no stack unwinding), interleaved round-robin; median with min–max. "
-         "Memory: one full-mode run each (every allocation traced). "
-         "Allocator figures (in use, resident) come from each allocator's own statistics, read by the tracer at "
-         "stage boundaries; <span class='est'>≈</span> marks a figure the allocator does not report and memstage "
-         "estimated.</p>\n";
+// Each subject: its allocator, command and reports.
+void subjects_table(std::ostringstream& out, const CompareResult& result) {
   out << "<table><tr><th>subject</th><th>allocator</th><th>command</th><th>reports</th></tr>\n";
   for (const SubjectResult& s : result.subjects) {
     std::string command;
@@ -188,11 +179,12 @@ std::string render_compare_html(const CompareResult& result) {
     out << "</td></tr>\n";
   }
   out << "</table>\n";
+}
 
-  // Charts: total then every stage, one bar per subject.
+// Charts: total then every stage, one bar per subject.
+void charts(std::ostringstream& out, const CompareResult& result) {
   std::vector<std::string> labels = {"total"};
   for (const auto& p : result.stage_paths) labels.push_back(p);
-  BarSeries dummy;
   std::vector<BarSeries> time, heap, rss, frag;
   for (const SubjectResult& s : result.subjects) {
     BarSeries t{s.name, {}, {}, {}}, h{s.name, {}, {}, {}}, r{s.name, {}, {}, {}}, f{s.name, {}, {}, {}};
@@ -218,7 +210,9 @@ std::string render_compare_html(const CompareResult& result) {
       << "<div>" << svg_bar_chart("Peak RSS (full run)", labels, rss, bytes_text) << "</div>\n"
       << "<div>" << svg_bar_chart("Fragmentation (1 − live / allocator resident)", labels, frag, ratio_text)
       << "</div>\n</div>\n";
+}
 
+void figures_table(std::ostringstream& out, const CompareResult& result) {
   out << "<h2>Figures</h2>\n<table><tr><th>subject</th><th>wall time</th><th>peak heap</th><th>peak RSS</th>"
          "<th>peak RSS, stats runs</th><th>fragmentation</th><th>leaked</th><th>live</th><th>allocator in use</th>"
          "<th>allocator resident</th><th>RSS</th></tr>\n";
@@ -230,9 +224,12 @@ std::string render_compare_html(const CompareResult& result) {
       if (const RowFigures* r = s.stage(p)) table_rows(out, s, *r);
     }
   }
-  out << "</table>\n<p>Live, in use, resident and RSS are the breakdown at the end of the run or stage "
-         "(live → allocator in use → allocator resident → RSS).</p>\n";
+  out << "</table>\n<p>Live, in use, resident and RSS are the breakdown at the peak of the run or stage "
+         "(live → allocator in use → allocator resident → RSS); of a stage entered several times, each its "
+         "highest.</p>\n";
+}
 
+void runs_table(std::ostringstream& out, const CompareResult& result) {
   out << "<h2>Runs, in execution order</h2>\n<table><tr><th>#</th><th>subject</th><th>mode</th><th>exit</th>"
          "<th>time</th><th>report</th></tr>\n";
   for (size_t i = 0; i < result.runs.size(); ++i) {
@@ -248,7 +245,25 @@ std::string render_compare_html(const CompareResult& result) {
     }
     out << "</td></tr>\n";
   }
-  out << "</table>\n" << reports::html_page_end();
+  out << "</table>\n";
+}
+
+}  // namespace
+
+std::string render_compare_html(const CompareResult& result) {
+  std::ostringstream out;
+  out << reports::html_page_start("memstage compare", kStyle);
+  out << "<p>" << result.subjects.size() << " subjects. Time: " << result.repeat
+      << " stats-mode run(s) each (no stack unwinding), interleaved round-robin; median with min–max. "
+         "Memory: one full-mode run each (every allocation traced). "
+         "Allocator figures (in use, resident) come from each allocator's own statistics, read by the tracer at "
+         "stage boundaries; <span class='est'>≈</span> marks a figure the allocator does not report and memstage "
+         "estimated.</p>\n";
+  subjects_table(out, result);
+  charts(out, result);
+  figures_table(out, result);
+  runs_table(out, result);
+  out << reports::html_page_end();
   return out.str();
 }
 

@@ -107,8 +107,8 @@ DiffResult build_diff(const Json& a_json, const Json& b_json, const std::string&
   DiffResult diff;
   diff.a_label = a_label;
   diff.b_label = b_label;
-  diff.a_allocator = a_json.value("allocator", std::string());
-  diff.b_allocator = b_json.value("allocator", std::string());
+  diff.a_allocator = a.allocator;
+  diff.b_allocator = b.allocator;
   diff.a_mode = a.mode;
   diff.b_mode = b.mode;
   const bool device = a.used_device || b.used_device;

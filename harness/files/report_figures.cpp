@@ -34,6 +34,13 @@ constexpr FigureSpec kSpecs[] = {
     {Figure::kAllocatorResidentBytes, "allocator_resident_bytes", "rss_breakdown", "allocator_resident_bytes",
      Merge::kHighest},
     {Figure::kPeakDeviceBytes, "peak_device_bytes", nullptr, "peak_device_bytes", Merge::kHighest},
+    {Figure::kLiveBytes, "live_bytes", "rss_breakdown", "live_bytes", Merge::kHighest},
+    {Figure::kAllocatorInUseBytes, "allocator_in_use_bytes", "rss_breakdown", "allocator_in_use_bytes", Merge::kHighest},
+    {Figure::kBreakdownRssBytes, "rss_bytes", "rss_breakdown", "rss_bytes", Merge::kHighest},
+    {Figure::kTracerBytes, "tracer_bytes", "rss_breakdown", "tracer_bytes", Merge::kHighest},
+    {Figure::kPeakHeapIncreaseBytes, "peak_heap_increase_bytes", nullptr, "peak_heap_increase_bytes", Merge::kHighest},
+    {Figure::kPeakRssIncreaseBytes, "peak_rss_increase_bytes", nullptr, "peak_rss_increase_bytes", Merge::kHighest},
+    {Figure::kRetainedBytes, "retained_bytes", nullptr, "retained_bytes", Merge::kSum},
 };
 static_assert(std::size(kSpecs) == kFigureCount);
 
@@ -49,6 +56,14 @@ std::optional<double> measured(const Json& holder, const char* field, double mos
                           (std::isinf(most) ? std::string("of 0 or more") : "in 0..1") + ")");
   }
   return value;
+}
+
+// An `estimated` flag: estimated unless the report says it is not.
+bool estimated(const Json& scope, const char* object) {
+  const auto holder = scope.find(object);
+  if (holder == scope.end() || !holder->is_object()) return true;
+  const auto flag = holder->find("estimated");
+  return flag == holder->end() || !flag->is_boolean() || flag->get<bool>();
 }
 
 std::optional<double> duration_of(const Json& report, const Json& scope, bool is_totals, const std::string& where) {
@@ -74,6 +89,8 @@ ScopeFigures scope_figures(const Json& report, const Json& scope, bool is_totals
     const Json& holder = spec.object ? scope.value(spec.object, Json()) : scope;
     figures[spec.figure] = measured(holder, spec.field, spec.most, spec.object ? where + "." + spec.object : where);
   }
+  figures.fragmentation_estimated = estimated(scope, "fragmentation");
+  figures.breakdown_estimated = estimated(scope, "rss_breakdown");
   if (!leaks_measured) figures[Figure::kLeakedBytes] = std::nullopt;
   // Null device memory is a run that used none: nothing unmeasured.
   if (!figures[Figure::kPeakDeviceBytes]) figures[Figure::kPeakDeviceBytes] = 0.0;
@@ -88,6 +105,8 @@ void merge_into(ScopeFigures& into, const ScopeFigures& row) {
     have = !have ? *now : spec.merge == Merge::kSum ? *have + *now : std::max(*have, *now);
   }
   into.rows += row.rows;
+  into.fragmentation_estimated = into.fragmentation_estimated || row.fragmentation_estimated;
+  into.breakdown_estimated = into.breakdown_estimated || row.breakdown_estimated;
 }
 
 std::string string_field(const Json& object, const char* key) {
@@ -107,6 +126,7 @@ const ScopeFigures* ReportFigures::stage(const std::string& path) const {
 ReportFigures read_figures(const Json& report, const std::string& source) {
   ReportFigures figures;
   figures.mode = string_field(report, "mode");
+  figures.allocator = string_field(report, "allocator");
   const Json& totals = report.value("totals", Json::object());
   figures.used_device = totals.is_object() && totals.value("peak_device_bytes", Json()).is_number();
   // Reports before null leak figures said so in a flag of their own.
@@ -124,8 +144,9 @@ ReportFigures read_figures(const Json& report, const std::string& source) {
     const std::string name = string_field(stage, "name");
     std::string path = string_field(stage, "path");
     if (path.empty()) path = name;
-    const ScopeFigures row =
+    ScopeFigures row =
         scope_figures(report, stage, false, leaks_measured, source + ": stages[" + std::to_string(i) + "]");
+    row.name = name.empty() ? path : name;
     const auto [it, fresh] = figures.stages.try_emplace(path, row);
     if (fresh) {
       figures.stage_paths.push_back(path);

@@ -23,11 +23,13 @@ using BudgetJson = nlohmann::ordered_json;
 
 namespace {
 
-constexpr Metric kAllMetrics[] = {Metric::kPeakHeap, Metric::kPeakRss, Metric::kLeaked, Metric::kFragmentation,
-                                  Metric::kPeakDevice};
+constexpr Metric kAllMetrics[] = {Metric::kPeakHeap,         Metric::kPeakRss,         Metric::kLeaked,
+                                  Metric::kFragmentation,    Metric::kPeakDevice,      Metric::kPeakHeapIncrease,
+                                  Metric::kPeakRssIncrease,  Metric::kRetained};
 // Growth is about sizes; a fragmentation ratio moves with the allocator, not the program.
 constexpr Metric kGrowthMetrics[] = {Metric::kPeakHeap, Metric::kPeakRss, Metric::kLeaked};
-constexpr const char* kExpectedMetrics = "peak_heap, peak_rss, leaked, fragmentation, peak_device";
+constexpr const char* kExpectedMetrics =
+    "peak_heap, peak_rss, leaked, fragmentation, peak_device, and for stages peak_heap_increase, peak_rss_increase, retained";
 
 std::optional<Metric> metric_from_key(const std::string& key) {
   for (Metric m : kAllMetrics) {
@@ -86,6 +88,11 @@ std::vector<Limit> parse_limits(const BudgetJson& object, const std::string& sou
     const std::string field = prefix + "." + key;
     const auto metric = metric_from_key(key);
     if (!metric) throw GateError(fmt::format("{}: unknown field \"{}\" (expected {})", source, field, kExpectedMetrics));
+    if (stage_only(*metric) && prefix == "totals") {
+      throw GateError(fmt::format("{}: \"{}\" is a figure of stages only (their rise above their start, what they "
+                                  "held at their end); the totals have peak_heap, peak_rss and leaked",
+                                  source, field));
+    }
     const double limit = *metric == Metric::kFragmentation ? parse_ratio_value(value, source, field)
                                                            : parse_size_value(value, source, field);
     limits.push_back(Limit{*metric, limit});
@@ -104,6 +111,9 @@ Figure figure_of(Metric metric) {
     case Metric::kLeaked: return Figure::kLeakedBytes;
     case Metric::kFragmentation: return Figure::kFragmentationRatio;
     case Metric::kPeakDevice: return Figure::kPeakDeviceBytes;
+    case Metric::kPeakHeapIncrease: return Figure::kPeakHeapIncreaseBytes;
+    case Metric::kPeakRssIncrease: return Figure::kPeakRssIncreaseBytes;
+    case Metric::kRetained: return Figure::kRetainedBytes;
   }
   return Figure::kPeakHeapBytes;
 }
@@ -256,6 +266,9 @@ std::string_view metric_key(Metric metric) {
     case Metric::kPeakDevice: return "peak_device";
     case Metric::kLeaked: return "leaked";
     case Metric::kFragmentation: return "fragmentation";
+    case Metric::kPeakHeapIncrease: return "peak_heap_increase";
+    case Metric::kPeakRssIncrease: return "peak_rss_increase";
+    case Metric::kRetained: return "retained";
   }
   return "?";
 }
@@ -379,6 +392,7 @@ std::vector<Check> check_budget(const Json& report_json, const Budget& budget, c
     for (const Limit& limit : stage.limits) {
       checks.push_back(budget_check(fmt::format("stages.{}.{}", stage.key, metric_key(limit.metric)),
                                     path.value_or(stage.key), limit, figures, report));
+      checks.back().stage = stage.key;
     }
   }
   return checks;
@@ -471,6 +485,34 @@ std::string render_junit(const std::vector<Check>& checks, const std::string& su
   return out;
 }
 
+namespace {
+
+std::string verdict_word(const Check& c) {
+  if (c.skipped) return "skipped";
+  if (c.passed) return "ok";
+  return c.missing ? "missing" : c.unmeasured ? "unmeasured" : "over";
+}
+
+}  // namespace
+
+std::string render_json(const std::vector<Check>& checks) {
+  Json list = Json::array();
+  for (const Check& c : checks) {
+    const bool has_measure = !c.missing && !c.unmeasured && !c.skipped;
+    list.push_back({{"id", c.id},
+                    {"stage", c.stage.empty() ? Json(nullptr) : Json(c.stage)},
+                    {"metric", metric_key(c.metric)},
+                    {"verdict", verdict_word(c)},
+                    {"limit", c.limit},
+                    {"measured", has_measure ? Json(c.measured) : Json(nullptr)},
+                    {"limit_text", c.limit_text},
+                    {"measured_text", c.measured_text},
+                    {"message", c.message}});
+  }
+  const auto failed = std::count_if(checks.begin(), checks.end(), [](const Check& c) { return !c.passed; });
+  return Json{{"checks", std::move(list)}, {"failed", failed}}.dump(1) + "\n";
+}
+
 std::string render_github(const std::vector<Check>& checks, const std::string& report_path) {
   std::string out;
   for (const Check& c : checks) {
@@ -525,6 +567,13 @@ int run_gate(const std::string& report_path, const GateOptions& options) {
       files::write_named_output_file(options.junit_path, render_junit(checks, "memstage gate"));
     } catch (const files::OutputError& e) {
       throw GateError(fmt::format("JUnit file: {}", e.what()));
+    }
+  }
+  if (!options.json_path.empty()) {
+    try {
+      files::write_named_output_file(options.json_path, render_json(checks));
+    } catch (const files::OutputError& e) {
+      throw GateError(fmt::format("JSON file: {}", e.what()));
     }
   }
   return exit_code(checks);

@@ -25,7 +25,13 @@ class GateError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Metric { kPeakHeap, kPeakRss, kLeaked, kFragmentation, kPeakDevice };
+enum class Metric { kPeakHeap, kPeakRss, kLeaked, kFragmentation, kPeakDevice, kPeakHeapIncrease, kPeakRssIncrease, kRetained };
+
+// A stage's own demand (how far the heap or RSS rose above its level at the stage's start)
+// and what it still held at its end (retained): figures of stages, not of the totals.
+inline bool stage_only(Metric metric) {
+  return metric == Metric::kPeakHeapIncrease || metric == Metric::kPeakRssIncrease || metric == Metric::kRetained;
+}
 
 // The budget key ("peak_heap") and the report field it reads ("peak_heap_bytes").
 std::string_view metric_key(Metric metric);
@@ -62,6 +68,7 @@ double parse_max_growth(const std::string& text);
 
 struct Check {
   std::string id;       // "totals.peak_rss", "stages.vectorize.peak_heap", "baseline.totals.leaked"
+  std::string stage;    // the budget's stage key (or the baseline's stage path); "" for the totals
   Metric metric;
   double limit = 0;     // bytes or ratio; for baseline checks, the old value times (1 + growth)
   double measured = 0;  // bytes or ratio; 0 when missing
@@ -98,6 +105,10 @@ int exit_code(const std::vector<Check>& checks);
 std::string render_table(const std::vector<Check>& checks);
 // JUnit XML: one <testcase> per check, <failure> for failing ones.
 std::string render_junit(const std::vector<Check>& checks, const std::string& suite_name);
+// The checks as JSON, for programs that act on them (the pytest plugin): {"checks": [{id,
+// stage, metric, verdict ("ok", "over", "missing", "unmeasured", "skipped"), limit, measured,
+// limit_text, measured_text, message}], "failed": N}.
+std::string render_json(const std::vector<Check>& checks);
 // GitHub Actions workflow commands: one "::error title=...::..." line per failure.
 std::string render_github(const std::vector<Check>& checks, const std::string& report_path);
 
@@ -106,6 +117,7 @@ struct GateOptions {
   std::string baseline_path;
   std::optional<double> max_growth;
   std::string junit_path;
+  std::string json_path;
   bool github = false;
   FILE* table_out = stdout;  // `run --budget` prints beside its summary, on stderr
 };

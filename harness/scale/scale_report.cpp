@@ -246,6 +246,24 @@ std::string series_html(const SeriesAnalysis& a, const ScaleInput& input, bool e
 
 const char* metric_name(Metric metric) { return metric == Metric::kHeap ? "heap" : "rss"; }
 
+namespace {
+
+SeriesPoint point_of(double n, const files::ScopeFigures& figures) {
+  return {n, figures[files::Figure::kPeakHeapBytes].value_or(0), figures[files::Figure::kPeakRssBytes].value_or(0)};
+}
+
+}  // namespace
+
+void add_points(ScaleInput& input, double n, const files::ReportFigures& figures) {
+  input.totals.points.push_back(point_of(n, figures.totals));
+  for (const std::string& path : figures.stage_paths) {
+    const files::ScopeFigures& stage = figures.stages.at(path);
+    auto series = std::find_if(input.stages.begin(), input.stages.end(), [&](const Series& s) { return s.path == path; });
+    if (series == input.stages.end()) series = input.stages.insert(input.stages.end(), {stage.name, path, {}});
+    series->points.push_back(point_of(n, stage));
+  }
+}
+
 std::vector<Point> metric_points(const Series& series, Metric metric) {
   std::vector<Point> out;
   for (const auto& p : series.points) out.push_back({p.n, metric == Metric::kHeap ? p.peak_heap_bytes : p.peak_rss_bytes});

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/files/report_figures.h"
 #include "harness/scale/fit.h"
 
 namespace memstage::scale {
@@ -82,6 +83,12 @@ ScaleAnalysis analyze(const ScaleInput& input);
 std::optional<double> predict(const std::vector<Point>& points, double n);
 
 std::vector<Point> metric_points(const Series& series, Metric metric);
+
+// One run's points at n, from its report's figures (files::read_figures, the merge rule of
+// every command: a stage path entered several times counts with its highest peaks): the
+// totals' and each stage path's, a series added for a path no earlier run had. A figure
+// the report did not measure counts as 0.
+void add_points(ScaleInput& input, double n, const files::ReportFigures& figures);
 
 std::string render_scale_json(const ScaleAnalysis& analysis);
 // `with_runs`: a line per run first (left out where the progress lines already showed them

@@ -38,6 +38,9 @@ class AllocationInfos {
     if (slots_) prefetch_line(&slots_[hash(size, stack, stage_plus_one) & (kSlots - 1)]);
   }
 
+  // The ids given so far: the next one.
+  uint32_t count() const { return count_; }
+
   void clear() {
     if (slots_) tracer_unmap(slots_, kSlots * sizeof(Slot));
     slots_ = nullptr;

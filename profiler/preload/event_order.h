@@ -10,8 +10,7 @@
 // merge key 2 x number (+ 1 for a number taken) puts the free first. Allocations that read
 // the same number may go in any order: they only add, so what is live and the peak come
 // out the same. Reading spares half the events the locked add on the counter's cache line,
-// which the threads pass between them: with one add per event it was 41 % of a 2-thread
-// churn's samples.
+// which the threads pass between them (docs/performance.md).
 //
 // What reading costs the writer: numbers taken leave no gaps, so one taken but not yet
 // published is seen missing and waited for; a number read leaves no trace until published.

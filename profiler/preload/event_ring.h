@@ -50,7 +50,7 @@ static_assert(sizeof(RawEvent) == 32);
 
 class EventRing {
  public:
-  static constexpr uint32_t kSlots = 1u << 15;  // 1 MiB: ~3 ms of a busy thread
+  static constexpr uint32_t kSlots = 1u << 15;  // 1 MiB: a few ms of a busy thread
   static constexpr uint32_t kWriteAheadSlots = 32;
 
   uint64_t free_slots() const {
@@ -110,9 +110,7 @@ class EventRing {
   // The writer, on another core, read every line of the ring last; a store to such a line
   // waits for it to come back, and the event number's locked add waits for every store
   // before it, so without this the traced thread waits a line's transfer every other
-  // event (58% of its time was push_event in `memstage_churn 1 15000000` under the
-  // preload; with it, that run 2.5 -> 1.16 s). Ahead by 1 KiB, which the writer left a
-  // ring's length ago.
+  // event (docs/performance.md). Ahead by 1 KiB, which the writer left a ring's length ago.
   void prefetch_ahead_for_write() {
     if (!g_cpu_prefetches_for_write) return;
     const RawEvent* ahead = &slots_[(tail_.load(std::memory_order_relaxed) + kWriteAheadSlots) & (kSlots - 1)];

@@ -133,152 +133,163 @@ struct Program {
   Row initial;  // after the CIE's instructions, for DW_CFA_restore
 };
 
-// Runs call frame instructions from `r` on `row` while the location stays at or below
-// `target` (the row for `target` is then the one in effect). False if unsupported.
-bool run(Reader r, const Program& program, uint64_t& location, uint64_t target, Row& row) {
-  constexpr int kMaxRemembered = 16;
-  Row remembered[kMaxRemembered];
-  int remembered_count = 0;
-  auto advance = [&](uint64_t delta) {
-    const uint64_t next = location + delta * program.code_align;
-    if (next > target) return false;
-    location = next;
-    return true;
-  };
-  auto set = [&](uint64_t reg, Rule rule, int64_t offset) {
-    const int i = tracked(reg);
-    if (i < 0) return;
-    row.rules[i] = rule;
-    row.offsets[i] = offset;
-  };
-  while (r.more()) {
-    const uint8_t op = r.u8();
-    switch (op & 0xc0) {
-      case 0x40:
-        if (!advance(op & 0x3f)) return r.ok;
-        continue;
-      case 0x80:
-        set(op & 0x3f, Rule::kOffset, static_cast<int64_t>(r.uleb()) * program.data_align);
-        continue;
-      case 0xc0: {
-        const int i = tracked(op & 0x3f);
-        if (i >= 0) {
-          row.rules[i] = program.initial.rules[i];
-          row.offsets[i] = program.initial.offsets[i];
-        }
-        continue;
-      }
-      default: break;
+// One run of call frame instructions from `r` on `row`, while the location stays at or
+// below `target` (the row for `target` is then the one in effect). Each kind of
+// instruction is a step of its own: kGo on, kDone (the row is found, or the instructions
+// are bad: r.ok says which), kUnsupported.
+class FrameProgramRun {
+ public:
+  enum class Next { kGo, kDone, kUnsupported };
+
+  FrameProgramRun(Reader r, const Program& program, uint64_t& location, uint64_t target, Row& row)
+      : r_(r), program_(program), location_(location), target_(target), row_(row) {}
+
+  bool run() {
+    while (r_.more()) {
+      const uint8_t op = r_.u8();
+      const Next next = (op & 0xc0) ? compact(op) : op <= 0x04 ? advance_op(op) : extended(op);
+      if (next == Next::kDone) return r_.ok;
+      if (next == Next::kUnsupported) return false;
     }
-    switch (op) {
-      case 0x00: break;  // nop
-      case 0x01: {       // set_loc
-        const uint64_t next = r.pointer(program.pointer_encoding, 0);
-        if (next > target) return r.ok;
-        location = next;
-        break;
-      }
-      case 0x02:
-        if (!advance(r.u8())) return r.ok;
-        break;
-      case 0x03:
-        if (!advance(r.fixed<uint16_t>())) return r.ok;
-        break;
-      case 0x04:
-        if (!advance(r.fixed<uint32_t>())) return r.ok;
-        break;
-      case 0x05: {  // offset_extended
-        const uint64_t reg = r.uleb();
-        set(reg, Rule::kOffset, static_cast<int64_t>(r.uleb()) * program.data_align);
-        break;
-      }
-      case 0x06: {  // restore_extended
-        const int i = tracked(r.uleb());
-        if (i >= 0) {
-          row.rules[i] = program.initial.rules[i];
-          row.offsets[i] = program.initial.offsets[i];
-        }
-        break;
-      }
-      case 0x07: set(r.uleb(), Rule::kUndefined, 0); break;
-      case 0x08: set(r.uleb(), Rule::kSame, 0); break;
-      case 0x09: {  // register
-        const uint64_t reg = r.uleb();
-        r.uleb();
-        set(reg, Rule::kOther, 0);
-        break;
-      }
-      case 0x0a:
-        if (remembered_count == kMaxRemembered) return false;
-        remembered[remembered_count++] = row;
-        break;
-      case 0x0b:
-        if (remembered_count == 0) return false;
-        row = remembered[--remembered_count];
-        break;
-      case 0x0c:  // def_cfa
-        row.cfa_register = r.uleb();
-        row.cfa_offset = static_cast<int64_t>(r.uleb());
-        row.cfa_unsupported = false;
-        break;
-      case 0x0d:  // def_cfa_register
-        row.cfa_register = r.uleb();
-        break;
-      case 0x0e:  // def_cfa_offset
-        row.cfa_offset = static_cast<int64_t>(r.uleb());
-        break;
-      case 0x0f:  // def_cfa_expression
-        r.skip(r.uleb());
-        row.cfa_unsupported = true;
-        break;
-      case 0x10: {  // expression
-        const uint64_t reg = r.uleb();
-        r.skip(r.uleb());
-        set(reg, Rule::kOther, 0);
-        break;
-      }
-      case 0x11: {  // offset_extended_sf
-        const uint64_t reg = r.uleb();
-        set(reg, Rule::kOffset, r.sleb() * program.data_align);
-        break;
-      }
-      case 0x12:  // def_cfa_sf
-        row.cfa_register = r.uleb();
-        row.cfa_offset = r.sleb() * program.data_align;
-        row.cfa_unsupported = false;
-        break;
-      case 0x13:  // def_cfa_offset_sf
-        row.cfa_offset = r.sleb() * program.data_align;
-        break;
-      case 0x14:    // val_offset
-      case 0x15: {  // val_offset_sf
-        const uint64_t reg = r.uleb();
-        if (op == 0x14) {
-          r.uleb();
-        } else {
-          r.sleb();
-        }
-        set(reg, Rule::kOther, 0);
-        break;
-      }
-      case 0x16: {  // val_expression
-        const uint64_t reg = r.uleb();
-        r.skip(r.uleb());
-        set(reg, Rule::kOther, 0);
-        break;
-      }
-      case 0x2e:  // GNU_args_size
-        r.uleb();
-        break;
-      case 0x2f: {  // GNU_negative_offset_extended
-        const uint64_t reg = r.uleb();
-        set(reg, Rule::kOffset, -static_cast<int64_t>(r.uleb()) * program.data_align);
-        break;
-      }
-      default: return false;
+    return r_.ok;
+  }
+
+ private:
+  Next advance(uint64_t delta) {
+    const uint64_t next = location_ + delta * program_.code_align;
+    if (next > target_) return Next::kDone;
+    location_ = next;
+    return Next::kGo;
+  }
+  Next set(uint64_t reg, Rule rule, int64_t offset) {
+    const int i = tracked(reg);
+    if (i < 0) return Next::kGo;
+    row_.rules[i] = rule;
+    row_.offsets[i] = offset;
+    return Next::kGo;
+  }
+  Next restore(uint64_t reg) {
+    const int i = tracked(reg);
+    if (i < 0) return Next::kGo;
+    row_.rules[i] = program_.initial.rules[i];
+    row_.offsets[i] = program_.initial.offsets[i];
+    return Next::kGo;
+  }
+  int64_t data_offset() { return static_cast<int64_t>(r_.uleb()) * program_.data_align; }
+
+  // The opcodes with an operand in their low six bits.
+  Next compact(uint8_t op) {
+    switch (op & 0xc0) {
+      case 0x40: return advance(op & 0x3f);
+      case 0x80: return set(op & 0x3f, Rule::kOffset, data_offset());
+      default: return restore(op & 0x3f);
     }
   }
-  return r.ok;
+
+  // nop, set_loc, advance_loc1/2/4.
+  Next advance_op(uint8_t op) {
+    switch (op) {
+      case 0x01: {
+        const uint64_t next = r_.pointer(program_.pointer_encoding, 0);
+        if (next > target_) return Next::kDone;
+        location_ = next;
+        return Next::kGo;
+      }
+      case 0x02: return advance(r_.u8());
+      case 0x03: return advance(r_.fixed<uint16_t>());
+      case 0x04: return advance(r_.fixed<uint32_t>());
+      default: return Next::kGo;
+    }
+  }
+
+  // The register rules and the CFA's.
+  Next extended(uint8_t op) {
+    switch (op) {
+      case 0x05: {  // offset_extended
+        const uint64_t reg = r_.uleb();
+        return set(reg, Rule::kOffset, data_offset());
+      }
+      case 0x06: return restore(r_.uleb());
+      case 0x07: return set(r_.uleb(), Rule::kUndefined, 0);
+      case 0x08: return set(r_.uleb(), Rule::kSame, 0);
+      case 0x09: {  // register
+        const uint64_t reg = r_.uleb();
+        r_.uleb();
+        return set(reg, Rule::kOther, 0);
+      }
+      case 0x0a: return remember();
+      case 0x0b: return restore_remembered();
+      case 0x10:    // expression
+      case 0x16: {  // val_expression
+        const uint64_t reg = r_.uleb();
+        r_.skip(r_.uleb());
+        return set(reg, Rule::kOther, 0);
+      }
+      case 0x11: {  // offset_extended_sf
+        const uint64_t reg = r_.uleb();
+        return set(reg, Rule::kOffset, r_.sleb() * program_.data_align);
+      }
+      case 0x14:    // val_offset
+      case 0x15: {  // val_offset_sf
+        const uint64_t reg = r_.uleb();
+        op == 0x14 ? static_cast<void>(r_.uleb()) : static_cast<void>(r_.sleb());
+        return set(reg, Rule::kOther, 0);
+      }
+      case 0x2e: r_.uleb(); return Next::kGo;  // GNU_args_size
+      case 0x2f: {                             // GNU_negative_offset_extended
+        const uint64_t reg = r_.uleb();
+        return set(reg, Rule::kOffset, -data_offset());
+      }
+      default: return cfa(op);
+    }
+  }
+
+  Next cfa(uint8_t op) {
+    switch (op) {
+      case 0x0c:  // def_cfa
+        row_.cfa_register = r_.uleb();
+        row_.cfa_offset = static_cast<int64_t>(r_.uleb());
+        row_.cfa_unsupported = false;
+        return Next::kGo;
+      case 0x0d: row_.cfa_register = r_.uleb(); return Next::kGo;
+      case 0x0e: row_.cfa_offset = static_cast<int64_t>(r_.uleb()); return Next::kGo;
+      case 0x0f:  // def_cfa_expression
+        r_.skip(r_.uleb());
+        row_.cfa_unsupported = true;
+        return Next::kGo;
+      case 0x12:  // def_cfa_sf
+        row_.cfa_register = r_.uleb();
+        row_.cfa_offset = r_.sleb() * program_.data_align;
+        row_.cfa_unsupported = false;
+        return Next::kGo;
+      case 0x13: row_.cfa_offset = r_.sleb() * program_.data_align; return Next::kGo;
+      default: return Next::kUnsupported;
+    }
+  }
+
+  Next remember() {
+    if (remembered_count_ == kMaxRemembered) return Next::kUnsupported;
+    remembered_[remembered_count_++] = row_;
+    return Next::kGo;
+  }
+  Next restore_remembered() {
+    if (remembered_count_ == 0) return Next::kUnsupported;
+    row_ = remembered_[--remembered_count_];
+    return Next::kGo;
+  }
+
+  static constexpr int kMaxRemembered = 16;
+  Reader r_;
+  const Program& program_;
+  uint64_t& location_;
+  const uint64_t target_;
+  Row& row_;
+  Row remembered_[kMaxRemembered];
+  int remembered_count_ = 0;
+};
+
+bool run(Reader r, const Program& program, uint64_t& location, uint64_t target, Row& row) {
+  return FrameProgramRun(r, program, location, target, row).run();
 }
 
 // The FDE that covers `pc`, through the object's .eh_frame_hdr search table.
@@ -319,72 +330,65 @@ FrameRule unsupported(uint64_t pc) {
   return rule;
 }
 
-}  // namespace
-
-FrameRule frame_rule_for(uint64_t pc) {
-  const uint8_t* fde = find_fde(pc);
-  if (!fde) return unsupported(pc);
-  // The FDE and its CIE; lengths of 0 (end marker) and ~0 (64-bit DWARF) are not expected.
-  Reader f{fde, fde + 8};
+// The FDE at `fde` and its CIE, each a reader of its own bytes: `f` after the CIE pointer,
+// `c` after the CIE's id. False where a length is 0 (the end marker) or ~0 (64-bit DWARF,
+// not expected), or the CIE is none.
+bool open_fde(const uint8_t* fde, Reader& f, Reader& c) {
+  f = Reader{fde, fde + 8};
   const uint32_t fde_length = f.fixed<uint32_t>();
-  if (!f.ok || fde_length == 0 || fde_length == 0xffffffffu) return unsupported(pc);
+  if (!f.ok || fde_length == 0 || fde_length == 0xffffffffu) return false;
   f.end = fde + 4 + fde_length;
   const uint8_t* cie_pointer_field = f.p;
   const uint32_t cie_offset = f.fixed<uint32_t>();
-  if (!f.ok || cie_offset == 0) return unsupported(pc);
+  if (!f.ok || cie_offset == 0) return false;
   const uint8_t* cie = cie_pointer_field - cie_offset;
-  Reader c{cie, cie + 8};
+  c = Reader{cie, cie + 8};
   const uint32_t cie_length = c.fixed<uint32_t>();
-  if (!c.ok || cie_length == 0 || cie_length == 0xffffffffu) return unsupported(pc);
+  if (!c.ok || cie_length == 0 || cie_length == 0xffffffffu) return false;
   c.end = cie + 4 + cie_length;
-  if (c.fixed<uint32_t>() != 0) return unsupported(pc);  // a CIE's id
+  return c.fixed<uint32_t>() == 0;  // a CIE's id
+}
+
+// The CIE's fields from its version to its initial instructions (where `c` is left) into
+// `program`; `has_data`: it has augmentation data ('z'), and so has its FDEs. False for
+// what this reader does not take ('S', a signal frame, among others).
+bool read_cie(Reader& c, Program& program, bool& has_data) {
   const uint8_t version = c.u8();
-  if (version != 1 && version != 3) return unsupported(pc);
+  if (version != 1 && version != 3) return false;
   char augmentation[8];
   size_t augmentation_length = 0;
   for (;;) {
     const uint8_t ch = c.u8();
-    if (!c.ok || augmentation_length == sizeof(augmentation)) return unsupported(pc);
+    if (!c.ok || augmentation_length == sizeof(augmentation)) return false;
     augmentation[augmentation_length] = static_cast<char>(ch);
     if (ch == 0) break;
     ++augmentation_length;
   }
-  Program program;
   program.code_align = c.uleb();
   program.data_align = c.sleb();
   const uint64_t return_register = version == 1 ? c.u8() : c.uleb();
-  if (!c.ok || return_register != kRegReturnAddress) return unsupported(pc);
-  const bool has_data = augmentation_length > 0 && augmentation[0] == 'z';
-  if (augmentation_length > 0 && !has_data) return unsupported(pc);
-  if (has_data) {
-    const uint64_t data_length = c.uleb();
-    const uint8_t* data_end = c.p + data_length;
-    for (size_t i = 1; i < augmentation_length; ++i) {
-      switch (augmentation[i]) {
-        case 'R': program.pointer_encoding = c.u8(); break;
-        case 'L': c.u8(); break;
-        case 'P': c.value(c.u8()); break;  // the personality routine: only skipped
-        default: return unsupported(pc);   // 'S' (a signal frame) among others
-      }
+  if (!c.ok || return_register != kRegReturnAddress) return false;
+  has_data = augmentation_length > 0 && augmentation[0] == 'z';
+  if (augmentation_length > 0 && !has_data) return false;
+  if (!has_data) return true;
+  const uint64_t data_length = c.uleb();
+  const uint8_t* data_end = c.p + data_length;
+  for (size_t i = 1; i < augmentation_length; ++i) {
+    switch (augmentation[i]) {
+      case 'R': program.pointer_encoding = c.u8(); break;
+      case 'L': c.u8(); break;
+      case 'P': c.value(c.u8()); break;  // the personality routine: only skipped
+      default: return false;
     }
-    if (!c.ok || c.p > data_end || data_end > c.end) return unsupported(pc);
-    c.p = data_end;
   }
-  uint64_t location = 0;
-  Row row;
-  if (!run(c, program, location, ~0ull, row)) return unsupported(pc);
-  program.initial = row;
+  if (!c.ok || c.p > data_end || data_end > c.end) return false;
+  c.p = data_end;
+  return true;
+}
 
-  const uint64_t pc_begin = f.pointer(program.pointer_encoding, 0);
-  const uint64_t pc_range = f.value(program.pointer_encoding);
-  if (has_data) f.skip(f.uleb());
-  if (!f.ok || pc < pc_begin || pc - pc_begin >= pc_range) return unsupported(pc);
-  location = pc_begin;
-  if (!run(f, program, location, pc, row)) return unsupported(pc);
-
-  FrameRule rule{};
-  rule.pc = pc;
-  rule.kind = FrameRule::kUnsupported;
+// The rule a step takes at `pc`, from the row in effect there.
+FrameRule rule_of_row(uint64_t pc, const Row& row) {
+  FrameRule rule = unsupported(pc);
   const Rule rbp = row.rules[0], rsp = row.rules[1], return_address = row.rules[2];
   if (row.cfa_unsupported || (row.cfa_register != kRegRsp && row.cfa_register != kRegRbp)) return rule;
   if (rsp != Rule::kSame || rbp == Rule::kOther || return_address == Rule::kOther) return rule;
@@ -404,6 +408,28 @@ FrameRule frame_rule_for(uint64_t pc) {
   rule.cfa_offset = static_cast<int32_t>(row.cfa_offset);
   rule.kind = row.cfa_register == kRegRsp ? FrameRule::kCfaRsp : FrameRule::kCfaRbp;
   return rule;
+}
+
+}  // namespace
+
+FrameRule frame_rule_for(uint64_t pc) {
+  const uint8_t* fde = find_fde(pc);
+  Reader f{nullptr, nullptr}, c{nullptr, nullptr};
+  Program program;
+  bool has_data = false;
+  if (!fde || !open_fde(fde, f, c) || !read_cie(c, program, has_data)) return unsupported(pc);
+  uint64_t location = 0;
+  Row row;
+  if (!run(c, program, location, ~0ull, row)) return unsupported(pc);
+  program.initial = row;
+
+  const uint64_t pc_begin = f.pointer(program.pointer_encoding, 0);
+  const uint64_t pc_range = f.value(program.pointer_encoding);
+  if (has_data) f.skip(f.uleb());
+  if (!f.ok || pc < pc_begin || pc - pc_begin >= pc_range) return unsupported(pc);
+  location = pc_begin;
+  if (!run(f, program, location, pc, row)) return unsupported(pc);
+  return rule_of_row(pc, row);
 }
 
 namespace {
@@ -439,6 +465,32 @@ void keep_walk(WalkCache& cache, uint32_t kept, uint32_t count, bool complete, b
     cache.last_complete = complete;
     cache.last_ends_without_frame = ends_without_frame;
   }
+}
+
+// The walk ends with its `steps` fresh steps kept as the thread's last walk, `n` frames out.
+inline int end_fresh_walk(WalkCache& cache, uint32_t steps, int n, bool complete, bool ends_without_frame) {
+  keep_walk(cache, 0, steps, complete, ends_without_frame);
+  cache.last_output_count = n;
+  return n;
+}
+
+// One step outwards by `slot`'s rule from the frame at (pc, rsp, rbp), whose CFA is `cfa`,
+// noted in `step`: rbp becomes the caller's; returns the return address. Inlined: the walk
+// stays one piece of machine code, the hot path of full and aggregate modes.
+__attribute__((always_inline)) inline uint64_t step_out(WalkStep& step, const FrameRule& slot, uint64_t pc,
+                                                        uint64_t rsp, uint64_t& rbp, uint64_t cfa) {
+  step.pc = pc;
+  step.rsp = rsp;
+  step.rbp = rbp;
+  step.cfa = cfa;
+  step.rbp_saved = (slot.flags & FrameRule::kRbpSaved) != 0;
+  step.rbp_offset = slot.rbp_offset;
+  step.cfa_from_rbp = slot.kind == FrameRule::kCfaRbp;
+  const uint64_t return_address = *reinterpret_cast<const uint64_t*>(cfa - 8);
+  if (step.rbp_saved) rbp = *reinterpret_cast<const uint64_t*>(cfa + slot.rbp_offset);
+  step.return_address = return_address;
+  step.saved_rbp = rbp;
+  return return_address;
 }
 
 }  // namespace
@@ -505,38 +557,18 @@ int walk_frames(WalkCache& cache, uint64_t start_pc, uint64_t start_rsp, uint64_
     switch (slot.kind) {
       case FrameRule::kCfaRsp: cfa = rsp + static_cast<int64_t>(slot.cfa_offset); break;
       case FrameRule::kCfaRbp: cfa = rbp + static_cast<int64_t>(slot.cfa_offset); break;
-      case FrameRule::kLastFrame:
-        keep_walk(cache, 0, static_cast<uint32_t>(n), true, false);
-        cache.last_output_count = n;
-        return n;
+      case FrameRule::kLastFrame: return end_fresh_walk(cache, static_cast<uint32_t>(n), n, true, false);
       default: return kLeaveToLibunwind;
     }
     // Frames lie above one another on one stack; anything else is left to libunwind.
     if (cfa <= rsp || cfa - start.rsp > kMaxStackBytes || (cfa & 7) != 0) return kLeaveToLibunwind;
-    WalkStep& step = cache.fresh[n];
-    step.pc = pc;
-    step.rsp = rsp;
-    step.rbp = rbp;
-    step.cfa = cfa;
-    step.rbp_saved = (slot.flags & FrameRule::kRbpSaved) != 0;
-    step.rbp_offset = slot.rbp_offset;
-    step.cfa_from_rbp = slot.kind == FrameRule::kCfaRbp;
-    const uint64_t return_address = *reinterpret_cast<const uint64_t*>(cfa - 8);
-    if (step.rbp_saved) rbp = *reinterpret_cast<const uint64_t*>(cfa + slot.rbp_offset);
-    step.return_address = return_address;
-    step.saved_rbp = rbp;
+    const uint64_t return_address = step_out(cache.fresh[n], slot, pc, rsp, rbp, cfa);
     rsp = cfa;
-    if (return_address < kLowestReturnAddress) {
-      keep_walk(cache, 0, static_cast<uint32_t>(n + 1), true, true);
-      cache.last_output_count = n;
-      return n;
-    }
+    if (return_address < kLowestReturnAddress) return end_fresh_walk(cache, static_cast<uint32_t>(n + 1), n, true, true);
     out[n++] = return_address;
     pc = return_address - 1;
   }
-  keep_walk(cache, 0, static_cast<uint32_t>(n), false, false);
-  cache.last_output_count = n;
-  return n;
+  return end_fresh_walk(cache, static_cast<uint32_t>(n), n, false, false);
 }
 
 }  // namespace memstage::preload

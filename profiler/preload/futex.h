@@ -11,21 +11,21 @@
 
 #include <cstdint>
 
+#include "profiler/preload/keep_errno.h"
+
 namespace memstage::preload {
 
 // Sleeps while the 32-bit word at `word` holds `value`, at most `timeout_ns`, until a wake.
 inline void futex_wait(const void* word, uint32_t value, uint64_t timeout_ns) {
   timespec timeout{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
-  const int saved_errno = errno;  // EAGAIN, ETIMEDOUT, EINTR
+  KeepErrno keep;  // EAGAIN, ETIMEDOUT, EINTR
   syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, &timeout, nullptr, 0);
-  errno = saved_errno;
 }
 
 // Wakes up to `waiters` threads asleep on `word`.
 inline void futex_wake(const void* word, int waiters) {
-  const int saved_errno = errno;
+  KeepErrno keep;
   syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, waiters, nullptr, nullptr, 0);
-  errno = saved_errno;
 }
 
 }  // namespace memstage::preload

@@ -20,7 +20,9 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "profiler/preload/hooked_functions.h"
 #include "profiler/preload/python_frames.h"
+#include "profiler/preload/real_functions.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/samplers.h"
 #include "profiler/preload/tracer.h"
@@ -43,26 +45,22 @@ constexpr uint32_t kGlobDat = R_AARCH64_GLOB_DAT;
 #error "got_hooks.cpp: relocation types of this architecture"
 #endif
 
-// The functions the preloaded tracer stands in front of (interpose.cpp, interpose_new.cpp),
-// less the CUDA ones, which look up what they forward to in a way that only works preloaded.
-// The stage API's slots (weak references: null until now) are set and never put back:
-// a program tests the reference and then calls through it, which must never find null
-// in between; after detach the stage functions do nothing.
-constexpr const char* kHookedNames[] = {
-    "malloc", "free", "calloc", "realloc", "reallocarray", "posix_memalign", "aligned_alloc", "memalign",
-    "valloc", "pvalloc", "malloc_usable_size", "mmap", "mmap64", "munmap", "mprotect", "mremap", "dlopen",
-    "dlclose", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle", "_exit", "_Exit",
-    "pipe2", "read", "close",
-    // operator new and delete
-    "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t",
-    "_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t", "_ZdlPv",
-    "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t",
-    "_ZdaPvmSt11align_val_t", "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t", "_ZdlPvSt11align_val_tRKSt9nothrow_t",
-    "_ZdaPvSt11align_val_tRKSt9nothrow_t",
-    // kept after detach (see above)
-    "memstage_tracer_stage_begin", "memstage_tracer_stage_end", "memstage_tracer_device_cache"};
-constexpr size_t kHookedCount = sizeof(kHookedNames) / sizeof(kHookedNames[0]);
-constexpr size_t kFirstKeptHook = kHookedCount - 3;
+// The functions the preloaded tracer stands in front of, each with whether it is hooked
+// when attached (hooked_functions.h). The stage API's slots (weak references: null until
+// now) are set and never put back (AttachHook::kKept): a program tests the reference and
+// then calls through it, which must never find null in between; after detach the stage
+// functions do nothing.
+struct HookedName {
+  const char* name;
+  AttachHook attach;
+};
+#define MEMSTAGE_FORWARDED_NAME(field, symbol, attach, result, parameters) {symbol, attach},
+#define MEMSTAGE_OWN_NAME(symbol, attach) {symbol, attach},
+constexpr HookedName kHooked[] = {MEMSTAGE_HOOKED_FUNCTIONS(MEMSTAGE_FORWARDED_NAME, MEMSTAGE_OWN_NAME)};
+#undef MEMSTAGE_FORWARDED_NAME
+#undef MEMSTAGE_OWN_NAME
+constexpr size_t kHookedCount = sizeof(kHooked) / sizeof(kHooked[0]);
+static_assert(kHooked[0].attach == AttachHook::kYes, "find_replacements checks the first (malloc)");
 
 // The tracer's definition of each name, found in its own symbol table.
 void* g_replacement[kHookedCount] = {};
@@ -101,7 +99,7 @@ SavedSlot* find_saved(uintptr_t slot, bool insert) {
 
 int hooked_index(const char* name) {
   for (size_t i = 0; i < kHookedCount; ++i) {
-    if (strcmp(name, kHookedNames[i]) == 0) return static_cast<int>(i);
+    if (kHooked[i].attach != AttachHook::kNo && strcmp(name, kHooked[i].name) == 0) return static_cast<int>(i);
   }
   return -1;
 }
@@ -202,7 +200,7 @@ int walk_object(dl_phdr_info* info, size_t, void* data) {
         saved->original = current;
         write_slot(slot, g_replacement[index], relro_start, relro_end);
       } else {
-        if (current != g_replacement[index] || static_cast<size_t>(index) >= kFirstKeptHook) continue;
+        if (current != g_replacement[index] || kHooked[index].attach == AttachHook::kKept) continue;
         const SavedSlot* saved = find_saved(slot, false);
         if (saved) write_slot(slot, saved->original, relro_start, relro_end);
       }
@@ -228,7 +226,7 @@ bool find_replacements() {
   void* handle = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD);
   if (!handle) return false;
   for (size_t i = 0; i < kHookedCount; ++i) {
-    void* f = dlsym(handle, kHookedNames[i]);
+    void* f = kHooked[i].attach == AttachHook::kNo ? nullptr : dlsym(handle, kHooked[i].name);
     Dl_info where{};
     // Names the tracer does not define resolve to a dependency's: not a replacement.
     g_replacement[i] = f && dladdr(f, &where) && where.dli_fbase == self.dli_fbase ? f : nullptr;

@@ -60,16 +60,14 @@ inline bool record_runtime_call() { return should_record() && t_in_device_runtim
 
 void alloc_recorded(uint64_t address, uint64_t bytes, DeviceMemory kind) {
   RecordingGuard guard;
-  const int saved_errno = errno;
+  KeepErrno keep;
   record_device_alloc(address, bytes, kind);
-  errno = saved_errno;
 }
 
 void free_recorded(uint64_t address, DeviceMemory kind) {
   RecordingGuard guard;
-  const int saved_errno = errno;
+  KeepErrno keep;
   record_device_free(address, kind);
-  errno = saved_errno;
 }
 
 // The real dlsym, found by version: dlsym itself is ours.

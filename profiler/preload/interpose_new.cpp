@@ -108,9 +108,8 @@ inline bool recording_now() { return !t_thread.in_tracer && recording(); }
 // Inlined: one frame fewer for the unwinder to step through on every traced allocation.
 __attribute__((always_inline)) inline void record_new(void* p, size_t size) {
   if (!p) return;
-  const int saved_errno = errno;
+  KeepErrno keep;
   record_alloc(p, size, false);
-  errno = saved_errno;
 }
 
 // The throwing forms: tried as nothrow under the guard (no exception can pass through the
@@ -164,9 +163,10 @@ template <typename Forward>
 void traced_delete(void* p, Forward forward) {
   if (!p || !recording_now()) return forward();
   RecordingGuard guard;
-  const int saved_errno = errno;
-  record_free(p);
-  errno = saved_errno;
+  {
+    KeepErrno keep;
+    record_free(p);
+  }
   forward();
 }
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "profiler/preload/keep_errno.h"
 #include "profiler/preload/options.h"
 #include "profiler/trace/trace_format.h"
 
@@ -48,18 +49,6 @@ class RecordingGuard {
   bool was_;
 };
 
-// Whether the allocator is glibc's, whose blocks' usable sizes are read inline (interpose.cpp).
-bool glibc_allocator();
-// The allocator's malloc_usable_size (interpose.cpp).
-size_t real_usable_size(void* p);
-// The usable size of a live block (one just allocated, or one the program is about to
-// free or realloc), read without touching more than the allocator itself will: glibc's
-// size word inline, another allocator's malloc_usable_size (interpose.cpp).
-size_t live_block_usable_size(void* p);
-// Attaching (got_hooks.cpp): the functions the tracer forwards to become those the
-// program's own lookups find (its allocator, not necessarily libc's) (interpose.cpp).
-void resolve_from_program();
-
 // Starts recording with the options of the environment (`memstage run`), or with these
 // (`memstage attach`, got_hooks.cpp).
 void start_tracer();
@@ -75,6 +64,8 @@ int program_sigaction(int signo, const struct sigaction* action, struct sigactio
 // exec is about to replace the process with `path` (nullptr: fexecve): records it and
 // writes what is buffered.
 void flush_before_exec(const char* path);
+// Writes everything recorded so far (memstage_tracer_flush: a notebook cell's report).
+void flush_trace();
 
 // With the guard set, after the allocator returned p (or before it frees it).
 void record_alloc(void* p, size_t size, bool from_realloc);

@@ -28,7 +28,7 @@ class SampledBlocks {
 
   // At sample mode's start, before any add: the addresses' table, in the tracer's own
   // counted memory and made whole at once (tracer_map_table). Each sampled block lands on a
-  // random page of it: one fault each otherwise, ~11 us in a VM. False when it cannot be had.
+  // random page of it: one fault each otherwise. False when it cannot be had.
   bool init() {
     if (!slots_) slots_ = static_cast<std::atomic<uint64_t>*>(tracer_map_table(kSlots * sizeof(uint64_t)));
     return slots_ != nullptr;
@@ -78,8 +78,7 @@ class SampledBlocks {
   static uint64_t hash(uint64_t address) { return ((address >> 4) * 0x9e3779b97f4a7c15ull) >> 32; }
   // The address's own bits, not a hash: blocks near each other in the heap share the
   // filter's cache lines, and the load's address is two operations away from the block's
-  // (the churn under the preload 0.981 x the time of a multiplicative hash, 17 of 21
-  // interleaved rounds faster). Blocks at the same offset in their page (glibc's mmapped
+  // (docs/performance.md). Blocks at the same offset in their page (glibc's mmapped
   // chunks) share 16 buckets; a free that meets one that counts merely searches the table.
   static uint32_t bucket_of(uint64_t address) { return static_cast<uint32_t>((address >> 4) & (kBuckets - 1)); }
 

@@ -104,8 +104,8 @@ uint64_t aged_tick_interval_ns(uint64_t base_ns, uint64_t age_ns, uint32_t full_
 }
 
 bool read_memory_shares_if_due(uint64_t now_ns, SharesMoment moment, MemoryShares& out) {
-  // python3 importing torch (300 MB resident, hundreds of libraries): a read costs ~4 ms;
-  // at 20 times that apart its 52 reads took 3 % of the run, at 50 times 2 % at most.
+  // A read costs milliseconds in a process of hundreds of libraries: reads at least 50
+  // times their cost apart take 2 % of a core at most (docs/performance.md).
   constexpr uint64_t kCostFactor = 50;
   uint64_t last = g_shares_last_ns.load(std::memory_order_relaxed);
   const uint64_t cost = g_shares_cost_ns.load(std::memory_order_relaxed);

@@ -1,5 +1,6 @@
 // The recording paths of the tracer: thread states, stacks, events, samples, stages,
-// start, exit, fork and fatal signals. The interposed symbols live in interpose.cpp.
+// start, exit, fork and fatal signals. The interposed symbols live in interpose*.cpp
+// (hooked_functions.h lists them).
 #include "profiler/preload/tracer.h"
 
 #include <dlfcn.h>
@@ -18,8 +19,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include <span>
-
+#include "profiler/preload/fatal_signals.h"
 #include "profiler/preload/python_frames.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/samplers.h"
@@ -33,8 +33,6 @@ namespace memstage::preload {
 
 constinit ProcessMark g_process_mark;
 constinit Tracer g_tracer;
-uint64_t g_loader_text_start = 0;
-uint64_t g_loader_text_bytes = 0;
 
 namespace {
 
@@ -69,10 +67,8 @@ void mark_thread_exiting(void* state) {
 // alive: the state then waits for that one, never taken from a live thread.
 bool owner_gone(const ThreadState* ts) {
   if (!ts->exiting.load(std::memory_order_acquire)) return false;
-  const int saved_errno = errno;
-  const bool gone = syscall(SYS_tgkill, getpid(), ts->owner_tid, 0) != 0 && errno == ESRCH;
-  errno = saved_errno;
-  return gone;
+  KeepErrno keep;
+  return syscall(SYS_tgkill, getpid(), ts->owner_tid, 0) != 0 && errno == ESRCH;
 }
 
 ThreadState* claim_thread_state() {
@@ -125,10 +121,8 @@ int find_own_text(dl_phdr_info* info, size_t, void*) {
 
 // A full ring's producer sleeps this long at most before it looks again. The writer wakes
 // it when it makes room (EventRing::consume_to), so this only bounds a wait the writer
-// cannot end (it stopped). At 100 us, 32 threads allocating on 2 cores woke again and
-// again to find their rings still full (172,000 context switches in a 1.2 s run) and took
-// the cores the writer needed: 1 ms, with writer_wake asking once (writer.cpp), made that
-// run 0.65-0.69 x the time under `memstage run`.
+// cannot end (it stopped). Shorter sleeps, with more threads than cores, woke again and
+// again to full rings and took the cores the writer needed (docs/performance.md).
 constexpr uint64_t kRingFullWaitNs = 1'000'000;
 
 // Waits for `slots` free slots in the caller's ring. The writer frees them; if it
@@ -144,7 +138,7 @@ __attribute__((noinline)) bool wait_for_slots_in_full_ring(ThreadState* ts, uint
   }
   return true;
 }
-// Inline, the common case: the room is there (a call's prologue was 2.6 % of a churn).
+// Inline, the common case: the room is there, and a call's prologue showed in a churn.
 inline bool wait_for_slots(ThreadState* ts, uint64_t slots) {
   return __builtin_expect(ts->ring.has_room(slots), 1) || wait_for_slots_in_full_ring(ts, slots);
 }
@@ -302,17 +296,15 @@ void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
     g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const int saved_errno = errno;
+  KeepErrno keep;
   const uint32_t stack = capture_stack(ts);
   push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc, reinterpret_cast<uint64_t>(p), size, stack,
              true);
-  errno = saved_errno;
 }
 void sampled_free(ThreadState* ts, void* p) {
   RecordingGuard guard;
-  const int saved_errno = errno;
+  KeepErrno keep;
   push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0, true);
-  errno = saved_errno;
 }
 
 void write_signal_record(int signo) {
@@ -322,17 +314,11 @@ void write_signal_record(int signo) {
   push_rss_high_water(ts);
 }
 
-constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
-// Signals whose default action ends the process without a fault (multiprocessing and
-// joblib end their workers with SIGTERM): the trace is completed, then the default action.
-constexpr int kEndingSignals[] = {SIGTERM, SIGINT,  SIGHUP,  SIGQUIT,   SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE,
-                                  SIGXCPU, SIGXFSZ, SIGPROF, SIGVTALRM, SIGIO,   SIGPWR,  SIGSTKFLT};
-
 bool is_ending_signal(int signo);
 void install_handler(int signo);
 
 bool tracer_handles(int signo) {
-  for (int s : kFatalSignals) if (s == signo) return true;
+  for (const FatalSignal& s : kFatalSignals) if (s.signo == signo) return true;
   return is_ending_signal(signo);
 }
 
@@ -342,27 +328,25 @@ bool is_ending_signal(int signo) {
 }
 
 void on_fatal_signal(int signo) {
-  const int saved_errno = errno;
-  // An ending signal inside the tracer waits for the thread to leave it (leave_tracer):
-  // the ring may be mid-push and the writer's lock held by this very thread. SA_RESETHAND
-  // put the default back: the handler goes back in, for the signal raised again.
-  if (t_thread.in_tracer && is_ending_signal(signo) && t_thread.deferred_signal == 0) {
-    t_thread.deferred_signal = signo;
-    install_handler(signo);
-    errno = saved_errno;
-    return;
-  }
-  // A fault inside the tracer cannot wait: this thread's ring may hold a half-pushed
-  // event, so the other threads' events are written and no record is added here.
-  const bool ring_usable = !t_thread.in_tracer;
   {
+    KeepErrno keep;
+    // An ending signal inside the tracer waits for the thread to leave it (leave_tracer):
+    // the ring may be mid-push and the writer's lock held by this very thread. SA_RESETHAND
+    // put the default back: the handler goes back in, for the signal raised again.
+    if (t_thread.in_tracer && is_ending_signal(signo) && t_thread.deferred_signal == 0) {
+      t_thread.deferred_signal = signo;
+      install_handler(signo);
+      return;
+    }
+    // A fault inside the tracer cannot wait: this thread's ring may hold a half-pushed
+    // event, so the other threads' events are written and no record is added here.
+    const bool ring_usable = !t_thread.in_tracer;
     RecordingGuard guard;
     if (!in_child_sharing_memory() && stop_recording_once()) {
       if (ring_usable) write_signal_record(signo);
       writer_flush(true, true);
     }
   }
-  errno = saved_errno;
   // SA_RESETHAND restored the default action: re-raise so the process dies as it would
   // have (core dump, exit status) without the tracer.
   raise(signo);
@@ -392,13 +376,13 @@ bool ours_installed(int signo) {
 }
 
 void install_signal_handlers() {
-  for (int set = 0; set < 2; ++set) {
-    for (int signo : set == 0 ? std::span<const int>(kFatalSignals) : std::span<const int>(kEndingSignals)) {
-      struct sigaction current{};
-      // Leave the program's own handlers (and what it ignores) alone.
-      if (__sigaction(signo, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) install_handler(signo);
-    }
-  }
+  // Leave the program's own handlers (and what it ignores) alone.
+  auto install_over_default = [](int signo) {
+    struct sigaction current{};
+    if (__sigaction(signo, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) install_handler(signo);
+  };
+  for (const FatalSignal& s : kFatalSignals) install_over_default(s.signo);
+  for (int signo : kEndingSignals) install_over_default(signo);
 }
 
 }  // namespace
@@ -510,22 +494,6 @@ void after_fork_child() {
 
 constinit __thread ThreadLocals t_thread __attribute__((tls_model("initial-exec"))) = {nullptr, false, 0};
 
-void find_loader_text() {
-  // From ld.so's own headers, mapped at its base: no loader lock (the first allocation
-  // may come from inside the loader, holding it).
-  const uint64_t base = getauxval(AT_BASE);
-  if (!base) return;
-  const auto* header = reinterpret_cast<const ElfW(Ehdr)*>(base);
-  const auto* phdrs = reinterpret_cast<const ElfW(Phdr)*>(base + header->e_phoff);
-  for (int i = 0; i < header->e_phnum; ++i) {
-    const ElfW(Phdr)& ph = phdrs[i];
-    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-    g_loader_text_bytes = ph.p_memsz;
-    g_loader_text_start = base + ph.p_vaddr;
-    return;
-  }
-}
-
 uint64_t monotonic_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -574,10 +542,11 @@ bool settle_sampler(ThreadState* ts, size_t size) {
   const int64_t checkpoint_bytes = writer_running() ? 0 : kCheckpointBytes;
   if (__builtin_expect(ts->sampler.started(), 1)) return ts->sampler.settle(size, checkpoint_bytes);
   // The thread's first allocation: its own sequence of samples, begun here.
-  const int saved_errno = errno;
-  const uint64_t seed = monotonic_ns() ^ (static_cast<uint64_t>(current_tid()) << 32) ^ reinterpret_cast<uint64_t>(ts);
-  ts->sampler.start(g_tracer.options.sample_rate_bytes, seed * 0x9e3779b97f4a7c15ull, checkpoint_bytes);
-  errno = saved_errno;
+  {
+    KeepErrno keep;
+    const uint64_t seed = monotonic_ns() ^ (static_cast<uint64_t>(current_tid()) << 32) ^ reinterpret_cast<uint64_t>(ts);
+    ts->sampler.start(g_tracer.options.sample_rate_bytes, seed * 0x9e3779b97f4a7c15ull, checkpoint_bytes);
+  }
   return ts->sampler.sample(size, checkpoint_bytes);
 }
 }  // namespace
@@ -591,7 +560,7 @@ void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc,
     } else if (!writer_running() && writer_round_due(monotonic_ns())) {
       // A checkpoint (one left over from before a writer thread started reads nothing of
       // the writer's: its round is its own): a serve point makes system calls (getpid,
-      // gettid: ~150 ns each here), the clock is read in user space (~20 ns).
+      // gettid), where the clock is read in user space.
       serve_point();
     }
   }
@@ -609,7 +578,7 @@ void sample_free_rest(ThreadState* ts, void* p, unsigned due) {
 
 void fold_heap_bytes(ThreadState* ts) {
   RecordingGuard guard;
-  const int saved_errno = errno;
+  KeepErrno keep;
   const int64_t unfolded = ts->heap_unfolded_bytes;
   const int64_t before = g_tracer.heap_live_bytes.fetch_add(unfolded, std::memory_order_relaxed);
   // The highest this thread took the heap to since its last fold, the others' changes as
@@ -621,7 +590,6 @@ void fold_heap_bytes(ThreadState* ts) {
   ts->heap_unfolded_bytes = 0;
   ts->heap_unfolded_high_bytes = 0;
   if (unfolded > 0) note_live_bytes(ts, before + unfolded);
-  errno = saved_errno;
 }
 
 void push_samples(ThreadState* ts, bool with_allocator_stats, bool at_end) {
@@ -919,9 +887,8 @@ bool in_child_sharing_memory() { return syscall(SYS_getpid) != g_process_mark.pi
 __attribute__((noinline, cold)) void serve_point() {
   if (!recording() || writer_running() || in_child_sharing_memory()) return;
   RecordingGuard guard;
-  const int saved_errno = errno;
+  KeepErrno keep;
   writer_serve_inline(ServePoint::kCall);
-  errno = saved_errno;
 }
 
 uint64_t before_wait(uint64_t wait_ns) {
@@ -935,13 +902,12 @@ uint64_t before_wait(uint64_t wait_ns) {
   if (!round_due && now - g_tracer.rss_sampled_at_ns.load(std::memory_order_relaxed) < kWaitRssGapNs) return now;
   if (in_child_sharing_memory()) return 0;
   RecordingGuard guard;
-  const int saved_errno = errno;
+  KeepErrno keep;
   if (round_due) {
     writer_serve_inline(long_wait ? ServePoint::kLongWait : ServePoint::kWait);
   } else if (ThreadState* ts = current_thread_state()) {
     push_rss(ts);
   }
-  errno = saved_errno;
   return now;
 }
 
@@ -950,9 +916,8 @@ void after_wait(uint64_t started_ns) {
   if (monotonic_ns() - started_ns < g_tracer.options.sample_interval_ms * 1'000'000ull) return;
   if (in_child_sharing_memory()) return;
   RecordingGuard guard;
-  const int saved_errno = errno;
+  KeepErrno keep;
   if (ThreadState* ts = current_thread_state()) push_record(ts, records::Time{trace_time_ns()});
-  errno = saved_errno;
 }
 
 bool sleeps_sliced() { return !t_thread.in_tracer && recording() && !writer_running(); }
@@ -964,8 +929,8 @@ int sleep_sliced(clockid_t clock, uint64_t deadline_ns) {
   // unblocks them as it begins (ppoll), so one pending is delivered inside it and ends the
   // sleep with EINTR. Faults are never blocked: the tracer's own end on a crash stays.
   uint64_t all = ~0ull, program_mask = 0;
-  for (int signo : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS}) all &= ~(1ull << (signo - 1));
-  const int saved_errno = errno;
+  for (const FatalSignal& s : kFatalSignals) all &= ~(1ull << (s.signo - 1));
+  KeepErrno keep;
   if (syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &program_mask, sizeof(all)) != 0) return ENOSYS;
   // The allocator is asked between slices only outside signal handlers (writer.h).
   const bool allocator_safe = program_mask == 0;
@@ -987,7 +952,6 @@ int sleep_sliced(clockid_t clock, uint64_t deadline_ns) {
     }
   }
   syscall(SYS_rt_sigprocmask, SIG_SETMASK, &program_mask, nullptr, sizeof(program_mask));
-  errno = saved_errno;
   return error;
 }
 
@@ -1008,6 +972,11 @@ void flush_before_exec(const char* path) {
     const records::Exec record{trace_time_ns(), std::string_view(path ? path : "", length)};
     push_encoded(ts, buf, static_cast<uint32_t>(records::encode(buf, record) - buf));
   }
+  writer_flush(false, false);
+}
+
+void flush_trace() {
+  if (!recording() || in_child_sharing_memory()) return;
   writer_flush(false, false);
 }
 

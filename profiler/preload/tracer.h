@@ -1,5 +1,6 @@
 // State shared by the parts of the in-process tracer: the interposed functions
-// (interpose.cpp), the recording paths (tracer.cpp) and the writer thread (writer.cpp).
+// (interpose*.cpp, got_hooks.cpp), the recording paths (tracer.cpp) and the writer
+// thread (writer.cpp).
 #pragma once
 
 #include <pthread.h>
@@ -15,6 +16,7 @@
 #include "profiler/preload/event_ring.h"
 #include "profiler/preload/frame_walker.h"
 #include "profiler/preload/options.h"
+#include "profiler/preload/real_functions.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/sampled_blocks.h"
 #include "profiler/preload/stack_table.h"
@@ -160,18 +162,6 @@ bool stop_recording_once();
 // parent's, which is still running (its writer thread too). Such a child touches none of
 // it; it execs or exits soon. A system call: only for exec, exit and fatal signals.
 bool in_child_sharing_memory();
-
-// The dynamic loader's code (ld.so), found at start. Its own allocations (TLS vectors,
-// link maps) are made while it holds its data half-updated: unwinding then touches
-// libunwind's thread-local data, re-enters the loader and crashes the program. They
-// are the loader's bookkeeping, left untraced.
-extern uint64_t g_loader_text_start __attribute__((visibility("hidden")));
-extern uint64_t g_loader_text_bytes __attribute__((visibility("hidden")));
-void find_loader_text();  // on the first interposed call
-inline bool called_from_loader(const void* return_address) {
-  // One compare: below the start wraps around to far above the size.
-  return reinterpret_cast<uint64_t>(return_address) - g_loader_text_start < g_loader_text_bytes;
-}
 
 uint64_t monotonic_ns();
 inline uint64_t trace_time_ns() { return monotonic_ns() - g_tracer.start_monotonic_ns; }

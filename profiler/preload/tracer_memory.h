@@ -14,7 +14,7 @@ void* tracer_map(size_t bytes);
 void tracer_unmap(void* p, size_t bytes);
 // Zeroed pages for a large table that fills as it is used: 2 MiB aligned and rounded up to
 // whole 2 MiB, in transparent huge pages past its first `small_bytes` (rounded up to 2 MiB).
-// A fresh 4 KiB page costs a fault (~11 us in a VM) and a TLB entry; a 2 MiB page one of
+// A fresh 4 KiB page costs a fault and a TLB entry; a 2 MiB page one of
 // each for 512 of them. The 4 KiB start keeps a small program's tracer small: a huge page
 // is resident whole once touched. Unmapped with tracer_unmap_huge and the same `bytes`.
 inline constexpr size_t kHugePageBytes = 2u << 20;

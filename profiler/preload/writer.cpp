@@ -18,6 +18,7 @@
 #include "profiler/preload/address_index.h"
 #include "profiler/preload/aggregate.h"
 #include "profiler/preload/descriptors.h"
+#include "profiler/preload/fatal_signals.h"
 #include "profiler/preload/futex.h"
 #include "profiler/preload/allocation_infos.h"
 #include "profiler/preload/pending_buffers.h"
@@ -77,7 +78,10 @@ struct WriterState {
   uint32_t stage_instances = 0;
   uint32_t open_stage_instances[Tracer::kMaxStageDepth] = {};
   uint32_t open_stage_depth = 0;
+  uint32_t open_stage_names[Tracer::kMaxStageDepth] = {};
+  uint32_t stage_names_written = 0;
   uint32_t stack_nodes_written = 0;
+  records::OpenStage chunk_start_stages[Tracer::kMaxStageDepth] = {};  // begin_chunk's
   EventMerge merge;  // the rings' order (event_order.h)
   uint64_t lost_written = 0;
   uint64_t last_write_ns = 0;
@@ -90,8 +94,7 @@ WriterState w;
 // The chunks' compression and writing, on a thread of its own beside the writer thread:
 // the writer hands it a full raw buffer and drains on into the other. Compressing took a
 // fifth of the writer's time, and the writer is what the program's threads wait for when
-// they allocate faster than it drains (a 2-thread churn: its rings full ~3000 times a
-// second, both cores idle 14-19 % of the run). Without the thread (before the program's
+// they allocate faster than it drains (docs/performance.md). Without the thread (before the program's
 // second thread, in a fork's child until it makes one) chunks are compressed where they
 // are written.
 struct ChunkCompressor {
@@ -238,9 +241,25 @@ void write_chunk(uint64_t patience_ns = ~0ull) {
   w.raw_fill = pending_next_chunk(w.raw);
 }
 
+// Every chunk opens with the counts of what the records before it defined (kChunkStart),
+// so that a reader can read on after a damaged chunk (trace_format.h).
+void begin_chunk() {
+  for (uint32_t i = 0; i < w.open_stage_depth; ++i) {
+    w.chunk_start_stages[i] = records::OpenStage{w.open_stage_instances[i], w.open_stage_names[i]};
+  }
+  records::ChunkStart start;
+  start.next_stack_node = w.stack_nodes_written ? w.stack_nodes_written : 1;  // the root, node 0, is implicit
+  start.next_alloc_info = w.infos.count();
+  start.next_stage_name = w.stage_names_written;
+  start.next_stage_instance = w.stage_instances;
+  start.open_stages.items = std::span<const records::OpenStage>(w.chunk_start_stages, w.open_stage_depth);
+  w.raw_used = static_cast<size_t>(records::encode(w.raw, start) - w.raw);
+}
+
 // Room for `bytes` more raw bytes, writing a chunk first if needed.
 uint8_t* reserve(size_t bytes) {
-  if (w.raw_used + bytes > kRawBytes) write_chunk();
+  if (w.raw_used + bytes > kRawBytes - records::kMaxChunkStartBytes) write_chunk();
+  if (w.raw_used == 0) begin_chunk();
   return w.raw + w.raw_used;
 }
 void commit(uint8_t* end) {
@@ -259,7 +278,7 @@ RawBufferSink raw_sink;
 bool aggregate_mode() { return g_tracer.options.mode == trace::Mode::kAggregate; }
 
 void append_record(const uint8_t* bytes, size_t n) {
-  if (n > kRawBytes) return;
+  if (n > kRawBytes - records::kMaxChunkStartBytes) return;
   uint8_t* out = reserve(n);
   memcpy(out, bytes, n);
   commit(out + n);
@@ -279,18 +298,32 @@ void write_new_stack_nodes() {
   }
 }
 
-// Follows stage begins and ends (which arrive as ready records) to know the stage
-// instance of each allocation.
-// In aggregate mode the aggregate follows them too (a stage's figures come before its end).
+// Follows stage names, begins and ends (which arrive as ready records) to know the stage
+// instance of each allocation, once the record is in the chunk (a chunk's kChunkStart counts
+// only the records before it). In aggregate mode the aggregate follows them too.
 void track_stages(const uint8_t* record, uint32_t length) {
   if (length == 0) return;
-  if (record[0] == static_cast<uint8_t>(Tag::kStageBegin)) {
-    if (w.open_stage_depth < Tracer::kMaxStageDepth) w.open_stage_instances[w.open_stage_depth++] = w.stage_instances;
+  if (record[0] == static_cast<uint8_t>(Tag::kStageName)) {
+    ++w.stage_names_written;
+  } else if (record[0] == static_cast<uint8_t>(Tag::kStageBegin)) {
+    records::FieldSource source(record + 1, record + length);
+    records::StageBegin begin;
+    records::decode(source, begin);
+    if (w.open_stage_depth < Tracer::kMaxStageDepth) {
+      w.open_stage_names[w.open_stage_depth] = static_cast<uint32_t>(begin.name_id);
+      w.open_stage_instances[w.open_stage_depth++] = w.stage_instances;
+    }
     if (aggregate_mode()) w.aggregate.stage_begin(w.stage_instances);
     ++w.stage_instances;
   } else if (record[0] == static_cast<uint8_t>(Tag::kStageEnd) && w.open_stage_depth > 0) {
     --w.open_stage_depth;
-    if (aggregate_mode()) w.aggregate.stage_end(raw_sink);
+  }
+}
+// Aggregate mode: a stage's figures are written before its end record.
+void before_stage_record(const uint8_t* record, uint32_t length) {
+  if (length > 0 && record[0] == static_cast<uint8_t>(Tag::kStageEnd) && w.open_stage_depth > 0 &&
+      aggregate_mode()) {
+    w.aggregate.stage_end(raw_sink);
   }
 }
 
@@ -310,6 +343,28 @@ void aggregate_event(const RawEvent& e) {
   w.last_event_was_alloc = true;
 }
 
+// An event of ready records, `e.stack_or_length` bytes in the ring's slots after it: a case
+// of write_event, inlined into it (the drain's machine code as it was).
+__attribute__((always_inline)) inline void write_encoded_event(const EventRing& ring, uint64_t index,
+                                                               const RawEvent& e) {
+  const auto* record = static_cast<const uint8_t*>(static_cast<const void*>(&ring.at(index + 1)));
+  before_stage_record(record, e.stack_or_length);
+  const bool ram_limit = e.stack_or_length > 0 && record[0] == static_cast<uint8_t>(Tag::kRamLimit);
+  // The payload may wrap around the ring's end: copy it slot by slot.
+  uint32_t left = e.stack_or_length;
+  uint8_t* const copy = reserve(left);
+  uint8_t* out = copy;
+  for (uint64_t slot = index + 1; left > 0; ++slot) {
+    const uint32_t n = left < sizeof(RawEvent) ? left : sizeof(RawEvent);
+    memcpy(out, &ring.at(slot), n);
+    out += n;
+    left -= n;
+  }
+  commit(out);
+  track_stages(copy, e.stack_or_length);  // the copy: the ring's may wrap around
+  if (ram_limit && aggregate_mode()) w.aggregate.ram_limit(raw_sink);
+}
+
 void write_event(const EventRing& ring, uint64_t index) {
   const RawEvent& e = ring.at(index);
   if (aggregate_mode()) {
@@ -324,14 +379,15 @@ void write_event(const EventRing& ring, uint64_t index) {
     case EventKind::kRealloc: {
       const uint32_t stage_plus_one =
           w.open_stage_depth ? w.open_stage_instances[w.open_stage_depth - 1] + 1 : 0;
+      // Room first: a chunk that starts here counts the infos defined before this one.
+      uint8_t* out = reserve(records::max_encoded_bytes<records::AllocInfo>() +
+                             records::max_encoded_bytes<records::Alloc>());
       bool added = false;
       const uint32_t info = w.infos.id_of(e.b, e.stack_or_length, stage_plus_one, added);
       if (info == UINT32_MAX) {
         g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
         break;
       }
-      uint8_t* out = reserve(records::max_encoded_bytes<records::AllocInfo>() +
-                             records::max_encoded_bytes<records::Alloc>());
       if (added) out = records::encode(out, records::AllocInfo{e.b, e.stack_or_length, stage_plus_one});
       uint8_t* const tag = out;
       out = e.kind == EventKind::kAlloc ? records::encode(out, records::Alloc{info})
@@ -370,23 +426,7 @@ void write_event(const EventRing& ring, uint64_t index) {
       commit(out);
       break;
     }
-    case EventKind::kEncoded: {
-      const auto* record = static_cast<const uint8_t*>(static_cast<const void*>(&ring.at(index + 1)));
-      track_stages(record, e.stack_or_length);
-      const bool ram_limit = e.stack_or_length > 0 && record[0] == static_cast<uint8_t>(Tag::kRamLimit);
-      // The payload may wrap around the ring's end: copy it slot by slot.
-      uint32_t left = e.stack_or_length;
-      uint8_t* out = reserve(left);
-      for (uint64_t slot = index + 1; left > 0; ++slot) {
-        const uint32_t n = left < sizeof(RawEvent) ? left : sizeof(RawEvent);
-        memcpy(out, &ring.at(slot), n);
-        out += n;
-        left -= n;
-      }
-      commit(out);
-      if (ram_limit && aggregate_mode()) w.aggregate.ram_limit(raw_sink);
-      break;
-    }
+    case EventKind::kEncoded: write_encoded_event(ring, index, e); break;
     case EventKind::kEncodedBlob:
       append_record(reinterpret_cast<const uint8_t*>(e.a), e.stack_or_length);
       tracer_unmap(reinterpret_cast<void*>(e.a), e.b);
@@ -397,8 +437,7 @@ void write_event(const EventRing& ring, uint64_t index) {
 // How far ahead of the event being written the next ones' table slots are fetched: each
 // event's live-block slot and allocation info are a cache miss in tables of megabytes,
 // fetched together instead of one after another. Only once the program holds this many
-// blocks: below, the slots it uses stay cached and fetching them costs a few ns an event
-// (a malloc/free loop's pair ~5 ns, in memstage_bench_traced_malloc).
+// blocks: below, the slots it uses stay cached and fetching them costs a few ns an event.
 constexpr uint64_t kPrefetchEvents = 8;
 constexpr uint64_t kPrefetchFromLiveBlocks = 1u << 15;
 
@@ -664,13 +703,14 @@ void write_open_stages() {
   for (uint32_t i = 0; i < g_tracer.stage_name_count; ++i) {
     const records::StageName record{std::string_view(g_tracer.stage_names[i], g_tracer.stage_name_lengths[i])};
     commit(records::encode(reserve(records::max_encoded_bytes(record)), record));
+    ++w.stage_names_written;
   }
   for (uint32_t i = 0; i < g_tracer.open_stage_count; ++i) {
     if (g_tracer.open_stages[i] == Tracer::kDroppedStage) continue;  // never recorded
     uint8_t* record = reserve(records::max_encoded_bytes<records::StageBegin>());
     uint8_t* out = records::encode(record, records::StageBegin{g_tracer.open_stages[i], 0});
-    track_stages(record, static_cast<uint32_t>(out - record));
     commit(out);
+    track_stages(record, static_cast<uint32_t>(out - record));
   }
 }
 
@@ -685,10 +725,8 @@ bool allocate_buffers() {
   if (!w.zstd) {
     w.zstd = ZSTD_createCCtx_advanced(ZSTD_customMem{zstd_alloc, zstd_free, nullptr});
     if (w.zstd) {
-      // Level 1, by measurement: the chunks of a full-mode churn compress 0.78 x as long as
-      // at zstd's default 3 (0.5 % larger; the churn's wall time 0.95 x, interleaved), and
-      // a torch import's 0.41 x as long (17 % larger, wall time 0.96 x). The writer's time
-      // is the program's: its own thread's while it has one, a core taken from it after.
+      // Level 1: much faster than zstd's default 3 for a little more size
+      // (docs/performance.md), and the writer's time is the program's.
       ZSTD_CCtx_setParameter(w.zstd, ZSTD_c_compressionLevel, 1);
       ZSTD_CCtx_setParameter(w.zstd, ZSTD_c_checksumFlag, 1);
     }
@@ -728,7 +766,7 @@ bool writer_open(uint64_t parent_pid) {
   w.next_snapshot_ns = monotonic_ns() + g_tracer.options.snapshot_interval_ms * 1'000'000ull;
   w.last_event_was_alloc = false;
   w.last_alloc_tag = nullptr;
-  w.stage_instances = w.open_stage_depth = 0;
+  w.stage_instances = w.open_stage_depth = w.stage_names_written = 0;
   w.stack_nodes_written = 0;
   w.write_failed.store(false, std::memory_order_relaxed);
   w.lost_written = g_tracer.lost_events.load(std::memory_order_relaxed);
@@ -756,7 +794,9 @@ namespace {
 bool start_tracer_thread(pthread_t* thread, size_t stack_bytes, void* (*start)(void*), const char* name) {
   sigset_t blocked, creator_mask;
   sigfillset(&blocked);
-  for (int fault : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS}) sigdelset(&blocked, fault);
+  for (const FatalSignal& s : kFatalSignals) {
+    if (s.raised_by_fault) sigdelset(&blocked, s.signo);
+  }
   char creator_name[16] = {};
   const bool renamed = prctl(PR_GET_NAME, creator_name) == 0 && prctl(PR_SET_NAME, name) == 0;
   pthread_attr_t attributes;

@@ -16,9 +16,8 @@ bool writer_open(uint64_t parent_pid);
 // before it forks), and the writer's rounds run on that thread at serve points instead.
 // Starts it unless it runs; false when it cannot be made. `with_compressor`: and the
 // chunk compressor's thread beside it, where that can be made. Not when attaching: there
-// the tracer's threads are made and joined inside gdb's calls, and with the compressor's
-// too, four attaches at once hung twice here (a suite run, and 1 of ~60 rounds of a
-// stress script), not yet understood.
+// the tracer's threads are made and joined inside gdb's calls, and concurrent attaches
+// with the compressor's thread too could hang, for a reason not yet known.
 bool writer_start_thread(bool with_compressor);
 // Where the program's own thread serves the writer's round. kCall: on its way through
 // the tracer (after an allocation, before a free, at a stage edge, at a heap high), where

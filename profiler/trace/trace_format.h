@@ -1,4 +1,4 @@
-// The memstage trace format, version 3. Writer: profiler/preload. Reader: trace_reader.h.
+// The memstage trace format, version 4. Writer: profiler/preload. Reader: trace_reader.h.
 //
 // A trace file is one process's record (a forked child or an exec'd program writes its
 // own file next to its parent's):
@@ -10,8 +10,11 @@
 //            content checksum) that decompresses to `raw_bytes` of records.
 //
 // Chunks are written whole with one write(2) each, about every 50 ms, so a process that is
-// killed (SIGKILL, OOM) leaves a file whose complete chunks are all readable: a reader
-// uses every chunk up to the first incomplete or corrupt one and says where it stopped.
+// killed (SIGKILL, OOM) leaves a file whose complete chunks are all readable. Since
+// version 4 each chunk's records open with a kChunkStart, the counts of what the records
+// before it defined, so a reader that meets a damaged chunk skips to the next chunk that
+// checks out (its magic, its size, its zstd checksum) and reads on from there; before
+// version 4 it stops at the first incomplete or corrupt chunk. Either way it says where.
 // The records encoded and not yet written survive the kill in a pending file, appended as
 // chunks after the death by `memstage run` or `memstage report` (pending_chunks.h).
 //
@@ -26,7 +29,7 @@
 //
 // Version 2 stores stacks as a tree (kStackNode); version 1 stored each stack whole
 // (kStack). The reader reads both and hands the analysis whole stacks either way. Version 3
-// adds kTemporary.
+// adds kTemporary, version 4 kChunkStart.
 //
 // Times are nanoseconds since the process's trace started (ProcessInfo.start_*_ns).
 // Allocation events carry no time of their own: each happened at or after the latest
@@ -44,7 +47,8 @@ inline constexpr double kNsPerS = 1e9;  // trace times are nanoseconds; reports 
 // program it runs writes trace.<pid>.mst, the n-th one it exec's trace.<pid>.<n>.mst.
 inline constexpr char kTracePathFormat[] = "%s/trace.%ld.mst";
 inline constexpr char kExecTracePathFormat[] = "%s/trace.%ld.%d.mst";
-inline constexpr uint32_t kFormatVersion = 3;
+inline constexpr uint32_t kFormatVersion = 4;
+inline constexpr uint32_t kFirstVersionWithChunkStarts = 4;
 inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr uint32_t kChunkMagic = 0x4b43534d;  // "MSCK"
 // A chunk larger than this is treated as corrupt (the writer never makes one).
@@ -249,7 +253,20 @@ enum class Tag : uint8_t {
   // and kFreeLast in one record (its fields are kAlloc's; the tracer turns the kAlloc it
   // wrote into one when the free comes next). A churn's temporaries are half its blocks.
   kTemporary = 60,
+
+  // Version 4: the first record of every chunk, and only there: the first id of each table
+  // numbered by definition order that the chunk's records may extend (the next stack node,
+  // allocation info, stage name and stage instance) and the stages open, outermost first,
+  // each as (instance, name id). A reader that skipped a damaged chunk takes its counters
+  // from the next good chunk's kChunkStart; what the lost records defined is unknown.
+  kChunkStart = 70,
 };
+
+// What a reader hands on for what a damaged chunk defined and a later record names: the
+// "return address" of a stack frame lost with it (bit 62: no user-space address has it,
+// and bit 63, a Python frame's, is clear), and the name of a stage.
+inline constexpr uint64_t kLostFrameAddress = 1ull << 62;
+inline constexpr char kLostInDamagedChunk[] = "[unknown: lost in damaged chunk]";
 
 // Sample mode: what a thread counts before adding it to the process's live heap.
 inline constexpr uint64_t kHeapFoldBytes = 16 * 1024;

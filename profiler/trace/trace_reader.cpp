@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "profiler/trace/trace_records.h"
 
@@ -27,7 +28,8 @@ class CorruptRecord : public std::runtime_error {
 // them to the visitor, checking that every id a record uses was defined before it.
 class ChunkDecoder {
  public:
-  ChunkDecoder(TraceVisitor& v, uint32_t version) : v_(v), stack_tree_(version >= 2) {
+  ChunkDecoder(TraceVisitor& v, uint32_t version, DamageLoss& loss)
+      : v_(v), chunk_starts_(version >= kFirstVersionWithChunkStarts), loss_(loss), stack_tree_(version >= 2) {
     if (stack_tree_) {  // the root: the empty stack
       node_addresses_.push_back(0);
       node_depths_.push_back(0);
@@ -37,6 +39,10 @@ class ChunkDecoder {
   uint64_t decode(const uint8_t* begin, const uint8_t* end, bool& ended) {
     records::FieldSource source(begin, end);
     uint64_t records = 0;
+    if (chunk_starts_) {
+      check_chunk_start(source);
+      ++records;
+    }
     while (!source.done()) {
       uint8_t tag;
       if (!source.get_tag(tag)) throw CorruptRecord(source.error);
@@ -49,10 +55,63 @@ class ChunkDecoder {
     return records;
   }
 
+  // Version 4 on: chunks say where they start, so a damaged one can be skipped.
+  bool reads_on() const { return chunk_starts_; }
+
+  // Whether a chunk that starts so follows the records read so far, nothing between.
+  bool follows(const records::ChunkStart& s) const {
+    return s.next_stack_node == node_addresses_.size() && s.next_alloc_info == next_info_id_ &&
+           s.next_stage_name == next_stage_name_id_ && s.next_stage_instance == stage_instances_ &&
+           s.open_stages.items.size() == open_stages_.size() && stages_kept(s) == open_stages_.size();
+  }
+
+  // Whether the reader can read on from a chunk that starts so, after `skipped_bytes` it
+  // could not read: no table shrinks, the stages open before and after nest, and no table
+  // grows by more than the bytes skipped could have defined (a bound on the memory that
+  // the lost ids' stand-ins take, for a damaged file that still checks out).
+  bool can_resume_at(const records::ChunkStart& s, uint64_t skipped_bytes) const {
+    const uint64_t most = (1 + skipped_bytes / 4096) * kMaxLostIdsPer4KiB;
+    const auto grows = [most](uint64_t from, uint64_t to) { return to >= from && to - from <= most; };
+    if (!chunk_starts_ || !grows(node_addresses_.size(), s.next_stack_node) || s.next_stack_node >= UINT32_MAX ||
+        !grows(next_info_id_, s.next_alloc_info) || s.next_alloc_info >= UINT32_MAX ||
+        !grows(next_stage_name_id_, s.next_stage_name) || s.next_stage_name > kMaxStageNames ||
+        !grows(stage_instances_, s.next_stage_instance)) {
+      return false;
+    }
+    const auto& open = s.open_stages.items;
+    const size_t kept = stages_kept(s);
+    for (size_t i = kept; i < open.size(); ++i) {  // begun in the lost bytes, in order
+      if (open[i].instance < stage_instances_ || open[i].instance >= s.next_stage_instance ||
+          (i > kept && open[i].instance <= open[i - 1].instance) || open[i].name_id >= s.next_stage_name) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Reads on after damaged bytes from a chunk that starts with `s` (can_resume_at): what
+  // the lost records defined gets stand-ins, so that the later records' ids keep their
+  // meaning; the stages open on both sides stay open, the others end here.
+  void resume_at(const records::ChunkStart& s) {
+    for (uint64_t id = next_stage_name_id_; id < s.next_stage_name; ++id) {
+      v_.on_stage_name(visitor_name(static_cast<uint32_t>(id)), kLostInDamagedChunk);
+    }
+    loss_.stage_names += s.next_stage_name - next_stage_name_id_;
+    next_stage_name_id_ = static_cast<uint32_t>(s.next_stage_name);
+    loss_.stack_nodes += s.next_stack_node - node_addresses_.size();
+    while (node_addresses_.size() < s.next_stack_node) add_lost_node();
+    if (s.next_alloc_info > next_info_id_) lost_infos_.emplace_back(next_info_id_, s.next_alloc_info);
+    loss_.alloc_infos += s.next_alloc_info - next_info_id_;
+    next_info_id_ = static_cast<uint32_t>(s.next_alloc_info);
+    lost_infos_end_ = next_info_id_;
+    resume_stages(s);
+    last_alloc_info_ = kLatestAllocLost;
+  }
+
+ private:
  private:
   // False for a tag no record kind has. Inlined into decode's loop: called, it cost a
-  // call and a frame of its own on every event (`memstage report` of a 30 M-event trace
-  // took 1.1 x as long).
+  // call and a frame of its own on every event (docs/performance.md).
   template <size_t... I>
   __attribute__((always_inline)) bool dispatch(uint8_t tag, records::FieldSource& source, std::index_sequence<I...>) {
     return ((tag == static_cast<uint8_t>(std::tuple_element_t<I, records::AllRecords>::kTag)
@@ -103,6 +162,11 @@ class ChunkDecoder {
     if (r.parent_distance == 0 || r.parent_distance > id) throw CorruptRecord("stack node without a parent");
     if (id >= UINT32_MAX) throw CorruptRecord("too many stack nodes");
     const uint64_t parent = id - r.parent_distance;
+    if (node_addresses_[parent] == kLostFrameAddress) {  // its address is a difference from one lost
+      ++loss_.stack_nodes;
+      add_lost_node();
+      return;
+    }
     const uint32_t depth = node_depths_[parent] + 1u;
     if (depth > records::DeltaAddresses::kMaxItems) throw CorruptRecord("implausible stack depth");
     const uint64_t return_address = node_addresses_[parent] + static_cast<uint64_t>(r.address_delta);
@@ -119,24 +183,32 @@ class ChunkDecoder {
   void handle(const records::Alloc& r) { on_alloc(r.info, false); }
   void handle(const records::Realloc& r) { on_alloc(r.info, true); }
   void on_alloc(uint64_t info, bool realloc) {
-    check_info(info);
+    if (!known_info(info)) {
+      last_alloc_info_ = kLatestAllocLost;
+      return;
+    }
     v_.on_alloc(static_cast<uint32_t>(info), realloc);
     last_alloc_info_ = static_cast<int64_t>(info);
   }
   void handle(const records::Free& r) {
-    check_info(r.info);
-    v_.on_free(static_cast<uint32_t>(r.info), false);
+    if (known_info(r.info)) v_.on_free(static_cast<uint32_t>(r.info), false);
     last_alloc_info_ = -1;
   }
   void handle(const records::FreeLast&) {
-    if (last_alloc_info_ < 0) throw CorruptRecord("free of the latest allocation with none before it");
-    v_.on_free(static_cast<uint32_t>(last_alloc_info_), true);
+    if (last_alloc_info_ == kLatestAllocLost) {
+      ++loss_.events_left_out;
+    } else if (last_alloc_info_ < 0) {
+      throw CorruptRecord("free of the latest allocation with none before it");
+    } else {
+      v_.on_free(static_cast<uint32_t>(last_alloc_info_), true);
+    }
     last_alloc_info_ = -1;
   }
   void handle(const records::Temporary& r) {
-    check_info(r.info);
-    v_.on_alloc(static_cast<uint32_t>(r.info), false);
-    v_.on_free(static_cast<uint32_t>(r.info), true);
+    if (known_info(r.info)) {
+      v_.on_alloc(static_cast<uint32_t>(r.info), false);
+      v_.on_free(static_cast<uint32_t>(r.info), true);
+    }
     last_alloc_info_ = -1;
   }
   void handle(const records::Mmap& r) {
@@ -150,17 +222,20 @@ class ChunkDecoder {
   }
   void handle(const records::StageName& r) {
     if (r.name.size() > kMaxStageNameBytes) throw CorruptRecord("stage name longer than the tracer writes");
-    v_.on_stage_name(next_stage_name_id_++, std::string(r.name));
+    v_.on_stage_name(visitor_name(next_stage_name_id_++), std::string(r.name));
   }
   void handle(const records::StageBegin& r) {
     if (r.name_id >= next_stage_name_id_) throw CorruptRecord("stage begins before its name");
-    if (open_stages_ == kMaxStageDepth) throw CorruptRecord("stages nested deeper than the tracer writes");
-    ++open_stages_;
+    begin_stage(static_cast<uint32_t>(r.name_id), visitor_name(static_cast<uint32_t>(r.name_id)), r.t_ns);
+  }
+  void begin_stage(uint32_t name_id, uint32_t visitor_name_id, uint64_t t_ns) {
+    if (open_stages_.size() == kMaxStageDepth) throw CorruptRecord("stages nested deeper than the tracer writes");
+    open_stages_.push_back(OpenStage{static_cast<uint32_t>(stage_instances_), name_id});
     ++stage_instances_;
-    v_.on_stage_begin(static_cast<uint32_t>(r.name_id), r.t_ns);
+    v_.on_stage_begin(visitor_name_id, t_ns);
   }
   void handle(const records::StageEnd& r) {
-    if (open_stages_ > 0) --open_stages_;
+    if (!open_stages_.empty()) open_stages_.pop_back();
     v_.on_stage_end(r.t_ns);
   }
   void handle(const records::StageLimitHit& r) {
@@ -254,6 +329,70 @@ class ChunkDecoder {
     }
   }
   void handle(const records::Attached& r) { v_.on_attached(r.t_ns); }
+  void handle(const records::ChunkStart&) { throw CorruptRecord("a chunk start inside a chunk"); }
+
+  // Version 4: a chunk opens with the counts of what the records before it defined; read
+  // in order, they are the reader's own.
+  void check_chunk_start(records::FieldSource& source) {
+    uint8_t tag;
+    if (!source.get_tag(tag) || tag != static_cast<uint8_t>(Tag::kChunkStart)) {
+      throw CorruptRecord("a chunk that does not open with its start");
+    }
+    records::ChunkStart& s = std::get<records::ChunkStart>(scratch_);
+    if (!records::decode(source, s)) throw CorruptRecord(source.error ? source.error : "bad chunk start");
+    if (!follows(s)) throw CorruptRecord("a chunk start that does not match the records before it");
+  }
+
+  // How many of the stages open now are still open where `s` starts (the outermost ones).
+  size_t stages_kept(const records::ChunkStart& s) const {
+    const auto& open = s.open_stages.items;
+    size_t kept = 0;
+    while (kept < open_stages_.size() && kept < open.size() && open[kept].instance == open_stages_[kept].instance &&
+           open[kept].name_id == open_stages_[kept].name_id) {
+      ++kept;
+    }
+    return kept;
+  }
+  // The stage instances begun in the lost bytes are begun again, in order, at the time
+  // reached (0: no later than before): those still open with their names, the others
+  // ended at once under kLostInDamagedChunk, so that later records name the same instances.
+  void resume_stages(const records::ChunkStart& s) {
+    const auto& open = s.open_stages.items;
+    const size_t kept = stages_kept(s);
+    while (open_stages_.size() > kept) {
+      open_stages_.pop_back();
+      v_.on_stage_end(0);
+    }
+    loss_.stage_instances += s.next_stage_instance - stage_instances_;
+    size_t next_open = kept;
+    while (stage_instances_ < s.next_stage_instance) {
+      if (next_open < open.size() && open[next_open].instance == stage_instances_) {
+        const auto name_id = static_cast<uint32_t>(open[next_open++].name_id);
+        begin_stage(name_id, visitor_name(name_id), 0);
+      } else {
+        begin_stage(kNoName, lost_stage_name(), 0);
+        open_stages_.pop_back();
+        v_.on_stage_end(0);
+      }
+    }
+  }
+  // The visitor's id of trace stage name `id`: past the stand-in name made for the lost
+  // stages (lost_stage_name), one more.
+  uint32_t visitor_name(uint32_t id) const { return id >= lost_name_from_ ? id + 1 : id; }
+  // The visitor's id of the name kLostInDamagedChunk, made the first time it is needed.
+  uint32_t lost_stage_name() {
+    if (lost_name_from_ == kNoName) {
+      lost_name_from_ = next_stage_name_id_;
+      v_.on_stage_name(lost_name_from_, kLostInDamagedChunk);
+    }
+    return lost_name_from_;
+  }
+  void add_lost_node() {
+    const auto id = static_cast<uint32_t>(node_addresses_.size());
+    node_addresses_.push_back(kLostFrameAddress);
+    node_depths_.push_back(1);
+    v_.on_stack_node(id, 0, kLostFrameAddress);
+  }
 
   // An event names stack `id`: it must be defined.
   void check_stack(uint64_t id) const {
@@ -261,16 +400,42 @@ class ChunkDecoder {
       throw CorruptRecord("event refers to an undefined stack");
     }
   }
-  void check_info(uint64_t id) const {
+  // False for an info defined in damaged bytes: the event naming it is left out, counted.
+  bool known_info(uint64_t id) {
     if (id >= next_info_id_) throw CorruptRecord("event refers to an undefined allocation info");
+    if (id >= lost_infos_end_) return true;
+    for (const auto& [first, end] : lost_infos_) {
+      if (id >= first && id < end) {
+        ++loss_.events_left_out;
+        return false;
+      }
+    }
+    return true;
   }
+
+  // A lost chunk defines at most this many ids per 4 KiB skipped (can_resume_at): a chunk
+  // holds kMaxChunkRawBytes of records at most, and the writer's are 2 MiB.
+  static constexpr uint64_t kMaxLostIdsPer4KiB = 1u << 20;
+  static constexpr int64_t kLatestAllocLost = -2;  // last_alloc_info_: in damaged bytes
+  static constexpr uint32_t kNoName = UINT32_MAX;
+  struct OpenStage {
+    uint32_t instance;
+    uint32_t name_id;  // the trace's
+  };
 
   TraceVisitor& v_;
   records::AllRecords scratch_;
   uint32_t next_info_id_ = 0;
   int64_t last_alloc_info_ = -1;
   uint64_t stage_instances_ = 0;
-  uint32_t open_stages_ = 0;
+  std::vector<OpenStage> open_stages_;
+  // Version 4: the allocation infos defined in damaged bytes, [first, end) ranges, and the
+  // end of the last (0: none, so an event's check costs one compare).
+  const bool chunk_starts_;
+  std::vector<std::pair<uint32_t, uint32_t>> lost_infos_;
+  uint32_t lost_infos_end_ = 0;
+  uint32_t lost_name_from_ = kNoName;
+  DamageLoss& loss_;
   // Version 1: whole stacks, numbered as defined.
   uint32_t next_stack_id_ = 0;
   // Version 2: the stack tree, each node's address (to decode a child's delta) and depth
@@ -297,6 +462,95 @@ size_t read_fully(FILE* f, void* into, size_t n, const FollowWriter* follow) {
     follow->wait();
   }
   return got;
+}
+
+// Reads one chunk where the file stands and checks it: its header, its payload's length,
+// its zstd frame (and the content checksum the tracer adds).
+class ChunkReader {
+ public:
+  enum class Status { kChunk, kEndOfFile, kBad };
+  explicit ChunkReader(FILE* f) : f_(f), zstd_(ZSTD_createDCtx(), ZSTD_freeDCtx) {}
+
+  Status read(const FollowWriter* follow) {
+    ChunkHeader chunk{};
+    const size_t got = read_fully(f_, &chunk, sizeof(chunk), follow);
+    if (got == 0) return Status::kEndOfFile;
+    if (got < sizeof(chunk)) return bad("the file ends inside a chunk header");
+    if (chunk.magic != kChunkMagic || chunk.raw_bytes > kMaxChunkRawBytes ||
+        chunk.compressed_bytes > ZSTD_compressBound(kMaxChunkRawBytes)) {
+      return bad("corrupt chunk header");
+    }
+    compressed_.resize(chunk.compressed_bytes);
+    if (read_fully(f_, compressed_.data(), compressed_.size(), follow) != compressed_.size()) {
+      return bad("the file ends inside a chunk");
+    }
+    raw_.resize(chunk.raw_bytes);
+    const size_t n = ZSTD_decompressDCtx(zstd_.get(), raw_.data(), raw_.size(), compressed_.data(), compressed_.size());
+    if (ZSTD_isError(n) || n != chunk.raw_bytes) {
+      return bad("corrupt chunk (" + std::string(ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size") + ")");
+    }
+    return Status::kChunk;
+  }
+  const uint8_t* records() const { return raw_.data(); }
+  const uint8_t* records_end() const { return raw_.data() + raw_.size(); }
+  uint64_t chunk_bytes() const { return sizeof(ChunkHeader) + compressed_.size(); }
+  const std::string& why() const { return why_; }
+
+ private:
+  Status bad(std::string why) {
+    why_ = std::move(why);
+    return Status::kBad;
+  }
+  FILE* f_;
+  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> zstd_;
+  std::vector<uint8_t> compressed_;
+  std::vector<uint8_t> raw_;
+  std::string why_;
+};
+
+// The kChunkStart a version 4 chunk's records open with, if they do.
+bool chunk_start_of(const ChunkReader& chunk, records::ChunkStart& start) {
+  records::FieldSource source(chunk.records(), chunk.records_end());
+  uint8_t tag;
+  return source.get_tag(tag) && tag == static_cast<uint8_t>(Tag::kChunkStart) && records::decode(source, start);
+}
+
+// After damaged bytes at `from`: the next chunk that checks out and that the decoder can
+// read on from, found by its magic. Leaves `chunk` holding it and the file after it.
+std::optional<uint64_t> next_good_chunk(FILE* f, uint64_t from, ChunkReader& chunk, const ChunkDecoder& decoder) {
+  constexpr size_t kBlockBytes = 1u << 20;
+  std::vector<uint8_t> block(kBlockBytes);
+  records::ChunkStart start;
+  uint8_t magic[sizeof(kChunkMagic)];
+  memcpy(magic, &kChunkMagic, sizeof(magic));
+  for (uint64_t at = from + 1;;) {
+    if (fseeko(f, static_cast<off_t>(at), SEEK_SET) != 0) return std::nullopt;
+    const size_t n = fread(block.data(), 1, block.size(), f);
+    if (n < sizeof(magic)) return std::nullopt;
+    const auto* end = block.data() + n;
+    for (const uint8_t* p = block.data(); (p = std::search(p, end, magic, magic + sizeof(magic))) != end; ++p) {
+      const uint64_t candidate = at + static_cast<uint64_t>(p - block.data());
+      if (fseeko(f, static_cast<off_t>(candidate), SEEK_SET) != 0) return std::nullopt;
+      if (chunk.read(nullptr) == ChunkReader::Status::kChunk && chunk_start_of(chunk, start) &&
+          decoder.can_resume_at(start, candidate - from)) {
+        return candidate;
+      }
+    }
+    at += n - (sizeof(magic) - 1);  // a magic across the block's end is found in the next
+  }
+}
+
+// A good chunk whose start says that records before it are missing, with no damaged bytes
+// between: the writer dropped a chunk (a dying process's flush that could not wait for the
+// one before it). Read on from it, as after damaged bytes, with a span of none.
+void resume_after_unwritten(const ChunkReader& chunk, ChunkDecoder& decoder, uint64_t offset, DamageLoss& damage) {
+  records::ChunkStart start;
+  if (!decoder.reads_on() || !chunk_start_of(chunk, start) || decoder.follows(start) ||
+      !decoder.can_resume_at(start, 0)) {
+    return;
+  }
+  damage.spans.push_back(DamagedSpan{offset, 0, "the writer dropped them"});
+  decoder.resume_at(start);
 }
 
 }  // namespace
@@ -331,48 +585,42 @@ ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
                          std::to_string(kFormatVersion));
   }
 
-  std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> zstd(ZSTD_createDCtx(), ZSTD_freeDCtx);
-  std::vector<uint8_t> compressed;
-  std::vector<uint8_t> raw;
-  ChunkDecoder decoder(visitor, header.version);
+  ChunkReader chunk(f.get());
+  ChunkDecoder decoder(visitor, header.version, summary.damage);
   uint64_t offset = sizeof(header);
   for (;;) {
-    ChunkHeader chunk{};
-    const size_t got = read_fully(f.get(), &chunk, sizeof(chunk), follow);
-    if (got == 0) break;
-    auto stop = [&](const std::string& why) {
-      summary.truncated = true;
-      summary.truncation = why + " at byte " + std::to_string(offset);
-    };
-    if (got < sizeof(chunk)) {
-      stop("the file ends inside a chunk header");
-      break;
+    ChunkReader::Status status = chunk.read(follow);
+    if (status == ChunkReader::Status::kEndOfFile) break;
+    std::string why = chunk.why();
+    if (status == ChunkReader::Status::kChunk) resume_after_unwritten(chunk, decoder, offset, summary.damage);
+    for (;;) {  // until a chunk decodes, the bad ones before it skipped
+      if (status == ChunkReader::Status::kChunk) {
+        try {
+          summary.records += decoder.decode(chunk.records(), chunk.records_end(), summary.ended_cleanly);
+          break;
+        } catch (const CorruptRecord& e) {
+          why = std::string("corrupt record (") + e.what() + ")";
+        }
+      }
+      // The first chunk holds the process record, which says how to read the rest: not skipped.
+      const std::optional<uint64_t> next = decoder.reads_on() && summary.chunks > 0
+                                               ? next_good_chunk(f.get(), offset, chunk, decoder)
+                                               : std::nullopt;
+      if (!next) {  // nothing good after it: the file is cut short there, as a killed process leaves it
+        summary.truncated = true;
+        summary.truncation = why + " at byte " + std::to_string(offset);
+        break;
+      }
+      summary.damage.spans.push_back(DamagedSpan{offset, *next - offset, why});
+      offset = *next;
+      records::ChunkStart start;
+      chunk_start_of(chunk, start);
+      decoder.resume_at(start);
+      status = ChunkReader::Status::kChunk;
     }
-    if (chunk.magic != kChunkMagic || chunk.raw_bytes > kMaxChunkRawBytes ||
-        chunk.compressed_bytes > ZSTD_compressBound(kMaxChunkRawBytes)) {
-      stop("corrupt chunk header");
-      break;
-    }
-    compressed.resize(chunk.compressed_bytes);
-    if (read_fully(f.get(), compressed.data(), compressed.size(), follow) != compressed.size()) {
-      stop("the file ends inside a chunk");
-      break;
-    }
-    raw.resize(chunk.raw_bytes);
-    const size_t n = ZSTD_decompressDCtx(zstd.get(), raw.data(), raw.size(), compressed.data(),
-                                         compressed.size());
-    if (ZSTD_isError(n) || n != chunk.raw_bytes) {
-      stop("corrupt chunk (" + std::string(ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size") + ")");
-      break;
-    }
-    try {
-      summary.records += decoder.decode(raw.data(), raw.data() + n, summary.ended_cleanly);
-    } catch (const CorruptRecord& e) {
-      stop(std::string("corrupt record (") + e.what() + ")");
-      break;
-    }
+    if (summary.truncated) break;
     ++summary.chunks;
-    offset += sizeof(chunk) + chunk.compressed_bytes;
+    offset += chunk.chunk_bytes();
     if (follow) summary.file_bytes = std::max(summary.file_bytes, offset);
     if (progress) progress(offset, summary.file_bytes);
     if (visitor.done()) break;
@@ -380,6 +628,16 @@ ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
   struct stat written{};
   if (follow && fstat(fileno(f.get()), &written) == 0) summary.file_bytes = static_cast<uint64_t>(written.st_size);
   return summary;
+}
+
+}  // namespace memstage::trace
+
+namespace memstage::trace {
+
+uint64_t DamageLoss::skipped_bytes() const {
+  uint64_t bytes = 0;
+  for (const DamagedSpan& span : spans) bytes += span.bytes;
+  return bytes;
 }
 
 }  // namespace memstage::trace

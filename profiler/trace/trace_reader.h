@@ -1,6 +1,7 @@
 // Reads a memstage trace (trace_format.h) as a stream of callbacks, one chunk in memory
 // at a time. A file cut short (the process was killed) is read up to its last complete
-// chunk and reported as truncated; a file that is not a trace throws NotATraceError.
+// chunk and reported as truncated; a damaged chunk with a good one after it is skipped
+// (version 4 on: ReadSummary::damage); a file that is not a trace throws NotATraceError.
 #pragma once
 
 #include <cstdint>
@@ -204,13 +205,32 @@ class TraceVisitor {
   virtual void on_job_place(const JobPlace&) {}
 };
 
+// Damaged chunks a reader skipped to read on from the next good one (version 4 on), and
+// what was lost with them: what they defined (implicitly numbered, so later ids still
+// match) and the later records that named it, which are left out.
+struct DamagedSpan {
+  uint64_t offset = 0;  // where the damaged bytes start
+  uint64_t bytes = 0;   // how many were skipped, up to the next good chunk
+  std::string why;
+};
+struct DamageLoss {
+  std::vector<DamagedSpan> spans;
+  uint64_t stack_nodes = 0;      // defined in the damaged bytes (or below such a node)
+  uint64_t alloc_infos = 0;
+  uint64_t stage_names = 0;      // handed on as kLostInDamagedChunk
+  uint64_t stage_instances = 0;  // handed on as stages of that name, or by the name kChunkStart gave
+  uint64_t events_left_out = 0;  // later allocations and frees of lost allocation infos
+  uint64_t skipped_bytes() const;
+};
+
 struct ReadSummary {
   uint64_t chunks = 0;
   uint64_t records = 0;
   uint64_t file_bytes = 0;
   bool ended_cleanly = false;  // an End record was read
-  bool truncated = false;      // the file stops inside a chunk, or a chunk is corrupt
+  bool truncated = false;      // the file stops inside a chunk, or a chunk is corrupt with no good one after it
   std::string truncation;      // what was wrong, for a warning
+  DamageLoss damage;           // damaged chunks skipped, the file read on after each
 };
 
 // A trace whose process is still writing it. Where the file stops, the reader calls

@@ -319,6 +319,20 @@ struct Temporary {
   MEMSTAGE_RECORD_FIELDS(info)
 };
 
+// A stage open where a chunk starts (ChunkStart).
+struct OpenStage {
+  uint64_t instance = 0, name_id = 0;
+  MEMSTAGE_RECORD_FIELDS(instance, name_id)
+};
+struct ChunkStart {
+  static constexpr Tag kTag = Tag::kChunkStart;
+  uint64_t next_stack_node = 1, next_alloc_info = 0, next_stage_name = 0, next_stage_instance = 0;
+  List<OpenStage, kMaxStageDepth> open_stages;  // outermost first
+  MEMSTAGE_RECORD_FIELDS(next_stack_node, next_alloc_info, next_stage_name, next_stage_instance, open_stages)
+};
+// The most bytes a ChunkStart takes encoded: room a writer keeps in every chunk for it.
+inline constexpr size_t kMaxChunkStartBytes = 1 + kMaxVarintBytes * (5 + 2 * kMaxStageDepth);
+
 #undef MEMSTAGE_RECORD_FIELDS
 
 // Every record kind, in tag order. A reader dispatches on this list. Tags are numbered in
@@ -330,7 +344,7 @@ using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Re
                               StackNode, Exec, MmapReserved, Mprotect, MemoryShares, JobPlace, Sampling, HeapCounters,
                               RssHighWater,
                               AggHeap, AggSnapshot, AggSite, AggStage, AggPeakSite, AggRamLimitStacks, Attached,
-                              Temporary>;
+                              Temporary, ChunkStart>;
 
 namespace detail {
 // Tags are numbered in blocks reserved for kinds in the making, so they may leave gaps.

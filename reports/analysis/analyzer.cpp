@@ -119,11 +119,6 @@ void warn_if_outside_malloc(const TraceFile& f, uint64_t inherited, std::vector<
                         : ""));
 }
 
-// Symbols come from each module's file where the trace names it, read now: a file changed
-// after the traced processes ended is not the one they ran (a library rebuilt since), and
-// the names and lines of its frames may be wrong. The trace keeps no build id to tell; a
-// file's change time later than the run's end (plus the file system's time granularity)
-// is what says so.
 // Leaks, grouped by stack and stage row, and per stage: the blocks live at the end, from
 // the events or from aggregate mode's sites. What the runtime holds for the process's life
 // is counted apart, in neither the totals' nor the stages' leaked figures. The main
@@ -210,6 +205,11 @@ void warn_of_untraced_execs(Report& report) {
   }
 }
 
+// Symbols come from each module's file where the trace names it, read now: a file changed
+// after the traced processes ended is not the one they ran (a library rebuilt since), and
+// the names and lines of its frames may be wrong. The trace keeps no build id to tell; a
+// file's change time later than the run's end (plus the file system's time granularity)
+// is what says so.
 void warn_of_modules_changed_since(const std::vector<std::unique_ptr<TraceFile>>& files, Report& report) {
   constexpr uint64_t kTimeGranularityNs = 2'000'000'000;
   uint64_t ended_ns = 0;
@@ -508,6 +508,22 @@ void read_at_once(const std::vector<std::string>& paths, KeptTextBudget& kept_te
   });
 }
 
+// The damaged chunks a trace's reader skipped, and what was lost with them, in words.
+std::string damaged_trace_note(const std::string& path, const trace::DamageLoss& damage) {
+  std::string spans;
+  for (const trace::DamagedSpan& span : damage.spans) {
+    spans += spans.empty() ? "" : ", ";
+    spans += span.bytes ? fmt::format("{} bytes at byte {} ({})", span.bytes, span.offset, span.why)
+                        : fmt::format("the records before the chunk at byte {} ({})", span.offset, span.why);
+  }
+  return fmt::format(
+      "{} is damaged: {} could not be read and {} skipped to the next good chunk, the rest read on; lost with "
+      "them: {} stack nodes, {} allocation infos, {} stage names and {} stage instances (shown as \"{}\"), and {} "
+      "later allocations and frees of their blocks (left out); a block freed in them counts as live after",
+      path, spans, damage.spans.size() == 1 ? "was" : "were", damage.stack_nodes, damage.alloc_infos,
+      damage.stage_names, damage.stage_instances, trace::kLostInDamagedChunk, damage.events_left_out);
+}
+
 }  // namespace
 
 // The OOM killer's work in words, for every renderer: which limit, how many processes.
@@ -537,34 +553,33 @@ void apply_rss_at_death(std::vector<std::unique_ptr<TraceFile>>& read, const std
   }
 }
 
-}  // namespace
+// The traces that make the report, in the order their processes started, and the main one.
+struct Traces {
+  std::vector<std::unique_ptr<TraceFile>> files;
+  size_t main_index = 0;              // the traced command: the earliest process's last image
+  std::vector<std::string> skipped;   // why a trace was left out, as warnings
+  TraceFile& main() { return *files[main_index]; }
+};
 
-Report analyze(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
-               const AnalysisOptions& options, TraceBeingWritten* read_ahead) {
-  if (trace_paths.empty()) throw std::runtime_error("no trace files to analyse");
-  uint64_t total_bytes = 0;
-  for (const auto& p : trace_paths) total_bytes += std::filesystem::file_size(p);
-  // Each trace is read twice at most: progress counts both reads of the main one.
-  ReadProgress read_progress(options.progress, total_bytes + total_bytes);
-
-  // Of a run's several traces, one that is empty or ends before its process record (a
-  // process killed at once, a full disk) is skipped with a warning: the others still
-  // make a report. A single trace must be one.
-  KeptTextBudget own_budget(options.max_kept_text_bytes);
-  KeptTextBudget& kept_text = read_ahead ? read_ahead->state_->budget : own_budget;
+// Step "read": pass one of every trace, at once (those the read-ahead followed taken from
+// it). Of a run's several traces, one that is empty or ends before its process record (a
+// process killed at once, a full disk) is skipped with a warning: the others still make a
+// report. A single trace must be one.
+Traces read_traces(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
+                   KeptTextBudget& kept_text, size_t max_event_log_bytes, ReadProgress& progress,
+                   const std::function<std::unique_ptr<TraceFile>(const std::string&)>& take_read_ahead) {
   std::vector<std::unique_ptr<TraceFile>> read(trace_paths.size());
   std::vector<std::exception_ptr> read_failed(trace_paths.size());
-  for (size_t i = 0; read_ahead && i < trace_paths.size(); ++i) {
+  for (size_t i = 0; take_read_ahead && i < trace_paths.size(); ++i) {
     try {
-      read[i] = read_ahead->state_->take(trace_paths[i]);
+      read[i] = take_read_ahead(trace_paths[i]);
     } catch (...) {
       read_failed[i] = std::current_exception();
     }
   }
-  read_at_once(trace_paths, kept_text, options.max_event_log_bytes, read_progress, read, read_failed);
+  read_at_once(trace_paths, kept_text, max_event_log_bytes, progress, read, read_failed);
   apply_rss_at_death(read, run);
-  std::vector<std::unique_ptr<TraceFile>> files;
-  std::vector<std::string> skipped;
+  Traces traces;
   for (size_t i = 0; i < trace_paths.size(); ++i) {
     const std::string& path = trace_paths[i];
     if (read_failed[i]) {
@@ -572,7 +587,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
         std::rethrow_exception(read_failed[i]);
       } catch (const trace::NotATraceError& e) {
         if (trace_paths.size() == 1) throw;
-        skipped.push_back(std::string(e.what()) + ": skipped");
+        traces.skipped.push_back(std::string(e.what()) + ": skipped");
         continue;
       }
     }
@@ -581,28 +596,35 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     f->pass.finish();
     if (f->pass.aggregate_mode()) apply_aggregate(f->pass);
     if (!f->pass.have_info && trace_paths.size() > 1) {
-      skipped.push_back(path + " holds no process record (it ends before its first chunk): skipped");
+      traces.skipped.push_back(path + " holds no process record (it ends before its first chunk): skipped");
       continue;
     }
-    files.push_back(std::move(f));
+    traces.files.push_back(std::move(f));
   }
-  if (files.empty()) throw trace::NotATraceError("none of the traces could be read: " + skipped.front());
-  // The traced command is the earliest process; if it exec'd, its last image is the
-  // program the user meant (`memstage run -- env X=1 prog`).
+  if (traces.files.empty()) throw trace::NotATraceError("none of the traces could be read: " + traces.skipped.front());
+  return traces;
+}
+
+// The traced command is the earliest process; if it exec'd, its last image is the program
+// the user meant (`memstage run -- env X=1 prog`).
+void find_main_trace(Traces& traces) {
+  auto& files = traces.files;
   std::stable_sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
     return a->pass.info.start_realtime_ns < b->pass.info.start_realtime_ns;
   });
-  size_t main_index = 0;
   for (size_t i = 1; i < files.size(); ++i) {
     // Same pid on the same host: the traced command exec'd (pids of other hosts may clash).
     if (files[i]->pass.info.pid == files[0]->pass.info.pid && files[i]->pass.place.host == files[0]->pass.place.host) {
-      main_index = i;
+      traces.main_index = i;
     }
   }
-  TraceFile& main = *files[main_index];
-  FirstPass& pass = main.pass;
-  if (!pass.have_info) throw trace::NotATraceError(main.path + " is not a memstage trace (no process record)");
+  if (!traces.main().pass.have_info) {
+    throw trace::NotATraceError(traces.main().path + " is not a memstage trace (no process record)");
+  }
+}
 
+// Step "run": what was run and how it was recorded, from the main trace and memstage run.
+Report describe_run(const FirstPass& pass, const std::optional<RunInfo>& run) {
   Report report;
   const bool sampled = pass.sample_mode();
   report.mode = pass.stats_mode() ? "stats" : pass.aggregate_mode() ? "aggregate" : sampled ? "sample" : "full";
@@ -630,16 +652,22 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   if (run_is_this_process) report.exit_code = run->exit_code;
   report.signal = run_is_this_process && run->signal ? run->signal : pass.signal;
   report.duration_s = run_is_this_process && run->duration_s > 0 ? run->duration_s : pass.now_ns / kNsPerS;
+  return report;
+}
 
-  report.warnings = std::move(skipped);
+// Step "warnings": what the reading found (traces skipped, cut short or killed, events and
+// stage begins lost) and the OOM killer's work.
+void add_read_warnings(Traces& traces, const std::optional<RunInfo>& run, Report& report) {
+  const FirstPass& pass = traces.main().pass;
+  report.warnings = std::move(traces.skipped);
   if (run && run->oom_kill) {
     report.oom_kill = run->oom_kill;
     report.warnings.push_back(oom_kill_note(*run->oom_kill));
   }
-  for (const auto& f : files) {
+  for (const auto& f : traces.files) {
+    if (!f->summary.damage.spans.empty()) report.warnings.push_back(damaged_trace_note(f->path, f->summary.damage));
     if (f->summary.truncated) {
-      report.warnings.push_back(f->path + " is truncated (" + f->summary.truncation +
-                                "); reported up to there");
+      report.warnings.push_back(f->path + " is truncated (" + f->summary.truncation + "); reported up to there");
     } else if (!f->pass.ended && !f->pass.signal && !f->pass.replaced_by_exec()) {
       report.warnings.push_back(f->path + " has no end record: the process was killed; reported up to its last flush");
     }
@@ -658,86 +686,90 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
         limit == trace::StageLimit::kDepth ? "stages nested deeper than" : "more distinct stage names than",
         dropped->limit, dropped->begins, dropped->first_t_ns / kNsPerS));
   }
+}
 
-  JobPlan job = plan_job(files, main_index, options.max_timeline_points);
+// The stage paths, each distinct one once, and each stage instance's.
+struct StagePaths {
+  std::vector<std::string> paths;
+  std::vector<uint32_t> of_instance;
+  const std::string& of(size_t instance) const { return paths[of_instance[instance]]; }
+};
 
-  // Stage paths, each distinct one once, and the rows the stage instances are reported in
-  // (stage_rows.h): every figure keyed by stage below is keyed by row.
+// Step "stage rows": each instance's path and key, from which StageRows groups the
+// instances into the rows they are reported in (stage_rows.h): every figure keyed by stage
+// after this step is keyed by row.
+std::vector<StageInstanceKey> stage_keys(const FirstPass& pass, KeptTextBudget& kept_text, StagePaths& stage_paths) {
   const std::vector<StageInstance>& instances = pass.stages.instances;
-  std::vector<uint32_t> instance_path(instances.size());
-  std::vector<std::string> stage_paths;
-  StageRows stage_rows([&] {
-    std::map<std::pair<uint32_t, uint32_t>, uint32_t> path_ids;  // (parent's path + 1 or 0, name) -> path
-    std::vector<StageInstanceKey> keys(instances.size());
-    for (size_t i = 0; i < instances.size(); ++i) {
-      const StageInstance& s = instances[i];
-      // A parent begins before its children: its path is known already.
-      const uint32_t parent = s.parent >= 0 ? instance_path[s.parent] + 1 : 0;
-      auto [it, added] = path_ids.try_emplace({parent, s.name_id}, static_cast<uint32_t>(stage_paths.size()));
-      if (added) {
-        const std::string& name = pass.stages.names[s.name_id];
-        stage_paths.push_back(parent ? stage_paths[parent - 1] + '/' + name : name);
-        kept_text.charge(name.size() + stage_paths.back().size(), "stage paths");
-      }
-      instance_path[i] = it->second;
-      keys[i] = StageInstanceKey{it->second, s.peaks.heap_bytes};
+  std::vector<std::string>& paths = stage_paths.paths;
+  std::vector<uint32_t>& instance_path = stage_paths.of_instance;
+  instance_path.resize(instances.size());
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> path_ids;  // (parent's path + 1 or 0, name) -> path
+  std::vector<StageInstanceKey> keys(instances.size());
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const StageInstance& s = instances[i];
+    // A parent begins before its children: its path is known already.
+    const uint32_t parent = s.parent >= 0 ? instance_path[s.parent] + 1 : 0;
+    auto [it, added] = path_ids.try_emplace({parent, s.name_id}, static_cast<uint32_t>(paths.size()));
+    if (added) {
+      const std::string& name = pass.stages.names[s.name_id];
+      paths.push_back(parent ? paths[parent - 1] + '/' + name : name);
+      kept_text.charge(name.size() + paths.back().size(), "stage paths");
     }
-    return keys;
-  }());
-
-  // Pass two: stacks at the peaks.
-  StacksAtPeaks at_peaks;
-  // Destroyed once pass two is over: what it holds (a count per info, and the infos
-  // themselves where it read the trace again) is not held through the rest.
-  std::optional<PeakSnapshots> snapshots(std::in_place, [&] {
-    std::vector<PeakSnapshots::Target> targets;
-    if (job.event_at_peak[0]) targets.push_back({job.event_at_peak[0], PeakSnapshots::kJobPeak});
-    if (pass.peaks.heap_event) targets.push_back({pass.peaks.heap_event, -1});
-    for (size_t i = 0; i < instances.size(); ++i) {
-      if (instances[i].peaks.heap_event && stage_rows.holds_row_peak(i)) {
-        targets.push_back({instances[i].peaks.heap_event, static_cast<int>(i)});
-      }
-    }
-    if (pass.ram_limit && pass.ram_limit_event) targets.push_back({pass.ram_limit_event, StacksAtPeaks::kRamLimit});
-    return targets;
-  }(), pass.heap.infos().size(), pass.events);
-  snapshots->top_stacks = options.top_stacks;
-  StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize,
-                       read_ahead ? read_ahead->state_->take_symbolizer() : Symbolizer());
-  if (pass.info.mode == trace::Mode::kFull || sampled) {
-    // Pass two replays the events (pass one's log of them, else the trace read again) on a
-    // thread of its own while this one resolves the stacks of every site, all the report
-    // will name (leaks and stacks at the peaks are sites too).
-    std::exception_ptr pass_two_failed;
-    {
-      std::jthread pass_two([&] {
-        try {
-          replay_events(main, *snapshots, read_progress.of_file());
-        } catch (...) {
-          pass_two_failed = std::current_exception();
-        }
-      });
-      for (const uint32_t stack : pass.sites.stacks()) stacks.index_of(stack);
-    }
-    if (pass_two_failed) std::rethrow_exception(pass_two_failed);
-    at_peaks = std::move(static_cast<StacksAtPeaks&>(*snapshots));
-  } else if (pass.aggregate_mode()) {
-    at_peaks = stacks_at_peaks_of_aggregate(pass, options.top_stacks);
+    instance_path[i] = it->second;
+    keys[i] = StageInstanceKey{it->second, s.peaks.heap_bytes};
   }
-  snapshots.reset();
+  return keys;
+}
 
-  // Totals.
-  MemoryFigures& t = report.totals;
-  pass.peaks.fill(t, kNsPerS);
-  t.allocations = pass.allocations;
-  t.frees = pass.frees;
-  t.bytes_allocated = pass.bytes_allocated;
-  t.temporary_allocations = pass.sites.temporary_allocations();
-  // The allocator is asked at each new heap high, at stage edges, start and exit: the
-  // run's breakdown is the sample taken at the highest heap (the nearest to the peak in
-  // time among equals). One far below the peak (a program whose heap never grew enough
-  // to be sampled) would describe another moment, its start or exit: the breakdown is
-  // then estimated at the peak instead.
+// The moments pass two takes the stacks at: the job's peak, the run's, each row's peak, and
+// when RSS passed --ram-limit.
+std::vector<PeakSnapshots::Target> peak_targets(const FirstPass& pass, const JobPlan& job, const StageRows& stage_rows) {
+  const std::vector<StageInstance>& instances = pass.stages.instances;
+  std::vector<PeakSnapshots::Target> targets;
+  if (job.event_at_peak[0]) targets.push_back({job.event_at_peak[0], PeakSnapshots::kJobPeak});
+  if (pass.peaks.heap_event) targets.push_back({pass.peaks.heap_event, -1});
+  for (size_t i = 0; i < instances.size(); ++i) {
+    if (instances[i].peaks.heap_event && stage_rows.holds_row_peak(i)) {
+      targets.push_back({instances[i].peaks.heap_event, static_cast<int>(i)});
+    }
+  }
+  if (pass.ram_limit && pass.ram_limit_event) targets.push_back({pass.ram_limit_event, StacksAtPeaks::kRamLimit});
+  return targets;
+}
+
+// Step "pass two": the stacks at the peaks. It replays the events (pass one's log of them,
+// else the trace read again) on a thread of its own while this one resolves the stacks of
+// every site, all the report will name (leaks and stacks at the peaks are sites too).
+StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& stage_rows, StackResolver& stacks,
+                       size_t top_stacks, ReadProgress& progress) {
+  const FirstPass& pass = main.pass;
+  if (pass.aggregate_mode()) return stacks_at_peaks_of_aggregate(pass, top_stacks);
+  if (pass.info.mode != trace::Mode::kFull && !pass.sample_mode()) return {};
+  // Destroyed on return: what it holds (a count per info, and the infos themselves where it
+  // read the trace again) is not held through the rest.
+  PeakSnapshots snapshots(peak_targets(pass, job, stage_rows), pass.heap.infos().size(), pass.events);
+  snapshots.top_stacks = top_stacks;
+  std::exception_ptr pass_two_failed;
+  {
+    std::jthread replay([&] {
+      try {
+        replay_events(main, snapshots, progress.of_file());
+      } catch (...) {
+        pass_two_failed = std::current_exception();
+      }
+    });
+    for (const uint32_t stack : pass.sites.stacks()) stacks.index_of(stack);
+  }
+  if (pass_two_failed) std::rethrow_exception(pass_two_failed);
+  return std::move(static_cast<StacksAtPeaks&>(snapshots));
+}
+
+// The allocator is asked at each new heap high, at stage edges, start and exit: the run's
+// breakdown is the sample taken at the highest heap (the nearest to the peak in time among
+// equals). One far below the peak (a program whose heap never grew enough to be sampled)
+// would describe another moment, its start or exit: the breakdown is then estimated at the
+// peak instead.
+RssBreakdown run_breakdown(const FirstPass& pass, double peak_heap_time_s) {
   const AllocatorSample* at_peak = nullptr;
   for (const auto& s : pass.allocator_samples) {
     const auto distance = [&](const AllocatorSample& x) {
@@ -749,64 +781,87 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
     }
   }
   if (at_peak && at_peak->live_bytes * 2 >= pass.peaks.heap_bytes) {
-    t.rss_breakdown = FirstPass::breakdown_from(*at_peak, at_peak->live_bytes);
-  } else {
-    t.rss_breakdown = estimated_breakdown(pass.peaks.heap_bytes, pass.peaks.rss_bytes, pass.last_tracer_bytes,
-                                          t.peak_heap_time_s);
+    return FirstPass::breakdown_from(*at_peak, at_peak->live_bytes);
   }
+  return estimated_breakdown(pass.peaks.heap_bytes, pass.peaks.rss_bytes, pass.last_tracer_bytes, peak_heap_time_s);
+}
+
+// Step "totals": the run's figures.
+void fill_totals(const FirstPass& pass, MemoryFigures& t) {
+  pass.peaks.fill(t, kNsPerS);
+  t.allocations = pass.allocations;
+  t.frees = pass.frees;
+  t.bytes_allocated = pass.bytes_allocated;
+  t.temporary_allocations = pass.sites.temporary_allocations();
+  t.rss_breakdown = run_breakdown(pass, t.peak_heap_time_s);
   t.rss_breakdown.shares = resident_shares_at(pass.shares, t.rss_breakdown.t_s);
   t.fragmentation = fragmentation_of(t.rss_breakdown);
+}
 
-  // Leaks: what the runtime holds for the process's life counted apart.
+// Step "leaks": what the runtime holds for the process's life counted apart.
+void add_leaks(FirstPass& pass, StackResolver& stacks, const StageRows& stage_rows, const AnalysisOptions& options,
+               Report& report) {
   RuntimeLeaks runtime_leaks(report, report.python.has_value() && !pass.python_codes.empty(), options.leak_suppressions);
   report.leak_suppressions = options.leak_suppressions.size();
   list_leaks(count_leaks(pass, stacks, stage_rows, runtime_leaks, report), report);
+}
 
-  // Stages. Stats and sample modes' counters are process-wide: a stage's own share is its
-  // span minus its children's (each span from the counters written right before its begin
-  // and right before its end).
+// One stage instance's row figures, stacks aside. Stats and sample modes' counters are
+// process-wide: `own_counters` holds each stage's own share (stages.own_counters()).
+StageReport stage_report(const FirstPass& pass, size_t i, const std::string& path,
+                         const std::vector<trace::CountersRecord>& own_counters) {
+  const StageInstance& s = pass.stages.instances[i];
+  StageReport r;
+  r.name = pass.stages.names[s.name_id];
+  r.path = path;
+  r.parent = s.parent;
+  r.depth = s.depth;
+  r.start_s = s.start_ns / kNsPerS;
+  r.end_s = s.end_ns / kNsPerS;
+  r.closed = s.closed;
+  MemoryFigures& f = r.figures;
+  s.peaks.fill(f, kNsPerS);
+  r.peak_heap_increase_bytes = s.peaks.heap_bytes - std::min(s.peaks.heap_bytes, s.at_start.heap_bytes);
+  r.peak_rss_increase_bytes = s.peaks.rss_bytes - std::min(s.peaks.rss_bytes, s.at_start.rss_bytes);
+  if (pass.counts_from_counters()) {
+    f.allocations = own_counters[i].allocations;
+    f.frees = own_counters[i].frees;
+    f.bytes_allocated = own_counters[i].bytes_allocated;
+  }
+  if (pass.sample_mode()) {
+    // Estimated from the samples.
+    f.leaked_bytes = s.leaked_bytes;
+    f.leaked_blocks = s.leaked_blocks;
+    r.retained_bytes = s.retained_bytes;
+  } else if (!pass.counts_from_counters()) {
+    f.allocations = s.allocations;
+    f.frees = s.frees;
+    f.bytes_allocated = s.bytes_allocated;
+    f.temporary_allocations = s.temporary_allocations;
+    f.leaked_bytes = s.leaked_bytes;
+    f.leaked_blocks = s.leaked_blocks;
+    r.retained_bytes = s.retained_bytes;
+  }
+  f.rss_breakdown = s.has_breakdown ? s.breakdown
+                                    : estimated_breakdown(s.peaks.heap_bytes, s.peaks.rss_bytes, pass.last_tracer_bytes,
+                                                          s.peaks.heap_ns / kNsPerS);
+  f.rss_breakdown.shares = resident_shares_at(pass.shares, f.rss_breakdown.t_s);
+  f.fragmentation = fragmentation_of(f.rss_breakdown);
+  return r;
+}
+
+// Step "stages": a row per stage path's instances (stage_rows.h), with the stacks held at
+// the peak each row reports, host and device.
+void add_stages(const FirstPass& pass, const StagePaths& stage_paths, StageRows& stage_rows,
+                const StacksAtPeaks& at_peaks, StackResolver& stacks, const AnalysisOptions& options, Report& report) {
   const std::vector<trace::CountersRecord> own_counters =
       pass.counts_from_counters() ? pass.stages.own_counters() : std::vector<trace::CountersRecord>();
   std::unordered_map<size_t, std::vector<StackBytes>> device_stage_stacks;
   if (pass.device.used()) {
     device_stage_stacks = device_stacks_at_stage_peaks(pass.device, stacks, stage_rows, options.top_stacks);
   }
-  for (size_t i = 0; i < instances.size(); ++i) {
-    const StageInstance& s = instances[i];
-    StageReport r;
-    r.name = pass.stages.names[s.name_id];
-    r.path = stage_paths[instance_path[i]];
-    r.parent = s.parent;
-    r.depth = s.depth;
-    r.start_s = s.start_ns / kNsPerS;
-    r.end_s = s.end_ns / kNsPerS;
-    r.closed = s.closed;
-    MemoryFigures& f = r.figures;
-    s.peaks.fill(f, kNsPerS);
-    if (pass.counts_from_counters()) {
-      f.allocations = own_counters[i].allocations;
-      f.frees = own_counters[i].frees;
-      f.bytes_allocated = own_counters[i].bytes_allocated;
-    }
-    if (sampled) {
-      // Estimated from the samples.
-      f.leaked_bytes = s.leaked_bytes;
-      f.leaked_blocks = s.leaked_blocks;
-      r.retained_bytes = s.retained_bytes;
-    } else if (!pass.counts_from_counters()) {
-      f.allocations = s.allocations;
-      f.frees = s.frees;
-      f.bytes_allocated = s.bytes_allocated;
-      f.temporary_allocations = s.temporary_allocations;
-      f.leaked_bytes = s.leaked_bytes;
-      f.leaked_blocks = s.leaked_blocks;
-      r.retained_bytes = s.retained_bytes;
-    }
-    f.rss_breakdown = s.has_breakdown ? s.breakdown
-                                      : estimated_breakdown(s.peaks.heap_bytes, s.peaks.rss_bytes, pass.last_tracer_bytes,
-                                                            s.peaks.heap_ns / kNsPerS);
-    f.rss_breakdown.shares = resident_shares_at(pass.shares, f.rss_breakdown.t_s);
-    f.fragmentation = fragmentation_of(f.rss_breakdown);
+  for (size_t i = 0; i < pass.stages.instances.size(); ++i) {
+    StageReport r = stage_report(pass, i, stage_paths.of(i), own_counters);
     // Only the instance whose peak its row reports needs its stacks.
     const auto it = at_peaks.stage_peaks.find(static_cast<int>(i));
     if (it != at_peaks.stage_peaks.end() && stage_rows.holds_row_peak(i)) {
@@ -831,8 +886,12 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
                                             report.device->unknown_frees));
     }
   }
+}
 
-  // Per stack and stage row figures, with the bytes live at the run's peak.
+// Step "stack figures": per stack and stage row, with the bytes live at the run's peak, and
+// the stacks holding the most then.
+void add_stack_figures(FirstPass& pass, const StacksAtPeaks& at_peaks, const StageRows& stage_rows,
+                       StackResolver& stacks, size_t top_stacks, Report& report) {
   for (const auto& [key, live] : at_peaks.run_peak) pass.sites.live_at_peak(live.stack, stage_of_key(key), live.bytes);
   absl::flat_hash_map<uint32_t, StackBytes> run_peak_by_stack;
   report.stack_figures = pass.sites.take_by_row([&](int stage) { return stage_rows.row_of(stage); });
@@ -851,59 +910,72 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   std::sort(run_top.begin(), run_top.end(), [](const StackBytes& a, const StackBytes& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
   });
-  if (run_top.size() > options.top_stacks) run_top.resize(options.top_stacks);
+  if (run_top.size() > top_stacks) run_top.resize(top_stacks);
   for (StackBytes& sb : run_top) sb.stack = stacks.index_of(sb.stack);
   report.top_stacks_at_peak = std::move(run_top);
+}
 
-  if (pass.replays_growth() || pass.aggregate_mode()) {
-    report.growth = pass.growth.report([&](uint32_t stack) { return stacks.index_of(stack); });
-    if (sampled) mark_growth_estimated(*report.growth, pass.sample_rate_bytes);
-  }
+// Step "growth": stacks whose live bytes grow steadily.
+void add_growth(FirstPass& pass, StackResolver& stacks, Report& report) {
+  if (!pass.replays_growth() && !pass.aggregate_mode()) return;
+  report.growth = pass.growth.report([&](uint32_t stack) { return stacks.index_of(stack); });
+  if (pass.sample_mode()) mark_growth_estimated(*report.growth, pass.sample_rate_bytes);
+}
 
-  if (pass.ram_limit) {
-    report.ram_limit = pass.ram_limit;
-    report.ram_limit->stage = stage_rows.row_of(pass.ram_limit->stage);
-    const int stage = report.ram_limit->stage;
-    const double limit = static_cast<double>(pass.ram_limit->limit_bytes);
-    report.warnings.push_back(fmt::format("would not fit in {}: RSS passed it {}after {:.1f} s",
-                                          limit >= (1ull << 30) ? fmt::format("{:.1f} GiB", limit / (1ull << 30))
-                                                                : fmt::format("{:.0f} MiB", limit / (1ull << 20)),
-                                          stage >= 0 ? "at stage " + report.stages[stage].path + " " : "",
-                                          pass.ram_limit->t_s));
-    if (auto it = at_peaks.stage_peaks.find(StacksAtPeaks::kRamLimit); it != at_peaks.stage_peaks.end()) {
-      for (const StackBytes& sb : it->second) {
-        report.ram_limit->top_stacks.push_back(StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks});
-      }
+// Step "RAM limit": when RSS passed --ram-limit, in which stage, and the stacks then.
+void add_ram_limit(const FirstPass& pass, const StageRows& stage_rows, const StacksAtPeaks& at_peaks,
+                   StackResolver& stacks, Report& report) {
+  if (!pass.ram_limit) return;
+  report.ram_limit = pass.ram_limit;
+  report.ram_limit->stage = stage_rows.row_of(pass.ram_limit->stage);
+  const int stage = report.ram_limit->stage;
+  const double limit = static_cast<double>(pass.ram_limit->limit_bytes);
+  report.warnings.push_back(fmt::format("would not fit in {}: RSS passed it {}after {:.1f} s",
+                                        limit >= (1ull << 30) ? fmt::format("{:.1f} GiB", limit / (1ull << 30))
+                                                              : fmt::format("{:.0f} MiB", limit / (1ull << 20)),
+                                        stage >= 0 ? "at stage " + report.stages[stage].path + " " : "",
+                                        pass.ram_limit->t_s));
+  if (auto it = at_peaks.stage_peaks.find(StacksAtPeaks::kRamLimit); it != at_peaks.stage_peaks.end()) {
+    for (const StackBytes& sb : it->second) {
+      report.ram_limit->top_stacks.push_back(StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks});
     }
   }
+}
 
-  report.timeline = pass.timeline.report(options.max_timeline_points, t.peak_heap_time_s, t.peak_heap_bytes);
+// Step "timeline": the main process's heap and RSS over time, each point in its stage row.
+void add_timeline(const FirstPass& pass, const StageRows& stage_rows, size_t max_points, Report& report) {
+  const MemoryFigures& t = report.totals;
+  report.timeline = pass.timeline.report(max_points, t.peak_heap_time_s, t.peak_heap_bytes);
   for (TimelinePoint& p : report.timeline) p.stage = stage_rows.row_of(p.stage);
+}
 
-  const auto process_report = [&](const FirstPass& p) {
-    ProcessReport r;
-    r.pid = p.info.pid;
-    r.parent_pid = p.info.parent_pid;
-    r.command = p.info.argv;
-    r.peak_heap_bytes = p.peaks.heap_bytes;
-    r.peak_rss_bytes = p.peaks.rss_bytes;
-    r.complete = p.ended;
-    r.signal = p.signal;
-    if (p.ended) {
-      r.ended = "exit";
-    } else if (p.signal) {
-      r.ended = "signal";
-    } else if (p.replaced_by_exec()) {
-      r.ended = "exec";
-      r.exec_path = *p.exec_path;
-    } else {
-      r.ended = "unknown";
-    }
-    return r;
-  };
-  // In the job's order: the process memstage started first.
+ProcessReport process_report(const FirstPass& p) {
+  ProcessReport r;
+  r.pid = p.info.pid;
+  r.parent_pid = p.info.parent_pid;
+  r.command = p.info.argv;
+  r.peak_heap_bytes = p.peaks.heap_bytes;
+  r.peak_rss_bytes = p.peaks.rss_bytes;
+  r.complete = p.ended;
+  r.signal = p.signal;
+  if (p.ended) {
+    r.ended = "exit";
+  } else if (p.signal) {
+    r.ended = "signal";
+  } else if (p.replaced_by_exec()) {
+    r.ended = "exec";
+    r.exec_path = *p.exec_path;
+  } else {
+    r.ended = "unknown";
+  }
+  return r;
+}
+
+// Step "processes": every process of the job, in the job's order (the one memstage started
+// first), and what is wrong with their traces.
+void add_processes(const Traces& traces, const JobPlan& job, Report& report) {
   for (size_t n = 0; n < job.order.size(); ++n) {
-    const FirstPass& p = files[job.order[n]]->pass;
+    const FirstPass& p = traces.files[job.order[n]]->pass;
     ProcessReport process = process_report(p);
     process.start_s = job.start_s[n];
     process.end_s = job.end_s[n];
@@ -918,9 +990,36 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   }
   report.processes.front().exit_code = report.exit_code;
   warn_of_untraced_execs(report);
-  for (const auto& f : files) warn_if_outside_malloc(*f, inherited_heap_bytes(files, *f), report.warnings);
+  for (const auto& f : traces.files) warn_if_outside_malloc(*f, inherited_heap_bytes(traces.files, *f), report.warnings);
+}
 
-  // The stacks held at the job's peak, in every process that held heap then.
+// Each other process's replay to the job's peak, apart and at once; none for a process
+// that held nothing then.
+std::vector<std::optional<PeakSnapshots>> replay_to_job_peak(Traces& traces, const JobPlan& job, size_t top_stacks) {
+  std::vector<std::optional<PeakSnapshots>> held(job.order.size());
+  std::vector<std::exception_ptr> replay_failed(job.order.size());
+  run_at_once(job.order.size() - 1, [&](size_t i) {
+    const size_t n = i + 1;
+    if (!job.event_at_peak[n]) return;
+    TraceFile& file = *traces.files[job.order[n]];
+    try {
+      held[n].emplace(std::vector<PeakSnapshots::Target>{{job.event_at_peak[n], PeakSnapshots::kJobPeak}},
+                      file.pass.heap.infos().size(), file.pass.events);
+      held[n]->top_stacks = top_stacks;
+      replay_events(file, *held[n], {});
+    } catch (...) {
+      replay_failed[n] = std::current_exception();
+    }
+  });
+  for (const std::exception_ptr& failed : replay_failed) {
+    if (failed) std::rethrow_exception(failed);
+  }
+  return held;
+}
+
+// Step "job stacks": the stacks held at the job's peak, in every process that held heap then.
+void add_job_stacks(Traces& traces, JobPlan& job, const StacksAtPeaks& at_peaks, StackResolver& stacks,
+                    const AnalysisOptions& options, Report& report) {
   report.job = std::move(job.job);
   std::vector<JobStack>& job_stacks = report.job.top_stacks_at_peak;
   if (auto it = at_peaks.stage_peaks.find(StacksAtPeaks::kJobPeak); it != at_peaks.stage_peaks.end()) {
@@ -928,26 +1027,11 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
       job_stacks.push_back(JobStack{0, StackBytes{stacks.index_of(sb.stack), sb.bytes, sb.blocks}});
     }
   }
-  // Each process's replay to the job's peak apart, at once; their stacks named in order.
-  std::vector<std::optional<PeakSnapshots>> held(job.order.size());
-  std::vector<std::exception_ptr> replay_failed(job.order.size());
-  run_at_once(job.order.size() - 1, [&](size_t i) {
-    const size_t n = i + 1;
-    if (!job.event_at_peak[n]) return;
-    TraceFile& file = *files[job.order[n]];
-    try {
-      held[n].emplace(std::vector<PeakSnapshots::Target>{{job.event_at_peak[n], PeakSnapshots::kJobPeak}},
-                      file.pass.heap.infos().size(), file.pass.events);
-      held[n]->top_stacks = options.top_stacks;
-      replay_events(file, *held[n], {});
-    } catch (...) {
-      replay_failed[n] = std::current_exception();
-    }
-  });
+  std::vector<std::optional<PeakSnapshots>> held = replay_to_job_peak(traces, job, options.top_stacks);
+  // Their stacks named in the job's order.
   for (size_t n = 1; n < job.order.size(); ++n) {
-    if (replay_failed[n]) std::rethrow_exception(replay_failed[n]);
     if (!held[n]) continue;
-    const TraceFile& file = *files[job.order[n]];
+    const TraceFile& file = *traces.files[job.order[n]];
     StackResolver resolver(file.pass.stacks, file.pass.module_snapshots, file.pass.python_codes, report,
                            options.symbolize);
     for (const StackBytes& sb : held[n]->stage_peaks[PeakSnapshots::kJobPeak]) {
@@ -958,7 +1042,44 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   std::stable_sort(job_stacks.begin(), job_stacks.end(),
                    [](const JobStack& a, const JobStack& b) { return a.held.bytes > b.held.bytes; });
   if (job_stacks.size() > options.top_stacks) job_stacks.resize(options.top_stacks);
-  if (options.symbolize) warn_of_modules_changed_since(files, report);
+}
+
+}  // namespace
+
+Report analyze(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
+               const AnalysisOptions& options, TraceBeingWritten* read_ahead) {
+  if (trace_paths.empty()) throw std::runtime_error("no trace files to analyse");
+  uint64_t total_bytes = 0;
+  for (const auto& p : trace_paths) total_bytes += std::filesystem::file_size(p);
+  // Each trace is read twice at most: progress counts both reads of the main one.
+  ReadProgress read_progress(options.progress, total_bytes + total_bytes);
+  KeptTextBudget own_budget(options.max_kept_text_bytes);
+  KeptTextBudget& kept_text = read_ahead ? read_ahead->state_->budget : own_budget;
+  std::function<std::unique_ptr<TraceFile>(const std::string&)> take_read_ahead;
+  if (read_ahead) take_read_ahead = [&](const std::string& path) { return read_ahead->state_->take(path); };
+
+  Traces traces = read_traces(trace_paths, run, kept_text, options.max_event_log_bytes, read_progress, take_read_ahead);
+  find_main_trace(traces);
+  TraceFile& main = traces.main();
+  FirstPass& pass = main.pass;
+  Report report = describe_run(pass, run);
+  add_read_warnings(traces, run, report);
+  JobPlan job = plan_job(traces.files, traces.main_index, options.max_timeline_points);
+  StagePaths stage_paths;
+  StageRows stage_rows(stage_keys(pass, kept_text, stage_paths));
+  StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize,
+                       read_ahead ? read_ahead->state_->take_symbolizer() : Symbolizer());
+  const StacksAtPeaks at_peaks = pass_two(main, job, stage_rows, stacks, options.top_stacks, read_progress);
+  fill_totals(pass, report.totals);
+  add_leaks(pass, stacks, stage_rows, options, report);
+  add_stages(pass, stage_paths, stage_rows, at_peaks, stacks, options, report);
+  add_stack_figures(pass, at_peaks, stage_rows, stacks, options.top_stacks, report);
+  add_growth(pass, stacks, report);
+  add_ram_limit(pass, stage_rows, at_peaks, stacks, report);
+  add_timeline(pass, stage_rows, options.max_timeline_points, report);
+  add_processes(traces, job, report);
+  add_job_stacks(traces, job, at_peaks, stacks, options, report);
+  if (options.symbolize) warn_of_modules_changed_since(traces.files, report);
   return report;
 }
 

@@ -1,7 +1,6 @@
 // A vector for the analysis's largest lists of plain structs that grows a block at a time
 // instead of by doubling. The analysis of a large trace waits in good part on the kernel
-// handing it fresh, zeroed pages (`clear_page_erms` 15-42 % of `memstage report` of a
-// torch import's trace on the project's VM); a doubling vector touches about three times
+// handing it fresh, zeroed pages (`clear_page_erms`, docs/performance.md); a doubling vector touches about three times
 // its final size in fresh pages as it grows (each larger copy, then the old one freed and
 // returned) and holds up to twice what it needs, where blocks touch each page once and
 // never move. Elements are reached through the block table: one more load, from a small
@@ -10,8 +9,7 @@
 // The first block starts small and doubles up to the block size (it alone moves, while
 // small): a job of a thousand short processes has a thousand small traces, each with its
 // own stack tree, and a first block of 1 MiB took a fresh huge page apiece (2 MiB zeroed
-// per trace; the kernel zeroing memstage's pages was 40 % of all samples of `memstage run`
-// of a shell loop of 1000 processes, most of it for these blocks).
+// per trace).
 #pragma once
 
 #include <algorithm>

@@ -14,28 +14,21 @@ void DeviceMemoryReplay::begin_stage() {
   StageFigures s;
   s.peak_bytes = live_bytes_;
   s.peak_event = log_.size();
-  stages_.push_back(s);
-  live_self_bytes_.push_back();
+  stages_.add_instance(s);
 }
 
-void DeviceMemoryReplay::end_stage(int index, int parent) {
-  StageFigures& s = stages_[index];
-  // Stage instances are numbered in the order they begin: this one's subtree is every
-  // instance from it to the newest.
-  const int64_t retained = live_self_bytes_.suffix(static_cast<size_t>(index));
-  s.retained_bytes = static_cast<uint64_t>(std::max<int64_t>(0, retained));
-  if (parent >= 0) {
-    StageFigures& p = stages_[parent];
-    if (s.peak_bytes > p.peak_bytes) {
-      p.peak_bytes = s.peak_bytes;
-      p.peak_ns = s.peak_ns;
-      p.peak_event = s.peak_event;
-    }
-    if (s.cache) {
-      DeviceCache& pc = p.cache ? *p.cache : p.cache.emplace(*s.cache);
-      pc.peak_reserved_bytes = std::max(pc.peak_reserved_bytes, s.cache->peak_reserved_bytes);
-      pc.peak_allocated_bytes = std::max(pc.peak_allocated_bytes, s.cache->peak_allocated_bytes);
-    }
+void DeviceMemoryReplay::end_stage(int index, int parent) { stages_.close_instance(index, parent); }
+
+void DeviceMemoryReplay::StageFigures::absorb(const StageFigures& child) {
+  if (child.peak_bytes > peak_bytes) {
+    peak_bytes = child.peak_bytes;
+    peak_ns = child.peak_ns;
+    peak_event = child.peak_event;
+  }
+  if (child.cache) {
+    DeviceCache& pc = cache ? *cache : cache.emplace(*child.cache);
+    pc.peak_reserved_bytes = std::max(pc.peak_reserved_bytes, child.cache->peak_reserved_bytes);
+    pc.peak_allocated_bytes = std::max(pc.peak_allocated_bytes, child.cache->peak_allocated_bytes);
   }
 }
 
@@ -49,10 +42,10 @@ void DeviceMemoryReplay::reach(uint64_t t_ns, int stage) {
       for (const auto& [key, block] : live_) at_peak_.push_back(block);
     }
   }
-  if (stage >= 0 && live_bytes_ > stages_[stage].peak_bytes) {
-    stages_[stage].peak_bytes = live_bytes_;
-    stages_[stage].peak_ns = t_ns;
-    stages_[stage].peak_event = log_.size();
+  if (stage >= 0 && live_bytes_ > stages_.instances[stage].peak_bytes) {
+    stages_.instances[stage].peak_bytes = live_bytes_;
+    stages_.instances[stage].peak_ns = t_ns;
+    stages_.instances[stage].peak_event = log_.size();
   }
 }
 
@@ -61,7 +54,7 @@ void DeviceMemoryReplay::allocate(const trace::DeviceAllocRecord& r, int stage) 
   if (auto it = live_.find(key); it != live_.end()) {
     // The tracer missed its free (made where it does not look): the address is reused.
     live_bytes_ -= it->second.bytes;
-    if (it->second.stage >= 0) live_self_bytes_.add(it->second.stage, -static_cast<int64_t>(it->second.bytes));
+    stages_.add_live(it->second.stage, -static_cast<int64_t>(it->second.bytes));
     live_.erase(it);
     log_.push_back(LoggedEvent{key, false, Block{}});
     ++unknown_frees_;
@@ -72,10 +65,10 @@ void DeviceMemoryReplay::allocate(const trace::DeviceAllocRecord& r, int stage) 
   ++allocations_;
   bytes_allocated_ += r.bytes;
   if (stage >= 0) {
-    StageFigures& s = stages_[stage];
+    StageFigures& s = stages_.instances[stage];
     ++s.allocations;
     s.bytes_allocated += r.bytes;
-    live_self_bytes_.add(stage, static_cast<int64_t>(r.bytes));
+    stages_.add_live(stage, static_cast<int64_t>(r.bytes));
   }
   reach(r.t_ns, stage);
 }
@@ -87,11 +80,11 @@ void DeviceMemoryReplay::free(uint64_t t_ns, uint64_t address, trace::DeviceMemo
     return;
   }
   live_bytes_ -= it->second.bytes;
-  if (it->second.stage >= 0) live_self_bytes_.add(it->second.stage, -static_cast<int64_t>(it->second.bytes));
+  stages_.add_live(it->second.stage, -static_cast<int64_t>(it->second.bytes));
   live_.erase(it);
   log_.push_back(LoggedEvent{key_of(address, kind), false, Block{}});
   ++frees_;
-  if (stage >= 0) ++stages_[stage].frees;
+  if (stage >= 0) ++stages_.instances[stage].frees;
   timeline_.push_back(DeviceTimelinePoint{t_ns / trace::kNsPerS, live_bytes_, stage});
 }
 
@@ -105,7 +98,7 @@ void DeviceMemoryReplay::cache(uint64_t t_ns, uint64_t reserved_bytes, uint64_t 
   c.peak_allocated_bytes = std::max(c.peak_allocated_bytes, allocated_bytes);
   cache_ = c;
   if (stage >= 0) {
-    StageFigures& s = stages_[stage];
+    StageFigures& s = stages_.instances[stage];
     DeviceCache sc = s.cache.value_or(DeviceCache{});
     sc.t_ns = t_ns;
     sc.reserved_bytes = reserved_bytes;
@@ -119,8 +112,8 @@ void DeviceMemoryReplay::cache(uint64_t t_ns, uint64_t reserved_bytes, uint64_t 
 void DeviceMemoryReplay::count_leaks() {
   for (const auto& [key, block] : live_) {
     if (block.stage < 0) continue;
-    stages_[block.stage].leaked_bytes += block.bytes;
-    ++stages_[block.stage].leaked_blocks;
+    stages_.instances[block.stage].leaked_bytes += block.bytes;
+    ++stages_.instances[block.stage].leaked_blocks;
   }
 }
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "profiler/trace/trace_reader.h"
-#include "reports/analysis/suffix_sums.h"
+#include "reports/analysis/stage_ledger.h"
 #include "reports/model/report_model.h"
 
 namespace memstage::reports {
@@ -51,9 +51,12 @@ class DeviceMemoryReplay {
     // How many logged events (allocations and frees) came before the stage's peak: the
     // blocks live after them are those held at it (live_after).
     uint64_t peak_event = 0;
+
+    // A closed child's peak and the cache's highs are its parent's too.
+    void absorb(const StageFigures& child);
   };
-  const std::vector<StageFigures>& stages() const { return stages_; }
-  std::vector<StageFigures>& stages() { return stages_; }
+  const std::vector<StageFigures>& stages() const { return stages_.instances; }
+  std::vector<StageFigures>& stages() { return stages_.instances; }
   DeviceFigures totals(double ns_per_s) const;
   // Blocks still live: the leaks.
   std::vector<Block> live_blocks() const;
@@ -85,8 +88,7 @@ class DeviceMemoryReplay {
   uint64_t allocations_ = 0, frees_ = 0, bytes_allocated_ = 0, unknown_frees_ = 0;
   uint64_t cache_samples_ = 0;
   std::optional<DeviceCache> cache_;
-  std::vector<StageFigures> stages_;
-  SuffixSums live_self_bytes_;  // per stage instance: live device bytes allocated in it
+  StageLedger<StageFigures> stages_;  // live device bytes per stage instance, as the heap's
   std::vector<Block> at_peak_;
   std::vector<DeviceTimelinePoint> timeline_;
   std::vector<LoggedEvent> log_;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "profiler/trace/trace_format.h"
+#include "reports/model/thin_series.h"
 
 namespace memstage::reports {
 namespace {
@@ -46,24 +47,14 @@ std::vector<StackBytes> top_device_stacks(std::vector<DeviceMemoryReplay::Block>
   return out;
 }
 
-// The device timeline, at most max_points: each bucket keeps its highest point.
+// The device timeline, at most max_points: each span of time keeps its highest point.
 std::vector<DeviceTimelinePoint> bucket_device_timeline(const std::vector<DeviceTimelinePoint>& points,
                                                         size_t max_points) {
   if (points.size() <= max_points || points.empty()) return points;
-  std::vector<DeviceTimelinePoint> out;
-  const double t0 = points.front().t_s, t1 = points.back().t_s;
-  size_t i = 0;
-  for (size_t b = 0; b < max_points && i < points.size(); ++b) {
-    const double end = t0 + (t1 - t0) * static_cast<double>(b + 1) / static_cast<double>(max_points);
-    size_t highest = i;
-    const size_t first = i;
-    while (i < points.size() && (points[i].t_s <= end || b + 1 == max_points)) {
-      if (points[i].bytes > points[highest].bytes) highest = i;
-      ++i;
-    }
-    if (i != first) out.push_back(points[highest]);
-  }
-  return out;
+  const auto keep = thin_series(
+      points.size(), max_points, [&](size_t i) { return points[i].t_s; },
+      [&](size_t i, size_t j) { return points[i].bytes > points[j].bytes; });
+  return points_at(points, keep);
 }
 
 }  // namespace

@@ -1,11 +1,9 @@
 // The alloc and free events of a trace in their order, each as the allocation info it
 // names, kept by pass one so that pass two (peak_snapshots.h) replays them from memory
-// instead of reading, inflating and decoding the whole trace again: torch_small.py's trace
-// is 2.2e6 events among 4e6 stack nodes and the module lists.
+// instead of reading, inflating and decoding the whole trace again.
 // An event is a varint of its info id and whether it frees (1 byte for the first 64 infos,
-// 3 up to 2^20): a 2-thread churn's 30 M events take 30 MiB, where 4 bytes each filled the
-// old bound of 16 Mi events, 64 MiB of fresh pages, before the log was dropped (that
-// trace's report 0.94 x the time, max RSS 92 -> 56 MB). Kept up to a bound (64 MiB by
+// 3 up to 2^20): 4 bytes each filled the old bound with fresh pages before a churn's log
+// was dropped (docs/performance.md). Kept up to a bound (64 MiB by
 // default); the events of a longer trace are read again from the file.
 #pragma once
 

@@ -114,9 +114,8 @@ class GrowthAggregator {
   uint64_t serial_ = 0;  // snapshots begun, replaced ones included
   std::vector<double> times_;
   // Each stack's series, found by stack id in a table of indices: the ids are the trace's,
-  // numbered from 0 (~2.4e6 on a torch import, ~7e5 of them with a series), and a hash
-  // table of the series missed the cache on every set (memstage report of torch_small.py's
-  // trace: 0.95 x the wall time with this table, 0.90 x the user time; set() was 8 % of it).
+  // numbered from 0, and a hash table of the series missed the cache on every set
+  // (docs/performance.md).
   static constexpr uint32_t kNoSeries = UINT32_MAX;
   std::vector<uint32_t> series_of_stack_;
   std::vector<Series> series_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "reports/model/thin_series.h"
+
 namespace memstage::reports {
 
 JobPeak highest_sum(const std::vector<Series>& series, Hold hold, std::vector<Sample>* sums) {
@@ -84,23 +86,12 @@ std::vector<JobTimelinePoint> job_timeline(const std::vector<Series>& heap, cons
                                            size_t max_points) {
   std::vector<double> instants;
   if (!heap_sums.empty()) {
-    const double t0 = heap_sums.front().t_s, t1 = heap_sums.back().t_s;
-    const size_t buckets = std::max<size_t>(1, max_points / 2);
-    size_t i = 0;
-    for (size_t b = 0; b < buckets && i < heap_sums.size(); ++b) {
-      const double end = t0 + (t1 - t0) * static_cast<double>(b + 1) / static_cast<double>(buckets);
-      size_t highest = i, lowest = i;
-      const size_t first = i;
-      while (i < heap_sums.size() && (heap_sums[i].t_s <= end || b + 1 == buckets)) {
-        if (heap_sums[i].bytes > heap_sums[highest].bytes) highest = i;
-        if (heap_sums[i].bytes < heap_sums[lowest].bytes) lowest = i;
-        ++i;
-      }
-      if (i == first) continue;
-      // The bucket's low and high both, in time order, so that the shape survives.
-      instants.push_back(heap_sums[std::min(highest, lowest)].t_s);
-      if (highest != lowest) instants.push_back(heap_sums[std::max(highest, lowest)].t_s);
-    }
+    // Each span's low and high both, in time order, so that the shape survives.
+    const auto keep = thin_series(
+        heap_sums.size(), std::max<size_t>(1, max_points / 2), [&](size_t i) { return heap_sums[i].t_s; },
+        [&](size_t i, size_t j) { return heap_sums[i].bytes > heap_sums[j].bytes; },
+        [&](size_t i, size_t j) { return heap_sums[i].bytes < heap_sums[j].bytes; });
+    for (size_t i : keep) instants.push_back(heap_sums[i].t_s);
     instants.push_back(heap_peak.t_s);
     std::sort(instants.begin(), instants.end());
     instants.erase(std::unique(instants.begin(), instants.end()), instants.end());

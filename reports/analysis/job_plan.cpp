@@ -18,6 +18,30 @@ double clock_resolution_s(const FirstPass& p) {
   return widest_s;
 }
 
+// A process's PSS and USS (its private bytes) over the job's time, from its samples of
+// /proc/PID/smaps_rollup; empty without samples.
+struct ShareSeries {
+  Series pss, uss;
+  std::optional<uint64_t> peak_pss_bytes, peak_uss_bytes;
+};
+
+ShareSeries share_series(const FirstPass& p, double offset_s) {
+  ShareSeries out{{offset_s, {}}, {offset_s, {}}, std::nullopt, std::nullopt};
+  for (const trace::MemorySharesRecord& s : p.shares) {
+    out.pss.samples.push_back(Sample{offset_s + s.t_ns / kNsPerS, s.pss_bytes});
+    out.uss.samples.push_back(Sample{offset_s + s.t_ns / kNsPerS, s.private_bytes});
+    out.peak_pss_bytes = std::max(out.peak_pss_bytes.value_or(0), s.pss_bytes);
+    out.peak_uss_bytes = std::max(out.peak_uss_bytes.value_or(0), s.private_bytes);
+  }
+  // A process's PSS holds until its end, not only until its last (sparse) sample.
+  const double end_s = offset_s + p.now_ns / kNsPerS;
+  if (!out.pss.samples.empty() && end_s > out.pss.samples.back().t_s) {
+    out.pss.samples.push_back(Sample{end_s, out.pss.samples.back().bytes});
+    out.uss.samples.push_back(Sample{end_s, out.uss.samples.back().bytes});
+  }
+  return out;
+}
+
 }  // namespace
 
 JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t main_index, size_t max_points) {
@@ -45,27 +69,12 @@ JobPlan plan_job(const std::vector<std::unique_ptr<TraceFile>>& files, size_t ma
     plan.job.clock_resolution_s = std::max(plan.job.clock_resolution_s, clock_resolution_s(p));
     heap.push_back(std::move(h));
     rss.push_back(std::move(r));
-    Series ps{offset_s, {}}, us{offset_s, {}};
-    std::optional<uint64_t> peak_pss, peak_uss;
-    for (const trace::MemorySharesRecord& s : p.shares) {
-      ps.samples.push_back(Sample{offset_s + s.t_ns / kNsPerS, s.pss_bytes});
-      us.samples.push_back(Sample{offset_s + s.t_ns / kNsPerS, s.private_bytes});
-      peak_pss = std::max(peak_pss.value_or(0), s.pss_bytes);
-      peak_uss = std::max(peak_uss.value_or(0), s.private_bytes);
-    }
-    // A process's PSS holds until its end, not only until its last (sparse) sample.
-    if (!ps.samples.empty()) {
-      any_shares = true;
-      const double end_s = offset_s + p.now_ns / kNsPerS;
-      if (end_s > ps.samples.back().t_s) {
-        ps.samples.push_back(Sample{end_s, ps.samples.back().bytes});
-        us.samples.push_back(Sample{end_s, us.samples.back().bytes});
-      }
-    }
-    plan.peak_pss_bytes.push_back(peak_pss);
-    plan.peak_uss_bytes.push_back(peak_uss);
-    pss.push_back(std::move(ps));
-    uss.push_back(std::move(us));
+    ShareSeries shares = share_series(p, offset_s);
+    any_shares = any_shares || !shares.pss.samples.empty();
+    plan.peak_pss_bytes.push_back(shares.peak_pss_bytes);
+    plan.peak_uss_bytes.push_back(shares.peak_uss_bytes);
+    pss.push_back(std::move(shares.pss));
+    uss.push_back(std::move(shares.uss));
   }
   std::vector<Sample> heap_sums;
   const JobPeak heap_peak = highest_sum(heap, Hold::kIntervalEndingAt, &heap_sums);

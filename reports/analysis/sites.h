@@ -27,8 +27,8 @@ inline int stage_of_key(uint64_t key) { return static_cast<int>(static_cast<uint
 class SiteAggregator {
  public:
   // An allocation of an allocation info (live_heap.h), and the free of one as a temporary:
-  // counted per info, an array increment an event in place of a lookup of its site (the
-  // lookup took 4% of all samples of `memstage run` on the churn); the info names its
+  // counted per info, an array increment an event in place of a lookup of its site (a
+  // lookup an event showed in profiles of the churn); the info names its
   // site (the reader numbers infos as they come, none is defined twice), and
   // flush_infos() adds the counts to the sites' figures when the events end.
   void allocated_as(uint32_t id, const AllocationInfo& info) {
@@ -75,8 +75,7 @@ class SiteAggregator {
   template <typename RowOf>
   std::vector<StackStageFigures> take_by_row(RowOf row_of) {
     // Placed by stack id (dense: a count per stack, then each site in its stack's place),
-    // then the few rows of each stack sorted: 34-48 ms where sorting the whole list took
-    // 67-84 (torch_small.py's trace, 7e5 sites).
+    // then the few rows of each stack sorted, cheaper than sorting the whole list.
     std::vector<uint32_t> place(stack_ids() + 1, 0);
     for (const auto& [key, f] : figures_) ++place[stack_of_key(key) + 1];
     for (size_t i = 1; i < place.size(); ++i) place[i] += place[i - 1];

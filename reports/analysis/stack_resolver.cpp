@@ -40,6 +40,7 @@ void StackResolver::add_frames(uint64_t address, uint32_t module) {
     Frame f;
     f.address = address;
     f.module_offset = address;
+    if (address == trace::kLostFrameAddress) f.function = trace::kLostInDamagedChunk;  // the reader's stand-in
     frame_ids_.push_back(interner_.intern(std::move(f)));
     return;
   }

@@ -64,8 +64,7 @@ class StackResolver {
   std::vector<Resolved> resolved_;  // by trace node
   std::vector<uint32_t> path_;      // the trace nodes of the stack being resolved, innermost first
   // Each trace stack's report stack, by trace stack: a look-up per site, figure and leak,
-  // which in a hash table missed the cache twice (memstage report of torch_small.py's
-  // trace: 0.91 x the time with this table). A stack the tree does not hold (a damaged
+  // which in a hash table missed the cache twice. A stack the tree does not hold (a damaged
   // trace) goes in the hash table beside it.
   static constexpr StackIndex kNoIndex = UINT32_MAX;
   std::vector<StackIndex> index_of_stack_;

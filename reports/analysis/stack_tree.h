@@ -1,7 +1,6 @@
 // The trace's stacks as the tracer stores them: a tree of (return address, parent) nodes,
-// so that the frames thousands of stacks share are held once (a Python program importing
-// torch names ~7e5 stacks of ~66 frames in ~4e6 nodes: whole, they took ~360 MB of the
-// analysis). A stack is named by its innermost node (version 2 traces) or by its number
+// so that the frames thousands of stacks share are held once (deep stacks share most of
+// theirs: docs/performance.md). A stack is named by its innermost node (version 2 traces) or by its number
 // (version 1 traces, whose whole stacks are interned into the same tree).
 #pragma once
 

@@ -97,6 +97,8 @@ void StageRows::add(size_t index, StageReport instance) {
     row.top_stacks_at_peak = std::move(instance.top_stacks_at_peak);
   }
   m.peak_rss_bytes = std::max(m.peak_rss_bytes, f.peak_rss_bytes);
+  row.peak_heap_increase_bytes = std::max(row.peak_heap_increase_bytes, instance.peak_heap_increase_bytes);
+  row.peak_rss_increase_bytes = std::max(row.peak_rss_increase_bytes, instance.peak_rss_increase_bytes);
   m.peak_program_rss_bytes = std::max(m.peak_program_rss_bytes, f.peak_program_rss_bytes);
   m.tracer_peak_bytes = std::max(m.tracer_peak_bytes, f.tracer_peak_bytes);
   m.mmap_peak_bytes = std::max(m.mmap_peak_bytes, f.mmap_peak_bytes);

@@ -1,7 +1,7 @@
 // The rows of Report::stages. A run that marks each batch of a loop as a stage has as many
 // stage instances as batches, and a report carrying each with the stacks held at its peak
-// grows with the run's length (an hour of 1 ms batches: millions of instances, ~11 KB of
-// stacks each in report.json). Up to kMaxUngroupedInstances, every instance is a row of its
+// grows with the run's length (an hour of 1 ms batches is millions of instances, each with
+// its stacks in report.json). Up to kMaxUngroupedInstances, every instance is a row of its
 // own. Past it, rows of their own are kept for the first kFirstInstancesKept instances and
 // for the instance with the highest peak of each path; the other instances of a path
 // become one row (docs/architecture.md, "stage instances grouped by path"):

@@ -1,6 +1,6 @@
 #include "reports/analysis/stages.h"
 
-#include <algorithm>
+#include <utility>
 
 namespace memstage::reports {
 
@@ -12,9 +12,9 @@ void StageAggregator::begin(uint32_t name_id, uint64_t now_ns, const Peaks& star
   s.depth = static_cast<int>(open_.size());
   s.start_ns = now_ns;
   s.peaks = start;
+  s.at_start = start;
   if (counters) s.counters_at_begin = *counters;
-  instances.push_back(s);
-  live_self_bytes_.push_back();
+  add_instance(std::move(s));
   open_.push_back(static_cast<int>(instances.size()) - 1);
 }
 
@@ -24,16 +24,12 @@ int StageAggregator::end_innermost(uint64_t now_ns, const trace::CountersRecord*
   StageInstance& s = instances[index];
   s.closed = closed;
   s.end_ns = now_ns;
-  // Stages are numbered in the order they begin, so this stage's subtree is every
-  // stage from it to the newest.
-  const int64_t retained = live_self_bytes_.suffix(static_cast<size_t>(index));
-  s.retained_bytes = static_cast<uint64_t>(std::max<int64_t>(0, retained));
   if (counters) {
     s.counters_inclusive.allocations = counters->allocations - s.counters_at_begin.allocations;
     s.counters_inclusive.frees = counters->frees - s.counters_at_begin.frees;
     s.counters_inclusive.bytes_allocated = counters->bytes_allocated - s.counters_at_begin.bytes_allocated;
   }
-  if (s.parent >= 0) instances[s.parent].peaks.absorb(s.peaks);
+  close_instance(index, s.parent);
   return index;
 }
 

@@ -13,7 +13,7 @@
 
 #include "profiler/trace/trace_reader.h"
 #include "reports/analysis/peaks.h"
-#include "reports/analysis/suffix_sums.h"
+#include "reports/analysis/stage_ledger.h"
 #include "reports/model/report_model.h"
 
 namespace memstage::reports {
@@ -26,6 +26,7 @@ struct StageInstance {
   uint64_t end_ns = 0;
   bool closed = false;
   Peaks peaks;
+  Peaks at_start;  // where the process stood when it began: its rises are measured from there
   uint64_t allocations = 0;
   uint64_t frees = 0;
   uint64_t bytes_allocated = 0;
@@ -37,12 +38,15 @@ struct StageInstance {
   bool has_breakdown = false;
   trace::CountersRecord counters_at_begin;  // stats and sample modes
   trace::CountersRecord counters_inclusive;
+
+  void absorb(const StageInstance& child) { peaks.absorb(child.peaks); }
 };
 
-class StageAggregator {
+// The instances themselves, their retained bytes and highs, in the ledger shared with
+// device memory (stage_ledger.h); here which are open and what each counted.
+class StageAggregator : public StageLedger<StageInstance> {
  public:
-  std::vector<std::string> names;        // by name id
-  std::vector<StageInstance> instances;  // in the order they began
+  std::vector<std::string> names;  // by name id
 
   int innermost() const { return open_.empty() ? -1 : open_.back(); }
 
@@ -69,13 +73,13 @@ class StageAggregator {
       ++instances[stage].allocations;
       instances[stage].bytes_allocated += size;
     }
-    live_self_bytes_.add(static_cast<size_t>(stage), static_cast<int64_t>(size));
+    add_live(stage, static_cast<int64_t>(size));
   }
   // A block allocated in `stage` freed, while the innermost open stage is the one freeing.
   void freed(int stage, uint64_t size, bool temporary) {
     if (!open_.empty()) ++instances[open_.back()].frees;
     if (stage < 0) return;
-    live_self_bytes_.add(static_cast<size_t>(stage), -static_cast<int64_t>(size));
+    add_live(stage, -static_cast<int64_t>(size));
     if (temporary) ++instances[stage].temporary_allocations;
   }
   void leaked(int stage, uint64_t bytes, uint64_t blocks) {
@@ -89,7 +93,6 @@ class StageAggregator {
 
  private:
   std::vector<int> open_;
-  SuffixSums live_self_bytes_;  // per instance: live bytes allocated in it
 };
 
 }  // namespace memstage::reports

@@ -1,5 +1,5 @@
-// Suffix sums for the per-stage retained bytes (the heap in analyzer.cpp, device memory
-// in device_memory.cpp).
+// Suffix sums for the per-stage retained bytes (stage_ledger.h, for the heap and device
+// memory both).
 #pragma once
 
 #include <cstddef>

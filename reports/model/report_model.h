@@ -207,6 +207,10 @@ struct StageReport {
   // open one; peaks are of the whole process while the stage was open.
   MemoryFigures figures;
   uint64_t retained_bytes = 0;  // allocated in this stage or its children, live at its end
+  // How far the heap and the RSS rose above their level at the stage's start: the stage's
+  // own demand, whatever earlier stages left live (a test's figure in the pytest plugin).
+  uint64_t peak_heap_increase_bytes = 0;
+  uint64_t peak_rss_increase_bytes = 0;
   std::vector<StackBytes> top_stacks_at_peak;
   std::optional<DeviceFigures> device;  // when the run used device memory
   // How many stage instances the row stands for: 1, or past StageGrouping's limit the

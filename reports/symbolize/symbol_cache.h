@@ -1,7 +1,7 @@
 // The symbolizer's results kept on disk between runs, one file per module file: a program
 // run again (CI runs the same binaries all day) is symbolized from it without libdw reading
-// and inflating debug information again (~50 ms for the C library's libc6-dbg DWARF alone,
-// in every report).
+// and inflating debug information again (the C library's libc6-dbg DWARF alone is a good
+// part of a small program's report).
 //
 // A module's entry holds only while the files it was made from are as they were: the module
 // (device, inode, size, mtime, ctime), the separate debug file libdw used for it, and the

@@ -33,7 +33,7 @@ class Symbolizer {
   // Opens `module_path` and reads its symbol table and debug information now, so that
   // symbolizing in it later costs only lookups. A run's trace reader warms the C library
   // while the program runs: where its debug information is installed (libc6-dbg), reading
-  // it is most of a small run's report time (~60 ms). Never throws.
+  // it is most of a small run's report time. Never throws.
   void warm(const std::string& module_path);
   // Warms the C library's modules (libc, the dynamic loader) as this process loaded them:
   // every traced process's stacks end in them (its threads start there), and a program

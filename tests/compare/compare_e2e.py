@@ -1,26 +1,23 @@
 #!/usr/bin/env python3
 """End-to-end tests of `memstage compare` and `memstage diff`: the real CLI on a
 fragmenting program (programs/fragment.cpp), its outputs checked against what is true."""
-import argparse
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 
-FAILURES = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import Checks, Scenarios, fresh_folder, run_command  # noqa: E402
 
-
-def check(condition, message):
-    if not condition:
-        FAILURES.append(message)
-        print("FAIL: " + message, file=sys.stderr)
+CHECKS = Checks()
+check = CHECKS.check
+# Each scenario is one function, scenario_NAME under @scenario: test compare.e2e.NAME.
+SCENARIOS = Scenarios()
+scenario = SCENARIOS.register
 
 
 def run(args, **kw):
-    print("$ " + " ".join(args), file=sys.stderr)
-    p = subprocess.run(args, capture_output=True, text=True, timeout=110, **kw)
+    p = run_command(args, timeout=110, text=True, **kw)
     if p.returncode != 0:
         print(p.stdout, p.stderr, file=sys.stderr)
     return p
@@ -29,6 +26,7 @@ def run(args, **kw):
 MiB = 1024 * 1024
 
 
+@scenario
 def scenario_allocators(a):
     out = os.path.join(a.work, "out")
     names = ["glibc", "jemalloc", "tcmalloc", "mimalloc"]
@@ -105,6 +103,7 @@ def scenario_allocators(a):
     check("≈" in html, "estimated figures marked (mimalloc)")
 
 
+@scenario
 def scenario_variants(a):
     out = os.path.join(a.work, "out")
     p = run([a.memstage, "compare", "--variant", "small='%s' 4000" % a.fragment,
@@ -144,6 +143,7 @@ def scenario_variants(a):
     check(bad.returncode == 2 and "unterminated" in bad.stderr, "bad quoting is a usage error")
 
 
+@scenario
 def scenario_diff(a):
     ra, rb = os.path.join(a.work, "a"), os.path.join(a.work, "b")
     for d, n in ((ra, "4000"), (rb, "16000")):
@@ -191,22 +191,12 @@ def scenario_diff(a):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("scenario")
-    ap.add_argument("--memstage", required=True)
-    ap.add_argument("--fragment", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    a.memstage = os.path.abspath(a.memstage)
+    function, a = SCENARIOS.parse("compare.e2e", __doc__.splitlines()[0],
+                                  lambda parser: parser.add_argument("--fragment", required=True))
     a.fragment = os.path.abspath(a.fragment)
-    globals()["scenario_" + a.scenario](a)
-    if FAILURES:
-        print("%d failure(s)" % len(FAILURES), file=sys.stderr)
-        return 1
-    print("ok")
-    return 0
+    a.work = fresh_folder(a.work)
+    function(a)
+    return CHECKS.summary()
 
 
 if __name__ == "__main__":

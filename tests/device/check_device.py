@@ -13,21 +13,17 @@ real cudaMalloc and records the block.
 Usage: check_device.py MEMSTAGE DEVICE_PROGRAM CACHE_MARKERS_PY WORK_DIR LOCAL_RUNTIME_PROGRAM"""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import Checks, fresh_folder  # noqa: E402
+
 memstage, program, cache_markers, work, local_runtime_program = sys.argv[1:6]
 MiB = 1 << 20
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-failures = []
-
-
-def check(ok, what):
-    print(("ok    " if ok else "FAIL  ") + what)
-    if not ok:
-        failures.append(what)
+work = fresh_folder(work)
+CHECKS = Checks(show_passes=True)
+check = CHECKS.check
 
 
 plain = subprocess.run([program], capture_output=True, text=True)
@@ -123,7 +119,4 @@ if done.returncode == 0:
     check(stage["peak_bytes"] == 6 * MiB and stage["allocations"] == 1 and report["device"]["frees"] == 1,
           "runtime loaded RTLD_LOCAL: the 6 MiB block recorded once, and its free: %s" % stage)
 
-if failures:
-    print("%d check(s) failed" % len(failures))
-    sys.exit(1)
-print("device: ok")
+sys.exit(CHECKS.summary())

@@ -3,14 +3,17 @@
 against what the programs know about themselves.
 
 usage: e2e.py SCENARIO --memstage PATH --programs DIR --work DIR [--validator PATH]
+       e2e.py --list
 
-One scenario per CTest test (tests/e2e/CMakeLists.txt). The programs live in
+One scenario per CTest test, e2e.NAME for each function scenario_NAME under @scenario (what
+they share is tests/lib/memstage_scenarios.py). A new scenario is that one function, its
+docstring what it checks: @scenario(timeout_s=240) where it needs longer than 120 s,
+@scenario(may_skip=True) where it may `raise SystemExit(SKIP)`. The programs live in
 tests/e2e/programs; each writes its own truth (sizes, counts, peaks, source lines, pids)
 to the JSON file named by its first argument. Every report.json a scenario produces is
 validated against reports/schema/report.schema.json with tests/render/validate_report.py.
 Python 3 standard library only. Exit status 0 when every check passed, 1 otherwise.
 """
-import argparse
 import glob
 import json
 import os
@@ -24,273 +27,21 @@ import sys
 import threading
 import time
 
-MIB = 1048576
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import (MIB, SKIP, Scenarios, base_name, chain, file_base, format_stack,  # noqa: E402
+                                has_function, real_module, user_frames)
 
-def base_name(function):
-    """'ns::f(int) const [clone .cold]' -> 'ns::f': the name without parameters or clone suffix."""
-    name = function or ""
-    while " [clone " in name:
-        name = name[: name.rindex(" [clone ")]
-    name = name.strip()
-    for qualifier in (" const", " volatile", " &&", " &", " noexcept"):
-        if name.endswith(qualifier):
-            name = name[: -len(qualifier)].rstrip()
-    if name.endswith(")"):
-        depth = 0
-        for i in range(len(name) - 1, -1, -1):
-            if name[i] == ")":
-                depth += 1
-            elif name[i] == "(":
-                depth -= 1
-                if depth == 0:
-                    # 'operator()()' keeps its own parentheses.
-                    name = name[:i]
-                    break
-    return name
-
-
-def user_frames(stack):
-    """The stack from the program's first frame on: past what the report flags as allocation
-    plumbing (the analysis's one classifier, reports/analysis/allocator_frames.h)."""
-    i = 0
-    while i < len(stack) and stack[i]["allocator"]:
-        i += 1
-    return stack[i:]
-
-
-def chain(stack, n):
-    return [base_name(f.get("function")) for f in user_frames(stack)[:n]]
-
-
-def file_base(frame):
-    return os.path.basename(frame.get("file") or "")
-
-
-def real_module(frame):
-    return os.path.realpath(frame["module"]) if frame.get("module") else "(no module)"
-
-
-def has_function(stack, name):
-    return any(base_name(f.get("function")) == name for f in stack)
-
-
-def format_stack(stack, limit=12):
-    lines = []
-    for f in stack[:limit]:
-        lines.append("      %s (%s:%s) [%s]%s" % (f.get("function") or f.get("address"), file_base(f), f.get("line"),
-                                                 os.path.basename(f.get("module") or "?"),
-                                                 " inlined" if f.get("inlined") else ""))
-    if len(stack) > limit:
-        lines.append("      ... %d more" % (len(stack) - limit))
-    return "\n".join(lines)
-
-
-class Scenario:
-    def __init__(self, args):
-        self.memstage = os.path.abspath(args.memstage)
-        self.programs = os.path.abspath(args.programs)
-        self.work = os.path.abspath(args.work)
-        self.validator = args.validator
-        self.failures = []
-        self.checks = 0
-        self.reports = []  # report.json files to validate
-        if os.path.exists(self.work):
-            shutil.rmtree(self.work)
-        os.makedirs(self.work)
-
-    # ---- checks ----
-    def check(self, condition, message):
-        self.checks += 1
-        if not condition:
-            self.failures.append(message)
-            print("FAIL: " + message, flush=True)
-        return condition
-
-    def eq(self, got, expected, what):
-        return self.check(got == expected, "%s: expected %r, got %r" % (what, expected, got))
-
-    def fail(self, message):
-        return self.check(False, message)
-
-    # ---- running things ----
-    def program(self, name):
-        return os.path.join(self.programs, name)
-
-    def run(self, command, timeout=120, env=None, cwd=None):
-        start = time.monotonic()
-        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, env=env,
-                              cwd=cwd)
-        elapsed = time.monotonic() - start
-        print("$ %s  -> exit %d in %.2f s" % (" ".join(command), proc.returncode, elapsed), flush=True)
-        return proc
-
-    def traced(self, name, command, expect_exit=0, mode=None, run_flags=(), env=None):
-        """memstage run -o WORK/name [--mode MODE] [RUN_FLAGS] -- COMMAND: returns (folder, report)."""
-        out = os.path.join(self.work, name)
-        argv = [self.memstage, "run", "-o", out]
-        if mode:
-            argv += ["--mode", mode]
-        argv += list(run_flags)
-        proc = self.run(argv + ["--"] + command, env=env)
-        with open(out + ".stderr", "wb") as f:
-            f.write(proc.stderr)
-        self.eq(proc.returncode, expect_exit, "%s: exit code of memstage run" % name)
-        path = os.path.join(out, "report.json")
-        if not os.path.exists(path):
-            self.fail("%s: no report.json in %s; memstage said:\n%s" % (name, out, proc.stderr.decode(errors="replace")))
-            raise SystemExit(self.finish())
-        self.reports.append(path)
-        with open(path) as f:
-            report = json.load(f)
-        self.eq(report.get("schema"), "memstage.report/1", "%s: schema" % name)
-        return out, report
-
-    def traced_as_untraced(self, name, command, expect_exit=0, run_flags=(), timeout=120, validate=True):
-        """COMMAND untraced, then under `memstage run -q`, each with a folder of its own as
-        working directory (WORK/name.untraced, WORK/name.traced). The tracer must not
-        disturb the program: exit status, stdout, stderr and every file it wrote there
-        (truth.json aside: it holds pids) byte-identical. Returns (trace folder, report,
-        the traced run's truth.json or None). `validate`: check report.json against the
-        schema (slow for a Python program's hundreds of stacks: once per scenario is enough)."""
-        runs = {}
-        for kind in ("untraced", "traced"):
-            cwd = os.path.join(self.work, "%s.%s" % (name, kind))
-            os.makedirs(cwd)
-            argv = list(command)
-            if kind == "traced":
-                argv = [self.memstage, "run", "-q", "-o", os.path.join(self.work, name)] + list(run_flags) + ["--"] + argv
-            try:
-                runs[kind] = (self.run(argv, timeout=timeout, cwd=cwd), cwd)
-            except subprocess.TimeoutExpired:
-                self.fail("%s: %s run still running after %d s" % (name, kind, timeout))
-                raise SystemExit(self.finish())
-        (plain, plain_cwd), (traced, traced_cwd) = runs["untraced"], runs["traced"]
-        # memstage run exits 128 + signal for a program a signal ended, as a shell does.
-        plain_exit = 128 - plain.returncode if plain.returncode < 0 else plain.returncode
-        self.eq(plain_exit, expect_exit, "%s: exit status untraced" % name)
-        self.eq(traced.returncode, plain_exit, "%s: exit status traced == untraced" % name)
-        self.eq(traced.stdout, plain.stdout, "%s: stdout traced == untraced" % name)
-        self.eq(traced.stderr, plain.stderr, "%s: stderr traced == untraced" % name)
-
-        def files(root):
-            found = {}
-            for folder, _, names in os.walk(root):
-                for n in names:
-                    path = os.path.join(folder, n)
-                    rel = os.path.relpath(path, root)
-                    if rel != "truth.json":
-                        with open(path, "rb") as f:
-                            found[rel] = f.read()
-            return found
-        plain_files, traced_files = files(plain_cwd), files(traced_cwd)
-        self.eq(sorted(traced_files), sorted(plain_files), "%s: files written traced == untraced" % name)
-        for rel in sorted(set(plain_files) & set(traced_files)):
-            self.check(traced_files[rel] == plain_files[rel], "%s: %s traced (%d bytes) == untraced (%d bytes)"
-                       % (name, rel, len(traced_files[rel]), len(plain_files[rel])))
-        out = os.path.join(self.work, name)
-        path = os.path.join(out, "report.json")
-        if not self.check(os.path.exists(path), "%s: report.json written" % name):
-            raise SystemExit(self.finish())
-        if validate:
-            self.reports.append(path)
-        with open(path) as f:
-            report = json.load(f)
-        truth = None
-        if os.path.exists(os.path.join(traced_cwd, "truth.json")):
-            with open(os.path.join(traced_cwd, "truth.json")) as f:
-                truth = json.load(f)
-        return out, report, truth
-
-    def report_json(self, trace, name):
-        """memstage report TRACE --format json, kept as WORK/name.json for validation."""
-        proc = self.run([self.memstage, "report", trace, "--format", "json"])
-        if not self.eq(proc.returncode, 0, "memstage report %s: exit code" % trace):
-            print(proc.stderr.decode(errors="replace"))
-            raise SystemExit(self.finish())
-        path = os.path.join(self.work, name + ".json")
-        with open(path, "wb") as f:
-            f.write(proc.stdout)
-        self.reports.append(path)
-        return json.loads(proc.stdout)
-
-    def same_as_report_afterwards(self, out, what):
-        """memstage run and attach read the program's trace while it ran (TraceBeingWritten): the report.json they
-        wrote must be the one `memstage report` makes from the finished files."""
-        proc = self.run([self.memstage, "report", out, "--format", "json"])
-        with open(os.path.join(out, "report.json"), "rb") as f:
-            written = f.read()
-        self.check(proc.returncode == 0 and proc.stdout == written,
-                   "%s: report.json of the run (%d bytes) == memstage report of its folder afterwards (%d bytes)"
-                   % (what, len(written), len(proc.stdout)))
-
-    def truth_file(self, name):
-        return os.path.join(self.work, name + ".truth.json")
-
-    def read_truth(self, name):
-        with open(self.truth_file(name)) as f:
-            return json.load(f)
-
-    # ---- report helpers ----
-    def one_leak(self, report, size, what):
-        """The single leak group of one block of `size` bytes."""
-        groups = [g for g in report["leaks"] if g["bytes"] == size and g["blocks"] == 1]
-        if not self.eq(len(groups), 1, "%s: leak groups of one block of %d bytes" % (what, size)):
-            return None
-        return groups[0]
-
-    def expect_chain(self, report, size, expected, what):
-        group = self.one_leak(report, size, what)
-        if group is None:
-            return None
-        got = chain(group["stack"], len(expected))
-        if not self.eq(got, expected, "%s: frames after the allocator for the %d-byte block" % (what, size)):
-            print(format_stack(group["stack"], 60))
-        return group
-
-    def counts_consistent(self, report, what):
-        t = report["totals"]
-        # Every block never freed is the program's leak or the runtime's, held for the process's life.
-        self.eq(t["allocations"] - t["frees"], t["leaked_blocks"] + t["runtime_held_blocks"],
-                "%s: allocations - frees == leaked_blocks + runtime_held_blocks" % what)
-        for runtime, key in ((False, "leaked"), (True, "runtime_held")):
-            groups = [g for g in report["leaks"] if g["runtime"] == runtime]
-            self.eq(sum(g["bytes"] for g in groups), t[key + "_bytes"], "%s: sum of leak groups == %s_bytes" % (what, key))
-            self.eq(sum(g["blocks"] for g in groups), t[key + "_blocks"],
-                    "%s: sum of leak groups' blocks == %s_blocks" % (what, key))
-
-    def one_line_error(self, proc, what, contains=None):
-        text = proc.stderr.decode(errors="replace")
-        body = text[:-1] if text.endswith("\n") else text
-        self.check(body != "" and "\n" not in body, "%s: stderr must be exactly one line, got %r" % (what, text))
-        if contains is not None:
-            self.check(contains in text, "%s: stderr must mention %r, got %r" % (what, contains, text))
-
-    # ---- the end ----
-    def validate_reports(self):
-        if not self.reports:
-            return
-        if not self.validator or not os.path.exists(self.validator):
-            self.fail("schema validator %r not found: %d reports left unvalidated" % (self.validator, len(self.reports)))
-            return
-        proc = self.run([sys.executable, self.validator] + self.reports)
-        if not self.eq(proc.returncode, 0, "schema validation of %d reports" % len(self.reports)):
-            print(proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace"))
-
-    def finish(self):
-        self.validate_reports()
-        if self.failures:
-            print("\n%d of %d checks failed:" % (len(self.failures), self.checks))
-            for f in self.failures:
-                print("  - " + f.splitlines()[0])
-            return 1
-        print("\nall %d checks passed" % self.checks)
-        return 0
+SCENARIOS = Scenarios()
+# Each scenario is one function, scenario_NAME under @scenario: test e2e.NAME (tests/e2e/CMakeLists.txt asks
+# `e2e.py --list` at configure time).
+scenario = SCENARIOS.register
 
 
 # ======================================================================================
 # Scenarios
 # ======================================================================================
 
+@scenario
 def scenario_leaks(s):
     """1000 x 1000 bytes from leak_a, 10 x 1 MiB from leak_b, among heavy traffic that frees all."""
     out, report = s.traced("run", [s.program("leaks"), s.truth_file("leaks")])
@@ -369,6 +120,7 @@ def stage_by_path(report, path):
     return found[0] if len(found) == 1 else None
 
 
+@scenario
 def scenario_peak(s):
     """Exact peak heap against the program's own count (realloc chains, calloc, aligned, new[])."""
     _, report = s.traced("full", [s.program("peak"), s.truth_file("full")])
@@ -419,6 +171,7 @@ def scenario_peak(s):
         s.eq(stats_measure["allocations"], ts["allocations"], "stats mode: stage measure: allocations")
 
 
+@scenario
 def scenario_stages(s, mode=None):
     """Nested stages: paths, order, per-stage peak, retained, leaked, allocations."""
     _, report = s.traced("run", [s.program("stages"), s.truth_file("stages")], mode=mode)
@@ -457,6 +210,7 @@ def scenario_stages(s, mode=None):
          "totals.peak_heap_bytes")
 
 
+@scenario
 def scenario_stage_limits(s):
     """Past the tracer's stage limits, begins and their ends are dropped together and said."""
     # Not s.traced: 65,791 stages make a report too large to validate against the schema
@@ -492,6 +246,7 @@ def scenario_stage_limits(s):
             in warnings, "warning names the depth limit and its count: %s" % warnings)
 
 
+@scenario
 def scenario_stage_heavy(s):
     """A loop marking 50,000 batches as stages: report.json and the analysis stay bounded,
     instances sharing a path grouped with exact sums and the highest peak's own row."""
@@ -540,13 +295,54 @@ def scenario_stage_heavy(s):
         summary = f.read().decode(errors="replace")
     s.check("%d stage instances" % (2 * t["batches"]) in summary and " x%s" % format(groups[0]["instances"], ",") in summary,
             "the text summary says instances were grouped")
+    damaged_middle_chunk(s, out, report)
 
 
+def damaged_middle_chunk(s, out, full):
+    """The trace in OUT with a byte flipped in its middle chunk: `memstage report` skips that
+    chunk with a warning naming its bytes and reads on, so the later stages are reported."""
+    trace = [n for n in os.listdir(out) if n.startswith("trace.")][0]
+    with open(os.path.join(out, trace), "rb") as f:
+        data = bytearray(f.read())
+    chunks = chunk_offsets(data)
+    if not s.check(len(chunks) >= 3, "the trace has %d chunks (need 3 or more)" % len(chunks)):
+        return
+    offset, compressed = chunks[len(chunks) // 2]
+    data[offset + 12 + compressed // 2] ^= 0x01
+    os.makedirs(os.path.join(s.work, "damaged"))
+    damaged = os.path.join(s.work, "damaged", trace)
+    with open(damaged, "wb") as f:
+        f.write(data)
+    print("flipped a byte of chunk %d of %d: %d bytes at byte %d" % (len(chunks) // 2, len(chunks), 12 + compressed, offset))
+    proc = s.run([s.memstage, "report", damaged, "--format", "json"])
+    s.eq(proc.returncode, 0, "report on a damaged trace: exit code")
+    lost = "%d bytes at byte %d" % (12 + compressed, offset)
+    s.check(b"is damaged" in proc.stderr and lost.encode() in proc.stderr,
+            "report on a damaged trace: stderr names the bytes lost (%s): %r" % (lost, proc.stderr))
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        s.fail("report on a damaged trace: stdout is not JSON")
+        return
+    s.check(any("is damaged" in w and lost in w for w in report["warnings"]),
+            "damaged report: a warning names the bytes lost: %r" % report["warnings"])
+    s.check(not any("truncated" in w for w in report["warnings"]), "damaged report: not called truncated")
+    a, b = report["totals"]["allocations"], full["totals"]["allocations"]
+    s.check(b / 2 < a < b, "damaged report: fewer allocations than the whole run's, not half (%d, %d)" % (a, b))
+    batches = [[st for st in r["stages"] if st["path"] == "batch"] for r in (report, full)]
+    instances = [sum(st["instances"] for st in rows) for rows in batches]
+    s.check(instances[1] / 2 < instances[0] < instances[1],
+            "damaged report: the batches before and after the lost chunk (%d of %d)" % tuple(instances))
+    s.eq(batches[0][-1]["end_s"], batches[1][-1]["end_s"], "damaged report: the last batch ends as in the whole trace")
+
+
+@scenario
 def scenario_threads(s):
     """4 threads x 1M allocations, cross-thread frees: counts add up, leaks exact."""
     check_threads(s, 4, 1000000)
 
 
+@scenario
 def scenario_threads_many(s):
     """32 threads on however few cores: most of them sleep on full rings and are woken as
     the writer makes room; nothing is lost, counts add up, leaks exact."""
@@ -575,6 +371,7 @@ def check_threads(s, threads, allocations_per_thread):
     s.check(not any("lost" in w for w in report["warnings"]), "no events lost: %r" % report["warnings"])
 
 
+@scenario
 def scenario_fork(s):
     """Parent and forked child: two traces, two processes, the child's own report."""
     out, report = s.traced("run", [s.program("forker"), s.truth_file("forker")])
@@ -602,6 +399,7 @@ def scenario_fork(s):
         s.eq(child_report["processes"][0]["parent_pid"], parent, "child report: parent_pid")
 
 
+@scenario
 def scenario_cxx_local(s):
     """operator new from a C++ module that a C program loaded RTLD_LOCAL (Python's way)."""
     module = os.path.join(s.programs, "e2e_cxx_module.so")
@@ -611,6 +409,7 @@ def scenario_cxx_local(s):
     s.counts_consistent(report, "cxx_local")
 
 
+@scenario
 def scenario_dlopen(s):
     """A leak inside a dlopen'ed (and later dlclose'd) module: function, file, line, module."""
     plugin = os.path.join(s.programs, "e2e_plugin.so")
@@ -627,6 +426,7 @@ def scenario_dlopen(s):
         s.eq(real_module(caller), os.path.realpath(s.program("dlopener")), "call_plugin frame: module")
 
 
+@scenario
 def scenario_stacks(s):
     """Exact chains through catch, unwinding destructors, longjmp, recursion, threads, dlopen, fork."""
     plugin = os.path.join(s.programs, "e2e_plugin.so")
@@ -644,6 +444,7 @@ def scenario_stacks(s):
     s.expect_chain(child_report, 123458, ["child_alloc", "fork_and_alloc", "main"], "forked child")
 
 
+@scenario
 def scenario_abort(s):
     """abort() half-way: exit 134, signal 6, what was allocated before is in the report; the same with
     the tracer's writer and compressor threads running (a second thread churned first)."""
@@ -662,7 +463,8 @@ def scenario_abort(s):
         s.counts_consistent(report, "abort (%s)" % name)
 
 
-def scenario_exit(s):
+@scenario
+def scenario__exit(s):
     """_exit(3): exit 3, the blocks allocated before it are in the report, the trace is complete."""
     _, report = s.traced("run", [s.program("exit_early"), s.truth_file("exit")], expect_exit=3)
     t = s.read_truth("exit")
@@ -680,6 +482,7 @@ def scenario_exit(s):
     s.counts_consistent(report, "_exit")
 
 
+@scenario
 def scenario_sigkill(s, mode=None, run_flags=(), program_args=()):
     """SIGKILL after 1 s: exit 137, the 50 MiB flushed before are in the report, a warning says so."""
     out, report = s.traced("run", [s.program("sigkill"), s.truth_file("sigkill")] + list(program_args),
@@ -702,6 +505,7 @@ def scenario_sigkill(s, mode=None, run_flags=(), program_args=()):
     return report
 
 
+@scenario
 def scenario_output(s):
     """The traced program's stdout and exit code are those of the untraced program."""
     program = s.program("output")
@@ -741,6 +545,7 @@ def chunk_offsets(data):
     return chunks
 
 
+@scenario
 def scenario_bad_input(s):
     """Errors: one line, the right exit code; a truncated trace still gives a report."""
     # Not a trace at all.
@@ -832,6 +637,7 @@ def no_killed_warning(s, report, what):
         s.eq(report["processes"][0]["complete"], True, "%s: processes[0].complete" % what)
 
 
+@scenario
 def scenario_vfork(s):
     """vfork + closefrom + exec (subprocess's way) in C and Python: the parent's trace goes on."""
     out, report, t = s.traced_as_untraced("c", [s.program("vfork_exec"), "truth.json"])
@@ -853,6 +659,7 @@ def scenario_vfork(s):
         no_killed_warning(s, report, "python")
 
 
+@scenario
 def scenario_raw_clone(s):
     """Children made with the raw clone system call (Chromium's zygote): none blocks, the parent's trace goes on."""
     start = time.monotonic()
@@ -872,6 +679,7 @@ def scenario_raw_clone(s):
         s.counts_consistent(report, "raw_clone")
 
 
+@scenario
 def scenario_single_thread(s):
     """A program with one thread keeps one under the tracer (start, allocations, a stage, a forked child); the
     report's peak RSS is at least the kernel's high-water mark, a spike no sample saw included."""
@@ -885,6 +693,7 @@ def scenario_single_thread(s):
         s.counts_consistent(report, "single_thread")
 
 
+@scenario
 def scenario_signal_mask(s):
     """Signals sent to the process go to the program's threads as untraced: a program whose only thread blocks
     SIGUSR1 and SIGTERM reads both from a signalfd, after the tracer's threads started (none of them takes
@@ -905,11 +714,13 @@ def scenario_signal_mask(s):
 CHROMIUM = "/usr/bin/chromium"
 
 
+# Skips where Chromium is not installed.
+@scenario(may_skip=True)
 def scenario_chromium(s):
     """chromium --headless --dump-dom (its zygote forks by raw clone and requires one thread): same DOM and exit."""
     if not os.path.exists(CHROMIUM):
         print("SKIP: %s not installed" % CHROMIUM)
-        raise SystemExit(77)
+        raise SystemExit(SKIP)
     page = os.path.join(s.work, "page.html")
     with open(page, "w") as f:
         f.write("<!DOCTYPE html><html><head><title>memstage</title></head><body><p id=\"x\">before</p>"
@@ -937,6 +748,7 @@ def scenario_chromium(s):
     s.check(os.path.exists(os.path.join(s.work, "trace", "report.json")), "report.json written")
 
 
+@scenario
 def scenario_closed_fds(s):
     """closefrom(3), then the program's own file and pipe: the tracer closes, reads and writes none of them."""
     _, report, t = s.traced_as_untraced("run", [s.program("closed_fds"), "truth.json"])
@@ -951,6 +763,7 @@ def scenario_closed_fds(s):
         s.counts_consistent(report, "closed_fds")
 
 
+@scenario
 def scenario_free_stack(s):
     """free() of a stack address: glibc's own abort and message, not a fault inside the tracer."""
     _, report, t = s.traced_as_untraced("run", [s.program("free_stack"), "truth.json"], expect_exit=134)
@@ -960,6 +773,7 @@ def scenario_free_stack(s):
         s.expect_chain(report, t["held_bytes"], ["hold_before_fault", "main"], "the block held before the fault")
 
 
+@scenario
 def scenario_long_output_path(s):
     """memstage run -o a folder whose path is 600 bytes: traced as usual; one over the limit: a one-line refusal."""
     folder = s.work
@@ -983,6 +797,7 @@ def scenario_long_output_path(s):
     s.one_line_error(proc, "run into a %d-byte output path" % len(too_long), "at most")
 
 
+@scenario
 def scenario_deep_bind(s):
     """A plugin loaded RTLD_DEEPBIND: its allocations and frees are seen, the report says the flag went."""
     plugin = os.path.join(s.programs, "e2e_deep_plugin.so")
@@ -999,6 +814,7 @@ def scenario_deep_bind(s):
         s.counts_consistent(report, "deep_bind")
 
 
+@scenario
 def scenario_early_alloc(s):
     """A library's constructor allocates before the preload's runs: its leak and its freed block are seen."""
     _, report, t = s.traced_as_untraced("run", [s.program("early_alloc"), "truth.json"])
@@ -1012,6 +828,7 @@ def scenario_early_alloc(s):
         s.counts_consistent(report, "early_alloc")
 
 
+@scenario
 def scenario_python_code(s):
     """Generated code compiled, run and dropped: the tracer keeps no code object alive; the bootstrap's work is not the program's."""
     script = os.path.join(SOURCE_PROGRAMS, "generated_code.py")
@@ -1045,6 +862,8 @@ def scenario_python_code(s):
             % (with_bootstrap, without))
 
 
+# Thousands of threads, each paying libunwind's per-thread start-up: minutes on a busy machine.
+@scenario(timeout_s=240)
 def scenario_thread_churn(s):
     """4,200 short-lived threads one after the other: tracer memory follows the threads alive, no event lost."""
     threads = 4200  # past the 4,096 thread states the tracer can hold at once
@@ -1068,6 +887,7 @@ def scenario_thread_churn(s):
     s.counts_consistent(report, "thread_churn")
 
 
+@scenario
 def scenario_fork_threads(s):
     """Forks while four other threads allocate: every child ends within 10 s and both sides write complete traces."""
     forks = 16
@@ -1128,6 +948,7 @@ def attach_refused_by_ptrace_scope(s, pid):
                          "/proc/sys/kernel/yama/ptrace_scope") else "ptrace was refused")
 
 
+@scenario
 def scenario_handoff(s):
     """Eight threads pass blocks of one size round a ring: every free precedes the reuse of its address,
     whether allocations read their event number (the writer fences with membarrier) or, where a seccomp
@@ -1150,6 +971,7 @@ def scenario_handoff(s):
         s.counts_consistent(report, "handoff (%s)" % name)
 
 
+@scenario
 def scenario_address_space(s):
     """Under a 1 GB address-space limit, the program gets (almost) as many 10 MB blocks traced as untraced."""
     _, report, t = s.traced_as_untraced("run", [s.program("address_space"), "truth.json"], timeout=60)
@@ -1163,6 +985,7 @@ def scenario_address_space(s):
             "10 MB blocks before malloc failed: %d traced, %d untraced (the tracer may take at most 20 MB)"
             % (t["blocks"], untraced))
     s.check(report["totals"]["allocations"] >= t["blocks"], "the traced blocks are in the report")
+@scenario
 def scenario_reserved(s):
     """Reserved address space (PROT_NONE, MAP_NORESERVE) is not memory; what mprotect opens is."""
     _, report = s.traced("run", [s.program("figures"), s.truth_file("figures"), "reserve"])
@@ -1171,6 +994,7 @@ def scenario_reserved(s):
          "mmap_peak_bytes: the 1 MiB made writable, not the %d bytes reserved" % t["reserved_bytes"])
 
 
+@scenario
 def scenario_heap_peak_sample(s):
     """A program without stages: fragmentation and the RSS breakdown describe the heap's peak, not its start or exit."""
     _, report = s.traced("run", [s.program("figures"), s.truth_file("figures"), "heap_peak"])
@@ -1192,6 +1016,7 @@ def scenario_heap_peak_sample(s):
             "no own-allocator warning for a program that uses malloc: %r" % report["warnings"])
 
 
+@scenario
 def scenario_own_allocator(s):
     """Memory from the program's own mmap'd arena: the near-zero heap comes with a warning, not in silence."""
     _, report = s.traced("run", [s.program("figures"), s.truth_file("figures"), "own_allocator"])
@@ -1202,6 +1027,7 @@ def scenario_own_allocator(s):
             "a warning that the memory does not go through malloc: %r" % report["warnings"])
 
 
+@scenario
 def scenario_first_report(s):
     """The first report of a C, a C++ and a Python hello world: no leak and no fragmentation headline; what
     the runtime holds for the process's life listed apart, every byte of it."""
@@ -1223,6 +1049,7 @@ def scenario_first_report(s):
         s.check("fragmentation none to speak of" in summary, "%s: no fragmentation headline:\n%s" % (name, summary))
 
 
+@scenario
 def scenario_exec_untraced(s):
     """A program that re-execs itself without LD_PRELOAD: its second image has no trace, and the report says so."""
     script = os.path.join(s.work, "reexec.py")
@@ -1236,6 +1063,7 @@ def scenario_exec_untraced(s):
             "the untraced second image is said: %r" % report["warnings"])
 
 
+@scenario
 def scenario_exec(s):
     """fork + exec: the pre-exec segment was exec'd (not killed); the summary lists every process; a child's report
     and a run without run.json do not claim an exit code."""
@@ -1272,6 +1100,7 @@ def scenario_exec(s):
     s.check("exit code unknown" in proc.stdout.decode(errors="replace"), "the text report says the exit code is unknown")
 
 
+@scenario
 def scenario_attach(s):
     """memstage attach on running programs (full and stats mode): the growing site is named, the report says memory
     from before attach is unknown, the program ends as it would have; no process, no gdb, a static program, another
@@ -1502,6 +1331,8 @@ def attach_python_retry(s):
         target.wait()
 
 
+# Four attaches at once, then three more one after the other: gdb's visits on a busy machine.
+@scenario(timeout_s=240)
 def scenario_attach_python(s):
     """memstage attach on Debian's /usr/bin/python3 (not PIE: its malloc and free are PLT stubs) in every mode: the
     service's output and exit status unchanged, its allocations counted, its leaking Python function named; the
@@ -1578,6 +1409,7 @@ def rounding_allowance(full_report, figures):
     return allowance
 
 
+@scenario
 def scenario_sample_mode(s):
     """--mode sample: exact peaks (to allocator rounding) on the exact programs, a leak found by its stack."""
     for program, stages in (("peak", ("measure",)), ("stages", None)):
@@ -1661,6 +1493,7 @@ def check_modes_run(s, name, mode, report, t):
     return figures
 
 
+@scenario
 def scenario_figures_modes(s):
     """programs/modes.cpp in all four modes: each stage's peak heap, allocations and bytes
     allocated are the program's own count in every mode; peaks in requested sizes in full and
@@ -1693,6 +1526,7 @@ def scenario_figures_modes(s):
         check_modes_run(s, name, "stats", report, s.read_truth(name))
 
 
+@scenario
 def scenario_stats_stages(s):
     """Stats mode on nested stages (outer 530 allocations, inner 7 while nested), with one
     thread and with the tracer's writer thread running: each stage counts what it did while
@@ -1707,51 +1541,6 @@ def scenario_stats_stages(s):
               by_path["handover"]["allocations"]), (530, 7, 5), "%s: the program's own counts" % name)
         check_modes_run(s, name, "stats", report, t)
 
-
-SCENARIOS = {
-    "leaks": scenario_leaks,
-    "peak": scenario_peak,
-    "stages": scenario_stages,
-    "stage_limits": scenario_stage_limits,
-    "stage_heavy": scenario_stage_heavy,
-    "threads": scenario_threads,
-    "threads_many": scenario_threads_many,
-    "fork": scenario_fork,
-    "dlopen": scenario_dlopen,
-    "cxx_local": scenario_cxx_local,
-    "stacks": scenario_stacks,
-    "abort": scenario_abort,
-    "_exit": scenario_exit,
-    "sigkill": scenario_sigkill,
-    "output": scenario_output,
-    "bad_input": scenario_bad_input,
-    "vfork": scenario_vfork,
-    "raw_clone": scenario_raw_clone,
-    "closed_fds": scenario_closed_fds,
-    "single_thread": scenario_single_thread,
-    "chromium": scenario_chromium,
-    "free_stack": scenario_free_stack,
-    "long_output_path": scenario_long_output_path,
-    "deep_bind": scenario_deep_bind,
-    "early_alloc": scenario_early_alloc,
-    "python_code": scenario_python_code,
-    "thread_churn": scenario_thread_churn,
-    "address_space": scenario_address_space,
-    "reserved": scenario_reserved,
-    "heap_peak_sample": scenario_heap_peak_sample,
-    "own_allocator": scenario_own_allocator,
-    "exec": scenario_exec,
-    "exec_untraced": scenario_exec_untraced,
-    "first_report": scenario_first_report,
-    "fork_threads": scenario_fork_threads,
-    "handoff": scenario_handoff,
-    "attach": scenario_attach,
-    "attach_python": scenario_attach_python,
-    "sample_mode": scenario_sample_mode,
-    "figures_modes": scenario_figures_modes,
-    "stats_stages": scenario_stats_stages,
-    "signal_mask": scenario_signal_mask,
-}
 
 
 def frames_key(stack):
@@ -1796,6 +1585,7 @@ def same_figures(s, full, aggregate, what):
     s.eq(leaks(aggregate), leaks(full), "%s: leaks by stack and stage" % what)
 
 
+@scenario
 def scenario_aggregate(s):
     """--mode aggregate gives full mode's figures on the exact programs (stages, peak, leaks)."""
     for program in ("stages", "peak", "leaks"):
@@ -1809,6 +1599,7 @@ def trace_bytes(folder):
     return sum(os.path.getsize(os.path.join(folder, n)) for n in os.listdir(folder) if n.endswith(".mst"))
 
 
+@scenario
 def scenario_aggregate_size(s):
     """An aggregated capture does not grow with the calls: 4 x the calls, at most 1.2 x the bytes."""
     # The RSS timeline grows with wall time in every mode (a few bytes a tick; the 1-hour
@@ -1829,6 +1620,7 @@ def scenario_aggregate_size(s):
             % (sizes[1000000], sizes[250000]))
 
 
+@scenario
 def scenario_aggregate_aging(s):
     """Aggregate mode's timeline coarsens as the run ages (MEMSTAGE_TIMELINE_TICKS): a 3 s run with a budget
     of 50 ticks writes fewer bytes than with every 10 ms tick kept, and its peaks and stage edges are the same."""
@@ -1854,12 +1646,14 @@ def scenario_aggregate_aging(s):
     s.check(full["totals"]["peak_heap_bytes"] >= t["early_bytes"], "the run's peak holds the 8 MiB")
 
 
+@scenario
 def scenario_sigkill_threaded(s):
     """As sigkill, the chunks written by the tracer's writer and compressor threads (a second thread
     churned first)."""
     scenario_sigkill(s, program_args=("threaded",))
 
 
+@scenario
 def scenario_sigterm_modes(s):
     """SIGTERM to a busy program that does not handle it, in every mode: exit 143, the trace completed from the
     tracer's handler (signal 15, no warning of a missing end), the 50 MiB held in the peak; the program sees
@@ -1881,12 +1675,13 @@ def scenario_sigterm_modes(s):
     s.eq(s.read_truth("handled")["saw_default"], 1, "handled: SIG_DFL seen before installing its handler")
 
 
+@scenario(may_skip=True)
 def scenario_sigterm_pool(s):
     """multiprocessing.Pool.terminate() (SIGTERM) of two busy workers under Debian's python3, in every mode:
     each worker's trace ends with signal 15 and its peak heap holds the 21 MiB it held."""
     if not os.path.exists(SYSTEM_PYTHON):
         print("SKIP: no %s" % SYSTEM_PYTHON)
-        raise SystemExit(77)
+        raise SystemExit(SKIP)
     for mode in ("full", "aggregate", "stats", "sample"):
         truth_dir = os.path.join(s.work, "truth-" + mode)
         os.makedirs(truth_dir, exist_ok=True)
@@ -1938,6 +1733,7 @@ def make_memory_cgroup(limit):
     return version, folder
 
 
+@scenario(may_skip=True)
 def scenario_oom_cgroup(s):
     """A program that mallocs and touches 10 MiB blocks under a 300 MiB cgroup limit (v1 or v2, made for the test):
     the OOM killer ends it (exit 137), and the report names it with the cgroup and the limit in JSON, text and page."""
@@ -1945,7 +1741,7 @@ def scenario_oom_cgroup(s):
     made = make_memory_cgroup(limit)
     if made is None:
         print("SKIP: no writable memory cgroup (v1 or v2) on this machine")
-        raise SystemExit(77)
+        raise SystemExit(SKIP)
     version, folder = made
     out = os.path.join(s.work, "oom")
     try:
@@ -1977,11 +1773,13 @@ def scenario_oom_cgroup(s):
         s.check("OOM killer" in f.read(), "the page names the OOM killer")
 
 
+@scenario
 def scenario_aggregate_sigkill(s):
     """A SIGKILLed aggregate run reports up to its last snapshot: the 50 MiB held, by their stack."""
     scenario_sigkill(s, mode="aggregate", run_flags=("--snapshot-interval", "0.2"))
 
 
+@scenario
 def scenario_sample_sigkill(s):
     """A SIGKILLed sample-mode run of one thread that never waits (its trace written only at serve points on its
     own calls, small blocks allocated slowly): the 50 MiB held, by their stack, and every call it made up to 0.5 s
@@ -2035,6 +1833,7 @@ def kill_at(s, mode, name, delay_s, memstage_too=False):
         return json.load(f), read()
 
 
+@scenario
 def scenario_sigkill_random(s):
     """SIGKILL at random instants of a program that allocates and touches 2 MiB blocks, in every mode: the
     peak heap reported is what the program held at its death (its own count, kept in a mapped file), the peak RSS
@@ -2053,6 +1852,9 @@ def scenario_sigkill_random(s):
             size = t["block_size"] if mode in ("full", "aggregate") else t["usable_size"]
             truths = sorted({t["held"] * size, t["asked"] * size})  # two while the kill came inside a malloc
             peak = report["totals"]["peak_heap_bytes"]
+            if size == 0 and t["asked"] == 1 and t["block_size"] <= peak < t["block_size"] + 4112:
+                truths.append(peak)  # inside the first malloc, its usable size not yet known: glibc's rounding
+
             print("%s: killed %.3f s in, %d of %d blocks held, peak_heap_bytes %d" % (name, delay_s, t["held"], t["blocks"], peak))
             s.check(peak in truths, "%s (killed %.3f s in, %d of %d blocks held%s): peak_heap_bytes %d, truth %s"
                     % (name, delay_s, t["held"], t["blocks"], ", asked %d" % t["asked"] if t["asked"] != t["held"]
@@ -2071,36 +1873,5 @@ def scenario_sigkill_random(s):
                 s.check(at_peak in truths, "%s: hold_block's bytes at the peak %d, truth %s" % (name, at_peak, truths))
 
 
-SCENARIOS.update({
-    "oom_cgroup": scenario_oom_cgroup,
-    "sigterm_modes": scenario_sigterm_modes,
-    "sigterm_pool": scenario_sigterm_pool,
-    "sigkill_threaded": scenario_sigkill_threaded,
-    "aggregate": scenario_aggregate,
-    "aggregate_size": scenario_aggregate_size,
-    "aggregate_aging": scenario_aggregate_aging,
-    "aggregate_sigkill": scenario_aggregate_sigkill,
-    "sample_sigkill": scenario_sample_sigkill,
-    "sigkill_random": scenario_sigkill_random,
-})
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenario", choices=sorted(SCENARIOS))
-    parser.add_argument("--memstage", required=True, help="the memstage binary")
-    parser.add_argument("--programs", required=True, help="folder of the built test programs")
-    parser.add_argument("--work", required=True, help="scratch folder (emptied first)")
-    parser.add_argument("--validator", help="tests/render/validate_report.py")
-    args = parser.parse_args()
-    s = Scenario(args)
-    print("e2e.%s: %s" % (args.scenario, SCENARIOS[args.scenario].__doc__), flush=True)
-    try:
-        SCENARIOS[args.scenario](s)
-    except SystemExit as e:
-        return e.code
-    return s.finish()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(SCENARIOS.main("e2e", __doc__.splitlines()[0]))

@@ -39,10 +39,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string file;
   trace::FileHeader header{};
   memcpy(header.magic, trace::kFileMagic, sizeof(header.magic));
-  header.version = trace::kFormatVersion;
-  append(file, &header, sizeof(header));
   const uint8_t mode = data[0];
   ++data, --size;
+  // Bit 6: the newest version, whose chunks open with a kChunkStart (and a damaged chunk is
+  // skipped); clear, version 3, whose chunks are records alone (the seeds' records).
+  header.version = mode & 0x40 ? trace::kFormatVersion : trace::kFirstVersionWithChunkStarts - 1;
+  append(file, &header, sizeof(header));
   if (mode & 0x80) {
     append(file, data, size);
   } else {

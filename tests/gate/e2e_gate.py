@@ -14,20 +14,18 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
-failures = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import Checks, fresh_folder, run_command  # noqa: E402
 
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print(f"FAIL: {what}", file=sys.stderr)
+CHECKS = Checks()
+check = CHECKS.check
 
 
 def run(args, env=None):
     full_env = dict(os.environ)
     full_env.pop("GITHUB_ACTIONS", None)  # annotations only where the test asks for them
     full_env.update(env or {})
-    p = subprocess.run(args, capture_output=True, text=True, env=full_env, timeout=60)
+    p = run_command(args, timeout=60, text=True, env=full_env)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -101,8 +99,7 @@ def main():
     ap.add_argument("--program", required=True)
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    a.work = fresh_folder(a.work)
     w = lambda name: os.path.join(a.work, name)
     ms, prog = a.memstage, a.program
 
@@ -139,7 +136,7 @@ def main():
 
     # A typo in the budget: exit 2 naming the field, before the command runs.
     rc, _, err = run([ms, "run", "-q", "-o", w("typo_run"), "--budget", w("typo.json"), "--", prog, "8", "0"])
-    expected = f'memstage: {w("typo.json")}: unknown field "totals.peak_rs" (expected peak_heap, peak_rss, leaked, fragmentation, peak_device)'
+    expected = f'memstage: {w("typo.json")}: unknown field "totals.peak_rs" (expected peak_heap, peak_rss, leaked, fragmentation, peak_device, and for stages peak_heap_increase, peak_rss_increase, retained)'
     check(rc == 2, f"run --budget with a typo exits 2 (got {rc})")
     check(err.strip() == expected, f"run --budget typo message: {err!r}")
     check(not os.path.exists(w("typo_run/report.json")), "run --budget with a typo does not run the command")
@@ -191,11 +188,7 @@ def main():
     unmeasured_and_malformed(a, w, ms, prog, under)
     inputs_that_are_not_files(w, ms, under)
 
-    if failures:
-        print(f"{len(failures)} check(s) failed", file=sys.stderr)
-        return 1
-    print("gate.e2e: all checks passed")
-    return 0
+    return CHECKS.summary()
 
 
 if __name__ == "__main__":

@@ -78,9 +78,11 @@ TEST_CASE("a budget parses sizes, plain bytes and ratios") {
 
 TEST_CASE("malformed budgets are rejected naming the field") {
   CHECK(error_of(R"({"totals": {"peak_rs": "2GiB"}})") ==
-        "budget.json: unknown field \"totals.peak_rs\" (expected peak_heap, peak_rss, leaked, fragmentation, peak_device)");
+        "budget.json: unknown field \"totals.peak_rs\" (expected peak_heap, peak_rss, leaked, fragmentation, "
+        "peak_device, and for stages peak_heap_increase, peak_rss_increase, retained)");
   CHECK(error_of(R"({"stages": {"load": {"peak_hep": 1}}})") ==
-        "budget.json: unknown field \"stages.load.peak_hep\" (expected peak_heap, peak_rss, leaked, fragmentation, peak_device)");
+        "budget.json: unknown field \"stages.load.peak_hep\" (expected peak_heap, peak_rss, leaked, fragmentation, "
+        "peak_device, and for stages peak_heap_increase, peak_rss_increase, retained)");
   CHECK(error_of(R"({"total": {}})") == "budget.json: unknown field \"total\" (expected totals, stages)");
   CHECK_THAT(error_of(R"({"totals": {"peak_rss": "2 gigs"}})"),
              Catch::Contains("\"totals.peak_rss\": \"2 gigs\" is not a size"));
@@ -332,4 +334,48 @@ TEST_CASE("the allowed growth of --max-growth: one rule with the budget's ratios
   // The largest growth allowed still formats and compares without overflow.
   const auto checks = check_baseline(sample_report(), sample_report(), parse_max_growth("1000000%"));
   CHECK(exit_code(checks) == 0);
+}
+
+TEST_CASE("a stage's own figures: its rise above its start and what it retained, worst occurrence") {
+  Json report = sample_report();
+  auto& stages = report["stages"];
+  stages[3]["peak_heap_increase_bytes"] = 20 * kMiB;
+  stages[4]["peak_heap_increase_bytes"] = 50 * kMiB;
+  stages[3]["retained_bytes"] = 1000;
+  stages[4]["retained_bytes"] = 2000;
+  stages[1]["peak_rss_increase_bytes"] = 300 * kMiB;
+  auto checks = check_budget(report, parse_budget(R"({"stages": {
+      "train/epoch": {"peak_heap_increase": "40MiB", "retained": 4000},
+      "vectorize": {"peak_rss_increase": "512MiB"}}})", "b"));
+  CHECK(find_check(checks, "stages.train/epoch.peak_heap_increase").measured == 50 * kMiB);
+  CHECK_FALSE(find_check(checks, "stages.train/epoch.peak_heap_increase").passed);
+  // What the instances retained adds up, as leaks do.
+  CHECK(find_check(checks, "stages.train/epoch.retained").measured == 3000);
+  CHECK(find_check(checks, "stages.train/epoch.retained").passed);
+  CHECK(find_check(checks, "stages.vectorize.peak_rss_increase").passed);
+  CHECK(find_check(checks, "stages.vectorize.peak_rss_increase").stage == "vectorize");
+  // A stage without the figure (a report older than it) did not measure it.
+  checks = check_budget(report, parse_budget(R"({"stages": {"load": {"peak_heap_increase": "1GiB"}}})", "b"));
+  CHECK(find_check(checks, "stages.load.peak_heap_increase").unmeasured);
+  // The totals have no start to rise above.
+  CHECK(error_of(R"({"totals": {"retained": "1MiB"}})").find("\"totals.retained\" is a figure of stages only") !=
+        std::string::npos);
+}
+
+TEST_CASE("the checks as JSON: verdict, figures and the stage key, for programs that act on them") {
+  const Json report = sample_report();
+  const auto checks = check_budget(report, parse_budget(R"({"totals": {"peak_heap": "1GiB"}, "stages": {
+      "vectorize": {"peak_heap": "512MiB"}, "gone": {"leaked": 0}}})", "b"));
+  const Json out = Json::parse(render_json(checks));
+  REQUIRE(out["checks"].size() == 3);
+  CHECK(out["failed"] == 2);
+  CHECK(out["checks"][0]["stage"].is_null());
+  CHECK(out["checks"][0]["verdict"] == "ok");
+  CHECK(out["checks"][1]["stage"] == "vectorize");
+  CHECK(out["checks"][1]["metric"] == "peak_heap");
+  CHECK(out["checks"][1]["verdict"] == "over");
+  CHECK(out["checks"][1]["measured"] == 600 * kMiB);
+  CHECK(out["checks"][1]["message"] == "peak_heap of stage vectorize is 600 MiB, over the budget of 512 MiB");
+  CHECK(out["checks"][2]["verdict"] == "missing");
+  CHECK(out["checks"][2]["measured"].is_null());
 }

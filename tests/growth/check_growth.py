@@ -3,7 +3,7 @@
 another and allocates a one-off burst at a third (tests/growth/growing.cpp) runs ~4 s
 under `memstage run`. The report's `growth` must name the leaking site first, at its true
 rate within 30 %, and list neither the buffer nor the burst; the text summary must show
-it. Same checks as the end-to-end tests (tests/e2e/e2e.py's Scenario).
+it. Same checks as the end-to-end tests (tests/lib/memstage_scenarios.py's Scenario).
 
 With --mode aggregate the same program runs under aggregate mode, snapshots every 20 ms:
 the growth comes from the capture's snapshots instead of the events. With --mode sample
@@ -17,8 +17,8 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-import e2e  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import Scenario, base_name, format_stack, has_function, user_frames  # noqa: E402
 
 
 def check(s, program, mode=None):
@@ -34,7 +34,7 @@ def check(s, program, mode=None):
                                                                     len(growth)))
     for g in growth:
         print("  %.0f B/s, %d live, since %.2f s, R2 %.3f\n%s" % (g["bytes_per_s"], g["live_bytes"], g["since_s"],
-                                                                  g["r_squared"], e2e.format_stack(g["stack"], 6)))
+                                                                  g["r_squared"], format_stack(g["stack"], 6)))
     # Between 128 and 256 snapshots are held whatever the run's length (aggregate mode: the
     # capture's, one per 20 ms of its ~4 s, thinned to 256 at most).
     low = 64 if mode == "aggregate" else 128
@@ -42,9 +42,9 @@ def check(s, program, mode=None):
     if not s.check(growth, "growth lists the leaking site"):
         return
     first = growth[0]
-    top = e2e.user_frames(first["stack"])
-    s.check(top and e2e.base_name(top[0].get("function")) == "leak_step",
-            "growth[0] is leak_step's stack, got:\n" + e2e.format_stack(first["stack"]))
+    top = user_frames(first["stack"])
+    s.check(top and base_name(top[0].get("function")) == "leak_step",
+            "growth[0] is leak_step's stack, got:\n" + format_stack(first["stack"]))
     if top:
         s.eq(top[0].get("line"), truth["leak_line"], "growth[0]: the leak's source line")
     rate, true_rate = first["bytes_per_s"], truth["leak_bytes_per_s"]
@@ -67,7 +67,7 @@ def check(s, program, mode=None):
                 "exact growth carries no error")
         s.eq(first["live_bytes"], truth["leaked_bytes"], "growth[0].live_bytes: everything leak_step leaked")
     for name in ("hold_buffer", "burst", "churn"):
-        listed = [g for g in growth if e2e.has_function(g["stack"], name)]
+        listed = [g for g in growth if has_function(g["stack"], name)]
         s.check(not listed, "growth lists %s's stack (%s)" % (name, "a constant buffer" if name == "hold_buffer"
                                                               else "a one-off burst" if name == "burst" else "churn"))
     series = first["series"]
@@ -91,12 +91,8 @@ def main():
     parser.add_argument("--mode", choices=("full", "aggregate", "sample"), default="full")
     args = parser.parse_args()
     args.programs = os.path.dirname(os.path.abspath(args.program))
-    s = e2e.Scenario(args)
-    try:
-        check(s, os.path.abspath(args.program), None if args.mode == "full" else args.mode)
-    except SystemExit as e:
-        return e.code
-    return s.finish()
+    s = Scenario(args)
+    return s.run_scenario(lambda s: check(s, os.path.abspath(args.program), None if args.mode == "full" else args.mode))
 
 
 if __name__ == "__main__":

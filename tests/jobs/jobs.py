@@ -4,24 +4,27 @@ summed at each instant, checked against what the programs know about themselves.
 
 usage: jobs.py SCENARIO --memstage PATH --programs DIR --work DIR [--validator PATH]
 
-Built on tests/e2e/e2e.py (its Scenario runs programs under memstage and validates every
-report against the schema). One scenario per CTest test (tests/jobs/CMakeLists.txt).
+Built on tests/lib/memstage_scenarios.py (its Scenario runs programs under memstage and
+validates every report against the schema). One test jobs.NAME per function scenario_NAME
+under @scenario (tests/jobs/CMakeLists.txt asks `jobs.py --list`).
 """
-import argparse
 import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-import e2e  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import MIB, Scenarios, chain  # noqa: E402
 
-MIB = 1 << 20
+# Several processes, torch among them: minutes on a busy machine.
+SCENARIOS = Scenarios(default_timeout_s=300)
+scenario = SCENARIOS.register
 
 
 def within(got, truth, tolerance):
     return truth > 0 and abs(got - truth) <= tolerance * truth
 
 
+@scenario
 def scenario_workers(s):
     """A parent and three forked workers holding known bytes at one instant: the job's heap."""
     out, report = s.traced("run", [s.program("workers"), s.truth_file("workers")])
@@ -49,7 +52,7 @@ def scenario_workers(s):
     tops = job.get("top_stacks_at_peak", [])
     sites = {}
     for top in tops:
-        names = e2e.chain(top["stack"], 1)
+        names = chain(top["stack"], 1)
         sites.setdefault(top["pid"], set()).update(names)
     s.check("parent_hold" in sites.get(t["parent_pid"], set()), "held at the job's peak: parent_hold in the parent")
     for pid in t["worker_pids"]:
@@ -87,6 +90,7 @@ def scenario_workers(s):
             "the text summary leads with the job:\n" + "\n".join(text.splitlines()[:4]))
 
 
+@scenario
 def scenario_ranks(s):
     """A 2-rank torch.distributed job (gloo) launched as torchrun does: both ranks by number, their
     combined peak; the same ranks traced into a folder each (as on two hosts), one report over both."""
@@ -136,6 +140,7 @@ def check_ranks(s, report, truth, what):
         s.check(share >= held, "%s: rank %d holds its %d bytes at the job's peak (%d)" % (what, rank, held, share))
 
 
+@scenario
 def scenario_dataloader(s):
     """DataLoader-style workers over a parent's dataset (examples/dataloader_cow): held as Python
     objects, each worker copies the pages it reads (reference counts are written); as a numpy
@@ -180,6 +185,7 @@ def scenario_dataloader(s):
     s.check("summed RSS overstates what the job holds" in text, "numpy: the text report says summed RSS overstates")
 
 
+@scenario
 def scenario_dataloader_torch(s):
     """The example through torch.utils.data.DataLoader itself (2 workers, objects layout): the
     workers torch forks are in the job, each under the parent, their pages shared with it said
@@ -202,6 +208,7 @@ def scenario_dataloader_torch(s):
             % (pss / MIB, rss / MIB))
 
 
+@scenario
 def scenario_fork_modes(s):
     """A DataLoader-style job (a parent's 100 MiB dataset, two forked workers that free some of it and hold
     their own) in every mode: the job's peak heap, each inherited block counted once (docs/jobs.md)."""
@@ -218,33 +225,14 @@ def scenario_fork_modes(s):
         s.check(within(peaks[mode], truth, 0.02), "%s: job peak %d within 2%% of %d" % (mode, peaks[mode], truth))
 
 
-SCENARIOS = {
-    "workers": scenario_workers,
-    "ranks": scenario_ranks,
-    "dataloader": scenario_dataloader,
-    "dataloader_torch": scenario_dataloader_torch,
-    "fork_modes": scenario_fork_modes,
-}
 
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scenario", choices=sorted(SCENARIOS))
-    parser.add_argument("--memstage", required=True)
-    parser.add_argument("--programs", required=True)
-    parser.add_argument("--work", required=True)
-    parser.add_argument("--validator")
+def add_arguments(parser):
     parser.add_argument("--python", default=sys.executable, help="a python with torch (jobs.ranks)")
-    args = parser.parse_args()
-    s = e2e.Scenario(args)
+
+
+def configure(s, args):
     s.python = args.python
-    print("jobs.%s: %s" % (args.scenario, SCENARIOS[args.scenario].__doc__), flush=True)
-    try:
-        SCENARIOS[args.scenario](s)
-    except SystemExit as e:
-        return e.code
-    return s.finish()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(SCENARIOS.main("jobs", __doc__.splitlines()[0], add_arguments, configure))

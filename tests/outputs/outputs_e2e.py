@@ -2,6 +2,7 @@
 """What memstage writes, under hostile conditions: the real CLI on a small staged program.
 
 usage: outputs_e2e.py SCENARIO --memstage PATH --program PATH --work DIR
+       outputs_e2e.py --list
 
   links               links planted under every output's name are replaced, never followed;
                       folders memstage makes are 0700, traces 0600; an output folder that
@@ -23,7 +24,6 @@ usage: outputs_e2e.py SCENARIO --memstage PATH --program PATH --work DIR
 Exit status 0 when every check passed, 1 otherwise, 77 when the machine cannot run the
 scenario (full_disk needs root to mount a tmpfs).
 """
-import argparse
 import json
 import os
 import shutil
@@ -32,19 +32,20 @@ import subprocess
 import sys
 import time
 
-FAILURES = []
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import SKIP, Checks, Scenarios, fresh_folder, run_command  # noqa: E402
+
+CHECKS = Checks()
+check = CHECKS.check
+# Each scenario is one function, scenario_NAME under @scenario: test outputs.NAME. Any may skip
+# (exit SKIP) where the machine cannot do what it needs (mount a tmpfs as root).
+SCENARIOS = Scenarios()
+scenario = SCENARIOS.register
 VICTIM = b"victim: must stay as it is\n"
 
 
-def check(condition, message):
-    if not condition:
-        FAILURES.append(message)
-        print("FAIL: " + message, flush=True)
-    return condition
-
-
 def run(args, **kwargs):
-    return subprocess.run(args, capture_output=True, timeout=60, **kwargs)
+    return run_command(args, timeout=60, **kwargs)
 
 
 def tmp_files(folder):
@@ -69,6 +70,7 @@ def check_replaced(folder, names, victims, what):
     check(tmp_files(folder) == [], "%s: temporary files left: %s" % (what, tmp_files(folder)))
 
 
+@scenario(may_skip=True)
 def scenario_links(a):
     victims = os.path.join(a.work, "victims")
     shared = os.path.join(a.work, "shared")  # a folder others can write to
@@ -135,6 +137,7 @@ def scenario_links(a):
     check_replaced(scale_dir, ["scale.json", "scale.html"], victims, "scale")
 
 
+@scenario(may_skip=True)
 def scenario_bad_input(a):
     run_dir = os.path.join(a.work, "run")
     # Arguments are bytes; one that is not UTF-8 must not cost the program's status.
@@ -190,10 +193,11 @@ def page_up(n):
     return (n + 4095) // 4096 * 4096
 
 
+@scenario(may_skip=True)
 def scenario_full_disk(a):
     if os.geteuid() != 0:
         print("SKIP: mounting a tmpfs needs root")
-        return 77
+        return SKIP
     # The sizes of what a run writes, measured on a disk with room.
     normal = os.path.join(a.work, "normal")
     p = run([a.memstage, "run", "-q", "-o", normal, "--", a.program, "work", "5"])
@@ -210,7 +214,7 @@ def scenario_full_disk(a):
                    "memstage-outputs-test", disk])
     if mounted.returncode != 0:
         print("SKIP: cannot mount a tmpfs: %s" % mounted.stderr.decode(errors="replace").strip())
-        return 77
+        return SKIP
     try:
         # Room for the trace, run.json and report.json, not for report.html.
         os.makedirs(os.path.join(disk, "run"))
@@ -239,6 +243,7 @@ def scenario_full_disk(a):
     return 0
 
 
+@scenario(may_skip=True)
 def scenario_control_characters(a):
     # OSC (retitle the window) ended by BEL, then CSI as a UTF-8 C1 character and as a raw byte.
     name = b"\x1b]0;p\x07\xc2\x9b\x9b"
@@ -277,6 +282,7 @@ def is_device(path):
     return stat.S_ISCHR(os.lstat(path).st_mode)
 
 
+@scenario(may_skip=True)
 def scenario_devices(a):
     out = os.path.join(a.work, "run")
     p = run([a.memstage, "run", "-q", "-o", out, "--", a.program, "work", "0"])
@@ -318,6 +324,7 @@ def scenario_devices(a):
     check(p.returncode == 2 and p.stderr.count(b"\n") == 1, "report of a FIFO: exit 2, one line (%d): %s" % (p.returncode, p.stderr))
 
 
+@scenario(may_skip=True)
 def scenario_words(a):
     p = run([a.memstage, "bogus"])
     check(p.returncode == 2 and p.stderr.count(b"\n") == 1 and b"unknown command 'bogus'" in p.stderr,
@@ -335,6 +342,7 @@ def scenario_words(a):
               % (" ".join(args), p.returncode, p.stdout[:200], p.stderr[:200]))
 
 
+@scenario(may_skip=True)
 def scenario_earlier_runs(a):
     first = os.path.join(a.work, "first")
     p = run([a.memstage, "run", "-q", "-o", first, "--", a.program, "work", "0"])
@@ -357,25 +365,13 @@ def scenario_earlier_runs(a):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("scenario")
-    ap.add_argument("--memstage", required=True)
-    ap.add_argument("--program", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
-    a.memstage = os.path.abspath(a.memstage)
+    function, a = SCENARIOS.parse("outputs", __doc__.splitlines()[0],
+                                  lambda parser: parser.add_argument("--program", required=True))
     a.program = os.path.abspath(a.program)
-    a.work = os.path.abspath(a.work)
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
-    status = globals()["scenario_" + a.scenario](a)
-    if status == 77:
-        return 77
-    if FAILURES:
-        print("%d failure(s)" % len(FAILURES), file=sys.stderr)
-        return 1
-    print("ok")
-    return 0
+    a.work = fresh_folder(a.work)
+    if function(a) == SKIP:
+        return SKIP
+    return CHECKS.summary()
 
 
 if __name__ == "__main__":

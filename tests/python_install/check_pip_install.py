@@ -20,7 +20,7 @@ SKIP = 77
 CHECK = r'''
 import os, sys
 import memstage
-here = os.path.realpath(os.path.dirname(memstage.__file__))
+here = os.path.realpath(os.path.dirname(os.path.dirname(memstage.__file__)))
 assert here == os.path.realpath(sys.argv[1]), ("memstage imported from the wrong place", here, sys.argv[1])
 assert not memstage.enabled(), "the tracer should not be loaded here"
 assert memstage._begin is None and memstage._end is None
@@ -83,7 +83,7 @@ def main():
         print(__doc__)
         return 2
     source = os.path.abspath(sys.argv[1])
-    for name in ("pyproject.toml", "memstage.py"):
+    for name in ("pyproject.toml", "memstage/__init__.py", "memstage/pytest_plugin.py"):
         if not os.path.isfile(os.path.join(source, name)):
             print("missing %s in %s" % (name, source))
             return 1

@@ -10,9 +10,11 @@ checks the report against what the script says it made:
 Usage: check_naive_pipeline.py MEMSTAGE EXAMPLE_DIR DATA_CSV WORK_DIR"""
 import json
 import os
-import shutil
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import Checks, fresh_folder  # noqa: E402
 
 memstage, example, data, work = sys.argv[1:5]
 ROWS = 5000
@@ -20,8 +22,7 @@ script = os.path.join(example, "train_naive.py")
 if not os.path.exists(data):
     print("no data set at %s" % data)
     sys.exit(1)
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
+work = fresh_folder(work)
 shape_file = os.path.join(work, "shape.json")
 out = os.path.join(work, "run")
 done = subprocess.run([memstage, "run", "-q", "-o", out, "--", "/usr/bin/python3", script, "--data", data,
@@ -30,13 +31,8 @@ done = subprocess.run([memstage, "run", "-q", "-o", out, "--", "/usr/bin/python3
 assert done.returncode == 0, "exit %d\n%s\n%s" % (done.returncode, done.stdout[-2000:], done.stderr[-4000:])
 shape = json.load(open(shape_file))
 report = json.load(open(os.path.join(out, "report.json")))
-failures = []
-
-
-def check(ok, what):
-    print(("ok    " if ok else "FAIL  ") + what)
-    if not ok:
-        failures.append(what)
+CHECKS = Checks(show_passes=True)
+check = CHECKS.check
 
 
 check(report["python"] is not None and report["python"]["allocator"] == "pymalloc",
@@ -64,7 +60,4 @@ peak = report["totals"]["peak_heap_bytes"]
 check(abs(peak - expected) <= 0.05 * expected,
       "peak heap %d within 5%% of float64 + float32 matrices %d (%d x %d x 12 bytes): %+.2f%%"
       % (peak, expected, shape["rows"], shape["vocabulary"], 100.0 * (peak - expected) / expected))
-if failures:
-    print("%d check(s) failed" % len(failures))
-    sys.exit(1)
-print("python pipeline: ok")
+sys.exit(CHECKS.summary())

@@ -2,7 +2,6 @@
 """scale.cli.*: `memstage scale` on tests/scale/programs/grow.cpp, whose peak heap is a
 known function of n. The fitted family must be the one the program uses, and the n at
 which the fitted peak heap reaches --ram within 2% of the n the formula gives."""
-import argparse
 import json
 import os
 import shutil
@@ -10,7 +9,14 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import SKIP, Scenarios, fresh_folder  # noqa: E402
+
 MiB = 1024 * 1024
+# Each scenario is one function, scenario_NAME under @scenario: test scale.cli.NAME; any may skip
+# (a terminal needs tmux).
+SCENARIOS = Scenarios(default_timeout_s=60)
+scenario = SCENARIOS.register
 
 # family -> (sizes, formula, n at which we want the crossing: a few times the largest size)
 CASES = {
@@ -65,7 +71,23 @@ def family_case(args, family):
     assert "passes" in text and "FLAG build" in text
 
 
-def skip_case(args):
+@scenario(may_skip=True)
+def scenario_linear(args):
+    family_case(args, "linear")
+
+
+@scenario(may_skip=True)
+def scenario_quadratic(args):
+    family_case(args, "quadratic")
+
+
+@scenario(may_skip=True)
+def scenario_power(args):
+    family_case(args, "power")
+
+
+@scenario(may_skip=True)
+def scenario_skip(args):
     # The fit of the first three sizes predicts ~260 MB at 64000: over 128 MiB, not run.
     report, text, out = scale(args, ["--sizes", "1000,2000,4000,64000", "--ram", "128MiB"], "linear")
     statuses = [r["status"] for r in report["runs"]]
@@ -75,7 +97,8 @@ def skip_case(args):
     assert "skipped: predicted" in text
 
 
-def stop_case(args):
+@scenario(may_skip=True)
+def scenario_stop(args):
     # Any traced process holds more than 2 MiB of RSS: the first run passes, the rest stop.
     report, text, out = scale(args, ["--sizes", "1000,2000,4000", "--ram", "2MiB"], "linear")
     statuses = [r["status"] for r in report["runs"]]
@@ -83,12 +106,13 @@ def stop_case(args):
     assert "stopped" in report["runs"][1]["reason"]
 
 
-def terminal_case(args):
+@scenario(may_skip=True)
+def scenario_terminal(args):
     """In a terminal (tmux), where stdout and stderr are the screen, each run's line is said once:
     the progress line, not again in the summary."""
     if not shutil.which("tmux"):
         print("SKIP: tmux is not installed")
-        sys.exit(77)
+        sys.exit(SKIP)
     out = os.path.join(args.work, "out")
     session = "memstage-scale-%d" % os.getpid()
     command = " ".join([args.memstage, "scale", "-o", out, "--sizes", "1000,2000", "--ram", "1GiB", "--",
@@ -113,24 +137,10 @@ def terminal_case(args):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("scenario")
-    parser.add_argument("--memstage", required=True)
-    parser.add_argument("--grow", required=True)
-    parser.add_argument("--work", required=True)
-    args = parser.parse_args()
-    shutil.rmtree(args.work, ignore_errors=True)
-    os.makedirs(args.work)
-    if args.scenario in CASES:
-        family_case(args, args.scenario)
-    elif args.scenario == "skip":
-        skip_case(args)
-    elif args.scenario == "stop":
-        stop_case(args)
-    elif args.scenario == "terminal":
-        terminal_case(args)
-    else:
-        sys.exit(f"unknown scenario {args.scenario}")
+    function, args = SCENARIOS.parse("scale.cli", __doc__.splitlines()[0],
+                                     lambda parser: parser.add_argument("--grow", required=True))
+    args.work = fresh_folder(args.work)
+    function(args)
 
 
 if __name__ == "__main__":

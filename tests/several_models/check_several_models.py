@@ -14,13 +14,14 @@ Usage: check_several_models.py MEMSTAGE SCRIPT WORK_DIR"""
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import Checks, fresh_folder  # noqa: E402
+
 memstage, script, work = sys.argv[1:4]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
+work = fresh_folder(work)
 figures_file = os.path.join(work, "figures.json")
 out = os.path.join(work, "run")
 done = subprocess.run([memstage, "run", "-q", "-o", out, "--", "/usr/bin/python3", script,
@@ -34,14 +35,9 @@ for number, text in enumerate(open(script), start=1):
     m = re.search(r"# weights: (\w+)", text)
     if m:
         weight_lines.setdefault(m.group(1), set()).add(number)
-failures = []
+CHECKS = Checks(show_passes=True)
+check = CHECKS.check
 INT8_QUARTER = ("textbag",)  # every weight quantized, none kept twice
-
-
-def check(ok, what):
-    print(("ok    " if ok else "FAIL  ") + what)
-    if not ok:
-        failures.append(what)
 
 
 def weight_frames(stack, model):
@@ -100,7 +96,4 @@ cycle = made["transformer"]["fp32_tensor_bytes"]
 check(live_at_end(collected) <= live_at_end(deleted) - 0.95 * cycle,
       "cleanup: del leaves %d bytes live, gc.collect() frees %d more (the transformer in a cycle, %d)"
       % (live_at_end(deleted), live_at_end(deleted) - live_at_end(collected), cycle))
-if failures:
-    print("%d check(s) failed" % len(failures))
-    sys.exit(1)
-print("several models: ok")
+sys.exit(CHECKS.summary())

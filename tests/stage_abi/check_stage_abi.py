@@ -6,20 +6,16 @@ module: a C program that declares them itself and a ctypes script, both under
 usage: check_stage_abi.py MEMSTAGE C_PROGRAM PY_SCRIPT WORK_DIR"""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import Checks, fresh_folder  # noqa: E402
+
 memstage, program, script, work = sys.argv[1:5]
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-failures = []
-
-
-def check(condition, message):
-    print(("ok:   " if condition else "FAIL: ") + message)
-    if not condition:
-        failures.append(message)
+work = fresh_folder(work)
+CHECKS = Checks(show_passes=True)
+check = CHECKS.check
 
 
 def traced(name, command):
@@ -64,5 +60,4 @@ if "hold" in by_path:
     retained = by_path["hold"]["retained_bytes"]
     check(8000000 <= retained < 8000000 + 65536, "hold retains the 8,000,000-byte bytearray (got %d)" % retained)
 
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+sys.exit(CHECKS.summary())

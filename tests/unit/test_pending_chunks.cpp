@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -32,8 +34,38 @@ uint64_t dead_pid() {
   return static_cast<uint64_t>(child);
 }
 
+// A trace of three chunks as the tracer writes them (process and RSS at 5 ns; RSS at 10; RSS
+// at 20): its first chunk as a file, and the other two's records as the writer's buffers held them.
+struct ThreeChunks {
+  std::string file;                   // file header + the first chunk
+  std::vector<std::string> raw;       // the records of chunks 1 and 2 (0-based), uncompressed
+  std::vector<std::string> chunks;    // chunks 1 and 2 as written
+  ThreeChunks() {
+    TraceBuilder b;
+    b.process().rss(5, 1 << 20, 0).chunk();
+    b.rss(10, 1 << 20, 0).chunk();
+    b.rss(20, 1 << 20, 0).chunk();
+    const std::string whole = b.bytes();
+    size_t offset = sizeof(trace::FileHeader);
+    for (int i = 0; i < 3; ++i) {
+      trace::ChunkHeader h{};
+      memcpy(&h, whole.data() + offset, sizeof(h));
+      const size_t end = offset + sizeof(h) + h.compressed_bytes;
+      if (i == 0) {
+        file = whole.substr(0, end);
+      } else {
+        std::string records(h.raw_bytes, '\0');
+        ZSTD_decompress(records.data(), records.size(), whole.data() + offset + sizeof(h), h.compressed_bytes);
+        raw.push_back(records);
+        chunks.push_back(whole.substr(offset, end - offset));
+      }
+      offset = end;
+    }
+  }
+};
+
 // A pending file as the tracer leaves it: `chunks_written` chunks written, the trace then
-// `written_bytes` long, and each buffer's chunk ordinal + 1 with one Rss record at t_ns.
+// `written_bytes` long, and each buffer's chunk ordinal + 1 with its records.
 struct PendingFile {
   static constexpr uint32_t kBufferBytes = 4096;
   std::vector<uint8_t> bytes = std::vector<uint8_t>(trace::pending_file_bytes(kBufferBytes));
@@ -45,10 +77,9 @@ struct PendingFile {
     header().written_bytes = written_bytes;
     header().chunks_written = chunks_written;
   }
-  void buffer(int i, uint64_t chunk_plus_one, uint64_t t_ns) {
-    uint8_t* out = bytes.data() + trace::kPendingHeaderBytes + i * kBufferBytes;
-    const trace::records::Rss record{t_ns, 1 << 20, 0};
-    header().buffers[i].bytes = static_cast<uint64_t>(trace::records::encode(out, record) - out);
+  void buffer(int i, uint64_t chunk_plus_one, const std::string& records) {
+    memcpy(bytes.data() + trace::kPendingHeaderBytes + i * kBufferBytes, records.data(), records.size());
+    header().buffers[i].bytes = records.size();
     header().buffers[i].chunk_plus_one = chunk_plus_one;
   }
   // Beside the trace, or in /dev/shm where the tracer puts it first.
@@ -61,11 +92,11 @@ struct PendingFile {
   }
 };
 
-std::string trace_with_one_chunk(const std::string& name) {
+std::string write_file(const std::string& name, const std::string& bytes) {
   const std::string path = memstage::testing::temp_trace_path(name);
-  TraceBuilder b;
-  b.process().rss(5, 1 << 20, 0).chunk();
-  b.write(path);
+  FILE* f = fopen(path.c_str(), "wb");
+  fwrite(bytes.data(), 1, bytes.size(), f);
+  fclose(f);
   return path;
 }
 
@@ -75,10 +106,11 @@ uint64_t file_bytes(const std::string& path) { return std::filesystem::file_size
 
 TEST_CASE("a dead process's unwritten chunks are appended in their order, its pending file removed", "[pending]") {
   const bool in_shared_memory = GENERATE(false, true);
-  const std::string path = trace_with_one_chunk("pending_dead.mst");
+  const ThreeChunks t;
+  const std::string path = write_file("pending_dead.mst", t.file);
   PendingFile pending(dead_pid(), file_bytes(path), 1);
-  pending.buffer(0, 3, 20);  // the chunk being filled
-  pending.buffer(1, 2, 10);  // the chunk handed to the compressor before it
+  pending.buffer(0, 3, t.raw[1]);  // the chunk being filled
+  pending.buffer(1, 2, t.raw[0]);  // the chunk handed to the compressor before it
   pending.write(path, in_shared_memory);
   const trace::PendingDrain drained = trace::drain_pending_chunks(path);
   CHECK(drained.found);
@@ -96,17 +128,11 @@ TEST_CASE("a dead process's unwritten chunks are appended in their order, its pe
 
 TEST_CASE("a chunk written whole but not yet counted is kept, one cut by the kill written again", "[pending]") {
   for (const bool whole : {true, false}) {
-    const std::string path = trace_with_one_chunk("pending_written.mst");
-    const uint64_t before = file_bytes(path);
-    PendingFile pending(dead_pid(), before, 1);
-    pending.buffer(0, 2, 10);
+    const ThreeChunks t;
     // What the dying process wrote of that chunk: all of it, or its first 7 bytes.
-    TraceBuilder same;
-    same.rss(10, 1 << 20, 0).chunk();
-    const std::string chunk = same.bytes().substr(sizeof(trace::FileHeader));
-    FILE* f = fopen(path.c_str(), "ab");
-    fwrite(chunk.data(), 1, whole ? chunk.size() : 7, f);
-    fclose(f);
+    const std::string path = write_file("pending_written.mst", t.file + t.chunks[0].substr(0, whole ? std::string::npos : 7));
+    PendingFile pending(dead_pid(), t.file.size(), 1);
+    pending.buffer(0, 2, t.raw[0]);
     pending.write(path);
     CHECK(trace::drain_pending_chunks(path).chunks == (whole ? 0 : 1));  // a whole one is kept as it is
     RssTimes v;
@@ -118,10 +144,11 @@ TEST_CASE("a chunk written whole but not yet counted is kept, one cut by the kil
 }
 
 TEST_CASE("chunks already written, and a chunk after a gap, are not appended", "[pending]") {
-  const std::string path = trace_with_one_chunk("pending_gap.mst");
+  const ThreeChunks t;
+  const std::string path = write_file("pending_gap.mst", t.file);
   PendingFile pending(dead_pid(), file_bytes(path), 1);
-  pending.buffer(0, 1, 5);   // chunk 0: written
-  pending.buffer(1, 3, 30);  // chunk 2, with chunk 1 lost: the rest would not read
+  pending.buffer(0, 1, t.raw[0]);  // as chunk 0: written already
+  pending.buffer(1, 3, t.raw[1]);  // chunk 2, with chunk 1 lost: the rest would not read
   pending.write(path);
   CHECK(trace::drain_pending_chunks(path).chunks == 0);
   RssTimes v;
@@ -129,10 +156,11 @@ TEST_CASE("chunks already written, and a chunk after a gap, are not appended", "
 }
 
 TEST_CASE("the pending file of a process still running is left alone", "[pending]") {
-  const std::string path = trace_with_one_chunk("pending_alive.mst");
+  const ThreeChunks t;
+  const std::string path = write_file("pending_alive.mst", t.file);
   const uint64_t before = file_bytes(path);
   PendingFile pending(static_cast<uint64_t>(getpid()), before, 1);
-  pending.buffer(0, 2, 10);
+  pending.buffer(0, 2, t.raw[0]);
   pending.write(path);
   const trace::PendingDrain drained = trace::drain_pending_chunks(path);
   CHECK(drained.owner_alive);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -86,7 +87,7 @@ TEST_CASE("a trace cut anywhere is read up to its last complete chunk") {
   }
 }
 
-TEST_CASE("a corrupt byte stops the reader at that chunk, with a reason") {
+TEST_CASE("a corrupt byte anywhere: never a crash, never more than the whole, a reason for what was lost") {
   const std::string whole = three_chunk_trace();
   const std::string path = temp_path("corrupt.mst");
   for (size_t i = sizeof(trace::FileHeader); i < whole.size(); i += 3) {
@@ -98,203 +99,161 @@ TEST_CASE("a corrupt byte stops the reader at that chunk, with a reason") {
     const auto summary = trace::read_trace(path, v);
     CHECK(v.allocs <= 3);
     if (summary.truncated) CHECK_FALSE(summary.truncation.empty());
+    for (const auto& span : summary.damage.spans) CHECK_FALSE(span.why.empty());
   }
-}
-
-TEST_CASE("a file that is not a trace is refused by name") {
-  const std::string path = temp_path("not_a_trace.txt");
-  write_bytes(path, "hello, this is not a trace at all\n");
-  Counting v;
-  CHECK_THROWS_AS(trace::read_trace(path, v), trace::NotATraceError);
-  CHECK_FALSE(trace::looks_like_trace(path));
-  try {
-    trace::read_trace(path, v);
-  } catch (const trace::NotATraceError& e) {
-    CHECK(std::string(e.what()).find("is not a memstage trace") != std::string::npos);
-  }
-}
-
-TEST_CASE("an event naming an undefined stack is corruption, not a crash") {
-  TraceBuilder b;
-  b.process().alloc(0x1000, 10, 7).end(1);  // stack 7 was never defined
-  const std::string path = temp_path("bad_stack.mst");
-  write_bytes(path, b.bytes());
-  Counting v;
-  const auto summary = trace::read_trace(path, v);
-  CHECK(summary.truncated);
-  CHECK(v.allocs == 0);
-}
-
-TEST_CASE("records with lists and strings read back as the record table encodes them") {
-  namespace records = trace::records;
-  struct Seen : trace::TraceVisitor {
-    trace::ProcessInfo info;
-    std::vector<trace::Module> modules;
-    std::map<uint32_t, std::pair<uint32_t, uint64_t>> nodes;  // id -> (parent, return address)
-    std::vector<uint64_t> stack;  // the stack the allocation names, innermost frame first
-    trace::PythonCode code;
-    void on_process_info(const trace::ProcessInfo& i) override { info = i; }
-    void on_modules(const std::vector<trace::Module>& m) override { modules = m; }
-    void on_stack_node(uint32_t id, uint32_t parent, uint64_t address) override { nodes[id] = {parent, address}; }
-    void on_alloc_info(uint32_t, uint64_t, uint32_t node, int32_t) override {
-      for (; node != 0; node = nodes.at(node).first) stack.push_back(nodes.at(node).second);
-    }
-    void on_python_code(const trace::PythonCode& c) override { code = c; }
-  };
-  const records::Segment segments[] = {{0x1000, 0x2000}, {0x3000, 0x3800}};
-  records::ModuleEntry module;
-  module.path = "/lib/libx.so";
-  module.load_bias = 0x400;
-  module.segments.items = segments;
-  records::Modules modules;
-  modules.modules.items = {&module, 1};
-  TraceBuilder b;
-  // The stack's nodes reach the visitor before the record that names it.
-  b.process(4242).record(modules).stack({0x7fff0000, 0x1000, 0x7fff0010}).alloc(0x5000, 16, 0);
-  b.record(records::PythonCode{7, 12, "a.py", "f"}).end(1);
-  const std::string path = temp_path("records.mst");
-  write_bytes(path, b.bytes());
-  Seen v;
-  const auto summary = trace::read_trace(path, v);
-  CHECK_FALSE(summary.truncated);
-  CHECK(v.info.pid == 4242);
-  CHECK(v.info.argv == std::vector<std::string>{"test"});
-  CHECK(v.info.allocator == "glibc");
-  REQUIRE(v.modules.size() == 1);
-  CHECK(v.modules[0].path == "/lib/libx.so");
-  CHECK(v.modules[0].load_bias == 0x400);
-  REQUIRE(v.modules[0].segments.size() == 2);
-  CHECK(v.modules[0].segments[1].end == 0x3800);
-  CHECK(v.stack == std::vector<uint64_t>{0x7fff0000, 0x1000, 0x7fff0010});  // deltas both ways
-  CHECK(v.code.id == 7);
-  CHECK(v.code.function == "f");
-}
-
-TEST_CASE("an unknown record tag is corruption") {
-  // The tag after the last known one, and one between known kinds (51: in attach's block,
-  // unused).
-  for (const uint8_t tag : {static_cast<uint8_t>(trace::records::kMaxTag + 1), uint8_t{51}}) {
-    TraceBuilder b;
-    b.process().chunk();
-    std::string bytes = b.bytes();
-    // A chunk of one byte: the tag.
-    const uint8_t raw[] = {tag};
-    std::vector<uint8_t> out(ZSTD_compressBound(1));
-    const size_t n = ZSTD_compress(out.data(), out.size(), raw, 1, 1);
-    trace::ChunkHeader h{trace::kChunkMagic, static_cast<uint32_t>(n), 1};
-    bytes.append(reinterpret_cast<const char*>(&h), sizeof(h));
-    bytes.append(reinterpret_cast<const char*>(out.data()), n);
-    const std::string path = temp_path("unknown_tag.mst");
-    write_bytes(path, bytes);
-    Counting v;
-    const auto summary = trace::read_trace(path, v);
-    CHECK(summary.truncated);
-    CHECK(summary.truncation.find("unknown record tag " + std::to_string(tag)) != std::string::npos);
-  }
-}
-
-TEST_CASE("stages nested deeper, or named longer, than the tracer writes are corruption") {
-  TraceBuilder deep;
-  deep.process().stage_name("s");
-  for (uint32_t i = 0; i < trace::kMaxStageDepth; ++i) deep.stage_begin(0, i);
-  deep.stage_end(1).stage_begin(0, 2);  // back to the limit: still readable
-  deep.chunk().stage_begin(0, 3).end(4);  // one deeper
-  const std::string path = temp_path("deep.mst");
-  write_bytes(path, deep.bytes());
-  Counting v;
-  auto summary = trace::read_trace(path, v);
-  CHECK(summary.truncated);
-  CHECK(summary.truncation.find("nested deeper") != std::string::npos);
-  CHECK(summary.chunks == 1);
-
-  TraceBuilder named;
-  named.process().stage_name(std::string(trace::kMaxStageNameBytes, 'x')).chunk();
-  named.stage_name(std::string(trace::kMaxStageNameBytes + 1, 'y')).end(1);
-  write_bytes(path, named.bytes());
-  summary = trace::read_trace(path, v);
-  CHECK(summary.truncated);
-  CHECK(summary.truncation.find("stage name longer") != std::string::npos);
-  CHECK(summary.chunks == 1);
 }
 
 namespace {
 
-// Appends `bytes` to `path` in pieces of `piece` bytes, each flushed, as a tracer's
-// writer does while its process runs.
-void append_in_pieces(const std::string& path, const std::string& bytes, size_t piece) {
-  FILE* f = fopen(path.c_str(), "ab");
-  for (size_t at = 0; at < bytes.size(); at += piece) {
-    fwrite(bytes.data() + at, 1, std::min(piece, bytes.size() - at), f);
-    fflush(f);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+// Every record that names or defines an id, as a line: what a skipped chunk changes.
+struct Ids : trace::TraceVisitor {
+  std::vector<std::string> lines;
+  void add(std::string line) { lines.push_back(std::move(line)); }
+  void on_stage_name(uint32_t id, const std::string& name) override { add("name " + std::to_string(id) + " " + name); }
+  void on_stage_begin(uint32_t name_id, uint64_t) override { add("begin " + std::to_string(name_id)); }
+  void on_stage_end(uint64_t) override { add("end"); }
+  void on_stack_node(uint32_t id, uint32_t parent, uint64_t address) override {
+    std::ostringstream line;
+    line << "node " << id << " " << parent << " " << std::hex << address;
+    add(line.str());
   }
-  fclose(f);
+  void on_alloc_info(uint32_t id, uint64_t size, uint32_t stack, int32_t stage) override {
+    add("info " + std::to_string(id) + " " + std::to_string(size) + " " + std::to_string(stack) + " " +
+        std::to_string(stage));
+  }
+  void on_alloc(uint32_t info, bool) override { add("alloc " + std::to_string(info)); }
+  void on_free(uint32_t info, bool) override { add("free " + std::to_string(info)); }
+};
+
+// Three chunks; the second defines a stage name, stack nodes, allocation infos and stage
+// instances that the third names, or builds on.
+TraceBuilder three_chunks_of_definitions(uint32_t version = trace::kFormatVersion) {
+  TraceBuilder b(version);
+  b.process().stage_name("load").stage_begin(0, 1).stack({0x1000, 0x2000}).alloc(0xa000, 100, 0).chunk();
+  b.stage_name("lost").stack({0x3000, 0x2000}).stack({0x4000}).alloc(0xb000, 200, 1);
+  b.stage_end(2).stage_begin(0, 3).stage_end(4).stage_begin(1, 5).alloc(0xc000, 300, 2).chunk();
+  b.stack({0x5000, 0x3000, 0x2000}).stack({0x6000, 0x1000, 0x2000}).alloc(0xd000, 400, 4);
+  b.free(0xb000).free(0xa000).stage_end(6).stage_name("after").stage_begin(2, 7).end(8);
+  return b;
 }
 
-// Reads `path` into `v` while a thread writes `bytes` into it in pieces of `piece` bytes,
-// waiting `linger_ms` before it says the writer ended.
-trace::ReadSummary read_while_written(const std::string& path, const std::string& bytes, size_t piece,
-                                      Counting& v, unsigned linger_ms = 0) {
-  write_bytes(path, "");
-  std::atomic<bool> writing{true};
-  std::thread writer([&] {
-    append_in_pieces(path, bytes, piece);
-    std::this_thread::sleep_for(std::chrono::milliseconds(linger_ms));
-    writing = false;
-  });
-  const trace::FollowWriter follow{[&] { return writing.load(); },
-                                   [] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); }};
-  const auto summary = trace::read_trace(path, v, {}, &follow);
-  writer.join();
-  return summary;
+// Where each chunk of `bytes` ends.
+std::vector<uint64_t> chunk_ends(const std::string& bytes) {
+  const std::string path = temp_path("chunk_ends.mst");
+  write_bytes(path, bytes);
+  Counting v;
+  std::vector<uint64_t> ends{sizeof(trace::FileHeader)};
+  trace::read_trace(path, v, [&](uint64_t done, uint64_t) { ends.push_back(done); });
+  return ends;
 }
 
 }  // namespace
 
-TEST_CASE("a trace still being written is read as it grows, to the same records as the whole file") {
-  const std::string whole = three_chunk_trace();
-  const std::string path = temp_path("growing.mst");
-  for (const size_t piece : {size_t{1}, size_t{7}, sizeof(trace::ChunkHeader), size_t{4096}}) {
-    INFO("written " << piece << " bytes at a time");
-    Counting v;
-    const auto summary = read_while_written(path, whole, piece, v);
-    // Every piece came while the reader waited: never a truncation, nothing missed.
+TEST_CASE("a damaged middle chunk is skipped, and the later chunks' ids keep their meaning") {
+  const std::string whole = three_chunks_of_definitions().bytes();
+  const std::vector<uint64_t> ends = chunk_ends(whole);
+  REQUIRE(ends.size() == 4);
+  const std::string lost = trace::kLostInDamagedChunk;
+  for (const uint64_t flipped : {ends[1], ends[1] + 13, (ends[1] + ends[2]) / 2, ends[2] - 1}) {
+    INFO("flipped byte " << flipped << " of the chunk at " << ends[1] << " to " << ends[2]);
+    std::string bad = whole;
+    bad[flipped] = static_cast<char>(bad[flipped] ^ 0x20);
+    const std::string path = temp_path("damaged_middle.mst");
+    write_bytes(path, bad);
+    Ids v;
+    const trace::ReadSummary summary = trace::read_trace(path, v);
     CHECK_FALSE(summary.truncated);
     CHECK(summary.ended_cleanly);
-    CHECK(summary.chunks == 3);
-    CHECK(summary.file_bytes == whole.size());
-    CHECK(v.allocs == 3);
-    CHECK(v.frees == 1);
-    CHECK(v.stack_nodes == 2);
+    CHECK(summary.chunks == 2);
+    REQUIRE(summary.damage.spans.size() == 1);
+    CHECK(summary.damage.spans[0].offset == ends[1]);
+    CHECK(summary.damage.spans[0].bytes == ends[2] - ends[1]);
+    CHECK(summary.damage.skipped_bytes() == ends[2] - ends[1]);
+    CHECK(summary.damage.stack_nodes == 3);  // nodes 3 and 4, and node 5 below node 3
+    CHECK(summary.damage.alloc_infos == 2);
+    CHECK(summary.damage.stage_names == 1);
+    CHECK(summary.damage.stage_instances == 2);
+    CHECK(summary.damage.events_left_out == 1);  // the free of the block of lost info 1
+    std::ostringstream hex;
+    hex << std::hex << trace::kLostFrameAddress;
+    const std::string lost_node = hex.str();
+    const std::vector<std::string> want{
+        "name 0 load", "begin 0", "node 1 0 2000", "node 2 1 1000", "info 0 100 2 0", "alloc 0",
+        // Where the damaged chunk was: its name and nodes as stand-ins; "load" (instance 0)
+        // ends, instance 1, begun and ended in it, takes the lost name, "lost" (2) stays open.
+        "name 1 " + lost, "node 3 0 " + lost_node, "node 4 0 " + lost_node, "end", "name 2 " + lost, "begin 2",
+        "end", "begin 1",
+        // The next chunk: node 5, under lost node 3, is lost; node 6, under node 2, is known.
+        "node 5 0 " + lost_node, "node 6 2 6000", "info 3 400 6 2", "alloc 3", "free 0", "end", "name 3 after",
+        "begin 3"};
+    CHECK(v.lines == want);
   }
 }
 
-TEST_CASE("a trace whose writer ended inside a chunk is truncated there, as a finished file") {
-  const std::string whole = three_chunk_trace();
-  const std::string path = temp_path("growing_cut.mst");
-  const size_t cut = whole.size() - 3;  // inside the last chunk
-  write_bytes(path, whole.substr(0, cut));
-  Counting plain;
-  const auto expected = trace::read_trace(path, plain);
-
-  Counting v;
-  const auto summary = read_while_written(path, whole.substr(0, cut), 5, v, 20);  // the reader waits inside the chunk
+TEST_CASE("a damaged first chunk, which holds the process record, ends the trace there") {
+  const std::string whole = three_chunks_of_definitions().bytes();
+  const std::vector<uint64_t> ends = chunk_ends(whole);
+  std::string bad = whole;
+  bad[ends[0] + 20] = static_cast<char>(bad[ends[0] + 20] ^ 0x20);
+  const std::string path = temp_path("damaged_first.mst");
+  write_bytes(path, bad);
+  Ids v;
+  const trace::ReadSummary summary = trace::read_trace(path, v);
   CHECK(summary.truncated);
-  CHECK(summary.truncation == expected.truncation);
-  CHECK(summary.chunks == expected.chunks);
-  CHECK(v.allocs == plain.allocs);
-  CHECK(summary.file_bytes == cut);
+  CHECK(summary.damage.spans.empty());
+  CHECK(summary.chunks == 0);
+  CHECK(v.lines.empty());
 }
 
-TEST_CASE("a visitor that is done stops the reader after that chunk") {
-  const std::string path = temp_path("done.mst");
-  write_bytes(path, three_chunk_trace());
-  struct DoneAfterTwo : Counting {
-    bool done() const override { return allocs >= 2; }
-  } v;
+TEST_CASE("before version 4 a damaged chunk still ends the trace there") {
+  const std::string whole = three_chunks_of_definitions(3).bytes();
+  const std::vector<uint64_t> ends = chunk_ends(whole);
+  REQUIRE(ends.size() == 4);
+  std::string bad = whole;
+  bad[ends[1] + 13] = static_cast<char>(bad[ends[1] + 13] ^ 0x20);
+  const std::string path = temp_path("damaged_v3.mst");
+  write_bytes(path, bad);
+  Ids v;
+  const trace::ReadSummary summary = trace::read_trace(path, v);
+  CHECK(summary.truncated);
+  CHECK(summary.truncation.find("at byte " + std::to_string(ends[1])) != std::string::npos);
+  CHECK(summary.damage.spans.empty());
+  CHECK(summary.chunks == 1);
+}
+
+TEST_CASE("a chunk whose start says records before it were never written is read on from") {
+  TraceBuilder first;
+  first.process().stack({0x10});  // node 1
+  TraceBuilder more;
+  more.process().stack({0x10}).stack({0x20}).chunk();  // nodes 1 and 2: the next chunk starts at 3
+  more.alloc(0x1000, 8, 1).end(1);
+  const std::string more_bytes = more.bytes();
+  const std::string path = temp_path("chunk_start_ahead.mst");
+  write_bytes(path, first.bytes() + more_bytes.substr(chunk_ends(more_bytes)[1]));
+  Ids v;
   const auto summary = trace::read_trace(path, v);
-  CHECK(summary.chunks == 1);  // the first chunk holds two allocations
-  CHECK(v.allocs == 2);
-  CHECK(v.frees == 0);
-  CHECK_FALSE(summary.ended_cleanly);
+  CHECK_FALSE(summary.truncated);
+  CHECK(summary.ended_cleanly);
+  REQUIRE(summary.damage.spans.size() == 1);
+  CHECK(summary.damage.spans[0].bytes == 0);
+  CHECK(summary.damage.stack_nodes == 1);
+  std::ostringstream lost_node;
+  lost_node << "node 2 0 " << std::hex << trace::kLostFrameAddress;
+  CHECK(v.lines == std::vector<std::string>{"node 1 0 10", lost_node.str(), "info 0 8 2 -1", "alloc 0"});
+}
+
+TEST_CASE("a chunk start that does not match the records before it is corruption") {
+  TraceBuilder first;
+  first.process().stack({0x10});  // node 1: the next chunk starts at node 2
+  TraceBuilder other;
+  other.process().chunk();
+  other.end(1);  // in a chunk that starts at node 1
+  const std::string other_bytes = other.bytes();
+  const std::string path = temp_path("chunk_start_mismatch.mst");
+  write_bytes(path, first.bytes() + other_bytes.substr(chunk_ends(other_bytes)[1]));
+  Counting v;
+  const auto summary = trace::read_trace(path, v);
+  CHECK(summary.truncated);
+  CHECK(summary.truncation.find("does not match") != std::string::npos);
+  CHECK(v.ends == 0);
 }

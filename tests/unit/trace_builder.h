@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <tuple>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -65,7 +66,7 @@ class TraceBuilder {
   // Blocks are named by address here, as the tracer sees them; the trace names them by
   // allocation info, as the tracer's writer does.
   TraceBuilder& alloc(uint64_t address, uint64_t size, uint32_t stack_id = 0, bool realloc = false) {
-    const uint64_t stage_plus_one = open_stages_.empty() ? 0 : open_stages_.back() + 1;
+    const uint64_t stage_plus_one = open_stages_.empty() ? 0 : open_stages_.back().instance + 1;
     const auto key = std::make_tuple(size, stack_id, stage_plus_one);
     auto [it, added] = infos_.try_emplace(key, infos_.size());
     if (added) record(trace::records::AllocInfo{size, stack_node(stack_id), stage_plus_one});
@@ -76,7 +77,7 @@ class TraceBuilder {
   }
   // An allocation freed at once, as the writer writes it since version 3 (kTemporary).
   TraceBuilder& temporary(uint64_t size, uint32_t stack_id = 0) {
-    const uint64_t stage_plus_one = open_stages_.empty() ? 0 : open_stages_.back() + 1;
+    const uint64_t stage_plus_one = open_stages_.empty() ? 0 : open_stages_.back().instance + 1;
     const auto key = std::make_tuple(size, stack_id, stage_plus_one);
     auto [it, added] = infos_.try_emplace(key, infos_.size());
     if (added) record(trace::records::AllocInfo{size, stack_node(stack_id), stage_plus_one});
@@ -93,21 +94,18 @@ class TraceBuilder {
     return temporary ? record(trace::records::FreeLast{}) : record(trace::records::Free{info});
   }
   TraceBuilder& stage_name(const std::string& name) { return record(trace::records::StageName{name}); }
-  TraceBuilder& stage_begin(uint32_t id, uint64_t t_ns) {
-    open_stages_.push_back(stage_instances_++);
-    return record(trace::records::StageBegin{id, t_ns});
-  }
-  TraceBuilder& stage_end(uint64_t t_ns) {
-    if (!open_stages_.empty()) open_stages_.pop_back();
-    return record(trace::records::StageEnd{t_ns});
-  }
+  TraceBuilder& stage_begin(uint32_t id, uint64_t t_ns) { return record(trace::records::StageBegin{id, t_ns}); }
+  TraceBuilder& stage_end(uint64_t t_ns) { return record(trace::records::StageEnd{t_ns}); }
   TraceBuilder& rss(uint64_t t_ns, uint64_t bytes, uint64_t tracer_bytes = 0) {
     return record(trace::records::Rss{t_ns, bytes, tracer_bytes});
   }
   TraceBuilder& end(uint64_t t_ns) { return record(trace::records::End{t_ns}); }
   // Any record of trace_records.h, encoded as the tracer does.
+  // A chunk's records open with its kChunkStart (version 4 on), counted as the writer does.
   template <class R>
   TraceBuilder& record(const R& r) {
+    if (raw_.empty()) chunk_start();
+    count_definitions(r);
     const size_t at = raw_.size();
     raw_.resize(at + trace::records::max_encoded_bytes(r));
     raw_.resize(static_cast<size_t>(trace::records::encode(raw_.data() + at, r) - raw_.data()));
@@ -116,6 +114,7 @@ class TraceBuilder {
 
   // Records already encoded (the tracer's own encoders, as aggregate mode's).
   TraceBuilder& raw(const uint8_t* bytes, size_t n) {
+    if (raw_.empty()) chunk_start();
     raw_.insert(raw_.end(), bytes, bytes + n);
     return *this;
   }
@@ -123,8 +122,13 @@ class TraceBuilder {
   // Closes the current chunk: records after this go into the next one.
   TraceBuilder& chunk() {
     if (raw_.empty()) return *this;
+    // As the tracer compresses: level 1, with the content checksum.
     std::vector<uint8_t> out(ZSTD_compressBound(raw_.size()));
-    const size_t n = ZSTD_compress(out.data(), out.size(), raw_.data(), raw_.size(), 1);
+    ZSTD_CCtx* zstd = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(zstd, ZSTD_c_compressionLevel, 1);
+    ZSTD_CCtx_setParameter(zstd, ZSTD_c_checksumFlag, 1);
+    const size_t n = ZSTD_compress2(zstd, out.data(), out.size(), raw_.data(), raw_.size());
+    ZSTD_freeCCtx(zstd);
     trace::ChunkHeader h{trace::kChunkMagic, static_cast<uint32_t>(n), static_cast<uint32_t>(raw_.size())};
     append(&h, sizeof(h));
     append(out.data(), n);
@@ -143,14 +147,39 @@ class TraceBuilder {
     fclose(f);
   }
 
-  TraceBuilder() {
+  // `version`: an older format's, for tests that read one (before 4: no chunk starts).
+  explicit TraceBuilder(uint32_t version = trace::kFormatVersion) : version_(version) {
     trace::FileHeader h{};
     memcpy(h.magic, trace::kFileMagic, sizeof(h.magic));
-    h.version = trace::kFormatVersion;
+    h.version = version;
     append(&h, sizeof(h));
   }
 
  private:
+  template <class R>
+  void count_definitions(const R& r) {
+    if constexpr (std::is_same_v<R, trace::records::StackNode>) ++next_stack_node_;
+    if constexpr (std::is_same_v<R, trace::records::AllocInfo>) ++next_alloc_info_;
+    if constexpr (std::is_same_v<R, trace::records::StageName>) ++next_stage_name_;
+    if constexpr (std::is_same_v<R, trace::records::StageBegin>) {
+      open_stages_.push_back(trace::records::OpenStage{stage_instances_++, r.name_id});
+    }
+    if constexpr (std::is_same_v<R, trace::records::StageEnd>) {
+      if (!open_stages_.empty()) open_stages_.pop_back();
+    }
+  }
+  void chunk_start() {
+    if (version_ < trace::kFirstVersionWithChunkStarts) return;
+    trace::records::ChunkStart start;
+    start.next_stack_node = next_stack_node_;
+    start.next_alloc_info = next_alloc_info_;
+    start.next_stage_name = next_stage_name_;
+    start.next_stage_instance = stage_instances_;
+    start.open_stages.items = open_stages_;
+    raw_.resize(trace::records::max_encoded_bytes(start));
+    raw_.resize(static_cast<size_t>(trace::records::encode(raw_.data(), start) - raw_.data()));
+  }
+
   void append(const void* p, size_t n) { file_.append(static_cast<const char*>(p), n); }
 
   std::vector<uint8_t> raw_;
@@ -162,8 +191,11 @@ class TraceBuilder {
   std::vector<uint64_t> stack_nodes_;  // the builder's stack id -> its innermost node
   uint64_t last_alloc_ = 0;
   bool last_was_alloc_ = false;
-  std::vector<uint64_t> open_stages_;
+  uint32_t version_;
+  // What the records so far defined, as a chunk start counts it.
+  std::vector<trace::records::OpenStage> open_stages_;
   uint64_t stage_instances_ = 0;
+  uint64_t next_stack_node_ = 1, next_alloc_info_ = 0, next_stage_name_ = 0;
 };
 
 }  // namespace memstage::testing

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reports/render/model_json.h"
+
 namespace memstage::reports {
 namespace {
 
@@ -26,11 +28,8 @@ std::string joined(const std::vector<std::string>& words) {
   return out;
 }
 
-}  // namespace
-
-std::string render_chrome_trace(const Report& report) {
-  const uint64_t pid = report.processes.empty() ? 1 : report.processes.front().pid;
-  json events = json::array();
+// The process's and its tracks' names.
+void add_metadata(json& events, const Report& report, uint64_t pid) {
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
                     {"args", {{"name", "memstage: " + joined(report.command)}}}});
   events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", kStageThread},
@@ -39,9 +38,26 @@ std::string render_chrome_trace(const Report& report) {
     events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", kGroupedStageThread},
                       {"args", {{"name", "stages grouped by path"}}}});
   }
+}
 
-  // Stages: a child's slice is clamped into its parent's, since viewers nest "X" slices by
-  // time containment and rounding must not make a child stick out.
+// A stage slice's arguments: the figures a viewer's panel shows, named and measured as in
+// report.json (model_json.h).
+json stage_args(const Report& report, const StageReport& s) {
+  const json figures = model_json::memory_figures_json<json>(s.figures, model_json::measured_in(report));
+  json args{{"path", s.path},
+            {"closed", s.closed},
+            {"retained_bytes", s.retained_bytes},
+            {"fragmentation_ratio", figures["fragmentation"]["ratio"]}};
+  for (const char* key : {"peak_heap_bytes", "peak_rss_bytes", "allocations", "bytes_allocated", "leaked_bytes"}) {
+    args[key] = figures[key];
+  }
+  if (report.stage_grouping) args["instances"] = s.instances;
+  return args;
+}
+
+// Stages: a child's slice is clamped into its parent's, since viewers nest "X" slices by
+// time containment and rounding must not make a child stick out.
+void add_stages(json& events, const Report& report, uint64_t pid) {
   const auto& stages = report.stages;
   std::vector<double> begin_us(stages.size()), end_us(stages.size());
   for (size_t i = 0; i < stages.size(); ++i) {
@@ -62,7 +78,6 @@ std::string render_chrome_trace(const Report& report) {
   });
   for (size_t i : order) {
     const auto& s = stages[i];
-    const auto& f = s.figures;
     events.push_back({{"name", s.name},
                       {"cat", "stage"},
                       {"ph", "X"},
@@ -70,21 +85,13 @@ std::string render_chrome_trace(const Report& report) {
                       {"dur", end_us[i] - begin_us[i]},
                       {"pid", pid},
                       {"tid", s.instances > 1 ? kGroupedStageThread : kStageThread},
-                      {"args",
-                       {{"path", s.path},
-                        {"closed", s.closed},
-                        {"peak_heap_bytes", f.peak_heap_bytes},
-                        {"peak_rss_bytes", f.peak_rss_bytes},
-                        {"allocations", f.allocations},
-                        {"bytes_allocated", f.bytes_allocated},
-                        {"retained_bytes", s.retained_bytes},
-                        {"leaked_bytes", f.leaked_bytes},
-                        {"fragmentation_ratio", f.fragmentation.ratio}}}});
-    if (report.stage_grouping) events.back()["args"]["instances"] = s.instances;
+                      {"args", stage_args(report, s)}});
   }
+}
 
-  // Heap and RSS as two counters: one counter with two series would be drawn stacked,
-  // which reads as heap + RSS.
+// Heap and RSS as two counters: one counter with two series would be drawn stacked,
+// which reads as heap + RSS.
+void add_counters(json& events, const Report& report, uint64_t pid) {
   for (const auto& p : report.timeline) {
     events.push_back({{"name", "heap"}, {"cat", "memory"}, {"ph", "C"}, {"ts", to_us(p.t_s)}, {"pid", pid}, {"tid", 0},
                       {"args", {{"heap_bytes", p.heap_bytes}}}});
@@ -96,12 +103,18 @@ std::string render_chrome_trace(const Report& report) {
                       {"ts", to_us(report.totals.peak_heap_time_s)}, {"pid", pid}, {"tid", kStageThread},
                       {"args", {{"peak_heap_bytes", report.totals.peak_heap_bytes}}}});
   }
+}
 
+}  // namespace
+
+std::string render_chrome_trace(const Report& report) {
+  const uint64_t pid = report.processes.empty() ? 1 : report.processes.front().pid;
+  json events = json::array();
+  add_metadata(events, report, pid);
+  add_stages(events, report, pid);
+  add_counters(events, report, pid);
   json processes = json::array();
-  for (const auto& p : report.processes) {
-    processes.push_back({{"pid", p.pid}, {"parent_pid", p.parent_pid}, {"command", p.command},
-                         {"peak_heap_bytes", p.peak_heap_bytes}, {"peak_rss_bytes", p.peak_rss_bytes}});
-  }
+  for (const auto& p : report.processes) processes.push_back(model_json::process_json<json>(p));
   const json trace{{"traceEvents", std::move(events)},
                    {"displayTimeUnit", "ms"},
                    {"otherData",

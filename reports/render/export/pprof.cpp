@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "profile.pb.h"
+#include "reports/render/frame_label.h"
 
 namespace memstage::reports {
 namespace {
@@ -81,17 +82,6 @@ class GzipSink final : public google::protobuf::io::CopyingOutputStream {
   z_stream stream_{};
 };
 
-std::string basename(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-std::string hex(uint64_t value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
-  return buffer;
-}
-
 class ProfileBuilder {
  public:
   explicit ProfileBuilder(pp::Profile& profile) : profile_(profile), strings_(profile) {}
@@ -154,9 +144,7 @@ class ProfileBuilder {
 
   uint64_t function(const Frame& f) {
     // Without a symbol, name the function by where it is, as the HTML report does.
-    const std::string name = !f.function.empty()  ? f.function
-                             : !f.module.empty() ? basename(f.module) + "+" + hex(f.module_offset)
-                                                 : hex(f.address);
+    const std::string name = frame_label(f);
     auto [it, added] = functions_.try_emplace(name + '\x1f' + f.file, static_cast<uint64_t>(functions_.size() + 1));
     if (!added) return it->second;
     auto* fn = profile_.add_function();

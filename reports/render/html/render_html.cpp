@@ -15,76 +15,28 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reports/model/thin_series.h"
+#include "reports/render/frame_label.h"
+#include "reports/render/model_json.h"
 #include "reports/render/html/html_assets.h"
 
 namespace memstage::reports {
 namespace {
 
 using nlohmann::json;
+using namespace model_json;
 
 // A frame narrower than this share of its view's total is merged into its caller
 // (0.05 %: under a pixel on a 2000 px wide flame graph).
 constexpr double kFlamePruneShare = 0.0005;
 // More call-tree nodes than this make the page slow to lay out; the threshold then grows.
 constexpr size_t kFlameMaxNodes = 40000;
-// The timeline keeps at most about this many points, always including each bucket's
-// highest heap and RSS so peaks survive thinning.
+// The timeline keeps at most this many points (thin_timeline: each span's highest heap and
+// RSS). The analysis keeps fewer; a report made otherwise may hold more.
 constexpr size_t kTimelineMaxPoints = 4000;
 constexpr size_t kMaxLeakGroups = 200;
 constexpr size_t kMaxTopSites = 50;
 constexpr size_t kMaxStageTopStacks = 10;
-
-std::string hex(uint64_t value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "0x%llx", static_cast<unsigned long long>(value));
-  return buffer;
-}
-
-std::string_view basename(std::string_view path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-// What a frame is called on the page: its function, or "module+0xOFFSET" without one.
-std::string frame_label(const Frame& frame) {
-  if (!frame.function.empty()) return frame.function;
-  if (!frame.module.empty()) return std::string(basename(frame.module)) + "+" + hex(frame.module_offset);
-  return hex(frame.address);
-}
-
-json figures_json(const MemoryFigures& f) {
-  const auto& b = f.rss_breakdown;
-  json out{
-      {"peak_heap_bytes", f.peak_heap_bytes},
-      {"peak_heap_time_s", f.peak_heap_time_s},
-      {"peak_rss_bytes", f.peak_rss_bytes},
-      {"peak_program_rss_bytes", f.peak_program_rss_bytes},
-      {"tracer_peak_bytes", f.tracer_peak_bytes},
-      {"allocations", f.allocations},
-      {"frees", f.frees},
-      {"bytes_allocated", f.bytes_allocated},
-      {"temporary_allocations", f.temporary_allocations},
-      {"leaked_bytes", f.leaked_bytes},
-      {"leaked_blocks", f.leaked_blocks},
-      {"mmap_peak_bytes", f.mmap_peak_bytes},
-      {"fragmentation", {{"ratio", f.fragmentation.ratio}, {"estimated", f.fragmentation.estimated}}},
-      {"rss_breakdown",
-       {{"live_bytes", b.live_bytes},
-        {"allocator_in_use_bytes", b.allocator_in_use_bytes},
-        {"allocator_resident_bytes", b.allocator_resident_bytes},
-        {"rss_bytes", b.rss_bytes},
-        {"tracer_bytes", b.tracer_bytes},
-        {"estimated", b.estimated},
-        {"t_s", b.t_s}}},
-  };
-  if (b.shares) {
-    out["rss_breakdown"]["shares"] = {{"shared_bytes", b.shares->shared_bytes},
-                                      {"private_bytes", b.shares->private_bytes},
-                                      {"pss_bytes", b.shares->pss_bytes},
-                                      {"t_s", b.shares->t_s}};
-  }
-  return out;
-}
 
 // Frames shown on the page, each stored once: [label, function, file, line, module,
 // module_offset, kind, inlined, allocator]. Stacks and call-tree nodes refer to them by
@@ -110,7 +62,7 @@ class FrameTable {
     auto [it, added] = ids_.try_emplace(std::move(key), static_cast<uint32_t>(rows_.size()));
     if (added) {
       rows_.push_back(json::array({frame_label(frame), frame.function, frame.file, frame.line, frame.module,
-                                   hex(frame.module_offset), frame.kind, frame.inlined, frame.allocator}));
+                                   hex_address(frame.module_offset), frame.kind, frame.inlined, frame.allocator}));
     }
     return it->second;
   }
@@ -264,25 +216,27 @@ std::vector<std::vector<int>> stage_subtrees(const std::vector<StageReport>& sta
   return subtree;
 }
 
-json flame_json(const Report& report, FrameTable& frames) {
-  CallTree tree(report);
+// Each stack figure's node in the call tree (the root for a stack the report lacks).
+std::vector<uint32_t> figure_leaves(const Report& report, CallTree& tree) {
   std::vector<uint32_t> leaf_of_stack(report.stacks.size(), UINT32_MAX);
-  auto leaf = [&](StackIndex s) -> uint32_t {
-    if (s >= report.stacks.size()) return 0;
-    if (leaf_of_stack[s] != UINT32_MAX) return leaf_of_stack[s];
-    return leaf_of_stack[s] = tree.leaf(report.stacks[s]);
-  };
   std::vector<uint32_t> figure_leaf(report.stack_figures.size());
-  for (size_t i = 0; i < report.stack_figures.size(); ++i) figure_leaf[i] = leaf(report.stack_figures[i].stack);
-  const size_t node_count = tree.parent.size();
+  for (size_t i = 0; i < report.stack_figures.size(); ++i) {
+    const StackIndex s = report.stack_figures[i].stack;
+    if (s >= report.stacks.size()) continue;  // the root, 0
+    if (leaf_of_stack[s] == UINT32_MAX) leaf_of_stack[s] = tree.leaf(report.stacks[s]);
+    figure_leaf[i] = leaf_of_stack[s];
+  }
+  return figure_leaf;
+}
 
-  // Views the page can show: all stages, and each stage with its nested ones.
+// Views the page can show, as lists of stack figures: all stages, each stage with its
+// nested ones, and what was outside every stage.
+std::vector<std::vector<size_t>> flame_views(const Report& report) {
   std::vector<std::vector<size_t>> views(1);
   for (size_t i = 0; i < report.stack_figures.size(); ++i) views[0].push_back(i);
-  const auto subtrees = stage_subtrees(report.stages);
   std::unordered_map<int, std::vector<size_t>> by_stage;
   for (size_t i = 0; i < report.stack_figures.size(); ++i) by_stage[report.stack_figures[i].stage].push_back(i);
-  for (const auto& subtree : subtrees) {
+  for (const auto& subtree : stage_subtrees(report.stages)) {
     std::vector<size_t> view;
     for (int s : subtree) {
       if (auto it = by_stage.find(s); it != by_stage.end()) view.insert(view.end(), it->second.begin(), it->second.end());
@@ -290,132 +244,153 @@ json flame_json(const Report& report, FrameTable& frames) {
     if (!view.empty()) views.push_back(std::move(view));
   }
   if (auto outside = by_stage.find(-1); outside != by_stage.end()) views.push_back(outside->second);
+  return views;
+}
 
-  // Keep a node when, in some view and for some metric, it holds at least the threshold's
-  // share; a node's value includes its descendants', so the kept set contains its parents.
-  std::vector<std::array<uint64_t, kMetrics>> sums(node_count);
-  std::vector<uint8_t> kept;
+struct FlamePruning {
+  std::vector<uint8_t> kept;  // by call-tree node
   double share = kFlamePruneShare;
   size_t kept_count = 0;
-  for (int attempt = 0; attempt < 20; ++attempt, share *= 2) {
-    kept.assign(node_count, 0);
-    kept[0] = 1;
-    for (const auto& view : views) {
-      std::fill(sums.begin(), sums.end(), std::array<uint64_t, kMetrics>{});
-      for (size_t i : view) {
-        const auto m = metrics_of(report.stack_figures[i]);
-        for (size_t k = 0; k < kMetrics; ++k) sums[figure_leaf[i]][k] += m[k];
-      }
-      for (size_t n = node_count - 1; n > 0; --n) {
-        for (size_t k = 0; k < kMetrics; ++k) sums[tree.parent[n]][k] += sums[n][k];
-      }
-      for (size_t n = 1; n < node_count; ++n) {
-        for (size_t k = 0; k < kMetrics; ++k) {
-          if (sums[n][k] > 0 && static_cast<double>(sums[n][k]) >= share * static_cast<double>(sums[0][k])) {
-            kept[n] = 1;
-            break;
-          }
-        }
+};
+
+// Marks the nodes that hold at least `share` of one view's total for some metric; a
+// node's value includes its descendants', so its parents are marked too.
+void mark_kept(const Report& report, const CallTree& tree, const std::vector<uint32_t>& figure_leaf,
+               const std::vector<size_t>& view, double share, std::vector<std::array<uint64_t, kMetrics>>& sums,
+               std::vector<uint8_t>& kept) {
+  const size_t node_count = tree.parent.size();
+  std::fill(sums.begin(), sums.end(), std::array<uint64_t, kMetrics>{});
+  for (size_t i : view) {
+    const auto m = metrics_of(report.stack_figures[i]);
+    for (size_t k = 0; k < kMetrics; ++k) sums[figure_leaf[i]][k] += m[k];
+  }
+  for (size_t n = node_count - 1; n > 0; --n) {
+    for (size_t k = 0; k < kMetrics; ++k) sums[tree.parent[n]][k] += sums[n][k];
+  }
+  for (size_t n = 1; n < node_count; ++n) {
+    for (size_t k = 0; k < kMetrics; ++k) {
+      if (sums[n][k] > 0 && static_cast<double>(sums[n][k]) >= share * static_cast<double>(sums[0][k])) {
+        kept[n] = 1;
+        break;
       }
     }
-    kept_count = static_cast<size_t>(std::count(kept.begin(), kept.end(), 1));
-    if (kept_count <= kFlameMaxNodes) break;
   }
+}
 
-  // Renumber the kept nodes (order, and so parent < child, is preserved) and move each
-  // figure to its deepest kept node: pruned frames become their caller's own share.
-  std::vector<uint32_t> new_id(node_count, UINT32_MAX);
-  json parents = json::array(), node_frames = json::array();
-  uint32_t next = 0;
+// Keeps a node when, in some view and for some metric, it holds at least the share; the
+// share doubles until the kept nodes are few enough for the page.
+FlamePruning prune_flame(const Report& report, const CallTree& tree, const std::vector<uint32_t>& figure_leaf) {
+  const auto views = flame_views(report);
+  const size_t node_count = tree.parent.size();
+  std::vector<std::array<uint64_t, kMetrics>> sums(node_count);
+  FlamePruning p;
+  for (int attempt = 0; attempt < 20; ++attempt, p.share *= 2) {
+    p.kept.assign(node_count, 0);
+    p.kept[0] = 1;
+    for (const auto& view : views) mark_kept(report, tree, figure_leaf, view, p.share, sums, p.kept);
+    p.kept_count = static_cast<size_t>(std::count(p.kept.begin(), p.kept.end(), 1));
+    if (p.kept_count <= kFlameMaxNodes) break;
+  }
+  return p;
+}
+
+// The kept nodes renumbered (order, and so parent < child, is preserved), and each
+// node's deepest kept ancestor (itself when kept): pruned frames become their caller's.
+struct KeptNodes {
+  std::vector<uint32_t> new_id;         // by call-tree node; UINT32_MAX when pruned
+  std::vector<uint32_t> kept_ancestor;  // by call-tree node
+  uint32_t count = 0;
+};
+
+KeptNodes renumber_kept(const CallTree& tree, const std::vector<uint8_t>& kept) {
+  const size_t node_count = tree.parent.size();
+  KeptNodes k{std::vector<uint32_t>(node_count, UINT32_MAX), std::vector<uint32_t>(node_count, 0), 0};
   for (size_t n = 0; n < node_count; ++n) {
-    if (!kept[n]) continue;
-    new_id[n] = next++;
-    parents.push_back(n == 0 ? -1 : static_cast<int64_t>(new_id[tree.parent[n]]));
-    // Only kept nodes enter the frame table, so pruned frames cost the page nothing.
-    node_frames.push_back(n == 0 ? -1 : static_cast<int64_t>(frames.intern(tree.frame[n])));
+    if (kept[n]) k.new_id[n] = k.count++;
   }
-  // The kept node each pruned one was merged into, and how many each absorbed, so the page
-  // can draw the merged share as one "smaller frames" block instead of blank space.
-  std::vector<uint32_t> kept_ancestor(node_count, 0);
-  std::vector<uint64_t> absorbed(next, 0);  // by new id
   for (size_t n = 1; n < node_count; ++n) {
-    kept_ancestor[n] = kept[n] ? static_cast<uint32_t>(n) : kept_ancestor[tree.parent[n]];
-    if (!kept[n]) ++absorbed[new_id[kept_ancestor[n]]];
+    k.kept_ancestor[n] = kept[n] ? static_cast<uint32_t>(n) : k.kept_ancestor[tree.parent[n]];
   }
-  json absorbed_json = json::array();
-  for (uint32_t node = 0; node < next; ++node) {
-    if (absorbed[node] > 0) absorbed_json.push_back(json::array({node, absorbed[node]}));
+  return k;
+}
+
+// How many pruned nodes each kept one absorbed, so the page can draw the merged share as
+// one "smaller frames" block instead of blank space: [node, count] where not 0.
+json absorbed_json(const CallTree& tree, const std::vector<uint8_t>& kept, const KeptNodes& k) {
+  std::vector<uint64_t> absorbed(k.count, 0);  // by new id
+  for (size_t n = 1; n < tree.parent.size(); ++n) {
+    if (!kept[n]) ++absorbed[k.new_id[k.kept_ancestor[n]]];
   }
-  // Figures summed per (kept node, stage): hashed while summing (a figure per stack and
-  // stage, hundreds of thousands), ordered once at the end (as many as kept nodes, about).
+  json out = json::array();
+  for (uint32_t node = 0; node < k.count; ++node) {
+    if (absorbed[node] > 0) out.push_back(json::array({node, absorbed[node]}));
+  }
+  return out;
+}
+
+// Figures summed per (kept node, stage): hashed while summing (a figure per stack and
+// stage, hundreds of thousands), ordered once at the end (as many as kept nodes, about).
+json merged_figures_json(const Report& report, const std::vector<uint32_t>& figure_leaf, const KeptNodes& k) {
   using Key = std::pair<uint32_t, int>;
   struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return std::hash<uint64_t>{}((static_cast<uint64_t>(k.first) << 32) | static_cast<uint32_t>(k.second));
+    size_t operator()(const Key& key) const {
+      return std::hash<uint64_t>{}((static_cast<uint64_t>(key.first) << 32) | static_cast<uint32_t>(key.second));
     }
   };
   std::unordered_map<Key, std::array<uint64_t, kMetrics>, KeyHash> merged;
   for (size_t i = 0; i < report.stack_figures.size(); ++i) {
-    const uint32_t n = kept_ancestor[figure_leaf[i]];
     const auto& f = report.stack_figures[i];
-    auto& m = merged[{new_id[n], f.stage}];
+    auto& m = merged[{k.new_id[k.kept_ancestor[figure_leaf[i]]], f.stage}];
     const auto v = metrics_of(f);
-    for (size_t k = 0; k < kMetrics; ++k) m[k] += v[k];
+    for (size_t j = 0; j < kMetrics; ++j) m[j] += v[j];
   }
-  std::vector<std::pair<Key, std::array<uint64_t, kMetrics>>> merged_rows(merged.begin(), merged.end());
-  std::sort(merged_rows.begin(), merged_rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::pair<Key, std::array<uint64_t, kMetrics>>> rows(merged.begin(), merged.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   json figures = json::array();
-  for (const auto& [key, m] : merged_rows) {
-    figures.push_back(json::array({key.first, key.second, m[0], m[1], m[2], m[3]}));
+  for (const auto& [key, m] : rows) figures.push_back(json::array({key.first, key.second, m[0], m[1], m[2], m[3]}));
+  return figures;
+}
+
+json flame_json(const Report& report, FrameTable& frames) {
+  CallTree tree(report);
+  const std::vector<uint32_t> figure_leaf = figure_leaves(report, tree);
+  const size_t node_count = tree.parent.size();
+  const FlamePruning pruning = prune_flame(report, tree, figure_leaf);
+  const KeptNodes k = renumber_kept(tree, pruning.kept);
+  json parents = json::array(), node_frames = json::array();
+  for (size_t n = 0; n < node_count; ++n) {
+    if (!pruning.kept[n]) continue;
+    parents.push_back(n == 0 ? -1 : static_cast<int64_t>(k.new_id[tree.parent[n]]));
+    // Only kept nodes enter the frame table, so pruned frames cost the page nothing.
+    node_frames.push_back(n == 0 ? -1 : static_cast<int64_t>(frames.intern(tree.frame[n])));
   }
   return json{{"parent", std::move(parents)},
               {"frame", std::move(node_frames)},
               // [node, stage, live_at_peak_bytes, leaked_bytes, bytes_allocated, allocations]
-              {"figures", std::move(figures)},
+              {"figures", merged_figures_json(report, figure_leaf, k)},
               // [node, pruned descendants merged into it]
-              {"absorbed", std::move(absorbed_json)},
+              {"absorbed", absorbed_json(tree, pruning.kept, k)},
               {"total_nodes", node_count - 1},
-              {"pruned_nodes", node_count - kept_count},
-              {"prune_share", share}};
+              {"pruned_nodes", node_count - pruning.kept_count},
+              {"prune_share", pruning.share}};
 }
 
 json timeline_json(const Report& report) {
-  const auto& points = report.timeline;
-  std::vector<size_t> keep;
-  if (points.size() <= kTimelineMaxPoints) {
-    for (size_t i = 0; i < points.size(); ++i) keep.push_back(i);
-  } else {
-    const size_t buckets = kTimelineMaxPoints / 3;
-    const size_t per_bucket = (points.size() + buckets - 1) / buckets;
-    for (size_t begin = 0; begin < points.size(); begin += per_bucket) {
-      const size_t end = std::min(points.size(), begin + per_bucket);
-      size_t max_heap = begin, max_rss = begin;
-      for (size_t i = begin; i < end; ++i) {
-        if (points[i].heap_bytes > points[max_heap].heap_bytes) max_heap = i;
-        if (points[i].rss_bytes > points[max_rss].rss_bytes) max_rss = i;
-      }
-      keep.push_back(begin);
-      keep.push_back(max_heap);
-      keep.push_back(max_rss);
-    }
-    keep.push_back(points.size() - 1);
-    std::sort(keep.begin(), keep.end());
-    keep.erase(std::unique(keep.begin(), keep.end()), keep.end());
-  }
+  const std::vector<TimelinePoint> points = thin_timeline(report.timeline, kTimelineMaxPoints);
   json t = json::array(), heap = json::array(), rss = json::array(), tracer = json::array(), stage = json::array();
-  for (size_t i : keep) {
-    t.push_back(points[i].t_s);
-    heap.push_back(points[i].heap_bytes);
-    rss.push_back(points[i].rss_bytes);
-    tracer.push_back(points[i].tracer_bytes);
-    stage.push_back(points[i].stage);
+  for (const TimelinePoint& p : points) {
+    t.push_back(p.t_s);
+    heap.push_back(p.heap_bytes);
+    rss.push_back(p.rss_bytes);
+    tracer.push_back(p.tracer_bytes);
+    stage.push_back(p.stage);
   }
   return json{{"t_s", std::move(t)},
               {"heap_bytes", std::move(heap)},
               {"rss_bytes", std::move(rss)},
               {"tracer_bytes", std::move(tracer)},
               {"stage", std::move(stage)},
-              {"points_in_report", points.size()}};
+              {"points_in_report", report.timeline.size()}};
 }
 
 json stack_figure_json(StackIndex stack, const std::array<uint64_t, 5>& f) {
@@ -434,108 +409,129 @@ json site_json(const Report& report, StackIndex stack, FrameTable& frames) {
   return site ? json(frames.intern(*site)) : json(nullptr);
 }
 
+using SiteFigures = std::array<uint64_t, 5>;  // as stack_figure_json's
+void add_figures(SiteFigures& sum, const StackStageFigures& f) {
+  sum[0] += f.allocations;
+  sum[1] += f.bytes_allocated;
+  sum[2] += f.temporary_allocations;
+  sum[3] += f.live_at_peak_bytes;
+  sum[4] += f.leaked_bytes;
+}
+
+struct Site {
+  StackIndex example = 0;  // its largest stack by bytes allocated
+  uint64_t example_bytes = 0;
+  bool has_example = false;
+  size_t stacks = 0;
+  SiteFigures figures{};
+};
+
+// The stack figures summed by allocation site. Figures go straight to their stack's site;
+// per stack only its site and its bytes allocated (over its stages, for the example) are
+// kept. A stack index the report lacks (none should) is summed apart.
+struct SiteSums {
+  std::vector<Site> rows;
+  std::vector<uint32_t> site_of_stack;  // by stack; kNoSite where it has no figures
+  std::vector<uint64_t> stack_bytes;    // by stack
+  std::map<StackIndex, SiteFigures> unknown_stacks;
+  size_t distinct_stacks = 0;
+};
+constexpr uint32_t kNoSite = UINT32_MAX;
+
+// What a site is on the page: function, source line and module (two calls on one line
+// are one site); a frame without a function, by its address in the module. The key is
+// made once per frame, not once per stack.
+SiteSums sum_by_site(const Report& report) {
+  SiteSums sums{{}, std::vector<uint32_t>(report.stacks.size(), kNoSite), std::vector<uint64_t>(report.stacks.size()), {}, 0};
+  std::vector<uint32_t> site_of_frame(report.frames.size(), kNoSite);
+  std::unordered_map<std::string, uint32_t> site_of_key;
+  const auto site_row = [&](FrameIndex frame) {
+    uint32_t& row = site_of_frame[frame];
+    if (row == kNoSite) {
+      const Frame& f = report.frame(frame);
+      std::string key = f.function.empty()
+                            ? f.module + '\x1f' + std::to_string(f.module_offset)
+                            : f.function + '\x1f' + f.file + '\x1f' + std::to_string(f.line) + '\x1f' + f.module;
+      const auto [it, added] = site_of_key.try_emplace(std::move(key), static_cast<uint32_t>(sums.rows.size()));
+      if (added) sums.rows.emplace_back();
+      row = it->second;
+    }
+    return row;
+  };
+  const FrameRoles roles(report);
+  for (const StackStageFigures& f : report.stack_figures) {
+    if (f.stack >= report.stacks.size()) {
+      add_figures(sums.unknown_stacks[f.stack], f);
+      continue;
+    }
+    uint32_t& row = sums.site_of_stack[f.stack];
+    if (row == kNoSite) {
+      ++sums.distinct_stacks;
+      const auto site = roles.allocation_site(report.stacks[f.stack]);
+      if (site) {
+        row = site_row(*site);
+      } else {  // a stack without frames is a site of its own
+        row = static_cast<uint32_t>(sums.rows.size());
+        sums.rows.emplace_back();
+      }
+      ++sums.rows[row].stacks;
+    }
+    add_figures(sums.rows[row].figures, f);
+    sums.stack_bytes[f.stack] += f.bytes_allocated;
+  }
+  return sums;
+}
+
+// A site's example: its stack with the most bytes allocated, the lowest index of equals.
+// A stack the report lacks is a site of its own.
+void choose_examples(SiteSums& sums) {
+  for (StackIndex stack = 0; stack < sums.site_of_stack.size(); ++stack) {
+    if (sums.site_of_stack[stack] == kNoSite) continue;
+    Site& site = sums.rows[sums.site_of_stack[stack]];
+    if (!site.has_example || sums.stack_bytes[stack] > site.example_bytes) {
+      site.example = stack;
+      site.example_bytes = sums.stack_bytes[stack];
+      site.has_example = true;
+    }
+  }
+  for (const auto& [stack, figures] : sums.unknown_stacks) {
+    ++sums.distinct_stacks;
+    sums.rows.push_back(Site{stack, figures[1], true, 1, figures});
+  }
+}
+
+// The largest sites by figure k (of SiteFigures), with their example stack listed.
+json top_sites_by(std::vector<Site>& rows, size_t k, const Report& report, FrameTable& frames,
+                  std::vector<StackIndex>& used_stacks) {
+  std::sort(rows.begin(), rows.end(), [k](const Site& a, const Site& b) {
+    return a.figures[k] != b.figures[k] ? a.figures[k] > b.figures[k] : a.example < b.example;
+  });
+  json out = json::array();
+  for (size_t i = 0; i < rows.size() && i < kMaxTopSites && rows[i].figures[k] > 0; ++i) {
+    json row = stack_figure_json(rows[i].example, rows[i].figures);
+    row["site"] = site_json(report, rows[i].example, frames);
+    row["stacks"] = rows[i].stacks;
+    out.push_back(std::move(row));
+    used_stacks.push_back(rows[i].example);
+  }
+  return out;
+}
+
 // Top allocation sites: stacks summed over stages and merged by their allocation site
 // (the first program frame, or the script's line: allocation_site()), so that one site
 // reached through many callers is one row; largest first by three measures. A row shows
 // its largest stack by bytes allocated.
 json top_sites_json(const Report& report, FrameTable& frames, std::vector<StackIndex>& used_stacks) {
-  using StackFigures = std::array<uint64_t, 5>;
-  struct Site {
-    StackIndex example = 0;  // its largest stack by bytes allocated
-    uint64_t example_bytes = 0;
-    bool has_example = false;
-    size_t stacks = 0;
-    StackFigures figures{};
-  };
-  std::vector<Site> rows;
-  // What a site is on the page: function, source line and module (two calls on one line
-  // are one site); a frame without a function, by its address in the module. The key is
-  // made once per frame, not once per stack.
-  constexpr uint32_t kNone = UINT32_MAX;
-  std::vector<uint32_t> site_of_frame(report.frames.size(), kNone);
-  std::unordered_map<std::string, uint32_t> site_of_key;
-  const auto site_row = [&](FrameIndex frame) {
-    uint32_t& row = site_of_frame[frame];
-    if (row == kNone) {
-      const Frame& f = report.frame(frame);
-      std::string key = f.function.empty()
-                            ? f.module + '\x1f' + std::to_string(f.module_offset)
-                            : f.function + '\x1f' + f.file + '\x1f' + std::to_string(f.line) + '\x1f' + f.module;
-      const auto [it, added] = site_of_key.try_emplace(std::move(key), static_cast<uint32_t>(rows.size()));
-      if (added) rows.emplace_back();
-      row = it->second;
-    }
-    return row;
-  };
-  const auto add = [](StackFigures& sum, const StackStageFigures& f) {
-    sum[0] += f.allocations;
-    sum[1] += f.bytes_allocated;
-    sum[2] += f.temporary_allocations;
-    sum[3] += f.live_at_peak_bytes;
-    sum[4] += f.leaked_bytes;
-  };
-  // Figures go straight to their stack's site; per stack only its site and its bytes
-  // allocated (over its stages, for the example) are kept. A stack index the report lacks
-  // (none should) is summed apart and is a site of its own.
-  std::vector<uint32_t> site_of_stack(report.stacks.size(), kNone);
-  std::vector<uint64_t> stack_bytes(report.stacks.size());
-  std::map<StackIndex, StackFigures> unknown_stacks;
-  const FrameRoles roles(report);
-  size_t distinct_stacks = 0;
-  for (const StackStageFigures& f : report.stack_figures) {
-    if (f.stack >= report.stacks.size()) {
-      add(unknown_stacks[f.stack], f);
-      continue;
-    }
-    uint32_t& row = site_of_stack[f.stack];
-    if (row == kNone) {
-      ++distinct_stacks;
-      const auto site = roles.allocation_site(report.stacks[f.stack]);
-      if (site) {
-        row = site_row(*site);
-      } else {  // a stack without frames is a site of its own
-        row = static_cast<uint32_t>(rows.size());
-        rows.emplace_back();
-      }
-      ++rows[row].stacks;
-    }
-    add(rows[row].figures, f);
-    stack_bytes[f.stack] += f.bytes_allocated;
-  }
-  // A site's example: its stack with the most bytes allocated, the lowest index of equals.
-  for (StackIndex stack = 0; stack < site_of_stack.size(); ++stack) {
-    if (site_of_stack[stack] == kNone) continue;
-    Site& site = rows[site_of_stack[stack]];
-    if (!site.has_example || stack_bytes[stack] > site.example_bytes) {
-      site.example = stack;
-      site.example_bytes = stack_bytes[stack];
-      site.has_example = true;
-    }
-  }
-  for (const auto& [stack, figures] : unknown_stacks) {
-    ++distinct_stacks;
-    rows.push_back(Site{stack, figures[1], true, 1, figures});
-  }
-  auto top_by = [&](size_t k) {
-    std::sort(rows.begin(), rows.end(), [k](const Site& a, const Site& b) {
-      return a.figures[k] != b.figures[k] ? a.figures[k] > b.figures[k] : a.example < b.example;
-    });
-    json out = json::array();
-    for (size_t i = 0; i < rows.size() && i < kMaxTopSites && rows[i].figures[k] > 0; ++i) {
-      json row = stack_figure_json(rows[i].example, rows[i].figures);
-      row["site"] = site_json(report, rows[i].example, frames);
-      row["stacks"] = rows[i].stacks;
-      out.push_back(std::move(row));
-      used_stacks.push_back(rows[i].example);
-    }
-    return out;
-  };
-  json by_bytes = top_by(1), by_count = top_by(0), by_temporary = top_by(2);
+  SiteSums sums = sum_by_site(report);
+  choose_examples(sums);
+  json by_bytes = top_sites_by(sums.rows, 1, report, frames, used_stacks);
+  json by_count = top_sites_by(sums.rows, 0, report, frames, used_stacks);
+  json by_temporary = top_sites_by(sums.rows, 2, report, frames, used_stacks);
   return json{{"by_bytes", std::move(by_bytes)},
               {"by_count", std::move(by_count)},
               {"by_temporary", std::move(by_temporary)},
-              {"distinct_stacks", distinct_stacks},
-              {"distinct_sites", rows.size()}};
+              {"distinct_stacks", sums.distinct_stacks},
+              {"distinct_sites", sums.rows.size()}};
 }
 
 // Leaks grouped by stack (a stack may leak in several stages), largest first.
@@ -583,19 +579,10 @@ json growth_json(const Report& report, FrameTable& frames, std::vector<StackInde
   if (!report.growth) return nullptr;
   json stacks = json::array();
   for (const GrowingStack& g : report.growth->stacks) {
-    json t = json::array(), live = json::array();
-    for (const GrowthPoint& p : g.series) {
-      t.push_back(p.t_s);
-      live.push_back(p.live_bytes);
-    }
-    stacks.push_back({{"stack", g.stack},
-                      {"site", site_json(report, g.stack, frames)},
-                      {"bytes_per_s", g.bytes_per_s},
-                      {"live_bytes", g.live_bytes},
-                      {"since_s", g.since_s},
-                      {"r_squared", g.r_squared},
-                      {"relative_standard_error", g.relative_standard_error ? json(*g.relative_standard_error) : json(nullptr)},
-                      {"series", {{"t_s", std::move(t)}, {"live_bytes", std::move(live)}}}});
+    json entry{{"stack", g.stack}, {"site", site_json(report, g.stack, frames)}};
+    put_growth_fit(entry, g);
+    put_growth_series(entry, g);
+    stacks.push_back(std::move(entry));
     used_stacks.push_back(g.stack);
   }
   return json{{"interval_s", report.growth->interval_s},
@@ -613,11 +600,6 @@ json stack_bytes_json(const std::vector<StackBytes>& stacks, std::vector<StackIn
   return out;
 }
 
-template <class T>
-json optional_json(const std::optional<T>& value) {
-  return value ? json(*value) : json(nullptr);
-}
-
 // The job (several processes on one clock): its peaks, its timeline as columns with one
 // column of heap per process (for the stacked chart), the stacks held at its peak.
 json job_json(const Report& report, std::vector<StackIndex>& used_stacks) {
@@ -630,7 +612,7 @@ json job_json(const Report& report, std::vector<StackIndex>& used_stacks) {
     t.push_back(p.t_s);
     heap.push_back(p.heap_bytes);
     rss.push_back(p.rss_bytes);
-    pss.push_back(optional_json(p.pss_bytes));
+    pss.push_back(optional_json<json>(p.pss_bytes));
     any_pss = any_pss || p.pss_bytes.has_value();
     for (size_t i = 0; i < per_process.size(); ++i) {
       per_process[i].push_back(i < p.process_heap_bytes.size() ? p.process_heap_bytes[i] : 0);
@@ -642,22 +624,15 @@ json job_json(const Report& report, std::vector<StackIndex>& used_stacks) {
     tops.push_back({{"process", s.process}, {"stack", s.held.stack}, {"bytes", s.held.bytes}, {"blocks", s.held.blocks}});
     used_stacks.push_back(s.held.stack);
   }
-  return json{{"peak_heap_bytes", job.peak_heap_bytes},
-              {"peak_heap_time_s", job.peak_heap_time_s},
-              {"peak_rss_bytes", job.peak_rss_bytes},
-              {"peak_rss_time_s", job.peak_rss_time_s},
-              {"peak_pss_bytes", optional_json(job.peak_pss_bytes)},
-              {"peak_pss_time_s", job.peak_pss_time_s},
-              {"peak_uss_bytes", optional_json(job.peak_uss_bytes)},
-              {"rss_overstates", job.rss_overstates},
-              {"clock_resolution_s", job.clock_resolution_s},
-              {"timeline",
-               {{"t_s", std::move(t)},
-                {"heap_bytes", std::move(heap)},
-                {"rss_bytes", std::move(rss)},
-                {"pss_bytes", any_pss ? std::move(pss) : json(nullptr)},
-                {"process_heap_bytes", std::move(per_process)}}},
-              {"top_stacks_at_peak", std::move(tops)}};
+  json out{{"timeline",
+            {{"t_s", std::move(t)},
+             {"heap_bytes", std::move(heap)},
+             {"rss_bytes", std::move(rss)},
+             {"pss_bytes", any_pss ? std::move(pss) : json(nullptr)},
+             {"process_heap_bytes", std::move(per_process)}}},
+           {"top_stacks_at_peak", std::move(tops)}};
+  put_job_peaks(out, job);
+  return out;
 }
 
 int worst_stage(const std::vector<StageReport>& stages) {
@@ -674,34 +649,32 @@ int worst_stage(const std::vector<StageReport>& stages) {
   return worst;
 }
 
-json page_data(const Report& report) {
-  FrameTable frames(report);
-  std::vector<StackIndex> used_stacks;
-  json data;
+// How the run went and how it was recorded, and the run's figures.
+void add_run(json& data, const Report& report) {
   data["format"] = "memstage.html-data/1";
   data["command"] = report.command;
-  data["exit_code"] = report.exit_code ? json(*report.exit_code) : json(nullptr);
+  data["exit_code"] = optional_json<json>(report.exit_code);
   data["leaks_measured"] = report.leaks_measured;
   data["runtime_held"] = {{"bytes", report.runtime_held.bytes}, {"blocks", report.runtime_held.blocks}};
   data["fragmentation_headline_free_bytes"] = kFragmentationHeadlineFreeBytes;
   data["attached"] = report.attached;
-  data["signal"] = report.signal ? json(*report.signal) : json(nullptr);
+  data["signal"] = optional_json<json>(report.signal);
   data["duration_s"] = report.duration_s;
   data["allocator"] = report.allocator;
   data["mode"] = report.mode;
-  data["sampling"] = report.sampling ? json{{"rate_bytes", report.sampling->rate_bytes}, {"note", report.sampling->note}}
-                                     : json(nullptr);
-  data["python"] = report.python ? json{{"version", report.python->version}, {"allocator", report.python->allocator}}
-                                 : json(nullptr);
-  data["totals"] = figures_json(report.totals);
+  data["sampling"] = sampling_json<json>(report.sampling);
+  data["python"] = python_json<json>(report.python);
+  data["totals"] = memory_figures_json<json>(report.totals);
   data["warnings"] = report.warnings;
   if (!report.capture_notes.empty()) data["capture_notes"] = report.capture_notes;
+}
+
+// The stage rows, the worst of them, and how instances were grouped into rows (past a
+// thousand, by path: reports/analysis/stage_rows.h).
+void add_stages(json& data, const Report& report, std::vector<StackIndex>& used_stacks) {
   data["worst_stage"] = worst_stage(report.stages);
-  // How many stage instances the run had; more than the rows when the analysis grouped
-  // instances that share a path (reports/analysis/stage_rows.h).
   data["stage_instances"] = report.stage_grouping ? report.stage_grouping->instances : report.stages.size();
   data["stage_grouping"] = report.stage_grouping ? json(report.stage_grouping->note) : json(nullptr);
-
   json stages = json::array();
   for (const StageReport& s : report.stages) {
     stages.push_back({{"name", s.name},
@@ -714,62 +687,30 @@ json page_data(const Report& report) {
                       {"end_s", s.end_s},
                       {"closed", s.closed},
                       {"retained_bytes", s.retained_bytes},
-                      {"figures", figures_json(s.figures)},
-                      {"device", s.device ? json{{"peak_bytes", s.device->peak_bytes},
-                                                 {"retained_bytes", s.device->retained_bytes},
-                                                 {"leaked_bytes", s.device->leaked_bytes}}
-                                          : json(nullptr)},
+                      {"figures", memory_figures_json<json>(s.figures)},
+                      {"device", s.device ? device_figures_json<json>(*s.device) : json(nullptr)},
                       {"top_stacks_at_peak", stack_bytes_json(s.top_stacks_at_peak, used_stacks)}});
   }
   data["stages"] = std::move(stages);
   data["top_stacks_at_peak"] = stack_bytes_json(report.top_stacks_at_peak, used_stacks);
-  data["timeline"] = timeline_json(report);
-  // Device memory (CUDA) over time, a step line beside the heap: every change is a point
-  // (the analysis already bucketed a long series).
-  if (report.device) {
-    json t = json::array(), bytes = json::array();
-    for (const auto& p : report.device->timeline) {
-      t.push_back(p.t_s);
-      bytes.push_back(p.bytes);
-    }
-    data["device"] = {{"peak_bytes", report.device->totals.peak_bytes},
-                      {"peak_time_s", report.device->totals.peak_time_s},
-                      {"leaked_bytes", report.device->totals.leaked_bytes},
-                      {"timeline", {{"t_s", std::move(t)}, {"bytes", std::move(bytes)}}}};
-  } else {
-    data["device"] = nullptr;
-  }
+}
 
-  json processes = json::array();
-  for (const auto& p : report.processes) {
-    processes.push_back({{"pid", p.pid},
-                         {"parent_pid", p.parent_pid},
-                         {"command", p.command},
-                         {"peak_heap_bytes", p.peak_heap_bytes},
-                         {"peak_rss_bytes", p.peak_rss_bytes},
-                         {"peak_pss_bytes", optional_json(p.peak_pss_bytes)},
-                         {"peak_uss_bytes", optional_json(p.peak_uss_bytes)},
-                         {"complete", p.complete},
-                         {"ended", p.ended},
-                         {"exec_path", p.exec_path},
-                         {"exit_code", optional_json(p.exit_code)},
-                         {"signal", optional_json(p.signal)},
-                         {"start_s", p.start_s},
-                         {"end_s", p.end_s},
-                         {"heap_at_job_peak_bytes", p.heap_at_job_peak_bytes},
-                         {"host", p.host},
-                         {"rank", optional_json(p.rank)},
-                         {"local_rank", optional_json(p.local_rank)},
-                         {"world_size", optional_json(p.world_size)}});
+// Device memory (CUDA) over time, a step line beside the heap: every change is a point
+// (the analysis already thinned a long series).
+json device_json(const Report& report) {
+  if (!report.device) return nullptr;
+  json t = json::array(), bytes = json::array();
+  for (const auto& p : report.device->timeline) {
+    t.push_back(p.t_s);
+    bytes.push_back(p.bytes);
   }
-  data["processes"] = std::move(processes);
-  data["job"] = report.processes.size() > 1 ? job_json(report, used_stacks) : json(nullptr);
-  data["leaks"] = leaks_json(report, frames, used_stacks);
-  data["growth"] = growth_json(report, frames, used_stacks);
-  data["top_sites"] = top_sites_json(report, frames, used_stacks);
-  data["flame"] = flame_json(report, frames);
+  json device = device_figures_json<json>(report.device->totals);
+  device["timeline"] = {{"t_s", std::move(t)}, {"bytes", std::move(bytes)}};
+  return device;
+}
 
-  // Full stacks only for what the page lists (leaks, growth, top sites, stacks at peaks).
+// Full stacks only for what the page lists (leaks, growth, top sites, stacks at peaks).
+json listed_stacks_json(const Report& report, std::vector<StackIndex>& used_stacks, FrameTable& frames) {
   std::sort(used_stacks.begin(), used_stacks.end());
   used_stacks.erase(std::unique(used_stacks.begin(), used_stacks.end()), used_stacks.end());
   json stacks = json::object();
@@ -779,7 +720,27 @@ json page_data(const Report& report) {
     for (FrameIndex f : report.frames_of(report.stacks[s])) ids.push_back(frames.intern(f));
     stacks[std::to_string(s)] = std::move(ids);
   }
-  data["stacks"] = std::move(stacks);
+  return stacks;
+}
+
+json page_data(const Report& report) {
+  FrameTable frames(report);
+  std::vector<StackIndex> used_stacks;
+  json data;
+  add_run(data, report);
+  add_stages(data, report, used_stacks);
+  data["timeline"] = timeline_json(report);
+  data["device"] = device_json(report);
+  json processes = json::array();
+  for (const auto& p : report.processes) processes.push_back(process_json<json>(p));
+  data["processes"] = std::move(processes);
+  data["job"] = report.processes.size() > 1 ? job_json(report, used_stacks) : json(nullptr);
+  // Frames enter the table in this order: leaks, growth, top sites, flame graph, stacks.
+  data["leaks"] = leaks_json(report, frames, used_stacks);
+  data["growth"] = growth_json(report, frames, used_stacks);
+  data["top_sites"] = top_sites_json(report, frames, used_stacks);
+  data["flame"] = flame_json(report, frames);
+  data["stacks"] = listed_stacks_json(report, used_stacks, frames);
   data["stack_count"] = report.stacks.size();
   // [label, function, file, line, module, module_offset, kind, inlined, allocator]
   data["frames"] = frames.take();

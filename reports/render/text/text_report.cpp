@@ -316,7 +316,8 @@ void append_stage_table(std::string& out, const Report& r) {
       const MemoryFigures& f = s.figures;
       out += fmt::format("  {:<28} {:>10} {:>10} {:>12} {:>10} {:>10} {:>9.3f}\n", name,
                          format_bytes(f.peak_heap_bytes), format_bytes(f.peak_rss_bytes), format_count(f.allocations),
-                         format_bytes(s.retained_bytes), r.leaks_measured ? format_bytes(f.leaked_bytes) : "–",
+                         r.leaks_measured ? format_bytes(s.retained_bytes) : "–",
+                         r.leaks_measured ? format_bytes(f.leaked_bytes) : "–",
                          stage_open_s(s));
     }
     if (r.stage_grouping) out += fmt::format("  (x N: {})\n", terminal_text(r.stage_grouping->note));

@@ -14,7 +14,7 @@ import contextlib
 import ctypes
 import sys
 
-_begin = _end = _device_cache = None
+_begin = _end = _device_cache = _flush = None
 try:
     _self = ctypes.CDLL(None)
     _begin = _self.memstage_tracer_stage_begin
@@ -24,11 +24,15 @@ try:
     _end.argtypes = []
     _end.restype = None
     _device_cache = getattr(_self, "memstage_tracer_device_cache", None)
+    _flush = getattr(_self, "memstage_tracer_flush", None)
+    if _flush is not None:
+        _flush.argtypes = []
+        _flush.restype = None
     if _device_cache is not None:
         _device_cache.argtypes = [ctypes.c_ulonglong, ctypes.c_ulonglong]
         _device_cache.restype = None
 except (AttributeError, OSError):
-    _begin = _end = _device_cache = None
+    _begin = _end = _device_cache = _flush = None
 
 
 def _record_device_cache():
@@ -55,6 +59,26 @@ def _record_device_cache():
 def enabled():
     """True when the memstage tracer is loaded into this process."""
     return _begin is not None
+
+
+def flush():
+    """Has the tracer write everything it recorded so far to its trace (a report of the
+    trace read while the program runs then sees it all)."""
+    if _flush is not None:
+        _flush()
+
+
+def program():
+    """The memstage program: MEMSTAGE, else `memstage` on PATH; None when neither."""
+    import os
+    import shutil
+    return os.environ.get("MEMSTAGE") or shutil.which("memstage")
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext memstage`: the %%memstage cell magic and %memstage_report (notebook.py)."""
+    from memstage import notebook
+    notebook.load(ipython)
 
 
 def stage_begin(name):

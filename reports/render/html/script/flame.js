@@ -1,0 +1,284 @@
+// The flame graph (icicle) of the stacks, by metric and stage, with zoom and search.
+
+// ---------------------------------------------------------------- flame graph (icicle)
+
+const flame = data.flame || { parent: [], frame: [], figures: [] };
+const nodeCount = flame.parent.length;
+const METRICS = [
+  { key: 'live', title: 'Live at peak', column: 2, bytes: true, explain: 'bytes live at the run\'s heap peak' },
+  { key: 'leaked', title: 'Leaked', column: 3, bytes: true, explain: 'bytes never freed' },
+  { key: 'allocated', title: 'Allocated', column: 4, bytes: true, explain: 'bytes allocated over the run' },
+  { key: 'count', title: 'Allocations', column: 5, bytes: false, explain: 'allocation calls' },
+];
+const flameState = { metric: 0, stage: 'all', zoom: 0, search: '' };
+const flameChildren = Array.from({ length: nodeCount }, () => []);
+const flameDepth = new Int32Array(nodeCount);
+for (let n = 1; n < nodeCount; n++) {
+  const p = flame.parent[n];
+  if (p >= 0 && p < n) {
+    flameChildren[p].push(n);
+    flameDepth[n] = flameDepth[p] + 1;
+  }
+}
+let flameValues = new Float64Array(nodeCount);
+// Nodes into which the renderer merged frames too small to show, with how many.
+const absorbed = new Map((flame.absorbed || []).map(([node, count]) => [node, count]));
+
+function computeFlameValues() {
+  const filter = flameState.stage === 'all' ? null : stageSubtree(stages, Number(flameState.stage));
+  flameValues = flameValuesOf(flame.parent, flame.figures, METRICS[flameState.metric].column, filter);
+}
+function nodeFrame(n) {
+  return n > 0 ? frames[flame.frame[n]] : null;
+}
+function nodeLabel(n) {
+  return n === 0 ? 'all' : nodeFrame(n)[F_LABEL];
+}
+function frameColor(n, depth) {
+  const f = nodeFrame(n);
+  if (!f) return '#c7cdd6';
+  if (f[F_KIND] === 'python') return `hsl(${48 + (hashString(f[F_LABEL]) % 14)}, 78%, ${62 + (hashString(f[F_LABEL]) % 12)}%)`;
+  if (f[F_ALLOCATOR]) return 'hsl(0, 0%, 78%)';
+  const moduleHue = [8, 24, 200, 152, 262, 330][hashString(f[F_MODULE]) % 6];
+  return `hsl(${moduleHue + (hashString(f[F_LABEL]) % 18)}, ${58 + (depth % 3) * 6}%, ${64 + (hashString(f[F_LABEL]) % 14)}%)`;
+}
+function fmtMetric(v) {
+  return METRICS[flameState.metric].bytes ? fmtBytes(v) : fmtCount(v);
+}
+
+function renderFlameControls() {
+  const metrics = document.getElementById('flame-metrics');
+  METRICS.forEach((m, i) => {
+    const b = el('button', { type: 'button', title: m.explain, 'data-metric': m.key, class: i === flameState.metric ? 'active' : null }, m.title);
+    b.addEventListener('click', () => {
+      flameState.metric = i;
+      for (const other of metrics.children) other.classList.toggle('active', other === b);
+      flameState.zoom = 0;
+      updateFlame();
+    });
+    metrics.append(b);
+  });
+  const select = document.getElementById('flame-stage');
+  select.append(el('option', { value: 'all' }, 'all stages'));
+  if (flame.figures.some((f) => f[1] < 0)) select.append(el('option', { value: '-1' }, '(outside any stage)'));
+  stages.forEach((s, i) => select.append(el('option', { value: String(i) }, '\u00a0\u00a0'.repeat(s.depth) + s.name)));
+  select.addEventListener('change', () => {
+    flameState.stage = select.value;
+    flameState.zoom = 0;
+    updateFlame();
+  });
+  const search = document.getElementById('flame-search');
+  search.addEventListener('input', () => {
+    flameState.search = search.value.trim().toLowerCase();
+    renderFlame();
+  });
+  document.getElementById('flame-reset').addEventListener('click', () => {
+    flameState.zoom = 0;
+    renderFlame();
+  });
+}
+
+function updateFlame() {
+  computeFlameValues();
+  renderFlame();
+}
+
+function renderFlame() {
+  const host = document.getElementById('flame');
+  const note = document.getElementById('flame-note');
+  const detail = document.getElementById('flame-detail');
+  clear(host);
+  clear(note);
+  clear(detail);
+  document.body.setAttribute('data-flame-zoom', String(flameState.zoom));
+  if (nodeCount <= 1 || !flame.figures.length) {
+    host.append(el('div', { class: 'empty' }, data.mode === 'stats'
+      ? 'This run was traced in stats mode, which records no stacks; trace in full mode to see where memory was allocated.'
+      : 'No stacks were recorded.'));
+    return;
+  }
+  const zoom = flameState.zoom;
+  const view = { metric: METRICS[flameState.metric], total: flameValues[0], zoom, zoomValue: flameValues[zoom],
+    search: flameState.search, rowHeight: 19, font: '11.5px sans-serif' };
+  const width = Math.max(320, host.clientWidth || 900);
+  const layout = flameLayout(width, zoom);
+  const { matched, matchValue } = flameMatches(layout.rects, view.search, zoom);
+  const height = (layout.maxDepth + 1) * view.rowHeight + 2;
+  const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, height, role: 'img', 'aria-label': 'flame graph' });
+  root.append(svg('defs', {}, svg('pattern', { id: 'flame-merged', width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' },
+    svg('rect', { width: 6, height: 6, fill: '#eceff3' }), svg('rect', { width: 3, height: 6, fill: '#d7dce3' }))));
+  drawFlameRects(root, layout.rects, matched, view);
+  host.append(root);
+  writeFlameNote(note, view, layout, matchValue);
+  detail.append('Hover a frame for its details.');
+  wireFlame(root, detail, view);
+}
+
+// What is drawn at this zoom: the zoomed node's ancestors across the whole width, then its
+// callees by value, largest at the left; frames under half a pixel are counted as hidden.
+function flameLayout(width, zoom) {
+  const minWidth = 0.5;  // narrower frames are not drawn
+  const chain = [];
+  for (let n = zoom; n > 0; n = flame.parent[n]) chain.unshift(n);
+  chain.unshift(0);
+  const rects = [];
+  chain.forEach((n, i) => {
+    if (n !== zoom) rects.push({ n, x: 0, w: width, depth: i, ancestor: true });
+  });
+  let hidden = 0, hiddenValue = 0, maxDepth = chain.length - 1;
+  const scale = flameValues[zoom] > 0 ? width / flameValues[zoom] : 0;
+  const stack = [{ n: zoom, x: 0, depth: chain.length - 1 }];
+  while (stack.length) {
+    const { n, x, depth } = stack.pop();
+    const w = flameValues[n] * scale;
+    if (w < minWidth) {
+      hidden++;
+      hiddenValue += flameValues[n];
+      continue;
+    }
+    rects.push({ n, x, w, depth, ancestor: false });
+    maxDepth = Math.max(maxDepth, depth);
+    // Largest callee first, at the left.
+    const kids = flameChildren[n].filter((c) => flameValues[c] > 0).sort((a, b) => flameValues[b] - flameValues[a]);
+    let cx = x, tinyCount = 0, tinyWidth = 0;
+    for (const c of kids) {
+      const cw = flameValues[c] * scale;
+      if (cw < minWidth) {
+        tinyCount++;
+        tinyWidth += cw;
+        hidden++;
+        hiddenValue += flameValues[c];
+        continue;
+      }
+      stack.push({ n: c, x: cx, depth: depth + 1 });
+      cx += cw;
+    }
+    // Callees too small to draw, and those the renderer merged into this frame, as one
+    // block where they would have been.
+    const mergedCount = tinyCount + (absorbed.get(n) || 0);
+    const blockWidth = absorbed.has(n) ? x + w - cx : tinyWidth;
+    if (mergedCount > 0 && blockWidth >= 2) {
+      rects.push({ n, x: cx, w: blockWidth, depth: depth + 1, merged: mergedCount, mergedValue: blockWidth / scale });
+      maxDepth = Math.max(maxDepth, depth + 1);
+    }
+  }
+  return { rects, hidden, hiddenValue, maxDepth };
+}
+
+// The drawn frames whose label holds the search, and the value they cover; a match's value
+// counts once even when it calls itself.
+function flameMatches(rects, search, zoom) {
+  let matchValue = 0;
+  const matched = new Uint8Array(nodeCount);
+  if (!search) return { matched, matchValue };
+  for (const r of rects) {
+    if (r.ancestor || r.n === 0) continue;
+    if (nodeLabel(r.n).toLowerCase().includes(search)) {
+      matched[r.n] = 1;
+      let counted = false;
+      for (let a = flame.parent[r.n]; a > 0 && a !== flame.parent[zoom]; a = flame.parent[a]) counted = counted || matched[a] === 1;
+      if (!counted) matchValue += flameValues[r.n];
+    }
+  }
+  return { matched, matchValue };
+}
+
+function drawFlameRects(root, rects, matched, view) {
+  const { rowHeight, font, search, total } = view;
+  for (const r of rects) {
+    if (r.merged) {
+      const g = svg('g', { class: 'merged', 'data-merged-into': r.n, 'data-merged-count': r.merged, 'data-merged-value': r.mergedValue, transform: `translate(${r.x.toFixed(2)},${r.depth * rowHeight})` });
+      g.append(svg('rect', { width: Math.max(0.5, r.w - 0.5).toFixed(2), height: rowHeight - 1, rx: 1.5, fill: 'url(#flame-merged)' }));
+      const label = fitText(`${fmtExactCount(r.merged)} smaller frames`, r.w - 8, font);
+      if (label) g.append(svg('text', { x: 4, y: rowHeight - 6 }, label));
+      root.append(g);
+      continue;
+    }
+    const classes = ['frame'];
+    if (r.ancestor) classes.push('ancestor');
+    if (search) classes.push(matched[r.n] ? 'match' : 'dim');
+    const g = svg('g', { class: classes.join(' '), 'data-node': r.n, transform: `translate(${r.x.toFixed(2)},${r.depth * rowHeight})` });
+    g.append(svg('rect', { width: Math.max(0.5, r.w - 0.5).toFixed(2), height: rowHeight - 1, rx: 1.5, fill: r.ancestor ? '#d5dae2' : frameColor(r.n, r.depth) }));
+    const label = fitText(r.n === 0 ? `all: ${fmtMetric(total)}` : nodeLabel(r.n), r.w - 8, font);
+    if (label) g.append(svg('text', { x: 4, y: rowHeight - 6 }, label));
+    root.append(g);
+  }
+}
+
+// What the view shows and what it leaves out (frames pruned by the renderer, or too narrow).
+function writeFlameNote(note, view, layout, matchValue) {
+  const { metric, total, zoom, zoomValue, search } = view;
+  const { hidden, hiddenValue } = layout;
+  const pruned = flame.pruned_nodes || 0;
+  const parts = [`${metric.title}: ${fmtMetric(total)} in all`];
+  if (flameState.stage !== 'all') parts.push(`in ${stagePath(Number(flameState.stage))} and the stages nested in it`);
+  if (zoom !== 0) parts.push(`zoomed to ${nodeLabel(zoom)}: ${fmtMetric(zoomValue)} (${fmtPercent(zoomValue, total)})`);
+  if (search) parts.push(`“${search}” matches ${fmtMetric(matchValue)} (${fmtPercent(matchValue, zoomValue)} of the view)`);
+  note.append(parts.join(' · ') + '. Click a frame to zoom into it, a grey bar above to zoom out.');
+  if (pruned > 0 || hidden > 0) {
+    const why = [];
+    if (pruned > 0) {
+      why.push(`${fmtExactCount(pruned)} of ${fmtExactCount(flame.total_nodes)} call-tree frames were each under ` +
+        `${(100 * flame.prune_share).toFixed(2)}% of every view and are merged into their callers, whose own share includes them`);
+    }
+    if (hidden > 0) why.push(`${fmtExactCount(hidden)} frames narrower than half a pixel (${fmtMetric(hiddenValue)}) are drawn together as “smaller frames” at this zoom`);
+    note.append(el('br', {}), el('span', { class: 'pruned-note' }, 'Aggregated: ' + why.join('; ') + '.'));
+  }
+}
+
+// A click zooms into a frame (out again on the zoomed one); hovering gives its figures.
+function wireFlame(root, detail, view) {
+  const { total } = view;
+  root.addEventListener('click', (event) => {
+    const m = event.target.closest('[data-merged-into]');
+    if (m) {
+      flameState.zoom = Number(m.getAttribute('data-merged-into'));
+      hideTooltip();
+      renderFlame();
+      return;
+    }
+    const g = event.target.closest('[data-node]');
+    if (!g) return;
+    const n = Number(g.getAttribute('data-node'));
+    flameState.zoom = n === flameState.zoom ? flame.parent[n] >= 0 ? flame.parent[n] : 0 : n;
+    hideTooltip();
+    renderFlame();
+  });
+  root.addEventListener('mousemove', (event) => {
+    const m = event.target.closest('[data-merged-into]');
+    if (m) {
+      const into = Number(m.getAttribute('data-merged-into'));
+      const value = Number(m.getAttribute('data-merged-value'));
+      showTooltip(event, [[`${fmtExactCount(Number(m.getAttribute('data-merged-count')))} smaller frames`, 't-title'],
+        [`called from ${nodeLabel(into)}, each too small to show here`, ''],
+        [`${fmtMetric(value)} (${fmtPercent(value, total)} of all)` + (absorbed.has(into) ? `, with ${nodeLabel(into)}'s own` : ''), '']]);
+      return;
+    }
+    const g = event.target.closest('[data-node]');
+    if (!g) return;
+    const n = Number(g.getAttribute('data-node'));
+    const f = nodeFrame(n);
+    showTooltip(event, flameNodeLines(n, f, view));
+    clear(detail);
+    detail.append(`${nodeLabel(n)}  ${fmtMetric(flameValues[n])} (${fmtPercent(flameValues[n], total)})` +
+      (f && frameLocation(f) ? `  ${frameLocation(f)}` : '') + (f && f[F_MODULE] ? `  ${basename(f[F_MODULE])}` : ''));
+  });
+  root.addEventListener('mouseleave', hideTooltip);
+}
+
+// The tooltip's lines for node n (frame f): where it is, its value, and its own share.
+function flameNodeLines(n, f, view) {
+  const { total, zoom, zoomValue } = view;
+  const lines = [[nodeLabel(n), 't-title']];
+  if (f) {
+    if (frameLocation(f)) lines.push([frameLocation(f), '']);
+    if (f[F_MODULE]) lines.push([f[F_MODULE] + (f[F_FUNCTION] ? '' : ' +' + f[F_OFFSET]), '']);
+    if (f[F_KIND] === 'python') lines.push(['Python frame', '']);
+  }
+  lines.push([`${fmtMetric(flameValues[n])} · ${fmtPercent(flameValues[n], total)} of all` +
+    (zoom ? ` · ${fmtPercent(flameValues[n], zoomValue)} of the view` : ''), '']);
+  let own = flameValues[n];
+  for (const c of flameChildren[n]) own -= flameValues[c];
+  if (own > 0 && flameChildren[n].length) lines.push([`own (incl. merged callees): ${fmtMetric(own)}`, '']);
+  return lines;
+}
