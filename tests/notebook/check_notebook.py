@@ -104,8 +104,8 @@ def main():
     install_kernel(memstage, work)
     session = os.path.join(work, "session.html")
     outputs = run_notebook([
-        "%load_ext memstage",
-        "%%memstage numpy array\nimport numpy as np\nkeep = np.ones(" + str(TRUTH_BYTES) + " // 8)",
+        "%load_ext memstage\nimport numpy as np",
+        "%%memstage numpy array\nkeep = np.ones(" + str(TRUTH_BYTES) + " // 8)",
         "import json, memstage\nf = memstage.last_cell()\n"
         "print(json.dumps({k: f[k] for k in ('peak_heap_increase_bytes', 'retained_bytes', 'peak_rss_bytes')}))",
         "%%memstage_report %s" % session,

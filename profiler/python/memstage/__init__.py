@@ -81,6 +81,13 @@ def load_ipython_extension(ipython):
     notebook.load(ipython)
 
 
+def last_cell():
+    """The figures of the last `%%memstage` cell (notebook.py): a dict keyed as report.json's
+    stage rows; None before the first."""
+    from memstage import notebook
+    return notebook.last_cell()
+
+
 def stage_begin(name):
     if _begin is not None:
         _begin(str(name).encode("utf-8", "replace"))
