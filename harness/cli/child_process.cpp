@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,13 +70,15 @@ ChildResult run_child(const std::vector<std::string>& command,
   sigaction(SIGINT, &ignore, &old_int);
   sigaction(SIGQUIT, &ignore, &old_quit);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  struct rusage usage{};
+  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGQUIT, &old_quit, nullptr);
 
   ChildResult result;
   result.pid = static_cast<uint64_t>(pid);
+  result.max_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux counts it in KiB
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);

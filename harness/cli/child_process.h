@@ -15,6 +15,9 @@ struct ChildResult {
   std::optional<int> signal;  // the signal that killed it
   double duration_s = 0;
   uint64_t pid = 0;
+  // wait4's ru_maxrss: the highest RSS of the child (any program it exec'd included) and of
+  // the children it waited for. The kernel keeps it past a SIGKILL, which no tracer sees.
+  uint64_t max_rss_bytes = 0;
 };
 
 // Starts `command` (looked up in PATH) with `extra_env` added to this process's

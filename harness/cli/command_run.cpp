@@ -1,6 +1,7 @@
 // memstage run [-o DIR] [--mode full|stats|aggregate|sample] [--sample-rate BYTES] [--max-depth N] -- CMD ARGS...
 // Runs CMD with the tracer preloaded, writes the traces, run.json, report.json and
 // report.html into DIR, prints a summary on stderr and exits with CMD's exit code.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include "harness/cli/sample_rate.h"
 #include "harness/gate/gate.h"
 #include "profiler/preload/options.h"
+#include "profiler/trace/pending_chunks.h"
 #include "harness/cli/sizes.h"
 #include "reports/render/text/terminal_text.h"
 
@@ -114,6 +116,9 @@ int run(const RunFlags& flags) {
   const ChildResult child = run_child(flags.command, env, [&](uint64_t) {
     if (!flags.read_after_exit) read_ahead = read_traces_ahead(dir, flags.mode != "stats");
   });
+  // What the processes had encoded and not written when they died (a SIGKILL, the OOM
+  // killer) goes into their traces before the traces are read to their end.
+  trace::drain_pending_in_dir(dir);
   if (read_ahead) read_ahead->writer_ended();
 
   // From here on the program has run: whatever cannot be written or analysed (a full
@@ -121,6 +126,8 @@ int run(const RunFlags& flags) {
   // --budget: with nothing to gate, a CMD that succeeded gets 2, not a pass.
   const int failed_exit = !flags.budget_path.empty() && child.exit_code == 0 ? 2 : child.exit_code;
   reports::RunInfo info{flags.command, child.pid, child.exit_code, child.signal, child.duration_s, oom_watch.finish()};
+  // The kernel's high-water mark of its RSS, which a SIGKILL kept its tracer from writing.
+  if (child.signal == SIGKILL) info.max_rss_bytes = child.max_rss_bytes;
   write_or_say(dir + "/run.json", run_info_json(info));
   if (reports::find_traces(dir).empty()) {
     fprintf(stderr,

@@ -15,6 +15,7 @@
 #include "harness/files/input_files.h"
 #include "harness/files/output_files.h"
 #include "profiler/preload/options.h"
+#include "profiler/trace/pending_chunks.h"
 #include "profiler/trace/trace_reader.h"
 #include "reports/render/export/chrome_trace.h"
 #include "reports/render/export/pprof.h"
@@ -34,6 +35,7 @@ std::string run_info_json(const reports::RunInfo& run) {
   j["exit_code"] = run.exit_code;
   j["signal"] = run.signal ? nlohmann::ordered_json(*run.signal) : nlohmann::ordered_json(nullptr);
   j["duration_s"] = run.duration_s;
+  if (run.max_rss_bytes) j["max_rss_bytes"] = *run.max_rss_bytes;
   if (run.oom_kill) {
     const auto& o = *run.oom_kill;
     j["oom_kill"] = {{"cgroup", o.cgroup},
@@ -53,6 +55,7 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir) {
     run.exit_code = j.at("exit_code").get<int>();
     if (!j.at("signal").is_null()) run.signal = j.at("signal").get<int>();
     run.duration_s = j.at("duration_s").get<double>();
+    if (j.contains("max_rss_bytes")) run.max_rss_bytes = j.at("max_rss_bytes").get<uint64_t>();
     if (j.contains("oom_kill")) {
       const auto& o = j.at("oom_kill");
       reports::OomKill oom{o.at("cgroup").get<std::string>(), o.at("cgroup_version").get<int>(), std::nullopt,
@@ -91,6 +94,8 @@ std::vector<std::string> traces_of(const std::string& path) {
     }
   }
   if (traces.empty()) throw CliError(path + " holds no memstage trace (trace.*.mst), nor do its folders");
+  // memstage run drains them after the death; where it died too, here (pending_chunks.h).
+  for (const auto& trace : traces) trace::drain_pending_chunks(trace);
   return traces;
 }
 
@@ -211,6 +216,15 @@ void prepare_output_dir(const std::string& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (name.starts_with("trace.") && name.ends_with(".mst") && fs::remove(entry.path(), ec)) ++removed;
+    if (name.starts_with("trace.") && name.ends_with(std::string(".mst") + trace::kPendingSuffix)) fs::remove(entry.path(), ec);
+  }
+  // And what an earlier run's killed processes left in /dev/shm for this folder.
+  if (const std::string prefix = trace::shared_memory_pending_prefix(dir); !prefix.empty()) {
+    const fs::path shm = fs::path(prefix).parent_path();
+    const std::string start = fs::path(prefix).filename().string();
+    for (const auto& entry : fs::directory_iterator(shm, ec)) {
+      if (entry.path().filename().string().starts_with(start)) fs::remove(entry.path(), ec);
+    }
   }
   if (removed) {
     fprintf(stderr, "memstage: removed %zu trace%s of an earlier run from %s\n", removed, removed == 1 ? "" : "s",

@@ -256,8 +256,11 @@ void note_live_bytes(ThreadState* ts, int64_t live) {
     g_tracer.allocator_sample_pending.store(!allocator_due, std::memory_order_relaxed);
     push_samples(ts, allocator_due);
     // Without a writer thread, the samples of a new high (and a RAM limit passed) are
-    // written now, not only after the next kServeEvery events.
+    // written now, not only after the next kServeEvery events; with one, it is woken to
+    // write them (and the allocation before them), where a SIGKILL cannot take them
+    // (pending_buffers.h), not a tick later.
     serve_point();
+    if (writer_running()) writer_wake();
   }
 }
 
@@ -686,9 +689,11 @@ void record_alloc(void* p, size_t size, bool from_realloc) {
   if (counting_mode()) return counted_alloc(ts, p, size, from_realloc);
   const size_t usable = live_block_usable_size(p);
   const uint32_t stack = capture_stack(ts);
-  track_live_bytes(ts, static_cast<int64_t>(usable));
   push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc,
              reinterpret_cast<uint64_t>(p), size, stack, true);
+  // After the event: a new high's serve point (note_live_bytes) then writes it too, where
+  // a kill cannot take it (pending_buffers.h).
+  track_live_bytes(ts, static_cast<int64_t>(usable));
 }
 
 void record_free(void* p) {

@@ -112,6 +112,14 @@ bool tracer_map_at(void* address, size_t bytes) {
   return true;
 }
 
+void* tracer_map_shared_file(int fd, size_t bytes, void* address) {
+  const int flags = (fd < 0 ? MAP_PRIVATE | MAP_ANONYMOUS : MAP_SHARED) | (address ? MAP_FIXED : 0);
+  long r = syscall(SYS_mmap, address, bytes, PROT_READ | PROT_WRITE, flags, fd, 0);
+  if (r < 0 && r > -4096) return nullptr;
+  if (!address) note_mapped(reinterpret_cast<void*>(r), bytes);
+  return reinterpret_cast<void*>(r);
+}
+
 void tracer_unmap(void* p, size_t bytes) {
   if (!p) return;
   syscall(SYS_munmap, p, bytes);

@@ -31,6 +31,10 @@ size_t tracer_table_mapped_bytes(size_t bytes);
 // Zeroed pages in place of the whole pages at `address` (the tracer's own, as a static page
 // of its library); false on failure.
 bool tracer_map_at(void* address, size_t bytes);
+// A MAP_SHARED mapping of the first `bytes` of file `fd`, counted as the tracer's; with
+// `address`, in place of the mapping there (counted already), else anywhere. Or, fd < 0,
+// zeroed private pages in place of that mapping. nullptr on failure.
+void* tracer_map_shared_file(int fd, size_t bytes, void* address);
 // Bytes of the tracer's memory that are resident: small mappings whole, large ones
 // (rings, tables, buffers: mostly untouched address space) page by page (mincore).
 uint64_t tracer_resident_bytes();

@@ -21,6 +21,7 @@
 #include "profiler/preload/fatal_signals.h"
 #include "profiler/preload/futex.h"
 #include "profiler/preload/allocation_infos.h"
+#include "profiler/preload/pending_buffers.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/samplers.h"
 #include "profiler/preload/tracer.h"
@@ -44,6 +45,7 @@ constexpr uint64_t kSignalPatienceNs = 200'000'000;
 
 struct WriterState {
   OwnedDescriptor trace;  // the trace file (descriptors.h)
+  uint64_t trace_bytes = 0;  // its length: what write_all wrote to it
   char path[kMaxOutputDirBytes + 64] = {};
   pthread_t thread{};
   std::atomic<bool> thread_running{false};
@@ -55,6 +57,8 @@ struct WriterState {
   ZSTD_CCtx* zstd = nullptr;
   uint8_t* raw = nullptr;
   size_t raw_used = 0;
+  std::atomic<uint64_t> own_fill{0};
+  std::atomic<uint64_t>* raw_fill = &own_fill;  // raw_used where a kill leaves it (pending_buffers.h)
   uint8_t* compressed = nullptr;
   size_t compressed_capacity = 0;
   uint8_t* spare_raw = nullptr;  // the compressor's while it writes a chunk (ChunkCompressor)
@@ -160,6 +164,7 @@ bool write_all(const uint8_t* data, size_t n) {
     }
     data += r;
     n -= static_cast<size_t>(r);
+    w.trace_bytes += static_cast<uint64_t>(r);
   }
   return true;
 }
@@ -173,7 +178,11 @@ void compress_and_write(const uint8_t* raw, size_t bytes) {
   if (ZSTD_isError(n)) return;
   *header = trace::ChunkHeader{trace::kChunkMagic, static_cast<uint32_t>(n), static_cast<uint32_t>(bytes)};
   // One write per chunk, so a kill leaves whole chunks and at most one partial one.
-  if (!write_all(w.compressed, sizeof(*header) + n)) w.write_failed.store(true, std::memory_order_relaxed);
+  if (!write_all(w.compressed, sizeof(*header) + n)) {
+    w.write_failed.store(true, std::memory_order_relaxed);
+    return;
+  }
+  pending_written(raw, w.trace_bytes);
 }
 
 // Waits until the chunk handed to the compressor is written (at most `patience_ns`; a
@@ -212,6 +221,7 @@ void write_chunk(uint64_t patience_ns = ~0ull) {
   w.last_write_ns = monotonic_ns();
   if (!wait_for_chunks_written(patience_ns)) {
     w.raw_used = 0;
+    w.raw_fill->store(0, std::memory_order_release);
     return;
   }
   if (compressor.running.load(std::memory_order_acquire)) {
@@ -221,12 +231,14 @@ void write_chunk(uint64_t patience_ns = ~0ull) {
     w.spare_raw = w.raw;
     w.raw = next;
     w.raw_used = 0;
+    w.raw_fill = pending_next_chunk(w.raw);
     compressor.busy.store(1, std::memory_order_release);
     futex_wake(&compressor.busy, INT32_MAX);
     return;
   }
   compress_and_write(w.raw, w.raw_used);
   w.raw_used = 0;
+  w.raw_fill = pending_next_chunk(w.raw);
 }
 
 // Every chunk opens with the counts of what the records before it defined (kChunkStart),
@@ -250,7 +262,10 @@ uint8_t* reserve(size_t bytes) {
   if (w.raw_used == 0) begin_chunk();
   return w.raw + w.raw_used;
 }
-void commit(uint8_t* end) { w.raw_used = static_cast<size_t>(end - w.raw); }
+void commit(uint8_t* end) {
+  w.raw_used = static_cast<size_t>(end - w.raw);
+  w.raw_fill->store(w.raw_used, std::memory_order_release);  // whole records only: a kill keeps them
+}
 
 // The aggregate writes its records through this.
 class RawBufferSink final : public RecordSink {
@@ -699,6 +714,8 @@ void write_open_stages() {
   }
 }
 
+// The raw buffers come from the trace's pending file where it can be made, once the trace
+// exists (open_trace_and_buffers); these are the writer's own otherwise.
 bool allocate_buffers() {
   if (!w.raw) w.raw = static_cast<uint8_t*>(tracer_map(kRawBytes));
   if (!w.compressed) {
@@ -717,15 +734,32 @@ bool allocate_buffers() {
   return w.raw && w.compressed && w.zstd;
 }
 
-}  // namespace
-
-bool writer_open(uint64_t parent_pid) {
-  if (!allocate_buffers() || !create_trace_file()) return false;
+// The trace file with its header, and the raw buffers in its pending file: a fresh pair,
+// or the private pair of before where the file cannot be mapped.
+bool open_trace_and_buffers() {
+  if (!create_trace_file()) return false;
+  w.trace_bytes = 0;
   trace::FileHeader header{};
   memcpy(header.magic, trace::kFileMagic, sizeof(header.magic));
   header.version = trace::kFormatVersion;
   if (!write_all(reinterpret_cast<const uint8_t*>(&header), sizeof(header))) return false;
+  if (uint8_t* buffers = pending_open(w.path, kRawBytes, w.trace_bytes)) {
+    // In a fork's child the two may be swapped: both are in the mapping all the same.
+    const bool swapped = w.raw == buffers + kRawBytes;
+    if (w.raw && w.raw != buffers && !swapped) tracer_unmap(w.raw, kRawBytes);
+    if (w.spare_raw && w.spare_raw != buffers && w.spare_raw != buffers + kRawBytes) tracer_unmap(w.spare_raw, kRawBytes);
+    w.raw = swapped ? buffers + kRawBytes : buffers;
+    w.spare_raw = swapped ? buffers : buffers + kRawBytes;
+  }
+  return allocate_buffers();
+}
+
+}  // namespace
+
+bool writer_open(uint64_t parent_pid) {
+  if (!open_trace_and_buffers()) return false;
   w.raw_used = 0;
+  w.raw_fill = pending_next_chunk(w.raw);
   w.live_blocks.clear();
   w.infos.clear();
   w.aggregate.reset();
@@ -871,6 +905,7 @@ void writer_finish() {
   }
   writer_flush(true, false);
   stop_compressor();
+  pending_close();
   release_descriptor(w.trace);
 }
 
@@ -890,6 +925,7 @@ void writer_after_fork_child(bool follow) {
   compressor.busy.store(0, std::memory_order_relaxed);
   compressor.tid.store(0, std::memory_order_relaxed);
   release_descriptor(w.trace);  // the parent's file
+  pending_after_fork_child();   // and its pending file
   w.events_at_last_tick = ~0ull;
   // Events numbered before the fork are the parent's to write.
   w.merge.restart(g_tracer.numbers.next.load(std::memory_order_relaxed));

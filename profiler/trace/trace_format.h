@@ -15,6 +15,8 @@
 // before it defined, so a reader that meets a damaged chunk skips to the next chunk that
 // checks out (its magic, its size, its zstd checksum) and reads on from there; before
 // version 4 it stops at the first incomplete or corrupt chunk. Either way it says where.
+// The records encoded and not yet written survive the kill in a pending file, appended as
+// chunks after the death by `memstage run` or `memstage report` (pending_chunks.h).
 //
 // Records: one tag byte, then fields. Integers are unsigned LEB128 varints ("u"), signed
 // ones zigzag-encoded varints ("s"); strings are a varint length and the bytes. Each

@@ -537,6 +537,22 @@ std::string oom_kill_note(const OomKill& oom) {
 
 namespace {
 
+// A process SIGKILLed (the OOM killer's among them) never wrote the kernel's high-water
+// mark of its RSS: memstage run's wait4 ru_maxrss (run.json) stands for it, in the trace
+// of the process it started that no exec replaced. It counts the children that process
+// waited for too, so it is taken only where no other process was traced.
+void apply_rss_at_death(std::vector<std::unique_ptr<TraceFile>>& read, const std::optional<RunInfo>& run) {
+  if (!run || !run->pid || !run->max_rss_bytes) return;
+  for (const auto& f : read) {
+    if (f && f->pass.have_info && f->pass.info.pid != *run->pid) return;
+  }
+  for (auto& f : read) {
+    if (f && f->pass.have_info && !f->pass.ended && !f->pass.replaced_by_exec()) {
+      f->pass.on_rss_high_water(0, *run->max_rss_bytes);  // when it came is unknown
+    }
+  }
+}
+
 // The traces that make the report, in the order their processes started, and the main one.
 struct Traces {
   std::vector<std::unique_ptr<TraceFile>> files;
@@ -549,8 +565,8 @@ struct Traces {
 // it). Of a run's several traces, one that is empty or ends before its process record (a
 // process killed at once, a full disk) is skipped with a warning: the others still make a
 // report. A single trace must be one.
-Traces read_traces(const std::vector<std::string>& trace_paths, KeptTextBudget& kept_text, size_t max_event_log_bytes,
-                   ReadProgress& progress,
+Traces read_traces(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
+                   KeptTextBudget& kept_text, size_t max_event_log_bytes, ReadProgress& progress,
                    const std::function<std::unique_ptr<TraceFile>(const std::string&)>& take_read_ahead) {
   std::vector<std::unique_ptr<TraceFile>> read(trace_paths.size());
   std::vector<std::exception_ptr> read_failed(trace_paths.size());
@@ -562,6 +578,7 @@ Traces read_traces(const std::vector<std::string>& trace_paths, KeptTextBudget& 
     }
   }
   read_at_once(trace_paths, kept_text, max_event_log_bytes, progress, read, read_failed);
+  apply_rss_at_death(read, run);
   Traces traces;
   for (size_t i = 0; i < trace_paths.size(); ++i) {
     const std::string& path = trace_paths[i];
@@ -1041,7 +1058,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   std::function<std::unique_ptr<TraceFile>(const std::string&)> take_read_ahead;
   if (read_ahead) take_read_ahead = [&](const std::string& path) { return read_ahead->state_->take(path); };
 
-  Traces traces = read_traces(trace_paths, kept_text, options.max_event_log_bytes, read_progress, take_read_ahead);
+  Traces traces = read_traces(trace_paths, run, kept_text, options.max_event_log_bytes, read_progress, take_read_ahead);
   find_main_trace(traces);
   TraceFile& main = traces.main();
   FirstPass& pass = main.pass;

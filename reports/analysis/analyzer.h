@@ -25,6 +25,9 @@ struct RunInfo {
   std::optional<int> signal;
   double duration_s = 0;
   std::optional<OomKill> oom_kill;  // the OOM killer ended processes of the run
+  // After a SIGKILL: wait4's ru_maxrss of the process memstage started, the kernel's
+  // high-water mark of its RSS, which the dead tracer never wrote (apply_rss_at_death).
+  std::optional<uint64_t> max_rss_bytes;
 };
 
 struct AnalysisOptions {

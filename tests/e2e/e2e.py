@@ -14,6 +14,7 @@ to the JSON file named by its first argument. Every report.json a scenario produ
 validated against reports/schema/report.schema.json with tests/render/validate_report.py.
 Python 3 standard library only. Exit status 0 when every check passed, 1 otherwise.
 """
+import glob
 import json
 import os
 import random
@@ -1788,6 +1789,88 @@ def scenario_sample_sigkill(s):
     before = t["blocks"] + t["small_blocks_before"]
     s.check(report["totals"]["allocations"] >= before, "allocations %d >= the %d made 0.5 s before the kill"
             % (report["totals"]["allocations"], before))
+
+
+def kill_at(s, mode, name, delay_s, memstage_too=False):
+    """memstage run --mode MODE of kill_schedule, SIGKILLed delay_s after it started allocating:
+    (report, truth) with truth as the program left it in its mapped file at its death. memstage_too: memstage is
+    killed first, and the report is `memstage report` of the folder afterwards."""
+    out = os.path.join(s.work, name)
+    progress_path = os.path.join(s.work, name + ".progress")
+    with open(progress_path, "wb") as f:
+        f.write(bytes(8192))
+    argv = [s.memstage, "run", "-q", "-o", out, "--mode", mode, "--", s.program("kill_schedule"), progress_path]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    fields = ("pid", "block_size", "usable_size", "blocks", "asked", "held", "finished", "rss_high_water_bytes")
+    read = lambda: dict(zip(fields, struct.unpack_from("<8q", open(progress_path, "rb").read())))
+    deadline = time.monotonic() + 30
+    while read()["pid"] == 0 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.0005)
+    if memstage_too:  # mid-run: once it holds 1-20 blocks, so that what it had not written is pending
+        held = random.Random(delay_s).randint(1, 20)
+        while read()["held"] < held and time.monotonic() < deadline:
+            pass
+    else:
+        time.sleep(delay_s)
+    pid = read()["pid"]
+    if memstage_too:
+        proc.kill()
+        proc.wait()
+    if pid:
+        os.kill(pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    if memstage_too:
+        while os.path.exists("/proc/%d" % pid) and not open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0] in "ZX":
+            time.sleep(0.001)  # its new parent has not seen it die yet
+        pending = glob.glob("/dev/shm/memstage.*.trace.%d.mst.pending" % pid) + glob.glob(out + "/*.pending")
+        s.eq(len(pending), 1, "%s: the killed process's pending file" % name)
+        after = s.run([s.memstage, "report", out, "--format", "json"])
+        s.eq(after.returncode, 0, "%s: memstage report after memstage died" % name)
+        s.check(not any(os.path.exists(p) for p in pending), "%s: memstage report drained %s" % (name, pending))
+        return json.loads(after.stdout), read()
+    s.eq(proc.returncode, 137, "%s: exit code of memstage run (%s)" % (name, err.decode(errors="replace")[-300:]))
+    with open(os.path.join(out, "report.json")) as f:
+        return json.load(f), read()
+
+
+@scenario
+def scenario_sigkill_random(s):
+    """SIGKILL at random instants of a program that allocates and touches 2 MiB blocks, in every mode: the
+    peak heap reported is what the program held at its death (its own count, kept in a mapped file), the peak RSS
+    at least the kernel's high-water mark it read last, and in full mode the blocks are held at the peak by their
+    stack; once per mode memstage is killed first and `memstage report` of the folder says the same. MEMSTAGE_E2E_KILLS instants per mode
+    (default 20), drawn from MEMSTAGE_E2E_SEED."""
+    kills = int(os.environ.get("MEMSTAGE_E2E_KILLS", "20"))
+    rng = random.Random(int(os.environ.get("MEMSTAGE_E2E_SEED", "20261206")))
+    for mode in ("full", "aggregate", "stats", "sample"):
+        for i in range(kills + 1):
+            delay_s = rng.uniform(0.0, 0.25)
+            memstage_too = i == kills  # once per mode, memstage dies first: `memstage report` drains
+            name = "%s-%d" % (mode, i) if not memstage_too else "%s-memstage-killed" % mode
+            report, t = kill_at(s, mode, name, delay_s, memstage_too)
+            # Requested sizes in full and aggregate mode, usable ones in stats and sample mode (docs/modes.md).
+            size = t["block_size"] if mode in ("full", "aggregate") else t["usable_size"]
+            truths = sorted({t["held"] * size, t["asked"] * size})  # two while the kill came inside a malloc
+            peak = report["totals"]["peak_heap_bytes"]
+            if size == 0 and t["asked"] == 1 and t["block_size"] <= peak < t["block_size"] + 4112:
+                truths.append(peak)  # inside the first malloc, its usable size not yet known: glibc's rounding
+
+            print("%s: killed %.3f s in, %d of %d blocks held, peak_heap_bytes %d" % (name, delay_s, t["held"], t["blocks"], peak))
+            s.check(peak in truths, "%s (killed %.3f s in, %d of %d blocks held%s): peak_heap_bytes %d, truth %s"
+                    % (name, delay_s, t["held"], t["blocks"], ", asked %d" % t["asked"] if t["asked"] != t["held"]
+                       else "", peak, " or ".join(str(x) for x in truths)))
+            # wait4's ru_maxrss, which only memstage run has: after memstage died, the RSS sampled last.
+            # The kernel counts RSS in per-CPU counters (anonymous, file and shared pages) and reads them
+            # approximately, each within its batch (max(32, 2 x CPUs) pages) per CPU of the truth: VmHWM and wait4's
+            # ru_maxrss, two such readings, may differ by twice that (65 pages seen here).
+            cpus = os.cpu_count() or 1
+            rss, slack = report["totals"]["peak_rss_bytes"], 2 * 3 * max(32, 2 * cpus) * cpus * resource.getpagesize()
+            s.check(memstage_too or rss + slack >= t["rss_high_water_bytes"], "%s: peak_rss_bytes %d >= the %d of "
+                    "VmHWM the program read last, less %d" % (name, rss, t["rss_high_water_bytes"], slack))
+            if mode == "full":  # aggregate mode's stacks at the peak come with its snapshots; sample mode lists none
+                at_peak = sum(x["bytes"] for x in report["job"]["top_stacks_at_peak"]
+                              if has_function(x["stack"], "hold_block"))
+                s.check(at_peak in truths, "%s: hold_block's bytes at the peak %d, truth %s" % (name, at_peak, truths))
 
 
 if __name__ == "__main__":
