@@ -66,17 +66,24 @@ std::string default_output_dir(const std::string& program) {
   return "memstage." + fs::path(program).filename().string() + "." + std::to_string(getpid());
 }
 
-int run(const RunFlags& flags) {
+// The flags' values, checked before anything runs (a typo fails at once, exit 2).
+struct CheckedFlags {
+  uint64_t sample_rate_bytes = 0;
+  uint64_t ram_limit_bytes = 0;
+  std::vector<std::string> suppressions;
+};
+
+CheckedFlags check_flags(const RunFlags& flags) {
   if (flags.command.empty()) throw CliError("run: no command given (memstage run [options] -- CMD ARGS...)");
   if (flags.mode != "full" && flags.mode != "stats" && flags.mode != "aggregate" && flags.mode != "sample") {
     throw CliError("run: --mode must be full, stats, aggregate or sample, not '" + flags.mode + "'");
   }
-  const uint64_t sample_rate_bytes = harness::sample_rate_bytes("run", flags.mode, flags.sample_rate);
-  uint64_t ram_limit_bytes = 0;
+  CheckedFlags checked;
+  checked.sample_rate_bytes = harness::sample_rate_bytes("run", flags.mode, flags.sample_rate);
   if (!flags.ram_limit.empty()) {
     const auto bytes = parse_size(flags.ram_limit);
     if (!bytes || *bytes == 0) throw CliError("run: --ram-limit takes a size like 16GiB, not '" + flags.ram_limit + "'");
-    ram_limit_bytes = *bytes;
+    checked.ram_limit_bytes = *bytes;
   }
   if (flags.ram_limit_action != "stop" && flags.ram_limit_action != "record") {
     throw CliError("run: --ram-limit-action must be stop or record, not '" + flags.ram_limit_action + "'");
@@ -84,36 +91,55 @@ int run(const RunFlags& flags) {
   if (flags.python_allocator != "pymalloc" && flags.python_allocator != "malloc") {
     throw CliError("run: --python-allocator must be pymalloc or malloc, not '" + flags.python_allocator + "'");
   }
-  if (!flags.budget_path.empty()) gate::load_budget(flags.budget_path);  // --budget: a typo fails before the run, exit 2
-  const std::vector<std::string> suppressions =
-      flags.suppressions_path.empty() ? std::vector<std::string>{} : read_leak_suppressions(flags.suppressions_path);
-  const std::string preload = find_preload_library();
-  const std::string dir = fs::absolute(flags.output_dir.empty() ? default_output_dir(flags.command[0])
-                                                                : flags.output_dir)
-                              .lexically_normal()
-                              .string();
-  prepare_output_dir(dir);
+  if (!flags.budget_path.empty()) gate::load_budget(flags.budget_path);  // --budget: a typo fails before the run
+  if (!flags.suppressions_path.empty()) checked.suppressions = read_leak_suppressions(flags.suppressions_path);
+  return checked;
+}
 
+// What the traced command gets: the preload library and the tracer's options.
+std::vector<std::pair<std::string, std::string>> tracer_environment(const RunFlags& flags, const CheckedFlags& checked,
+                                                                    const std::string& preload, const std::string& dir) {
   std::string ld_preload = preload;
   if (const char* existing = getenv("LD_PRELOAD"); existing && *existing) ld_preload += std::string(":") + existing;
   std::vector<std::pair<std::string, std::string>> env = {
       {"LD_PRELOAD", ld_preload},
       {"MEMSTAGE_OUTPUT", dir},
       {"MEMSTAGE_MODE", flags.mode},
-      {"MEMSTAGE_SAMPLE_RATE_BYTES", std::to_string(sample_rate_bytes)},
+      {"MEMSTAGE_SAMPLE_RATE_BYTES", std::to_string(checked.sample_rate_bytes)},
       {"MEMSTAGE_MAX_DEPTH", std::to_string(flags.max_depth)},
       {"MEMSTAGE_SAMPLE_INTERVAL_MS", std::to_string(flags.sample_interval_ms)},
       {"MEMSTAGE_SNAPSHOT_INTERVAL_MS", std::to_string(static_cast<unsigned>(flags.snapshot_interval_s * 1000 + 0.5))},
       {"MEMSTAGE_FOLLOW_FORK", flags.no_follow_fork ? "0" : "1"},
-      {"MEMSTAGE_RAM_LIMIT_BYTES", std::to_string(ram_limit_bytes)},
+      {"MEMSTAGE_RAM_LIMIT_BYTES", std::to_string(checked.ram_limit_bytes)},
       {"MEMSTAGE_RAM_LIMIT_ACTION", flags.ram_limit_action},
   };
   add_python_environment(flags, preload, env);
+  return env;
+}
+
+// --budget (harness/gate): CMD's own failure wins; otherwise the gate's 0 or 1.
+int gate_run(const RunFlags& flags, const std::string& dir, int child_exit_code) {
+  gate::GateOptions gate_options;
+  gate_options.budget_path = flags.budget_path;
+  gate_options.github = getenv("GITHUB_ACTIONS") != nullptr;  // annotations where Actions reads them
+  gate_options.table_out = stderr;                             // beside the summary; stdout is CMD's
+  const int gate_exit = gate::run_gate(dir + "/report.json", gate_options);
+  return child_exit_code == 0 ? gate_exit : child_exit_code;
+}
+
+int run(const RunFlags& flags) {
+  const CheckedFlags checked = check_flags(flags);
+  const std::string preload = find_preload_library();
+  const std::string dir = fs::absolute(flags.output_dir.empty() ? default_output_dir(flags.command[0])
+                                                                : flags.output_dir)
+                              .lexically_normal()
+                              .string();
+  prepare_output_dir(dir);
   // The traces' first passes are read while their processes run: by the command's end,
   // most of the analysis is done (reports/analysis/analyzer.h, TraceBeingWritten).
   std::unique_ptr<reports::TraceBeingWritten> read_ahead;
   const OomWatch oom_watch = OomWatch::start();
-  const ChildResult child = run_child(flags.command, env, [&](uint64_t) {
+  const ChildResult child = run_child(flags.command, tracer_environment(flags, checked, preload, dir), [&](uint64_t) {
     if (!flags.read_after_exit) read_ahead = read_traces_ahead(dir, flags.mode != "stats");
   });
   // What the processes had encoded and not written when they died (a SIGKILL, the OOM
@@ -125,7 +151,8 @@ int run(const RunFlags& flags) {
   // disk, a broken trace) is said, what can be is kept, and CMD's exit status is ours.
   // --budget: with nothing to gate, a CMD that succeeded gets 2, not a pass.
   const int failed_exit = !flags.budget_path.empty() && child.exit_code == 0 ? 2 : child.exit_code;
-  reports::RunInfo info{flags.command, child.pid, child.exit_code, child.signal, child.duration_s, oom_watch.finish()};
+  reports::RunInfo info{flags.command, child.pid, child.exit_code, child.signal, child.duration_s, oom_watch.finish(),
+                        std::nullopt};
   // The kernel's high-water mark of its RSS, which a SIGKILL kept its tracer from writing.
   if (child.signal == SIGKILL) info.max_rss_bytes = child.max_rss_bytes;
   write_or_say(dir + "/run.json", run_info_json(info));
@@ -135,17 +162,8 @@ int run(const RunFlags& flags) {
             reports::terminal_text(flags.command[0]).c_str());
     return failed_exit;
   }
-  if (!write_reports(dir, info, flags.quiet, read_ahead.get(), nullptr, suppressions)) return failed_exit;
-  // --budget (harness/gate): CMD's own failure wins; otherwise the gate's 0 or 1.
-  if (!flags.budget_path.empty()) {
-    gate::GateOptions gate_options;
-    gate_options.budget_path = flags.budget_path;
-    gate_options.github = getenv("GITHUB_ACTIONS") != nullptr;  // annotations where Actions reads them
-    gate_options.table_out = stderr;                             // beside the summary; stdout is CMD's
-    const int gate_exit = gate::run_gate(dir + "/report.json", gate_options);
-    if (child.exit_code == 0) return gate_exit;
-  }
-  return child.exit_code;
+  if (!write_reports(dir, info, flags.quiet, read_ahead.get(), nullptr, checked.suppressions)) return failed_exit;
+  return flags.budget_path.empty() ? child.exit_code : gate_run(flags, dir, child.exit_code);
 }
 
 }  // namespace
