@@ -543,6 +543,15 @@ uint64_t tick_interval_ns() {
   return aged_tick_interval_ns(base_ns, trace_time_ns(), g_tracer.options.timeline_full_rate_ticks);
 }
 
+// Aggregate mode's snapshots space out as the run ages too (the first 600 at the set
+// interval, then age / 600): a day's run writes ~3,600 of them, not 86,400, and a kill loses
+// at most one interval of the sites' figures (the heap's highs go out as they happen).
+constexpr uint32_t kFullRateSnapshots = 600;
+uint64_t snapshot_interval_ns() {
+  const uint64_t base_ns = g_tracer.options.snapshot_interval_ms * 1'000'000ull;
+  return aged_tick_interval_ns(base_ns, trace_time_ns(), kFullRateSnapshots);
+}
+
 void wait_for_tick_or_wake(uint64_t interval_ns) {
   futex_wait(&w.wake_word, 0, interval_ns);
   w.wake_word.store(0, std::memory_order_relaxed);
@@ -563,7 +572,7 @@ void writer_round(ThreadState* self, bool write_now = false, AskAllocator alloca
     if (write_now || monotonic_ns() >= w.next_snapshot_ns) {
       w.aggregate.snapshot(trace_time_ns(), raw_sink);
       write_chunk();
-      w.next_snapshot_ns = monotonic_ns() + g_tracer.options.snapshot_interval_ms * 1'000'000ull;
+      w.next_snapshot_ns = monotonic_ns() + snapshot_interval_ns();
     }
   } else if (w.raw_used >= kFlushAtRawBytes ||
              (w.raw_used > 0 && (write_now || monotonic_ns() - w.last_write_ns >= kFlushEveryNs))) {
@@ -763,7 +772,7 @@ bool writer_open(uint64_t parent_pid) {
   w.live_blocks.clear();
   w.infos.clear();
   w.aggregate.reset();
-  w.next_snapshot_ns = monotonic_ns() + g_tracer.options.snapshot_interval_ms * 1'000'000ull;
+  w.next_snapshot_ns = monotonic_ns() + snapshot_interval_ns();
   w.last_event_was_alloc = false;
   w.last_alloc_tag = nullptr;
   w.stage_instances = w.open_stage_depth = w.stage_names_written = 0;
