@@ -1,13 +1,16 @@
 """A notebook run headless on the kernel `memstage jupyter install` makes (nbclient, Debian's
 ipykernel): a %%memstage cell holding a 100,000,000-byte numpy array shows its figures, and
-they equal that truth within 2 %; the cell's HTML renders in Chromium; %memstage_report writes
+they equal that truth within 2 %; the cell's HTML renders in Chromium, and the report page it
+links opens on the flame graph of the cell's stage; %memstage_report writes
 the session's page; a kernel not under memstage says in one line how to switch.
 
     /usr/bin/python3 check_notebook.py MEMSTAGE PROFILER_PYTHON_DIR WORK_DIR
 Exit 0: passed; 77: skipped (nbclient, ipykernel or numpy missing); anything else: failed.
 """
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -71,18 +74,31 @@ def check_cell_figures(outputs):
     return shown["text/html"]
 
 
-def check_renders(html_text, work):
+def rendered_dom(url):
     chromium = shutil.which("chromium")
-    if not chromium:
+    return subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", url],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=120).stdout
+
+
+def check_renders(html_text, work):
+    """The cell's HTML in Chromium, and the page it links, opened on the flame graph of the
+    cell's stage."""
+    if not shutil.which("chromium"):
         print("no chromium: the cell's HTML is not rendered")
         return
-    page = os.path.join(work, "cell.html")
-    with open(page, "w", encoding="utf-8") as f:
+    link = re.search(r"<a href='([^']+)'", html_text)
+    if not link or "#flame-stage=" not in link.group(1):
+        fail("the cell links no flame graph of its stage: %s" % html_text[-600:])
+    page = os.path.join(work, html.unescape(link.group(1)))
+    cell = os.path.join(work, "cell.html")
+    with open(cell, "w", encoding="utf-8") as f:
         f.write("<!doctype html><meta charset=utf-8><body>%s</body>" % html_text)
-    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", "file://" + page],
-                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=120).stdout
+    dom = rendered_dom("file://" + cell)
     if "heap rise" not in dom or "<table>" not in dom:
         fail("Chromium did not render the cell's table: %s" % dom[:400])
+    dom = rendered_dom("file://" + page)
+    if "in numpy array and the stages nested in it" not in dom:
+        fail("the linked page does not open on the cell's stage's flame graph (%s)" % page)
 
 
 def main():

@@ -5,7 +5,8 @@ The kernel must run under memstage (`memstage jupyter install --user`, then the 
 tracer writes what it recorded, `memstage report` reads this process's trace so far, and the
 cell's figures are shown: how far the heap and the RSS rose above where they stood when the
 cell began, the process's peaks while it ran, what the cell allocated and still holds, and
-the stacks holding most of the heap at the cell's peak. `memstage.last_cell()` returns the
+the stacks holding most of the heap at the cell's peak, and the report page of the session so
+far opened on the flame graph of what the cell still holds. `memstage.last_cell()` returns the
 figures as a dict. `%memstage_report` writes the report page of the session so far.
 """
 import html
@@ -72,13 +73,25 @@ def cell_figures(stage_name):
     row = rows[-1]
     figures = {key: row.get(key) for key, _, _ in FIGURES}
     figures["stage"] = stage_name
+    figures["stage_index"] = report["stages"].index(row)
     figures["top_stacks_at_peak"] = row.get("top_stacks_at_peak", [])[:STACKS_SHOWN]
     return figures
+
+
+def cell_page(figures, execution_count):
+    """The report page of the session so far, opened on the flame graph of what the cell
+    still holds (its stage, bytes not yet freed): its path relative to the notebook's folder
+    (the kernel's), where the notebook server finds it."""
+    page = os.path.join(os.environ.get("MEMSTAGE_OUTPUT", "."), "cell-%d.html" % execution_count)
+    _report_so_far("html", page)
+    return "%s#flame-stage=%d&flame-metric=leaked" % (os.path.relpath(page), figures["stage_index"])
 
 
 def figures_text(figures):
     out = ["memstage: %s" % figures["stage"]]
     out += ["  %-10s %12s  (%s)" % (label, format_bytes(figures[key]), why) for key, label, why in FIGURES]
+    if figures.get("page"):
+        out.append("  the flame graph of what the cell holds: %s" % figures["page"])
     for stack in figures["top_stacks_at_peak"]:
         out.append("  %s in %d block(s) at the cell's peak" % (format_bytes(stack["bytes"]), stack["blocks"]))
         out += ["      " + line for line in report_text.stack_lines(stack, FRAMES_SHOWN)]
@@ -92,8 +105,12 @@ def figures_html(figures):
         "<details><summary>%s in %d block(s) at the cell's peak</summary><pre>%s</pre></details>" % (
             format_bytes(s["bytes"]), s["blocks"], html.escape("\n".join(report_text.stack_lines(s, FRAMES_SHOWN))))
         for s in figures["top_stacks_at_peak"])
-    return ("<div class='memstage-cell'><b>memstage: %s</b><table>%s</table>%s</div>"
-            % (html.escape(figures["stage"]), rows, stacks))
+    page = figures.get("page")
+    flame = ("<p><a href='%s' target='_blank'>the flame graph of what the cell holds</a> (the report page of the "
+             "session so far)</p><iframe src='%s' style='width:100%%;height:520px;border:0'></iframe>"
+             % (html.escape(page, quote=True), html.escape(page, quote=True))) if page else ""
+    return ("<div class='memstage-cell'><b>memstage: %s</b><table>%s</table>%s%s</div>"
+            % (html.escape(figures["stage"]), rows, stacks, flame))
 
 
 class _Figures:
@@ -128,6 +145,7 @@ def load(ipython):
             finally:
                 memstage.stage_end()
             _last_cell = cell_figures(name)
+            _last_cell["page"] = cell_page(_last_cell, self.shell.execution_count)
             display(_Figures(_last_cell))
             return None
 

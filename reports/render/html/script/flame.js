@@ -46,6 +46,16 @@ function fmtMetric(v) {
   return METRICS[flameState.metric].bytes ? fmtBytes(v) : fmtCount(v);
 }
 
+// A link may open the flame graph on one stage and metric, `#flame-stage=INDEX&flame-metric=KEY`
+// (a notebook cell's output links its stage's page so).
+function readFlameHash() {
+  const params = new URLSearchParams(location.hash.slice(1));
+  const metric = METRICS.findIndex((m) => m.key === params.get('flame-metric'));
+  if (metric >= 0) flameState.metric = metric;
+  const stage = params.get('flame-stage');
+  if (stage !== null && /^-?\d+$/.test(stage) && Number(stage) < stages.length) flameState.stage = stage;
+}
+
 function renderFlameControls() {
   const metrics = document.getElementById('flame-metrics');
   METRICS.forEach((m, i) => {
@@ -62,6 +72,7 @@ function renderFlameControls() {
   select.append(el('option', { value: 'all' }, 'all stages'));
   if (flame.figures.some((f) => f[1] < 0)) select.append(el('option', { value: '-1' }, '(outside any stage)'));
   stages.forEach((s, i) => select.append(el('option', { value: String(i) }, '\u00a0\u00a0'.repeat(s.depth) + s.name)));
+  select.value = flameState.stage;
   select.addEventListener('change', () => {
     flameState.stage = select.value;
     flameState.zoom = 0;

@@ -6,6 +6,7 @@ renderSummary();
 renderJob();
 renderTimeline();
 renderStageTable();
+readFlameHash();
 renderFlameControls();
 updateFlame();
 renderRss();
