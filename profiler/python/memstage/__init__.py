@@ -75,6 +75,23 @@ def program():
     return os.environ.get("MEMSTAGE") or shutil.which("memstage")
 
 
+def trace_path(pid=None, folder=None):
+    """The trace of process `pid` (this one by default) in `folder` (this run's, from
+    MEMSTAGE_OUTPUT): trace.PID.mst, or after an exec the image's trace.PID.N.mst with the
+    highest N; None when there is none."""
+    import glob
+    import os
+    import re
+    pid = os.getpid() if pid is None else pid
+    folder = os.environ.get("MEMSTAGE_OUTPUT", "") if folder is None else folder
+    found = []
+    for path in glob.glob(os.path.join(glob.escape(folder), "trace.%d.*mst" % pid)):
+        match = re.fullmatch(r"trace\.%d(?:\.(\d+))?\.mst" % pid, os.path.basename(path))
+        if match:
+            found.append((int(match.group(1) or 0), path))
+    return max(found)[1] if found else None
+
+
 def load_ipython_extension(ipython):
     """`%load_ext memstage`: the %%memstage cell magic and %memstage_report (notebook.py)."""
     from memstage import notebook

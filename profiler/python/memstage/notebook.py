@@ -47,14 +47,13 @@ def _memstage_program():
     return path
 
 
-def _trace_path():
-    return os.path.join(os.environ.get("MEMSTAGE_OUTPUT", ""), "trace.%d.mst" % os.getpid())
-
-
 def _report_so_far(fmt, out_path):
     """`memstage report` of this process's trace as written so far."""
     memstage.flush()
-    made = subprocess.run([_memstage_program(), "report", _trace_path(), "--format", fmt, "-o", out_path],
+    trace = memstage.trace_path()
+    if trace is None:
+        raise RuntimeError("memstage: no trace of this process in %s" % os.environ.get("MEMSTAGE_OUTPUT"))
+    made = subprocess.run([_memstage_program(), "report", trace, "--format", fmt, "-o", out_path],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if made.returncode != 0:
         raise RuntimeError("memstage report: " + (made.stderr.strip() or "exit %d" % made.returncode))

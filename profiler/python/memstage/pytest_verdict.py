@@ -46,7 +46,8 @@ def run_traced(config):
         limits = part["limits"]
         for nodeid, test_limits in budget_limits(budget, part["tests"]).items():
             limits.setdefault(nodeid, {}).update(test_limits)
-        failures += [c for c in gate_checks(memstage_bin, report_path, limits, results_dir, part["worker"]) if c["verdict"] != "ok"]
+        checks = gate_checks(memstage_bin, report_path, limits, results_dir, part["worker"])
+        failures += [c for c in checks if c["verdict"] != "ok"]
     print_summary(stages, failures, config.getoption("memstage_top"), out_dir)
     junit = config.getoption("xmlpath", None)
     if junit:
@@ -63,7 +64,10 @@ def report_of(memstage_bin, out_dir, part):
     if part["worker"] == "main":
         return os.path.join(out_dir, "report.json")
     path = os.path.join(out_dir, "pytest", "report.%s.json" % part["worker"])
-    trace = os.path.join(out_dir, "trace.%d.mst" % part["pid"])
+    trace = memstage.trace_path(part["pid"], out_dir)
+    if trace is None:
+        raise pytest.UsageError("memstage: no trace of xdist worker %s (pid %d) in %s" % (
+            part["worker"], part["pid"], out_dir))
     made = subprocess.run([memstage_bin, "report", trace, "--format", "json", "-o", path],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if made.returncode != 0:
