@@ -132,7 +132,8 @@ def main():
     # A kernel not under memstage: the magic says how to switch, and the cell still runs.
     os.environ["PYTHONPATH"] = python_dir
     plain = run_notebook(["%load_ext memstage", "%%memstage\nx = 6 * 7\nprint(x)"], "python3", work)
-    if "Python 3 (memstage)" not in plain[1].get("stream", "") or "42" not in plain[1].get("stream", ""):
+    if ("Python 3 (memstage)" not in plain[1].get("stream", "") or "42" not in plain[1].get("stream", "")
+            or "text/plain" in plain[1]):
         fail("a kernel without the tracer: %s" % plain[1])
     print("notebook: ok")
     return 0

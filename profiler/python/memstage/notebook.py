@@ -136,11 +136,12 @@ def load(ipython):
             global _last_cell
             if not memstage.enabled():
                 print(SWITCH_HINT)
-                return self.shell.run_cell(cell)
+                self.shell.run_cell(cell)
+                return None
             name = line.strip() or "cell %d" % self.shell.execution_count
             memstage.stage_begin(name)
             try:
-                result = self.shell.run_cell(cell)
+                self.shell.run_cell(cell)
             finally:
                 memstage.stage_end()
             _last_cell = cell_figures(name)
