@@ -49,6 +49,10 @@ def install_kernel(memstage, work):
     installed = subprocess.run([memstage, "jupyter", "install", "--user", "--python", sys.executable],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     print(installed.stdout, end="")
+    both = subprocess.run([memstage, "jupyter", "install", "--user", "--prefix", work], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    if both.returncode != 2 or "exclude each other" not in both.stderr:
+        fail("jupyter install --user --prefix: exit %d, %r" % (both.returncode, both.stderr))
     spec_path = os.path.join(os.environ["JUPYTER_DATA_DIR"], "kernels", "memstage", "kernel.json")
     if installed.returncode != 0 or not os.path.isfile(spec_path):
         fail("memstage jupyter install --user made no %s" % spec_path)
