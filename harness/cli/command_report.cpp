@@ -6,6 +6,7 @@
 
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/number_range.h"
 #include "harness/cli/report_files.h"
 #include "harness/files/output_files.h"
 #include "reports/render/text/terminal_text.h"
@@ -19,6 +20,7 @@ void register_report(CLI::App& app, CommandAction& action) {
     std::string output;
     bool no_symbolize = false;
     std::string suppressions_path;
+    std::optional<size_t> top_stacks;
   };
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app.add_subcommand("report", "Analyse a run's traces again and write a report");
@@ -29,14 +31,17 @@ void register_report(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_option("-o,--output", flags->output, "Write here instead of to stdout");
   cmd->add_flag("--no-symbolize", flags->no_symbolize, "Leave frames as module+offset (fast; for golden files)");
+  cmd->add_option("--top-stacks", flags->top_stacks, "Stacks listed at each peak (the run's, each stage's; default 20)")
+      ->check(number_in<size_t>(1, 1000));
   cmd->add_option("--suppressions", flags->suppressions_path,
                   "Leaks to hold apart with the runtime's: a file of 'leak:PATTERN' lines, as LSan's");
   cmd->callback([flags, &action] {
     action = [flags] {
       const ReportFormat format = parse_format(flags->format);
-      const std::vector<std::string> suppressions =
-          flags->suppressions_path.empty() ? std::vector<std::string>{} : read_leak_suppressions(flags->suppressions_path);
-      const auto report = analyze_paths(flags->inputs, !flags->no_symbolize, std::nullopt, nullptr, suppressions);
+      ReportChoices choices;
+      if (!flags->suppressions_path.empty()) choices.leak_suppressions = read_leak_suppressions(flags->suppressions_path);
+      choices.top_stacks = flags->top_stacks;
+      const auto report = analyze_paths(flags->inputs, !flags->no_symbolize, std::nullopt, nullptr, choices);
       for (const auto& warning : report.warnings) fprintf(stderr, "memstage: warning: %s\n", reports::terminal_text(warning).c_str());
       const std::string content = render(report, format);
       if (!flags->output.empty()) {

@@ -44,6 +44,7 @@ struct RunFlags {
   std::vector<std::string> command;
   std::string budget_path;  // --budget: gate the report afterwards (harness/gate)
   std::string suppressions_path;  // --suppressions: leaks held apart (report_files.h)
+  std::optional<size_t> top_stacks;  // --top-stacks
   std::string python_allocator = "pymalloc";
   bool no_python_frames = false;
 };
@@ -70,7 +71,7 @@ std::string default_output_dir(const std::string& program) {
 struct CheckedFlags {
   uint64_t sample_rate_bytes = 0;
   uint64_t ram_limit_bytes = 0;
-  std::vector<std::string> suppressions;
+  ReportChoices choices;
 };
 
 CheckedFlags check_flags(const RunFlags& flags) {
@@ -92,7 +93,8 @@ CheckedFlags check_flags(const RunFlags& flags) {
     throw CliError("run: --python-allocator must be pymalloc or malloc, not '" + flags.python_allocator + "'");
   }
   if (!flags.budget_path.empty()) gate::load_budget(flags.budget_path);  // --budget: a typo fails before the run
-  if (!flags.suppressions_path.empty()) checked.suppressions = read_leak_suppressions(flags.suppressions_path);
+  if (!flags.suppressions_path.empty()) checked.choices.leak_suppressions = read_leak_suppressions(flags.suppressions_path);
+  checked.choices.top_stacks = flags.top_stacks;
   return checked;
 }
 
@@ -162,7 +164,7 @@ int run(const RunFlags& flags) {
             reports::terminal_text(flags.command[0]).c_str());
     return failed_exit;
   }
-  if (!write_reports(dir, info, flags.quiet, read_ahead.get(), nullptr, checked.suppressions)) return failed_exit;
+  if (!write_reports(dir, info, flags.quiet, read_ahead.get(), nullptr, checked.choices)) return failed_exit;
   return flags.budget_path.empty() ? child.exit_code : gate_run(flags, dir, child.exit_code);
 }
 
@@ -195,6 +197,8 @@ void register_run(CLI::App& app, CommandAction& action) {
                 "Read the traces only after the program ends (by default they are read on spare cores as "
                 "they are written: a faster report, but the analysis's memory is in use beside the program's)");
   cmd->add_option("--budget", flags->budget_path, "Gate the report against this budget (docs/budget.md): exit 1 when over");
+  cmd->add_option("--top-stacks", flags->top_stacks, "Stacks listed at each peak (the run's, each stage's; default 20)")
+      ->check(number_in<size_t>(1, 1000));
   cmd->add_option("--suppressions", flags->suppressions_path,
                   "Leaks to hold apart with the runtime's: a file of 'leak:PATTERN' lines, as LSan's");
   cmd->add_option("--ram-limit", flags->ram_limit,

@@ -122,13 +122,13 @@ void warn_if_runs_apart(reports::Report& report) {
 }  // namespace
 
 reports::Report analyze_path(const std::string& path, bool symbolize, std::optional<reports::RunInfo> run,
-                             reports::TraceBeingWritten* read_ahead, const std::vector<std::string>& leak_suppressions) {
-  return analyze_paths({path}, symbolize, std::move(run), read_ahead, leak_suppressions);
+                             reports::TraceBeingWritten* read_ahead, const ReportChoices& choices) {
+  return analyze_paths({path}, symbolize, std::move(run), read_ahead, choices);
 }
 
 reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize,
                               std::optional<reports::RunInfo> run, reports::TraceBeingWritten* read_ahead,
-                              const std::vector<std::string>& leak_suppressions) {
+                              const ReportChoices& choices) {
   std::vector<std::string> traces;
   for (const auto& path : paths) {
     const auto found = traces_of(path);
@@ -142,7 +142,8 @@ reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbol
   ProgressBar progress("analysing");
   reports::AnalysisOptions options;
   options.symbolize = symbolize;
-  options.leak_suppressions = leak_suppressions;
+  options.leak_suppressions = choices.leak_suppressions;
+  if (choices.top_stacks) options.top_stacks = *choices.top_stacks;
   options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
   try {
     reports::Report report = reports::analyze(traces, run ? run : read_run_info(dir), options, read_ahead);
@@ -250,11 +251,10 @@ std::unique_ptr<reports::TraceBeingWritten> read_traces_ahead(const std::string&
 }
 
 bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,
-                   reports::TraceBeingWritten* read_ahead, reports::Report* analysed,
-                   const std::vector<std::string>& leak_suppressions) {
+                   reports::TraceBeingWritten* read_ahead, reports::Report* analysed, const ReportChoices& choices) {
   reports::Report report;
   try {
-    report = analyze_path(dir, true, run, read_ahead, leak_suppressions);
+    report = analyze_path(dir, true, run, read_ahead, choices);
   } catch (const CliError& e) {
     fprintf(stderr, "memstage: %s (the traces are kept in %s)\n", e.what(), reports::terminal_text(dir).c_str());
     return false;

@@ -16,6 +16,12 @@ namespace memstage::harness {
 std::string run_info_json(const reports::RunInfo& run);
 std::optional<reports::RunInfo> read_run_info(const std::string& dir);
 
+// What the user chose of the analysis (`run` and `report`'s flags).
+struct ReportChoices {
+  std::vector<std::string> leak_suppressions;  // --suppressions
+  std::optional<size_t> top_stacks;            // --top-stacks; else AnalysisOptions's
+};
+
 // Analyses a trace file, a run's folder of traces, or a folder of runs' folders (one per
 // host: docs/jobs.md), with a progress bar on a terminal; `run` (else the folder's
 // run.json) gives the command, exit status and duration. Throws CliError (exit 2) for
@@ -23,16 +29,14 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir);
 // read while it was written (reports/analysis/analyzer.h).
 reports::Report analyze_path(const std::string& path, bool symbolize = true,
                              std::optional<reports::RunInfo> run = std::nullopt,
-                             reports::TraceBeingWritten* read_ahead = nullptr,
-                             const std::vector<std::string>& leak_suppressions = {});
+                             reports::TraceBeingWritten* read_ahead = nullptr, const ReportChoices& choices = {});
 
 // Several runs as one job (the ranks of a job that ran on several hosts, each host's run
 // in its own folder): every trace of every path, as analyze_path finds them, on one
 // clock; the first path's run.json gives the command.
 reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize = true,
                               std::optional<reports::RunInfo> run = std::nullopt,
-                              reports::TraceBeingWritten* read_ahead = nullptr,
-                              const std::vector<std::string>& leak_suppressions = {});
+                              reports::TraceBeingWritten* read_ahead = nullptr, const ReportChoices& choices = {});
 
 // A leak suppression file (`--suppressions FILE`): LSan's format, one `leak:PATTERN` a line,
 // `#` comments; the patterns, for AnalysisOptions::leak_suppressions. Throws CliError naming
@@ -65,6 +69,6 @@ std::unique_ptr<reports::TraceBeingWritten> read_traces_ahead(const std::string&
 // (`attach` reads from it how the process ended).
 bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,
                    reports::TraceBeingWritten* read_ahead = nullptr, reports::Report* analysed = nullptr,
-                   const std::vector<std::string>& leak_suppressions = {});
+                   const ReportChoices& choices = {});
 
 }  // namespace memstage::harness

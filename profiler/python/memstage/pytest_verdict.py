@@ -23,6 +23,9 @@ from memstage.report_text import format_bytes
 GATE_KEYS = {"peak_heap": "peak_heap_increase", "peak_rss": "peak_rss_increase", "leaked": "retained"}
 STACKS_SHOWN = 3
 FRAMES_SHOWN = 6
+# Stacks the report keeps per test at its peak: a suite has thousands of stages, each stack
+# of a hundred Python and native frames.
+TOP_STACKS = "5"
 
 
 def run_traced(config):
@@ -30,7 +33,8 @@ def run_traced(config):
     out_dir = os.path.abspath(config.getoption("memstage"))
     results_dir = os.path.join(out_dir, "pytest")
     budget = read_user_budget(config.getoption("memstage_budget"))
-    command = [memstage_bin, "run", "-q", "--mode", config.getoption("memstage_mode"), "-o", out_dir, "--",
+    command = [memstage_bin, "run", "-q", "--mode", config.getoption("memstage_mode"), "--top-stacks", TOP_STACKS,
+               "-o", out_dir, "--",
                sys.executable, "-m", "pytest"] + list(config.invocation_params.args)
     env = dict(os.environ, **{pytest_plugin.RESULTS_ENV: results_dir})
     shutil.rmtree(results_dir, ignore_errors=True)
@@ -68,7 +72,7 @@ def report_of(memstage_bin, out_dir, part):
     if trace is None:
         raise pytest.UsageError("memstage: no trace of xdist worker %s (pid %d) in %s" % (
             part["worker"], part["pid"], out_dir))
-    made = subprocess.run([memstage_bin, "report", trace, "--format", "json", "-o", path],
+    made = subprocess.run([memstage_bin, "report", trace, "--format", "json", "--top-stacks", TOP_STACKS, "-o", path],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if made.returncode != 0:
         raise pytest.UsageError("memstage report %s: %s" % (trace, made.stderr.strip() or made.returncode))
