@@ -56,6 +56,10 @@ def check_figures(out_dir, xdist):
     for name in ("test_small", "test_over", "test_leaks", "test_creates_fixture", "test_budget_file_large"):
         if "test_memory.py::" + name not in stages:
             fail("no stage for %s in report.json: %s" % (name, sorted(stages)))
+    # The plugin keeps 5 stacks a test (memstage run --top-stacks 5).
+    kept = [len(s["top_stacks_at_peak"]) for s in stages.values()]
+    if max(kept) != 5:
+        fail("the tests' stages keep %d stacks at most, not the plugin's 5" % max(kept))
     over = stages["test_memory.py::test_over"]["peak_heap_increase_bytes"]
     if not 40_000_000 <= over <= 40_000_000 + MiB:
         fail("test_over's heap rose %d bytes, not 40,000,000 (+ at most 1 MiB of pytest's own)" % over)
