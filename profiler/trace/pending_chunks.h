@@ -44,10 +44,9 @@ inline size_t pending_file_bytes(size_t buffer_bytes) { return kPendingHeaderByt
 
 // The pending file of the trace at `trace_path` in shared memory (tmpfs, never written
 // back): /dev/shm/memstage.<device>.<inode>.<trace file name>.pending, the device and inode
-// of the trace's folder. In the output folder on a disk, the writeback of a busy machine
-// cleaned its pages under the writer, each then faulted again: the 1-thread churn took
-// 1.13-1.18 x the time (1.04 x in /dev/shm). False where the folder is not found or the name
-// does not fit. Without a C++ allocation: the tracer calls it too.
+// of the trace's folder. Not in the output folder on a disk: writeback cleans its pages
+// under the writer, each then faulted again (docs/performance.md). False where the folder
+// is not found or the name does not fit. Without a C++ allocation: the tracer calls it too.
 inline bool shared_memory_pending_path(const char* trace_path, char* out, size_t capacity) {
   const char* slash = strrchr(trace_path, '/');
   char folder[4200];
