@@ -95,7 +95,12 @@ int install_kernel(const JupyterFlags& flags) {
 
 void register_jupyter(CLI::App& app, CommandAction& action) {
   CLI::App* cmd = app.add_subcommand("jupyter", "Jupyter: a kernel whose notebook runs under memstage");
-  cmd->require_subcommand(1);
+  // Without its one subcommand, say which (CLI11 would say "A subcommand is required").
+  cmd->callback([cmd, &action] {
+    if (cmd->get_subcommands().empty()) {
+      action = [] () -> int { throw CliError("jupyter: say what: memstage jupyter install [--user]"); };
+    }
+  });
   auto flags = std::make_shared<JupyterFlags>();
   CLI::App* install = cmd->add_subcommand("install", "Install the kernel spec \"memstage\" (Python 3 under memstage run)");
   install->add_flag("--user", flags->user, "In the user's Jupyter data folder (JUPYTER_DATA_DIR or ~/.local/share/jupyter)");

@@ -53,6 +53,9 @@ def install_kernel(memstage, work):
                           stderr=subprocess.PIPE, text=True)
     if both.returncode != 2 or "exclude each other" not in both.stderr:
         fail("jupyter install --user --prefix: exit %d, %r" % (both.returncode, both.stderr))
+    bare = subprocess.run([memstage, "jupyter"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if bare.returncode != 2 or "memstage jupyter install" not in bare.stderr:
+        fail("memstage jupyter alone: exit %d, %r" % (bare.returncode, bare.stderr))
     spec_path = os.path.join(os.environ["JUPYTER_DATA_DIR"], "kernels", "memstage", "kernel.json")
     if installed.returncode != 0 or not os.path.isfile(spec_path):
         fail("memstage jupyter install --user made no %s" % spec_path)
