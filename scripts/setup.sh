@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libunwind-dev libdw-dev libelf-dev libzstd-dev zstd
+  libunwind-dev libdw-dev libelf-dev libzstd-dev zstd libncurses-dev
   libjemalloc-dev libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools-dev libmimalloc-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev catch2 libbenchmark-dev libabsl-dev
   libprotobuf-dev protobuf-compiler golang-go golang-github-google-pprof-dev zlib1g-dev

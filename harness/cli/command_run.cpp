@@ -4,15 +4,18 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "harness/cli/child_process.h"
 #include "harness/cli/memory_cgroup.h"
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
+#include "harness/cli/live_view.h"
 #include "harness/cli/number_range.h"
 #include "harness/cli/preload_path.h"
 #include "harness/cli/report_files.h"
@@ -39,6 +42,7 @@ struct RunFlags {
   bool no_follow_fork = false;
   bool quiet = false;
   bool read_after_exit = false;  // --read-after-exit: no TraceBeingWritten
+  bool live = false;             // --live: the live view while CMD runs (live_view.h)
   std::string ram_limit;
   std::string ram_limit_action = "stop";
   std::vector<std::string> command;
@@ -141,9 +145,15 @@ int run(const RunFlags& flags) {
   // most of the analysis is done (reports/analysis/analyzer.h, TraceBeingWritten).
   std::unique_ptr<reports::TraceBeingWritten> read_ahead;
   const OomWatch oom_watch = OomWatch::start();
+  // --live: the view runs beside the wait for CMD, until q or CMD's end.
+  std::atomic<bool> child_running{true};
+  std::jthread live_view;
   const ChildResult child = run_child(flags.command, tracer_environment(flags, checked, preload, dir), [&](uint64_t) {
     if (!flags.read_after_exit) read_ahead = read_traces_ahead(dir, flags.mode != "stats");
+    if (flags.live) live_view = std::jthread([&] { run_live_view(dir, [&] { return child_running.load(); }, false); });
   });
+  child_running = false;
+  if (live_view.joinable()) live_view.join();
   // What the processes had encoded and not written when they died (a SIGKILL, the OOM
   // killer) goes into their traces before the traces are read to their end.
   trace::drain_pending_in_dir(dir);
@@ -193,6 +203,9 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_flag("--no-follow-fork", flags->no_follow_fork, "Do not trace forked children");
   cmd->add_flag("-q,--quiet", flags->quiet, "Print no summary");
+  cmd->add_flag("--live", flags->live,
+                "Show the run on a terminal screen while CMD runs (q leaves it, CMD goes on; CMD's own output is drawn "
+                "over: `memstage live DIR` from another terminal keeps it)");
   cmd->add_flag("--read-after-exit", flags->read_after_exit,
                 "Read the traces only after the program ends (by default they are read on spare cores as "
                 "they are written: a faster report, but the analysis's memory is in use beside the program's)");

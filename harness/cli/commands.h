@@ -17,5 +17,6 @@ void register_gate(CLI::App& app, CommandAction& action);
 void register_compare(CLI::App& app, CommandAction& action);
 void register_diff(CLI::App& app, CommandAction& action);
 void register_jupyter(CLI::App& app, CommandAction& action);
+void register_live(CLI::App& app, CommandAction& action);
 
 }  // namespace memstage::harness

@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   register_compare(app, action);
   register_diff(app, action);
   register_jupyter(app, action);
+  register_live(app, action);
   // "memstage help [COMMAND]" is "memstage [COMMAND] --help", as git and cargo take it.
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "help") {

@@ -1,0 +1,188 @@
+#include "harness/cli/live_view.h"
+
+#include <curses.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "harness/cli/report_files.h"
+#include "reports/analysis/analyzer.h"
+#include "reports/render/frame_label.h"
+#include "reports/render/text/human_units.h"
+#include "reports/render/text/terminal_text.h"
+
+namespace memstage::harness {
+
+namespace {
+
+using reports::format_bytes;
+using reports::Report;
+
+constexpr size_t kStacksShown = 8;
+constexpr size_t kStagesShown = 10;
+constexpr size_t kProcessesShown = 6;
+
+volatile sig_atomic_t g_interrupted = 0;
+
+// Where a stack asked for its memory, in a line: the script's line or the first program frame.
+std::string site_of(const Report& report, reports::StackIndex stack) {
+  const auto site = reports::allocation_site(report, report.stacks[stack]);
+  return site ? reports::frame_label(report.frame(*site)) : std::string("(no frames)");
+}
+
+void add_heading(const Report& report, std::vector<std::string>& lines) {
+  const reports::TimelinePoint now = report.timeline.empty() ? reports::TimelinePoint{} : report.timeline.back();
+  lines.push_back(fmt::format("heap  now {:>10}  peak {:>10}      RSS  now {:>10}  peak {:>10}", format_bytes(now.heap_bytes),
+                              format_bytes(report.totals.peak_heap_bytes), format_bytes(now.rss_bytes),
+                              format_bytes(report.totals.peak_rss_bytes)));
+  std::string open = "none";
+  for (const auto& s : report.stages) {
+    if (!s.closed) open = s.path;  // the innermost open one comes last
+  }
+  lines.push_back(fmt::format("open stage: {}      tracer's own memory {} (peak {})      {:.1f} s in",
+                              reports::terminal_text(open), format_bytes(now.tracer_bytes),
+                              format_bytes(report.totals.tracer_peak_bytes), now.t_s));
+}
+
+void add_stages(const Report& report, const LiveChoices& choices, std::vector<std::string>& lines) {
+  std::vector<const reports::StageReport*> stages;
+  for (const auto& s : report.stages) stages.push_back(&s);
+  if (choices.stages_by_peak) {
+    std::stable_sort(stages.begin(), stages.end(), [](const auto* a, const auto* b) {
+      return a->figures.peak_heap_bytes > b->figures.peak_heap_bytes;
+    });
+  }
+  lines.push_back(fmt::format("stages ({}), peak so far:{:>22}{:>12}", choices.stages_by_peak ? "by peak heap" : "as begun",
+                              "heap", "RSS"));
+  if (stages.size() > kStagesShown) stages.erase(stages.begin(), stages.end() - kStagesShown);
+  for (const auto* s : stages) {
+    lines.push_back(fmt::format("  {:<34} {:>10}  {:>10}{}", reports::terminal_text(s->path),
+                                format_bytes(s->figures.peak_heap_bytes), format_bytes(s->figures.peak_rss_bytes),
+                                s->closed ? "" : "  (open)"));
+  }
+}
+
+void add_stacks(const Report& report, const LiveChoices& choices, std::vector<std::string>& lines) {
+  if (choices.growing) {
+    lines.push_back("stacks growing fastest:");
+    if (!report.growth || report.growth->stacks.empty()) lines.push_back("  (none growing yet)");
+    for (size_t i = 0; report.growth && i < std::min(kStacksShown, report.growth->stacks.size()); ++i) {
+      const auto& g = report.growth->stacks[i];
+      lines.push_back(fmt::format("  {:>10}/s {:>10} now  {}", format_bytes(g.bytes_per_s), format_bytes(g.live_bytes),
+                                  reports::terminal_text(site_of(report, g.stack))));
+    }
+    return;
+  }
+  lines.push_back("stacks holding most now (allocated and not freed so far):");
+  size_t shown = 0;
+  for (const auto& leak : report.leaks) {
+    if (leak.runtime || shown++ == kStacksShown) continue;
+    lines.push_back(fmt::format("  {:>10} in {:>6} blocks  {}", format_bytes(leak.bytes), leak.blocks,
+                                reports::terminal_text(site_of(report, leak.stack))));
+  }
+  if (shown == 0) lines.push_back("  (none held)");
+}
+
+void add_processes(const Report& report, std::vector<std::string>& lines) {
+  lines.push_back(fmt::format("processes ({}):{:>32}{:>12}", report.processes.size(), "peak heap", "peak RSS"));
+  for (size_t i = 0; i < std::min(kProcessesShown, report.processes.size()); ++i) {
+    const auto& p = report.processes[i];
+    const std::string command = p.command.empty() ? "?" : p.command.front();
+    lines.push_back(fmt::format("  {:>7} {:<26} {:>10}  {:>10}", p.pid, reports::terminal_text(command).substr(0, 26),
+                                format_bytes(p.peak_heap_bytes), format_bytes(p.peak_rss_bytes)));
+  }
+}
+
+// The run so far: its traces as written until now; nothing while there are none yet.
+std::optional<Report> analyse_so_far(const std::string& dir, std::string& error) {
+  try {
+    const auto traces = reports::find_traces(dir);
+    if (traces.empty()) return std::nullopt;
+    reports::AnalysisOptions options;
+    options.top_stacks = kStacksShown;
+    return reports::analyze(traces, read_run_info(dir), options);
+  } catch (const std::exception& e) {
+    error = e.what();
+    return std::nullopt;
+  }
+}
+
+void draw(const std::vector<std::string>& lines) {
+  erase();
+  for (size_t row = 0; row < lines.size() && row < static_cast<size_t>(LINES); ++row) {
+    mvaddnstr(static_cast<int>(row), 0, lines[row].c_str(), COLS);
+  }
+  refresh();
+}
+
+// The screen's terminal, as found again at the end (also after an exception).
+struct Screen {
+  Screen() {
+    initscr();
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+  }
+  ~Screen() { endwin(); }
+};
+
+}  // namespace
+
+std::vector<std::string> live_lines(const Report& report, const LiveChoices& choices, size_t width) {
+  std::vector<std::string> lines;
+  add_heading(report, lines);
+  lines.emplace_back();
+  add_stages(report, choices, lines);
+  lines.emplace_back();
+  add_stacks(report, choices, lines);
+  lines.emplace_back();
+  add_processes(report, lines);
+  for (auto& line : lines) {
+    if (line.size() > width) line.resize(width);
+  }
+  return lines;
+}
+
+bool run_live_view(const std::string& dir, const std::function<bool()>& keep_going, bool own_interrupt) {
+  struct sigaction on_interrupt{}, old_interrupt{};
+  on_interrupt.sa_handler = [](int) { g_interrupted = 1; };
+  if (own_interrupt) sigaction(SIGINT, &on_interrupt, &old_interrupt);
+  bool quit = false;
+  {
+    Screen screen;
+    LiveChoices choices;
+    while (!quit && !g_interrupted && keep_going()) {
+      const auto start = std::chrono::steady_clock::now();
+      std::string error;
+      const std::optional<Report> report = analyse_so_far(dir, error);
+      const double analysis_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const int wait_ms = std::max(1000, static_cast<int>(analysis_s * 3000));
+      const std::string heading = fmt::format(
+          "memstage live  {}   every {:.1f} s   q: leave (the run goes on)  v: held/growing  s: sort stages",
+          reports::terminal_text(dir), wait_ms / 1000.0);
+      for (int waited_ms = 0; waited_ms < wait_ms && !quit && !g_interrupted && keep_going(); waited_ms += 100) {
+        std::vector<std::string> lines{heading, ""};
+        const auto body = report ? live_lines(*report, choices, static_cast<size_t>(COLS))
+                                 : std::vector<std::string>{error.empty() ? "waiting for the run's traces" : error};
+        lines.insert(lines.end(), body.begin(), body.end());
+        draw(lines);
+        timeout(100);
+        const int key = getch();
+        if (key == 'q' || key == 'Q') quit = true;
+        if (key == 'v') choices.growing = !choices.growing;
+        if (key == 's') choices.stages_by_peak = !choices.stages_by_peak;
+      }
+    }
+  }
+  if (own_interrupt) sigaction(SIGINT, &old_interrupt, nullptr);
+  const bool interrupted = g_interrupted != 0;
+  g_interrupted = 0;
+  return quit || interrupted;
+}
+
+}  // namespace memstage::harness
