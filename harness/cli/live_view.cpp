@@ -66,25 +66,53 @@ void add_stages(const Report& report, const LiveChoices& choices, std::vector<st
   }
 }
 
-void add_stacks(const Report& report, const LiveChoices& choices, std::vector<std::string>& lines) {
-  if (choices.growing) {
-    lines.push_back("stacks growing fastest:");
-    if (!report.growth || report.growth->stacks.empty()) lines.push_back("  (none growing yet)");
-    for (size_t i = 0; report.growth && i < std::min(kStacksShown, report.growth->stacks.size()); ++i) {
-      const auto& g = report.growth->stacks[i];
-      lines.push_back(fmt::format("  {:>10}/s {:>10} now  {}", format_bytes(g.bytes_per_s), format_bytes(g.live_bytes),
-                                  reports::terminal_text(site_of(report, g.stack))));
+// Stacks named by their allocation site, those of one site as one line (two call paths to
+// the same line read as one place to the user), largest first.
+struct SiteLine {
+  std::string site;
+  double rate = 0;  // bytes per second, for the growing list
+  uint64_t bytes = 0;
+  uint64_t blocks = 0;
+};
+
+std::vector<SiteLine> by_site(std::vector<SiteLine> lines) {
+  std::vector<SiteLine> merged;
+  for (const SiteLine& line : lines) {
+    auto it = std::find_if(merged.begin(), merged.end(), [&](const SiteLine& m) { return m.site == line.site; });
+    if (it == merged.end()) {
+      merged.push_back(line);
+      continue;
     }
-    return;
+    it->rate += line.rate;
+    it->bytes += line.bytes;
+    it->blocks += line.blocks;
   }
-  lines.push_back("stacks holding most now (allocated and not freed so far):");
-  size_t shown = 0;
-  for (const auto& leak : report.leaks) {
-    if (leak.runtime || shown++ == kStacksShown) continue;
-    lines.push_back(fmt::format("  {:>10} in {:>6} blocks  {}", format_bytes(leak.bytes), leak.blocks,
-                                reports::terminal_text(site_of(report, leak.stack))));
+  std::stable_sort(merged.begin(), merged.end(), [](const SiteLine& a, const SiteLine& b) {
+    return a.rate != b.rate ? a.rate > b.rate : a.bytes > b.bytes;
+  });
+  if (merged.size() > kStacksShown) merged.resize(kStacksShown);
+  return merged;
+}
+
+void add_stacks(const Report& report, const LiveChoices& choices, std::vector<std::string>& lines) {
+  std::vector<SiteLine> sites;
+  if (choices.growing) {
+    for (const auto& g : report.growth ? report.growth->stacks : std::vector<reports::GrowingStack>{}) {
+      sites.push_back(SiteLine{site_of(report, g.stack), g.bytes_per_s, g.live_bytes, 0});
+    }
+  } else {
+    for (const auto& leak : report.leaks) {
+      if (!leak.runtime) sites.push_back(SiteLine{site_of(report, leak.stack), 0, leak.bytes, leak.blocks});
+    }
   }
-  if (shown == 0) lines.push_back("  (none held)");
+  lines.push_back(choices.growing ? "stacks growing fastest:" : "stacks holding most now (allocated and not freed so far):");
+  if (sites.empty()) lines.push_back(choices.growing ? "  (none growing yet)" : "  (none held)");
+  for (const SiteLine& s : by_site(std::move(sites))) {
+    lines.push_back(choices.growing ? fmt::format("  {:>10}/s {:>10} now  {}", format_bytes(s.rate), format_bytes(s.bytes),
+                                                  reports::terminal_text(s.site))
+                                    : fmt::format("  {:>10} in {:>6} blocks  {}", format_bytes(s.bytes), s.blocks,
+                                                  reports::terminal_text(s.site)));
+  }
 }
 
 void add_processes(const Report& report, std::vector<std::string>& lines) {
