@@ -96,6 +96,7 @@ CheckedFlags check_flags(const RunFlags& flags) {
   if (flags.python_allocator != "pymalloc" && flags.python_allocator != "malloc") {
     throw CliError("run: --python-allocator must be pymalloc or malloc, not '" + flags.python_allocator + "'");
   }
+  if (flags.live && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) throw CliError("run: --live needs a terminal");
   if (!flags.budget_path.empty()) gate::load_budget(flags.budget_path);  // --budget: a typo fails before the run
   if (!flags.suppressions_path.empty()) checked.choices.leak_suppressions = read_leak_suppressions(flags.suppressions_path);
   checked.choices.top_stacks = flags.top_stacks;
@@ -133,6 +134,16 @@ int gate_run(const RunFlags& flags, const std::string& dir, int child_exit_code)
   return child_exit_code == 0 ? gate_exit : child_exit_code;
 }
 
+// --live's view, on a thread of its own beside the wait for CMD: what stops it (a terminal it
+// cannot drive) is said, and CMD runs on.
+void show_live_view(const std::string& dir, const std::atomic<bool>& child_running) {
+  try {
+    run_live_view(dir, [&] { return child_running.load(); }, false);
+  } catch (const std::exception& e) {
+    fprintf(stderr, "memstage: %s\n", e.what());
+  }
+}
+
 int run(const RunFlags& flags) {
   const CheckedFlags checked = check_flags(flags);
   const std::string preload = find_preload_library();
@@ -150,7 +161,7 @@ int run(const RunFlags& flags) {
   std::jthread live_view;
   const ChildResult child = run_child(flags.command, tracer_environment(flags, checked, preload, dir), [&](uint64_t) {
     if (!flags.read_after_exit) read_ahead = read_traces_ahead(dir, flags.mode != "stats");
-    if (flags.live) live_view = std::jthread([&] { run_live_view(dir, [&] { return child_running.load(); }, false); });
+    if (flags.live) live_view = std::jthread([&] { show_live_view(dir, child_running); });
   });
   child_running = false;
   if (live_view.joinable()) live_view.join();

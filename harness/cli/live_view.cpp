@@ -2,6 +2,7 @@
 
 #include <curses.h>
 #include <signal.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/cli/cli_error.h"
 #include "harness/cli/report_files.h"
 #include "reports/analysis/analyzer.h"
 #include "reports/render/frame_label.h"
@@ -147,16 +149,22 @@ void draw(const std::vector<std::string>& lines) {
   refresh();
 }
 
-// The screen's terminal, as found again at the end (also after an exception).
+// The screen's terminal, as found again at the end (also after an exception). newterm, not
+// initscr: a terminal it cannot drive (TERM unset or unknown) is an error, not an exit.
 struct Screen {
+  SCREEN* screen = nullptr;
   Screen() {
-    initscr();
+    screen = newterm(nullptr, stdout, stdin);
+    if (!screen) throw CliError("live: cannot drive this terminal (TERM='" + std::string(getenv("TERM") ?: "") + "')");
     cbreak();
     noecho();
     keypad(stdscr, TRUE);
     curs_set(0);
   }
-  ~Screen() { endwin(); }
+  ~Screen() {
+    endwin();
+    delscreen(screen);
+  }
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
    the terminal is a shell's again (its summary and the next command's line are there).
 2. `memstage live DIR` from another terminal, of a run without --live: the same stack named,
    also after the terminal shrank; Ctrl-C leaves the terminal as found, exit 0.
+3. Without a terminal both say so in one line, exit 2.
 Exit 0: passed; 77: skipped (no tmux); anything else: failed.
 """
 import os
@@ -98,6 +99,15 @@ def check_live_command(memstage, work):
         subprocess.run(["tmux", "kill-session", "-t", session])
 
 
+def check_without_terminal(memstage, work):
+    """Without a terminal, one line and exit 2, and the command is not run."""
+    for command in ([memstage, "run", "--live", "-o", os.path.join(work, "no-tty"), "--", "true"],
+                    [memstage, "live", work]):
+        done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if done.returncode != 2 or "needs a terminal" not in done.stderr:
+            fail("%s without a terminal: exit %d, %r" % (" ".join(command[1:3]), done.returncode, done.stderr))
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -108,6 +118,7 @@ def main():
     memstage, work = (os.path.abspath(a) for a in sys.argv[1:])
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
+    check_without_terminal(memstage, work)
     check_run_live(memstage, work)
     check_live_command(memstage, work)
     print("live view: ok")
