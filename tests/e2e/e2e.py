@@ -1499,16 +1499,24 @@ def check_modes_run(s, name, mode, report, t):
 @scenario
 def scenario_figures_modes(s):
     """programs/modes.cpp in all four modes: each stage's peak heap, allocations and bytes
-    allocated are the program's own count in every mode; peaks in requested sizes in full and
-    aggregate modes, usable sizes in stats and sample modes, the rounding between the two
-    exactly malloc_usable_size's."""
-    results = {}
+    allocated are the program's own count in every mode; peaks, and each stage's rise above its
+    start, in requested sizes in full and aggregate modes, usable sizes in stats and sample
+    modes, the rounding between the two exactly malloc_usable_size's."""
+    results, rises = {}, {}
     for mode in ("full", "aggregate", "stats", "sample"):
         name = "modes_" + mode
         _, report = s.traced(name, [s.program("modes"), s.truth_file(name)], mode=mode)
         t = s.read_truth(name)
         s.eq(t["live_at_end_bytes"], 0, "%s: the program frees all it allocates" % name)
         results[mode] = check_modes_run(s, name, mode, report, t)
+        rises[mode] = {st["path"]: st["peak_heap_increase_bytes"] for st in report["stages"]}
+        # outer begins on an empty heap: its rise is its peak; inner's, what inner allocated.
+        peak = "peak_heap_bytes" if mode in ("full", "aggregate") else "peak_usable_bytes"
+        by_path = {e["path"]: e for e in t["stages"]}
+        s.eq(rises[mode].get("outer"), by_path["outer"][peak], "%s: outer's heap rise is its peak" % name)
+    # A stage's rise above its start, by each mode's size rule, as the peaks.
+    s.eq(rises["aggregate"], rises["full"], "aggregate mode's heap rises == full mode's")
+    s.eq(rises["sample"], rises["stats"], "sample mode's heap rises == stats mode's")
     # The counts are one figure in every mode; the peaks one per size rule.
     if all(results.values()):
         counts = {m: {p: f[1:] for p, f in r.items()} for m, r in results.items()}
