@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -79,15 +80,17 @@ struct SiteLine {
 
 std::vector<SiteLine> by_site(std::vector<SiteLine> lines) {
   std::vector<SiteLine> merged;
+  std::unordered_map<std::string, size_t> index_of_site;
   for (const SiteLine& line : lines) {
-    auto it = std::find_if(merged.begin(), merged.end(), [&](const SiteLine& m) { return m.site == line.site; });
-    if (it == merged.end()) {
+    const auto [it, fresh] = index_of_site.try_emplace(line.site, merged.size());
+    if (fresh) {
       merged.push_back(line);
       continue;
     }
-    it->rate += line.rate;
-    it->bytes += line.bytes;
-    it->blocks += line.blocks;
+    SiteLine& m = merged[it->second];
+    m.rate += line.rate;
+    m.bytes += line.bytes;
+    m.blocks += line.blocks;
   }
   std::stable_sort(merged.begin(), merged.end(), [](const SiteLine& a, const SiteLine& b) {
     return a.rate != b.rate ? a.rate > b.rate : a.bytes > b.bytes;
@@ -201,17 +204,22 @@ bool run_live_view(const std::string& dir, const std::function<bool()>& keep_goi
       const std::string heading = fmt::format(
           "memstage live  {}   every {:.1f} s   q: leave (the run goes on)  v: held/growing  s: sort stages",
           reports::terminal_text(dir), wait_ms / 1000.0);
+      // Drawn again only when what it shows changes: a key, a resize, the next analysis.
+      bool changed = true;
       for (int waited_ms = 0; waited_ms < wait_ms && !quit && !g_interrupted && keep_going(); waited_ms += 100) {
-        std::vector<std::string> lines{heading, ""};
-        const auto body = report ? live_lines(*report, choices, static_cast<size_t>(COLS))
-                                 : std::vector<std::string>{error.empty() ? "waiting for the run's traces" : error};
-        lines.insert(lines.end(), body.begin(), body.end());
-        draw(lines);
+        if (changed) {
+          std::vector<std::string> lines{heading, ""};
+          const auto body = report ? live_lines(*report, choices, static_cast<size_t>(COLS))
+                                   : std::vector<std::string>{error.empty() ? "waiting for the run's traces" : error};
+          lines.insert(lines.end(), body.begin(), body.end());
+          draw(lines);
+        }
         timeout(100);
         const int key = getch();
         if (key == 'q' || key == 'Q') quit = true;
         if (key == 'v') choices.growing = !choices.growing;
         if (key == 's') choices.stages_by_peak = !choices.stages_by_peak;
+        changed = key == 'v' || key == 's' || key == KEY_RESIZE;
       }
     }
   }
