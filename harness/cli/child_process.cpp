@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
 #include <string_view>
 
 #include "harness/cli/cli_error.h"
@@ -32,6 +35,19 @@ std::vector<std::string> child_environment(const std::vector<std::pair<std::stri
 }
 
 }  // namespace
+
+std::optional<std::string> find_on_path(const std::string& program) {
+  const char* path = getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) continue;
+    const std::string candidate = dir + "/" + program;
+    std::error_code ec;
+    if (access(candidate.c_str(), X_OK) == 0 && !std::filesystem::is_directory(candidate, ec)) return candidate;
+  }
+  return std::nullopt;
+}
 
 ChildResult run_child(const std::vector<std::string>& command,
                       const std::vector<std::pair<std::string, std::string>>& extra_env,

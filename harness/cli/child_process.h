@@ -20,6 +20,10 @@ struct ChildResult {
   uint64_t max_rss_bytes = 0;
 };
 
+// Where `program` (a name without '/') is on PATH, as execvp would find it; nothing when
+// no folder of PATH holds it as an executable file.
+std::optional<std::string> find_on_path(const std::string& program);
+
 // Starts `command` (looked up in PATH) with `extra_env` added to this process's
 // environment, waits for it, and returns how it ended. Throws CliError (exit 127) when
 // the command can't be started. `started`, if given, is called with the child's pid once

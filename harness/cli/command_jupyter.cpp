@@ -1,8 +1,6 @@
 // memstage jupyter install [--user | --prefix DIR] [--python PATH] [--mode MODE] [--name NAME]
 // A Jupyter kernel spec whose kernel is ipykernel started under `memstage run`, so that a
 // notebook's cells can be stages (`%load_ext memstage`, `%%memstage`: docs/python.md).
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -10,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/cli/child_process.h"
 #include "harness/cli/cli_error.h"
 #include "harness/cli/commands.h"
 #include "harness/files/output_files.h"
@@ -45,14 +44,7 @@ fs::path kernels_dir(const JupyterFlags& flags) {
 // from jupyter's environment, not this one.
 std::string resolve_program(const std::string& program) {
   if (program.find('/') != std::string::npos) return fs::absolute(program).string();
-  const char* path = getenv("PATH");
-  std::string dirs = path ? path : "/usr/bin:/bin";
-  for (size_t start = 0; start <= dirs.size();) {
-    const size_t end = std::min(dirs.find(':', start), dirs.size());
-    const fs::path candidate = fs::path(dirs.substr(start, end - start)) / program;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
-    start = end + 1;
-  }
+  if (auto found = find_on_path(program)) return *found;
   throw CliError(fmt::format("jupyter install: {} is not on PATH (give --python PATH)", program));
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "harness/cli/child_process.h"
 #include "harness/cli/cli_error.h"
 
 extern char** environ;
@@ -40,17 +41,7 @@ std::optional<std::string> call_value(const std::string& line) {
 
 }  // namespace
 
-std::optional<std::string> find_gdb() {
-  const char* path = getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    if (dir.empty()) continue;
-    const std::string candidate = dir + "/gdb";
-    if (access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate)) return candidate;
-  }
-  return std::nullopt;
-}
+std::optional<std::string> find_gdb() { return find_on_path("gdb"); }
 
 std::string gdb_string_literal(const std::string& text) {
   std::string out = "\"";
