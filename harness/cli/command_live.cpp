@@ -20,7 +20,11 @@ void register_live(CLI::App& app, CommandAction& action) {
       std::error_code ec;
       if (!std::filesystem::is_directory(*dir, ec)) throw CliError("live: " + *dir + " is not a folder");
       if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) throw CliError("live: needs a terminal");
-      run_live_view(*dir, [] { return true; }, true);
+      // Its own reading of the traces, which keeps no events: nothing replays them.
+      reports::AnalysisOptions options;
+      options.max_event_log_bytes = 0;
+      reports::TraceBeingWritten traces(*dir, options);
+      run_live_view(*dir, traces, [] { return true; }, true);
       return 0;
     };
   });

@@ -136,9 +136,17 @@ int gate_run(const RunFlags& flags, const std::string& dir, int child_exit_code)
 
 // --live's view, on a thread of its own beside the wait for CMD: what stops it (a terminal it
 // cannot drive) is said, and CMD runs on.
-void show_live_view(const std::string& dir, const std::atomic<bool>& child_running) {
+void show_live_view(const std::string& dir, reports::TraceBeingWritten* read_ahead,
+                    const std::atomic<bool>& child_running) {
   try {
-    run_live_view(dir, [&] { return child_running.load(); }, false);
+    // The run's read-ahead where it has one (the traces are read once), else one of its own.
+    std::unique_ptr<reports::TraceBeingWritten> own;
+    if (!read_ahead) {
+      reports::AnalysisOptions options;
+      options.max_event_log_bytes = 0;  // nothing replays its events
+      own = std::make_unique<reports::TraceBeingWritten>(dir, options);
+    }
+    run_live_view(dir, read_ahead ? *read_ahead : *own, [&] { return child_running.load(); }, false);
   } catch (const std::exception& e) {
     fprintf(stderr, "memstage: %s\n", e.what());
   }
@@ -161,7 +169,7 @@ int run(const RunFlags& flags) {
   std::jthread live_view;
   const ChildResult child = run_child(flags.command, tracer_environment(flags, checked, preload, dir), [&](uint64_t) {
     if (!flags.read_after_exit) read_ahead = read_traces_ahead(dir, flags.mode != "stats");
-    if (flags.live) live_view = std::jthread([&] { show_live_view(dir, child_running); });
+    if (flags.live) live_view = std::jthread([&] { show_live_view(dir, read_ahead.get(), child_running); });
   });
   child_running = false;
   if (live_view.joinable()) live_view.join();

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include "harness/cli/cli_error.h"
-#include "harness/cli/report_files.h"
 #include "reports/analysis/analyzer.h"
 #include "reports/render/frame_label.h"
 #include "reports/render/text/human_units.h"
@@ -130,14 +129,13 @@ void add_processes(const Report& report, std::vector<std::string>& lines) {
   }
 }
 
-// The run so far: its traces as written until now; nothing while there are none yet.
-std::optional<Report> analyse_so_far(const std::string& dir, std::string& error) {
+// The run so far; nothing while no trace has begun.
+std::optional<Report> so_far(reports::TraceBeingWritten& traces, std::string& error) {
   try {
-    const auto traces = reports::find_traces(dir);
-    if (traces.empty()) return std::nullopt;
     reports::AnalysisOptions options;
     options.top_stacks = kStacksShown;
-    return reports::analyze(traces, read_run_info(dir), options);
+    options.max_timeline_points = 2;  // the heading's "now"
+    return traces.so_far(options);
   } catch (const std::exception& e) {
     error = e.what();
     return std::nullopt;
@@ -187,7 +185,8 @@ std::vector<std::string> live_lines(const Report& report, const LiveChoices& cho
   return lines;
 }
 
-bool run_live_view(const std::string& dir, const std::function<bool()>& keep_going, bool own_interrupt) {
+bool run_live_view(const std::string& dir, reports::TraceBeingWritten& traces, const std::function<bool()>& keep_going,
+                   bool own_interrupt) {
   struct sigaction on_interrupt{}, old_interrupt{};
   on_interrupt.sa_handler = [](int) { g_interrupted = 1; };
   if (own_interrupt) sigaction(SIGINT, &on_interrupt, &old_interrupt);
@@ -198,12 +197,13 @@ bool run_live_view(const std::string& dir, const std::function<bool()>& keep_goi
     while (!quit && !g_interrupted && keep_going()) {
       const auto start = std::chrono::steady_clock::now();
       std::string error;
-      const std::optional<Report> report = analyse_so_far(dir, error);
-      const double analysis_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const int wait_ms = std::max(1000, static_cast<int>(analysis_s * 3000));
+      const std::optional<Report> report = so_far(traces, error);
+      const double gather_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const int wait_ms = std::max(1000, static_cast<int>(gather_s * 3000));
       const std::string heading = fmt::format(
-          "memstage live  {}   every {:.1f} s   q: leave (the run goes on)  v: held/growing  s: sort stages",
-          reports::terminal_text(dir), wait_ms / 1000.0);
+          "memstage live  {}   every {:.1f} s ({:.0f} ms to gather)   q: leave (the run goes on)  v: held/growing  "
+          "s: sort stages",
+          reports::terminal_text(dir), wait_ms / 1000.0, gather_s * 1000);
       // Drawn again only when what it shows changes: a key, a resize, the next analysis.
       bool changed = true;
       for (int waited_ms = 0; waited_ms < wait_ms && !quit && !g_interrupted && keep_going(); waited_ms += 100) {

@@ -1,14 +1,11 @@
 #include "reports/analysis/analyzer.h"
 
 #include <sched.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <exception>
 #include <filesystem>
 #include <map>
@@ -27,6 +24,7 @@
 #include "reports/analysis/first_pass.h"
 #include "reports/analysis/job_plan.h"
 #include "reports/analysis/peak_snapshots.h"
+#include "reports/analysis/report_so_far.h"
 #include "reports/analysis/resident_shares.h"
 #include "reports/analysis/runtime_leaks.h"
 #include "reports/analysis/stack_resolver.h"
@@ -271,169 +269,7 @@ SamplingReport sampling_report(uint64_t rate_bytes, uint64_t samples) {
                   rate, samples, rate, rate, percent(1 << 20), percent(16 << 20), percent(256 << 20), rate)};
 }
 
-// A file's identity: its device and inode.
-using FileId = std::pair<uint64_t, uint64_t>;
-std::optional<FileId> file_id(const std::string& path) {
-  struct stat st{};
-  if (stat(path.c_str(), &st) != 0) return std::nullopt;
-  return FileId{st.st_dev, st.st_ino};
-}
-
 }  // namespace
-
-struct TraceBeingWritten::State {
-  State(std::string folder, const AnalysisOptions& options, bool warm_symbols)
-      : dir(std::move(folder)), budget(options.max_kept_text_bytes), max_event_log_bytes(options.max_event_log_bytes) {
-    if (!warm_symbols || !options.symbolize) return;
-    // At the lowest priority: while the program runs, this thread takes only a core the
-    // program leaves idle.
-    warmer = std::jthread([this] {
-      setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
-      symbolizer.warm_c_library();
-    });
-  }
-  // One trace followed as it is written, by a thread of its own.
-  struct Follower {
-    std::string path;
-    std::unique_ptr<TraceFile> file;  // once read
-    std::exception_ptr failed;
-    std::jthread reader;
-  };
-  // Traces followed at once at most: one whose process ended (or exec'd) makes room for
-  // the next; those that found none are read after the run, several at once.
-  static constexpr size_t kMaxFollowing = 16;
-
-  std::string dir;
-  KeptTextBudget budget;  // the analysis it is handed to goes on charging it
-  size_t max_event_log_bytes;
-  std::mutex mutex;
-  std::condition_variable writer_ended;
-  bool writing = true;  // under mutex
-  Symbolizer symbolizer;  // the C library's modules opened while the program runs (warmer)
-  std::vector<std::unique_ptr<Follower>> followers;  // the watcher's until it returns
-  std::atomic<size_t> following{0};  // followers still reading
-  std::map<FileId, Follower*> follower_of_file;  // the followers by file, once the watcher returned
-  std::jthread watcher;  // last two: the members above outlive them
-  std::jthread warmer;
-
-  bool still_writing() {
-    std::lock_guard lock(mutex);
-    return writing;
-  }
-  void end_writing() {
-    {
-      std::lock_guard lock(mutex);
-      writing = false;
-    }
-    writer_ended.notify_all();
-  }
-  // Until more may have been written: a poll interval, or the writer's end at once (a short
-  // program's report is not held up by a sleep).
-  void wait() {
-    std::unique_lock lock(mutex);
-    writer_ended.wait_for(lock, std::chrono::milliseconds(10), [this] { return !writing; });
-  }
-
-  // Follows every trace that appears in the folder while the run goes on: the tracer
-  // creates one as each process starts (and one more at each exec), so a job's workers,
-  // ranks and the program a launcher runs are read as they run, not after.
-  // The folder is listed again only when its modification time changed (a trace was
-  // created): a stat every poll, not a listing of a build's thousand traces.
-  void watch() {
-    std::set<std::string> followed;
-    struct stat last{};
-    bool unlisted = false;  // traces left for want of room
-    while (still_writing()) {
-      struct stat now{};
-      const bool changed = stat(dir.c_str(), &now) == 0 && (now.st_mtim.tv_sec != last.st_mtim.tv_sec ||
-                                                             now.st_mtim.tv_nsec != last.st_mtim.tv_nsec);
-      if (changed || (unlisted && following.load() < kMaxFollowing)) {
-        last = now;
-        unlisted = false;
-        std::vector<std::string> paths;
-        try {
-          paths = find_traces(dir);
-        } catch (const std::exception&) {
-          last = {};  // the run's own folder: tried again next poll
-        }
-        for (const std::string& path : paths) {
-          if (followed.contains(path)) continue;
-          if (following.load() == kMaxFollowing) {
-            unlisted = true;
-            break;
-          }
-          followed.insert(path);
-          following.fetch_add(1);
-          auto& f = *followers.emplace_back(std::make_unique<Follower>());
-          f.path = path;
-          f.reader = std::jthread([this, &f] { follow(f); });
-        }
-      }
-      wait();
-    }
-    // For take(): the same file under another spelling of its path is the same trace. A
-    // stat a trace, not one per pair of traces (a job of a thousand processes).
-    for (auto& f : followers) {
-      if (const auto id = file_id(f->path)) follower_of_file.emplace(*id, f.get());
-    }
-  }
-
-  // Until the run ends, or the trace's process does: its end record, or an exec, is the
-  // last it writes (an exec that fails writes on: take() then finds the file longer than
-  // what was read).
-  void follow(Follower& f) {
-    try {
-      auto file = std::make_unique<TraceFile>(budget, max_event_log_bytes);
-      const trace::FollowWriter follow{
-          [this, &file] { return still_writing() && !file->pass.ended && !file->pass.replaced_by_exec(); },
-          [this] { wait(); }};
-      file->summary = trace::read_trace(f.path, file->pass, {}, &follow);
-      f.file = std::move(file);
-    } catch (...) {
-      f.failed = std::current_exception();
-    }
-    following.fetch_sub(1);
-  }
-
-  // The symbolizer with the C library's modules open (once the warmer is done with them).
-  Symbolizer take_symbolizer() {
-    if (warmer.joinable()) warmer.join();
-    return std::move(symbolizer);
-  }
-
-  // The pass over `trace_path` if it was followed to the file's end (null otherwise): waits
-  // for its reader to finish it; what it threw, this throws.
-  std::unique_ptr<TraceFile> take(const std::string& trace_path) {
-    end_writing();
-    if (watcher.joinable()) watcher.join();
-    const auto id = file_id(trace_path);
-    const auto found = id ? follower_of_file.find(*id) : follower_of_file.end();
-    if (found == follower_of_file.end()) return nullptr;
-    Follower& f = *found->second;
-    if (f.reader.joinable()) f.reader.join();
-    if (f.failed) std::rethrow_exception(std::exchange(f.failed, nullptr));
-    std::error_code ec;
-    const uint64_t bytes = std::filesystem::file_size(f.path, ec);
-    if (ec || !f.file || bytes != f.file->summary.file_bytes) return nullptr;  // written on after
-    return std::move(f.file);
-  }
-};
-
-TraceBeingWritten::TraceBeingWritten(std::string dir, const AnalysisOptions& options, bool warm_symbols)
-    : state_(std::make_unique<State>(std::move(dir), options, warm_symbols)) {
-  state_->watcher = std::jthread([state = state_.get()] { state->watch(); });
-}
-
-// The watcher joins (State's last members), then the followers as `followers` goes.
-TraceBeingWritten::~TraceBeingWritten() { writer_ended(); }
-
-void TraceBeingWritten::writer_ended() { state_->end_writing(); }
-
-size_t TraceBeingWritten::traces_followed() {
-  state_->end_writing();
-  if (state_->watcher.joinable()) state_->watcher.join();
-  return state_->followers.size();
-}
 
 std::vector<std::string> find_traces(const std::string& dir) {
   std::vector<std::string> paths;
@@ -605,19 +441,26 @@ Traces read_traces(const std::vector<std::string>& trace_paths, const std::optio
   return traces;
 }
 
-// The traced command is the earliest process; if it exec'd, its last image is the program
-// the user meant (`memstage run -- env X=1 prog`).
-void find_main_trace(Traces& traces) {
-  auto& files = traces.files;
+// Orders the traces by their processes' start and returns the traced command's: the
+// earliest process, or if it exec'd, its last image, the program the user meant
+// (`memstage run -- env X=1 prog`).
+template <typename File>
+size_t order_and_find_main(std::vector<File>& files) {
   std::stable_sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
     return a->pass.info.start_realtime_ns < b->pass.info.start_realtime_ns;
   });
+  size_t main = 0;
   for (size_t i = 1; i < files.size(); ++i) {
     // Same pid on the same host: the traced command exec'd (pids of other hosts may clash).
     if (files[i]->pass.info.pid == files[0]->pass.info.pid && files[i]->pass.place.host == files[0]->pass.place.host) {
-      traces.main_index = i;
+      main = i;
     }
   }
+  return main;
+}
+
+void find_main_trace(Traces& traces) {
+  traces.main_index = order_and_find_main(traces.files);
   if (!traces.main().pass.have_info) {
     throw trace::NotATraceError(traces.main().path + " is not a memstage trace (no process record)");
   }
@@ -916,7 +759,7 @@ void add_stack_figures(FirstPass& pass, const StacksAtPeaks& at_peaks, const Sta
 }
 
 // Step "growth": stacks whose live bytes grow steadily.
-void add_growth(FirstPass& pass, StackResolver& stacks, Report& report) {
+void add_growth(const FirstPass& pass, StackResolver& stacks, Report& report) {
   if (!pass.replays_growth() && !pass.aggregate_mode()) return;
   report.growth = pass.growth.report([&](uint32_t stack) { return stacks.index_of(stack); });
   if (pass.sample_mode()) mark_growth_estimated(*report.growth, pass.sample_rate_bytes);
@@ -1054,9 +897,9 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   // Each trace is read twice at most: progress counts both reads of the main one.
   ReadProgress read_progress(options.progress, total_bytes + total_bytes);
   KeptTextBudget own_budget(options.max_kept_text_bytes);
-  KeptTextBudget& kept_text = read_ahead ? read_ahead->state_->budget : own_budget;
+  KeptTextBudget& kept_text = read_ahead ? read_ahead->budget() : own_budget;
   std::function<std::unique_ptr<TraceFile>(const std::string&)> take_read_ahead;
-  if (read_ahead) take_read_ahead = [&](const std::string& path) { return read_ahead->state_->take(path); };
+  if (read_ahead) take_read_ahead = [&](const std::string& path) { return read_ahead->take(path); };
 
   Traces traces = read_traces(trace_paths, run, kept_text, options.max_event_log_bytes, read_progress, take_read_ahead);
   find_main_trace(traces);
@@ -1068,7 +911,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   StagePaths stage_paths;
   StageRows stage_rows(stage_keys(pass, kept_text, stage_paths));
   StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize,
-                       read_ahead ? read_ahead->state_->take_symbolizer() : Symbolizer());
+                       read_ahead ? read_ahead->take_symbolizer() : Symbolizer());
   const StacksAtPeaks at_peaks = pass_two(main, job, stage_rows, stacks, options.top_stacks, read_progress);
   fill_totals(pass, report.totals);
   add_leaks(pass, stacks, stage_rows, options, report);
@@ -1080,6 +923,75 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   add_processes(traces, job, report);
   add_job_stacks(traces, job, at_peaks, stacks, options, report);
   if (options.symbolize) warn_of_modules_changed_since(traces.files, report);
+  return report;
+}
+
+namespace {
+
+// Step "held now" (the run so far): the stacks holding most now, by stack alone, in `leaks`
+// (the runtime's marked, as at the end), from the live blocks or aggregate mode's sites.
+void add_held_now(const FirstPass& pass, StackResolver& stacks, const AnalysisOptions& options, Report& report) {
+  absl::flat_hash_map<uint32_t, StackBytes> by_stack;
+  const auto held = [&](uint32_t stack, uint64_t bytes, uint64_t blocks) {
+    StackBytes& s = by_stack[stack];
+    s.stack = stack;
+    s.bytes += bytes;
+    s.blocks += blocks;
+  };
+  const std::vector<uint64_t>& live_blocks = pass.heap.live_blocks();
+  for (size_t i = 0; i < live_blocks.size(); ++i) {
+    if (!live_blocks[i]) continue;
+    const AllocationInfo& block = pass.heap.info(static_cast<uint32_t>(i));
+    held(block.stack, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i]));
+  }
+  for (const auto& [key, site] : pass.agg_sites) {
+    if (site.live_blocks) held(site.stack, site.live_bytes, site.live_blocks);
+  }
+  std::vector<StackBytes> largest;
+  largest.reserve(by_stack.size());
+  for (const auto& [stack, s] : by_stack) largest.push_back(s);
+  // The largest until top_stacks of the program's are named: the runtime's own (an
+  // interpreter's imports) are often most of the largest. Bounded: each named costs its frames.
+  const size_t candidates = std::min(largest.size(), options.top_stacks * 16);
+  std::partial_sort(largest.begin(), largest.begin() + static_cast<ptrdiff_t>(candidates), largest.end(),
+                    [](const StackBytes& a, const StackBytes& b) { return a.bytes > b.bytes; });
+  RuntimeLeaks runtime(report, report.python.has_value() && !pass.python_codes.empty(), options.leak_suppressions);
+  size_t program_stacks = 0;
+  for (size_t i = 0; i < candidates && program_stacks < options.top_stacks; ++i) {
+    const StackIndex stack = stacks.index_of(largest[i].stack);
+    const bool runtime_held = runtime.is_runtime(stack);
+    program_stacks += !runtime_held;
+    report.leaks.push_back(Leak{largest[i].bytes, largest[i].blocks, -1, stack, runtime_held});
+  }
+}
+
+}  // namespace
+
+Report report_so_far(std::vector<const TraceFile*> files, const AnalysisOptions& options, Symbolizer& symbolizer) {
+  const size_t main = order_and_find_main(files);
+  const FirstPass& pass = files[main]->pass;
+  Report report = describe_run(pass, std::nullopt);
+  KeptTextBudget kept_text(options.max_kept_text_bytes);  // its own: each call charges its paths anew
+  StagePaths stage_paths;
+  StageRows stage_rows(stage_keys(pass, kept_text, stage_paths));
+  StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize,
+                       std::move(symbolizer));
+  fill_totals(pass, report.totals);
+  add_held_now(pass, stacks, options, report);
+  add_stages(pass, stage_paths, stage_rows, StacksAtPeaks{}, stacks, options, report);
+  add_growth(pass, stacks, report);
+  add_timeline(pass, stage_rows, options.max_timeline_points, report);
+  // The timeline ends now, whatever the thinning kept: its last point is the view's "now".
+  if (!pass.timeline.points().empty() &&
+      (report.timeline.empty() || report.timeline.back().t_s < pass.timeline.points().back().t_s)) {
+    report.timeline.push_back(pass.timeline.points().back());
+    report.timeline.back().stage = stage_rows.row_of(report.timeline.back().stage);
+  }
+  report.processes.push_back(process_report(pass));
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (i != main) report.processes.push_back(process_report(files[i]->pass));
+  }
+  symbolizer = stacks.take_symbolizer();
   return report;
 }
 

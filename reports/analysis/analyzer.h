@@ -17,6 +17,10 @@
 
 namespace memstage::reports {
 
+class KeptTextBudget;  // first_pass.h
+struct TraceFile;
+class Symbolizer;  // reports/symbolize/symbolizer.h
+
 // What `memstage run` knows about the run that the traces can't say.
 struct RunInfo {
   std::vector<std::string> command;
@@ -83,9 +87,24 @@ class TraceBeingWritten {
   // How many traces were followed (for tests): ends the watching, as writer_ended does.
   size_t traces_followed();
 
-  struct State;  // analyzer.cpp
+  // The run so far, as the followed traces stand at their latest chunk, for a view drawn
+  // again every second (memstage live, run --live): pass one's figures (peaks, stages,
+  // timeline, processes) with the stacks holding most now as `leaks` and those growing
+  // fastest as `growth`, not the stacks at the peaks (no pass two). Its cost is the live
+  // blocks and the stacks it names, not the events. None while no trace has begun.
+  // Not after the analysis took the traces (analyze with this as `read_ahead`).
+  std::optional<Report> so_far(const AnalysisOptions& options);
+
+  struct State;  // trace_being_written.cpp
 
  private:
+  // For the analysis it is handed to (analyze): the budget its passes charged, the pass over
+  // `trace_path` if it was followed to the file's end (null otherwise; what its reading
+  // threw, this throws), the symbolizer warmed meanwhile.
+  KeptTextBudget& budget();
+  std::unique_ptr<TraceFile> take(const std::string& trace_path);
+  Symbolizer take_symbolizer();
+
   std::unique_ptr<State> state_;
   friend Report analyze(const std::vector<std::string>&, const std::optional<RunInfo>&, const AnalysisOptions&,
                         TraceBeingWritten*);

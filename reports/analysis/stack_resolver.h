@@ -33,6 +33,9 @@ class StackResolver {
   // The report's stack for trace stack `trace_stack`, resolved on first use.
   StackIndex index_of(uint32_t trace_stack);
 
+  // The symbolizer, its modules open, for another resolver (the run so far, a second later).
+  Symbolizer take_symbolizer() { return std::move(symbolizer_); }
+
  private:
   // The report's node of trace stack `trace_stack`'s innermost frame, made on first use.
   StackNodeIndex resolve(uint32_t trace_stack);

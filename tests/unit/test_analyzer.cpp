@@ -445,6 +445,77 @@ TEST_CASE("a trace read while it is written makes the report of the finished fil
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("the run so far: each chunk's figures as it is written, the final report's at its end") {
+  const std::string dir = memstage::testing::temp_trace_path("analyzer_so_far");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory(dir);
+  const std::string path = dir + "/trace.100.mst";
+  reports::AnalysisOptions options;
+  options.symbolize = false;
+  reports::TraceBeingWritten ahead(dir, options);
+  CHECK(!ahead.so_far(options));  // no trace yet
+
+  FILE* f = fopen(path.c_str(), "wb");
+  size_t written = 0;
+  // Writes what `b` holds past what was written, then waits (5 s at most) for the run so
+  // far to show it.
+  const auto write_and_wait = [&](TraceBuilder& b, uint64_t peak_heap_bytes) {
+    const std::string bytes = b.bytes();
+    fwrite(bytes.data() + written, 1, bytes.size() - written, f);
+    fflush(f);
+    written = bytes.size();
+    std::optional<reports::Report> r;
+    for (int tries = 0; tries < 500; ++tries) {
+      r = ahead.so_far(options);
+      if (r && r->totals.peak_heap_bytes == peak_heap_bytes) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE(r);
+    return *r;
+  };
+  TraceBuilder b;
+  b.process().stack({0x10}).stack({0x20, 0x10}).stage_name("load");
+  b.time(1'000'000).alloc(0x1000, 100, 0);
+  reports::Report r = write_and_wait(b, 100);
+  CHECK(r.totals.peak_heap_bytes == 100);
+  CHECK(r.stages.empty());
+  REQUIRE(r.leaks.size() == 1);  // held now
+  CHECK(r.leaks[0].bytes == 100);
+
+  b.stage_begin(0, 2'000'000).alloc(0x2000, 5000, 1).alloc(0x3000, 700, 1);
+  r = write_and_wait(b, 5800);
+  REQUIRE(r.stages.size() == 1);
+  CHECK(r.stages[0].path == "load");
+  CHECK(!r.stages[0].closed);  // open so far
+  CHECK(r.stages[0].figures.peak_heap_bytes == 5800);
+  REQUIRE(r.leaks.size() == 2);
+  CHECK(r.leaks[0].bytes == 5700);  // the stack holding most first
+  CHECK(r.leaks[0].blocks == 2);
+
+  b.free(0x3000).stage_end(3'000'000).free(0x2000).alloc(0x4000, 10, 0).end(4'000'000);
+  r = write_and_wait(b, 5800);
+  fclose(f);
+  for (int tries = 0; tries < 500 && r.leaks.size() != 1; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    r = *ahead.so_far(options);
+  }
+  const auto plain = reports::analyze({path}, std::nullopt, options);
+  CHECK(r.totals.peak_heap_bytes == plain.totals.peak_heap_bytes);
+  CHECK(r.totals.peak_rss_bytes == plain.totals.peak_rss_bytes);
+  REQUIRE(r.stages.size() == 1);
+  CHECK(r.stages[0].closed);
+  CHECK(r.stages[0].figures.peak_heap_bytes == plain.stages[0].figures.peak_heap_bytes);
+  REQUIRE(r.leaks.size() == 1);
+  CHECK(r.leaks[0].bytes == plain.totals.leaked_bytes);
+  REQUIRE(r.processes.size() == 1);
+  CHECK(r.processes[0].pid == plain.processes[0].pid);
+  // The analysis takes the traces after: the same report as without the views.
+  ahead.writer_ended();
+  const auto followed = reports::analyze({path}, std::nullopt, options, &ahead);
+  CHECK(reports::render_text(followed) == reports::render_text(plain));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("traces to be read ahead that never appear leave the analysis as it was") {
   TraceBuilder b;
   b.process().stack({0x10}).alloc(0x1000, 64, 0).end(1'000'000);

@@ -1,0 +1,256 @@
+// TraceBeingWritten (analyzer.h): the traces of a run followed while they are written,
+// each by a thread of its own, and handed to the analysis or shown as they stand (so_far).
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "profiler/trace/trace_reader.h"
+#include "reports/analysis/analyzer.h"
+#include "reports/analysis/first_pass.h"
+#include "reports/analysis/report_so_far.h"
+#include "reports/symbolize/symbolizer.h"
+
+namespace memstage::reports {
+namespace {
+
+// A file's identity: its device and inode.
+using FileId = std::pair<uint64_t, uint64_t>;
+std::optional<FileId> file_id(const std::string& path) {
+  struct stat st{};
+  if (stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino};
+}
+
+
+}  // namespace
+
+struct TraceBeingWritten::State {
+  State(std::string folder, const AnalysisOptions& options, bool warm_symbols)
+      : dir(std::move(folder)), budget(options.max_kept_text_bytes), max_event_log_bytes(options.max_event_log_bytes) {
+    if (!warm_symbols || !options.symbolize) return;
+    // At the lowest priority: while the program runs, this thread takes only a core the
+    // program leaves idle.
+    warmer = std::jthread([this] {
+      setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+      symbolizer.warm_c_library();
+    });
+  }
+  // One trace followed as it is written, by a thread of its own.
+  struct Follower {
+    std::string path;
+    std::unique_ptr<TraceFile> file;  // once read
+    // The pass being read, for so_far: its reader holds `pass_mutex` while it reads, and
+    // lets go between chunks when a view waits for it, and while it waits for the writer.
+    TraceFile* reading = nullptr;  // under pass_mutex
+    std::mutex pass_mutex;
+    std::atomic<int> views_waiting{0};
+    std::exception_ptr failed;
+    std::jthread reader;
+  };
+  // Traces followed at once at most: one whose process ended (or exec'd) makes room for
+  // the next; those that found none are read after the run, several at once.
+  static constexpr size_t kMaxFollowing = 16;
+
+  std::string dir;
+  KeptTextBudget budget;  // the analysis it is handed to goes on charging it
+  size_t max_event_log_bytes;
+  std::mutex mutex;
+  std::condition_variable writer_ended;
+  bool writing = true;  // under mutex
+  Symbolizer symbolizer;  // the C library's modules opened while the program runs (warmer)
+  std::mutex so_far_mutex;
+  Symbolizer so_far_symbolizer;  // under so_far_mutex: the frames of so_far's stacks, kept from one to the next
+  std::vector<std::unique_ptr<Follower>> followers;  // added to under mutex until the watcher returns
+  std::atomic<size_t> following{0};  // followers still reading
+  std::map<FileId, Follower*> follower_of_file;  // the followers by file, once the watcher returned
+  std::jthread watcher;  // last two: the members above outlive them
+  std::jthread warmer;
+
+  bool still_writing() {
+    std::lock_guard lock(mutex);
+    return writing;
+  }
+  void end_writing() {
+    {
+      std::lock_guard lock(mutex);
+      writing = false;
+    }
+    writer_ended.notify_all();
+  }
+  // Until more may have been written: a poll interval, or the writer's end at once (a short
+  // program's report is not held up by a sleep).
+  void wait() {
+    std::unique_lock lock(mutex);
+    writer_ended.wait_for(lock, std::chrono::milliseconds(10), [this] { return !writing; });
+  }
+
+  // Follows every trace that appears in the folder while the run goes on: the tracer
+  // creates one as each process starts (and one more at each exec), so a job's workers,
+  // ranks and the program a launcher runs are read as they run, not after.
+  // The folder is listed again only when its modification time changed (a trace was
+  // created): a stat every poll, not a listing of a build's thousand traces.
+  void watch() {
+    std::set<std::string> followed;
+    struct stat last{};
+    bool unlisted = false;  // traces left for want of room
+    while (still_writing()) {
+      struct stat now{};
+      const bool changed = stat(dir.c_str(), &now) == 0 && (now.st_mtim.tv_sec != last.st_mtim.tv_sec ||
+                                                             now.st_mtim.tv_nsec != last.st_mtim.tv_nsec);
+      if (changed || (unlisted && following.load() < kMaxFollowing)) {
+        last = now;
+        unlisted = false;
+        std::vector<std::string> paths;
+        try {
+          paths = find_traces(dir);
+        } catch (const std::exception&) {
+          last = {};  // the run's own folder: tried again next poll
+        }
+        for (const std::string& path : paths) {
+          if (followed.contains(path)) continue;
+          if (following.load() == kMaxFollowing) {
+            unlisted = true;
+            break;
+          }
+          followed.insert(path);
+          following.fetch_add(1);
+          auto follower = std::make_unique<Follower>();
+          Follower& f = *follower;
+          f.path = path;
+          {
+            std::lock_guard lock(mutex);
+            followers.push_back(std::move(follower));
+          }
+          f.reader = std::jthread([this, &f] { follow(f); });
+        }
+      }
+      wait();
+    }
+    // For take(): the same file under another spelling of its path is the same trace. A
+    // stat a trace, not one per pair of traces (a job of a thousand processes).
+    for (auto& f : followers) {
+      if (const auto id = file_id(f->path)) follower_of_file.emplace(*id, f.get());
+    }
+  }
+
+  // Until the run ends, or the trace's process does: its end record, or an exec, is the
+  // last it writes (an exec that fails writes on: take() then finds the file longer than
+  // what was read).
+  void follow(Follower& f) {
+    std::unique_ptr<TraceFile> file;  // outlives the lock: so_far never sees it go
+    std::unique_lock pass_lock(f.pass_mutex);
+    try {
+      file = std::make_unique<TraceFile>(budget, max_event_log_bytes);
+      f.reading = file.get();
+      const trace::FollowWriter follow{
+          [this, &file] { return still_writing() && !file->pass.ended && !file->pass.replaced_by_exec(); },
+          [this, &pass_lock] {
+            pass_lock.unlock();
+            wait();
+            pass_lock.lock();
+          }};
+      // After each chunk: a view waiting for the pass gets it now (so_far).
+      const auto let_views_in = [&f, &pass_lock](uint64_t, uint64_t) {
+        if (!f.views_waiting.load()) return;
+        pass_lock.unlock();
+        while (f.views_waiting.load()) std::this_thread::yield();
+        pass_lock.lock();
+      };
+      file->summary = trace::read_trace(f.path, file->pass, let_views_in, &follow);
+      f.file = std::move(file);
+    } catch (...) {
+      if (!pass_lock.owns_lock()) pass_lock.lock();
+      f.reading = nullptr;
+      f.failed = std::current_exception();
+    }
+    pass_lock.unlock();
+    following.fetch_sub(1);
+  }
+
+  // The passes read so far, each paused between chunks until `done` returns: a view waits
+  // for each reader at most a chunk's reading.
+  template <typename Done>
+  auto with_passes(Done done) {
+    std::vector<Follower*> all;
+    {
+      std::lock_guard lock(mutex);
+      for (const auto& f : followers) all.push_back(f.get());
+    }
+    std::vector<std::unique_lock<std::mutex>> paused;
+    std::vector<const TraceFile*> files;
+    for (Follower* f : all) {
+      f->views_waiting.fetch_add(1);
+      paused.emplace_back(f->pass_mutex);
+      f->views_waiting.fetch_sub(1);
+      if (f->reading && f->reading->pass.have_info) files.push_back(f->reading);
+    }
+    return done(files);
+  }
+
+  // The symbolizer with the C library's modules open (once the warmer is done with them).
+  Symbolizer take_symbolizer() {
+    if (warmer.joinable()) warmer.join();
+    return std::move(symbolizer);
+  }
+
+  // The pass over `trace_path` if it was followed to the file's end (null otherwise): waits
+  // for its reader to finish it; what it threw, this throws.
+  std::unique_ptr<TraceFile> take(const std::string& trace_path) {
+    end_writing();
+    if (watcher.joinable()) watcher.join();
+    const auto id = file_id(trace_path);
+    const auto found = id ? follower_of_file.find(*id) : follower_of_file.end();
+    if (found == follower_of_file.end()) return nullptr;
+    Follower& f = *found->second;
+    if (f.reader.joinable()) f.reader.join();
+    if (f.failed) std::rethrow_exception(std::exchange(f.failed, nullptr));
+    std::error_code ec;
+    const uint64_t bytes = std::filesystem::file_size(f.path, ec);
+    if (ec || !f.file || bytes != f.file->summary.file_bytes) return nullptr;  // written on after
+    std::lock_guard pass_lock(f.pass_mutex);
+    f.reading = nullptr;
+    return std::move(f.file);
+  }
+};
+
+TraceBeingWritten::TraceBeingWritten(std::string dir, const AnalysisOptions& options, bool warm_symbols)
+    : state_(std::make_unique<State>(std::move(dir), options, warm_symbols)) {
+  state_->watcher = std::jthread([state = state_.get()] { state->watch(); });
+}
+
+// The watcher joins (State's last members), then the followers as `followers` goes.
+TraceBeingWritten::~TraceBeingWritten() { writer_ended(); }
+
+void TraceBeingWritten::writer_ended() { state_->end_writing(); }
+
+KeptTextBudget& TraceBeingWritten::budget() { return state_->budget; }
+
+std::unique_ptr<TraceFile> TraceBeingWritten::take(const std::string& trace_path) { return state_->take(trace_path); }
+
+Symbolizer TraceBeingWritten::take_symbolizer() { return state_->take_symbolizer(); }
+
+std::optional<Report> TraceBeingWritten::so_far(const AnalysisOptions& options) {
+  std::lock_guard lock(state_->so_far_mutex);
+  return state_->with_passes([&](const std::vector<const TraceFile*>& files) -> std::optional<Report> {
+    if (files.empty()) return std::nullopt;
+    return report_so_far(files, options, state_->so_far_symbolizer);
+  });
+}
+
+size_t TraceBeingWritten::traces_followed() {
+  state_->end_writing();
+  if (state_->watcher.joinable()) state_->watcher.join();
+  return state_->followers.size();
+}
+
+}  // namespace memstage::reports
