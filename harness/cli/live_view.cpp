@@ -110,7 +110,11 @@ void add_stacks(const Report& report, const LiveChoices& choices, std::vector<st
     }
   }
   lines.push_back(choices.growing ? "stacks growing fastest:" : "stacks holding most now (allocated and not freed so far):");
-  if (sites.empty()) lines.push_back(choices.growing ? "  (none growing yet)" : "  (none held)");
+  if (report.mode == "stats") {
+    lines.push_back("  (stats mode records no stacks)");
+  } else if (sites.empty()) {
+    lines.push_back(choices.growing ? "  (none growing yet)" : "  (none held)");
+  }
   for (const SiteLine& s : by_site(std::move(sites))) {
     lines.push_back(choices.growing ? fmt::format("  {:>10}/s {:>10} now  {}", format_bytes(s.rate), format_bytes(s.bytes),
                                                   reports::terminal_text(s.site))

@@ -6,8 +6,9 @@
    the stacks holding most now, and among those growing fastest after `v`; `q` leaves the
    view and the program runs on; once it ends the report is written, memstage exits 0 and
    the terminal is a shell's again (its summary and the next command's line are there).
-2. `memstage live DIR` from another terminal, of a run without --live: the same stack named,
-   also after the terminal shrank; Ctrl-C leaves the terminal as found, exit 0.
+2. `memstage live DIR` from another terminal, of an aggregate-mode run without --live: the
+   same stack named, also after the terminal shrank; Ctrl-C leaves the terminal as found, exit 0.
+In both, leak_more's line holds 256 KiB a block, as the program allocates them.
 3. Without a terminal both say so in one line, exit 2.
 Exit 0: passed; 77: skipped (no tmux); anything else: failed.
 """
@@ -48,6 +49,20 @@ def keys(session, *pressed):
     subprocess.run(["tmux", "send-keys", "-t", session] + list(pressed), check=True)
 
 
+def check_held_per_block(screen):
+    """leak_more's line, "B in N blocks leak_more": B / N is the 256 KiB each bytearray holds
+    (B has three figures: within 2 %)."""
+    units = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+    for line in screen.splitlines():
+        words = line.split()
+        if words[-1:] == ["leak_more"] and len(words) == 6 and words[2] == "in" and words[4] == "blocks":
+            per_block = float(words[0]) * units[words[1]] / int(words[3])
+            if abs(per_block - 256 * 1024) > 0.02 * 256 * 1024:
+                fail("leak_more holds %.0f bytes a block, not 256 KiB" % per_block, screen)
+            return
+    fail("no line of leak_more's bytes and blocks", screen)
+
+
 def check_run_live(memstage, work):
     out, stop = os.path.join(work, "run-live"), os.path.join(work, "stop-1")
     session = "memstage-live-%d" % os.getpid()
@@ -57,6 +72,7 @@ def check_run_live(memstage, work):
         screen = wait_for(session, "leak_more")
         if "stacks holding most now" not in screen or "memstage live" not in screen:
             fail("the live view does not list the stacks holding most", screen)
+        check_held_per_block(screen)
         keys(session, "v")
         wait_for(session, "stacks growing fastest")
         wait_for(session, "leak_more")
@@ -76,7 +92,7 @@ def check_run_live(memstage, work):
 
 def check_live_command(memstage, work):
     out, stop = os.path.join(work, "run-plain"), os.path.join(work, "stop-2")
-    run = subprocess.Popen([memstage, "run", "-q", "-o", out, "--", PYTHON, LEAKER, stop],
+    run = subprocess.Popen([memstage, "run", "-q", "--mode", "aggregate", "-o", out, "--", PYTHON, LEAKER, stop],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     session = "memstage-live2-%d" % os.getpid()
     try:
@@ -84,7 +100,7 @@ def check_live_command(memstage, work):
             time.sleep(0.1)
         subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "50",
                         "%s live %s; echo LIVE-DONE rc=$?; sleep 60" % (memstage, out)], check=True)
-        wait_for(session, "leak_more")
+        check_held_per_block(wait_for(session, "leak_more"))
         # A smaller terminal: the view goes on drawing (ncurses follows the size).
         subprocess.run(["tmux", "resize-window", "-t", session, "-x", "90", "-y", "30"], check=True)
         time.sleep(1.5)
