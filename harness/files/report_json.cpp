@@ -30,7 +30,7 @@ nlohmann::json parse_report_json(const std::string& text, const std::string& sou
   const auto schema = report.is_object() ? report.find("schema") : report.end();
   if (!report.is_object() || schema == report.end() || !schema->is_string() ||
       !schema->get_ref<const std::string&>().starts_with("memstage.report/")) {
-    throw ReportFileError(source + " is not a memstage report (no \"schema\": \"memstage.report/1\")");
+    throw ReportFileError(source + " is not a memstage report (no \"schema\": \"memstage.report/N\")");
   }
   return report;
 }

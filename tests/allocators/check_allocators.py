@@ -1,9 +1,10 @@
 """The same C++ program under glibc, jemalloc, tcmalloc and mimalloc: equal figures."""
-import json
 import os
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import read_report  # noqa: E402
 
 memstage, program = sys.argv[1], sys.argv[2]
 libs = {"glibc": None,
@@ -17,7 +18,7 @@ for name, lib in libs.items():
         env["LD_PRELOAD"] = lib
     with tempfile.TemporaryDirectory() as out:
         subprocess.run([memstage, "run", "-q", "-o", out, "--", program], env=env, check=True, capture_output=True)
-        r = json.load(open(f"{out}/report.json"))
+        r = read_report(f"{out}/report.json")
     assert r["allocator"] == name, (name, r["allocator"])
     work = next(s for s in r["stages"] if s["name"] == "work")
     # What the allocator library allocates for itself in its constructor (tcmalloc's

@@ -7,7 +7,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from memstage_scenarios import Checks, Scenarios, fresh_folder, run_command  # noqa: E402
+from memstage_scenarios import Checks, Scenarios, fresh_folder, read_report, run_command  # noqa: E402
 
 CHECKS = Checks()
 check = CHECKS.check
@@ -121,8 +121,7 @@ def scenario_variants(a):
     # through churn): libstdc++'s start-up pool, allocated in its constructor, leaks the
     # same in both.
     def own_leaked_bytes(subject):
-        with open(os.path.join(out, os.path.dirname(subject["full_report"]), "report.json")) as f:
-            report = json.load(f)
+        report = read_report(os.path.join(out, os.path.dirname(subject["full_report"]), "report.json"))
         return sum(g["bytes"] for g in report["leaks"] if any("churn" in (fr.get("function") or "") for fr in g["stack"]))
     check(own_leaked_bytes(big) > 3 * own_leaked_bytes(small) > 0, "leaks scale: %d, %d"
           % (own_leaked_bytes(small), own_leaked_bytes(big)))
@@ -149,8 +148,8 @@ def scenario_diff(a):
     for d, n in ((ra, "4000"), (rb, "16000")):
         p = run([a.memstage, "run", "-q", "-o", d, "--", a.fragment, n])
         check(p.returncode == 0, "run " + d)
-    A = json.load(open(os.path.join(ra, "report.json")))
-    B = json.load(open(os.path.join(rb, "report.json")))
+    A = read_report(os.path.join(ra, "report.json"))
+    B = read_report(os.path.join(rb, "report.json"))
     p = run([a.memstage, "diff", ra, os.path.join(rb, "report.json"), "--format", "json"])
     check(p.returncode == 0, "diff exits 0")
     d = json.loads(p.stdout)

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from memstage_scenarios import Checks, fresh_folder  # noqa: E402
+from memstage_scenarios import Checks, fresh_folder, read_report  # noqa: E402
 
 memstage, program, cache_markers, work, local_runtime_program = sys.argv[1:6]
 MiB = 1 << 20
@@ -34,7 +34,7 @@ for mode in ("full", "stats", "sample", "aggregate"):  # device memory is exact 
     done = subprocess.run([memstage, "run", "-q", "--mode", mode, "-o", out, "--", program], capture_output=True, text=True)
     check(done.returncode == 0, "%s mode: exit %d (dlsym(RTLD_NEXT) from a library still finds the next definition) %s"
           % (mode, done.returncode, done.stderr.strip()[-500:]))
-    report = json.load(open(os.path.join(out, "report.json")))
+    report = read_report(os.path.join(out, "report.json"))
     device = report["device"]
     check(device is not None, "%s mode: the report has device figures" % mode)
     if device is None:
@@ -95,7 +95,7 @@ done = subprocess.run([memstage, "run", "-q", "-o", out, "--", "/usr/bin/python3
                       capture_output=True, text=True)
 check(done.returncode == 0, "cache markers: exit %d %s" % (done.returncode, done.stderr.strip()[-500:]))
 if done.returncode == 0:
-    report = json.load(open(os.path.join(out, "report.json")))
+    report = read_report(os.path.join(out, "report.json"))
     stages = {s["path"]: s["device"] for s in report["stages"]}
     check(stages["before_cuda"] is not None and stages["before_cuda"]["cache"] is None,
           "cache: nothing read before torch.cuda is initialised: %s" % stages["before_cuda"])
@@ -114,7 +114,7 @@ done = subprocess.run([memstage, "run", "-q", "-o", out, "--", local_runtime_pro
 check(done.returncode == 0, "runtime loaded RTLD_LOCAL: the program's cudaMalloc succeeds under the tracer: exit %d %s"
       % (done.returncode, done.stderr.strip()[-500:]))
 if done.returncode == 0:
-    report = json.load(open(os.path.join(out, "report.json")))
+    report = read_report(os.path.join(out, "report.json"))
     stage = {s["path"]: s for s in report["stages"]}["local_runtime"]["device"]
     check(stage["peak_bytes"] == 6 * MiB and stage["allocations"] == 1 and report["device"]["frees"] == 1,
           "runtime loaded RTLD_LOCAL: the 6 MiB block recorded once, and its free: %s" % stage)

@@ -28,6 +28,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import read_report, resolve_stacks  # noqa: E402
 from memstage_scenarios import (MIB, SKIP, Scenarios, base_name, chain, file_base, format_stack,  # noqa: E402
                                 has_function, real_module, user_frames)
 
@@ -95,7 +96,7 @@ def scenario_leaks(s):
         f.write("# leak_b's cache is kept on purpose\nleak:leak_b\n")
     proc = s.run([s.memstage, "report", out, "--format", "json", "--suppressions", suppressions])
     if s.check(proc.returncode == 0, "report --suppressions: %s" % proc.stderr):
-        held = json.loads(proc.stdout)
+        held = resolve_stacks(json.loads(proc.stdout))
         s.eq(held["leak_suppressions"], 1, "one suppression applied")
         s.eq(held["totals"]["leaked_bytes"], t["blocks_a"] * t["size_a"], "leaked: leak_a's only")
         s.eq(held["totals"]["runtime_held_bytes"], totals["runtime_held_bytes"] + t["blocks_b"] * t["size_b"],
@@ -220,8 +221,7 @@ def scenario_stage_limits(s):
     if not s.eq(proc.returncode, 0, "exit code of memstage run"):
         print(proc.stderr.decode(errors="replace"))
         return
-    with open(os.path.join(out, "report.json")) as f:
-        report = json.load(f)
+    report = read_report(os.path.join(out, "report.json"))
     t = s.read_truth("stage_limits")
     stages = report["stages"]
     s.eq(len(stages), t["recorded_stages"], "stages recorded")
@@ -320,7 +320,7 @@ def damaged_middle_chunk(s, out, full):
     s.check(b"is damaged" in proc.stderr and lost.encode() in proc.stderr,
             "report on a damaged trace: stderr names the bytes lost (%s): %r" % (lost, proc.stderr))
     try:
-        report = json.loads(proc.stdout)
+        report = resolve_stacks(json.loads(proc.stdout))
     except ValueError:
         s.fail("report on a damaged trace: stdout is not JSON")
         return
@@ -585,7 +585,7 @@ def scenario_bad_input(s):
         s.eq(proc.returncode, 0, "report on a truncated trace: exit code")
         s.check(b"truncated" in proc.stderr, "report on a truncated trace: stderr mentions it: %r" % proc.stderr)
         try:
-            cut_report = json.loads(proc.stdout)
+            cut_report = resolve_stacks(json.loads(proc.stdout))
         except ValueError:
             s.fail("report on a truncated trace: stdout is not JSON")
         else:
@@ -787,8 +787,7 @@ def scenario_long_output_path(s):
     path = os.path.join(folder, "report.json")
     if s.check(os.path.exists(path), "report.json in the %d-byte folder" % len(folder)):
         s.reports.append(path)
-        with open(path) as f:
-            report = json.load(f)
+        report = read_report(path)
         t = s.read_truth("exit")
         groups = [g for g in report["leaks"] if has_function(g["stack"], "leak_before_exit")]
         s.eq(sum(g["bytes"] for g in groups), t["blocks"] * t["size"], "bytes from leak_before_exit")
@@ -1209,8 +1208,7 @@ def scenario_attach(s):
         if not s.check(os.path.exists(path), "%s: report.json written" % mode):
             continue
         s.reports.append(path)
-        with open(path) as f:
-            reports[mode] = json.load(f)
+        reports[mode] = read_report(path)
         s.eq(reports[mode].get("attached"), True, "%s: the report says it was attached" % mode)
         s.same_as_report_afterwards(attaches[mode][1], "attach --mode %s" % mode)
         s.check(reports[mode]["totals"]["allocations"] > 0, "%s: allocations were counted while attached" % mode)
@@ -1374,8 +1372,7 @@ def scenario_attach_python(s):
         if not s.check(os.path.exists(path), "%s: report.json written" % mode):
             continue
         s.reports.append(path)
-        with open(path) as f:
-            report = json.load(f)
+        report = read_report(path)
         s.eq(report.get("attached"), True, "%s: the report says it was attached" % mode)
         # 20 churned blocks of 2 KiB and one kept block of 64 KiB a round: far more than 100 in a second.
         s.check(report["totals"]["allocations"] > 100, "%s: the service's allocations were counted (%d)"
@@ -1768,8 +1765,7 @@ def scenario_oom_cgroup(s):
             except OSError:
                 time.sleep(0.1)
     s.eq(proc.returncode, 137, "exit code of memstage run (the OOM killer's SIGKILL)")
-    with open(os.path.join(out, "report.json")) as f:
-        report = json.load(f)
+    report = read_report(os.path.join(out, "report.json"))
     s.reports.append(os.path.join(out, "report.json"))
     oom = report.get("oom_kill")
     if not s.check(oom is not None, "report.json names the OOM kill: %r" % report.get("warnings")):
@@ -1838,10 +1834,9 @@ def kill_at(s, mode, name, delay_s, memstage_too=False):
         after = s.run([s.memstage, "report", out, "--format", "json"])
         s.eq(after.returncode, 0, "%s: memstage report after memstage died" % name)
         s.check(not any(os.path.exists(p) for p in pending), "%s: memstage report drained %s" % (name, pending))
-        return json.loads(after.stdout), read()
+        return resolve_stacks(json.loads(after.stdout)), read()
     s.eq(proc.returncode, 137, "%s: exit code of memstage run (%s)" % (name, err.decode(errors="replace")[-300:]))
-    with open(os.path.join(out, "report.json")) as f:
-        return json.load(f), read()
+    return read_report(os.path.join(out, "report.json")), read()
 
 
 @scenario

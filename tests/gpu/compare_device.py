@@ -6,10 +6,13 @@ the caching allocator's reserved and allocated bytes at each stage's end exactly
 
 Usage: compare_device.py cuda|torch REPORT.json EXPECTED.json"""
 import json
+import os
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import read_report  # noqa: E402
 
 kind, report_path, expected_path = sys.argv[1:4]
-report = json.load(open(report_path))
+report = read_report(report_path)
 expected = json.load(open(expected_path))
 stages = {s["path"]: s for s in report["stages"]}
 MiB = 1 << 20

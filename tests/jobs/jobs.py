@@ -13,7 +13,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from memstage_scenarios import MIB, Scenarios, chain  # noqa: E402
+from memstage_scenarios import MIB, Scenarios, chain, resolve_stacks  # noqa: E402
 
 # Several processes, torch among them: minutes on a busy machine.
 SCENARIOS = Scenarios(default_timeout_s=300)
@@ -111,7 +111,7 @@ def scenario_ranks(s):
     with open(path, "wb") as f:
         f.write(proc.stdout)
     s.reports.append(path)
-    report = json.loads(proc.stdout)
+    report = resolve_stacks(json.loads(proc.stdout))
     s.eq(len(report["processes"]), 2, "memstage report HOST0 HOST1: one job of the two ranks")
     # The launcher's children are `memstage run` here, not the ranks: match by rank alone.
     truth = s.read_truth("two_runs")

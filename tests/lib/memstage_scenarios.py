@@ -16,6 +16,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "profiler", "python"))
+# The one way Python reads a report.json, the package's: stacks given back as their frames.
+from memstage.report_file import read_report, resolve_stacks  # noqa: E402,F401
+
 MIB = 1048576
 
 
@@ -164,9 +168,8 @@ class Scenario(Checks):
             self.fail("%s: no report.json in %s; memstage said:\n%s" % (name, out, proc.stderr.decode(errors="replace")))
             raise SystemExit(self.finish())
         self.reports.append(path)
-        with open(path) as f:
-            report = json.load(f)
-        self.eq(report.get("schema"), "memstage.report/1", "%s: schema" % name)
+        report = read_report(path)
+        self.eq(report.get("schema"), "memstage.report/2", "%s: schema" % name)
         return out, report
 
     def traced_as_untraced(self, name, command, expect_exit=0, run_flags=(), timeout=120, validate=True):
@@ -217,8 +220,7 @@ class Scenario(Checks):
             raise SystemExit(self.finish())
         if validate:
             self.reports.append(path)
-        with open(path) as f:
-            report = json.load(f)
+        report = read_report(path)
         truth = None
         if os.path.exists(os.path.join(traced_cwd, "truth.json")):
             with open(os.path.join(traced_cwd, "truth.json")) as f:
@@ -235,7 +237,7 @@ class Scenario(Checks):
         with open(path, "wb") as f:
             f.write(proc.stdout)
         self.reports.append(path)
-        return json.loads(proc.stdout)
+        return resolve_stacks(json.loads(proc.stdout))
 
     def same_as_report_afterwards(self, out, what):
         """memstage run and attach read the program's trace while it ran (TraceBeingWritten): the report.json they

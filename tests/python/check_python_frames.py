@@ -1,11 +1,12 @@
 """Runs frames_program.py under memstage and checks the Python frames in its stacks:
 which lines, in which order, where the native frames fall between them, in the main
 thread and in a thread; the pymalloc / PYTHONMALLOC=malloc switch; --no-python-frames."""
-import json
 import os
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import read_report  # noqa: E402
 
 memstage = sys.argv[1]
 here = os.path.dirname(os.path.abspath(__file__))
@@ -22,7 +23,7 @@ def run(*flags, args=()):
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("done 2 "), done.stdout
-        return json.load(open(os.path.join(out, "report.json")))
+        return read_report(os.path.join(out, "report.json"))
 
 
 def stack_of(report, size):

@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from memstage_scenarios import Checks, fresh_folder  # noqa: E402
+from memstage_scenarios import Checks, fresh_folder, read_report  # noqa: E402
 
 memstage, example, data, work = sys.argv[1:5]
 ROWS = 5000
@@ -30,7 +30,7 @@ done = subprocess.run([memstage, "run", "-q", "-o", out, "--", "/usr/bin/python3
                       capture_output=True, text=True)
 assert done.returncode == 0, "exit %d\n%s\n%s" % (done.returncode, done.stdout[-2000:], done.stderr[-4000:])
 shape = json.load(open(shape_file))
-report = json.load(open(os.path.join(out, "report.json")))
+report = read_report(os.path.join(out, "report.json"))
 CHECKS = Checks(show_passes=True)
 check = CHECKS.check
 

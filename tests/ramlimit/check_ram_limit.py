@@ -1,8 +1,10 @@
 """memstage run --ram-limit: stop (default) and record."""
-import json
+import os
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from memstage_scenarios import read_report  # noqa: E402
 
 memstage, program = sys.argv[1], sys.argv[2]
 
@@ -12,7 +14,7 @@ with tempfile.TemporaryDirectory() as out:
     assert run.returncode == 137, (run.returncode, run.stderr)  # stopped as by the OOM killer
     assert "finished" not in run.stdout
     assert "would not fit in 64.0 MiB: passed at stage grow" in run.stderr, run.stderr
-    report = json.load(open(f"{out}/report.json"))
+    report = read_report(f"{out}/report.json")
     limit = report["ram_limit"]
     assert limit["limit_bytes"] == 64 << 20 and limit["rss_bytes"] > 64 << 20, limit
     assert limit["stage"] == "grow", limit
@@ -25,7 +27,7 @@ with tempfile.TemporaryDirectory() as out:
     run = subprocess.run([memstage, "run", "-q", "-o", out, "--ram-limit", "64MiB", "--ram-limit-action", "record",
                           "--", program], capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout == "finished\n", (run.returncode, run.stdout, run.stderr)
-    report = json.load(open(f"{out}/report.json"))
+    report = read_report(f"{out}/report.json")
     assert report["ram_limit"]["stage"] == "grow"
     assert report["totals"]["peak_heap_bytes"] >= 256 << 20
 
@@ -35,7 +37,7 @@ with tempfile.TemporaryDirectory() as out:
 with tempfile.TemporaryDirectory() as out:
     run = subprocess.run([memstage, "run", "-q", "-o", out, "--", program], capture_output=True, text=True)
     assert run.returncode == 0, (run.returncode, run.stderr)
-    totals = json.load(open(f"{out}/report.json"))["totals"]
+    totals = read_report(f"{out}/report.json")["totals"]
     program_peak, tracer = totals["peak_program_rss_bytes"], totals["tracer_peak_bytes"]
     assert tracer >= 256 << 10, totals  # enough to tell the two apart (the tracer of this small program holds ~350 KiB)
     assert totals["peak_rss_bytes"] > program_peak, totals
@@ -44,7 +46,7 @@ with tempfile.TemporaryDirectory() as out:
     run = subprocess.run([memstage, "run", "-o", out, "--ram-limit", str(limit), "--", program],
                          capture_output=True, text=True)
     assert run.returncode == 0 and run.stdout == "finished\n", (limit, run.returncode, run.stderr)
-    report = json.load(open(f"{out}/report.json"))
+    report = read_report(f"{out}/report.json")
     assert report["ram_limit"] is None, report["ram_limit"]
     assert report["totals"]["peak_program_rss_bytes"] <= limit, (limit, report["totals"])
     assert report["totals"]["peak_rss_bytes"] > limit, (limit, report["totals"])  # with the tracer it passed

@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from memstage_scenarios import Checks, fresh_folder  # noqa: E402
+from memstage_scenarios import Checks, fresh_folder, read_report  # noqa: E402
 
 memstage, script, work = sys.argv[1:4]
 work = fresh_folder(work)
@@ -28,7 +28,7 @@ done = subprocess.run([memstage, "run", "-q", "-o", out, "--", "/usr/bin/python3
                        "--figures-out", figures_file], capture_output=True, text=True)
 assert done.returncode == 0, "exit %d\n%s\n%s" % (done.returncode, done.stdout[-2000:], done.stderr[-4000:])
 made = json.load(open(figures_file))
-report = json.load(open(os.path.join(out, "report.json")))
+report = read_report(os.path.join(out, "report.json"))
 stages = {s["path"]: s for s in report["stages"]}
 weight_lines = {}
 for number, text in enumerate(open(script), start=1):

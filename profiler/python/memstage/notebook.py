@@ -10,13 +10,12 @@ far opened on the flame graph of what the cell still holds. `memstage.last_cell(
 figures as a dict. `%memstage_report` writes the report page of the session so far.
 """
 import html
-import json
 import os
 import subprocess
 import tempfile
 
 import memstage
-from memstage import report_text
+from memstage import report_file, report_text
 from memstage.report_text import format_bytes
 
 _last_cell = None
@@ -64,8 +63,7 @@ def cell_figures(stage_name):
     with tempfile.TemporaryDirectory(prefix="memstage-cell-") as tmp:
         path = os.path.join(tmp, "report.json")
         _report_so_far("json", path)
-        with open(path, encoding="utf-8") as f:
-            report = json.load(f)
+        report = report_file.read_report(path)
     rows = [s for s in report.get("stages", []) if s.get("path") == stage_name]
     if not rows:
         raise RuntimeError("memstage: the report has no stage %r" % stage_name)

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 import memstage
-from memstage import pytest_plugin, report_text
+from memstage import pytest_plugin, report_file, report_text
 from memstage.report_text import format_bytes
 
 # A test's limit keys as the gate names the test's own figures: its rise above its start, and
@@ -45,8 +45,7 @@ def run_traced(config):
     stages, failures = {}, []
     for part in read_results(results_dir):
         report_path = report_of(memstage_bin, out_dir, part)
-        with open(report_path, encoding="utf-8") as f:
-            stages.update(stages_by_test(json.load(f), part["tests"]))
+        stages.update(stages_by_test(report_file.read_report(report_path), part["tests"]))
         limits = part["limits"]
         for nodeid, test_limits in budget_limits(budget, part["tests"]).items():
             limits.setdefault(nodeid, {}).update(test_limits)

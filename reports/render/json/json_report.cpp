@@ -1,6 +1,7 @@
 #include "reports/render/json/json_report.h"
 
 #include <cstdio>
+#include <unordered_map>
 
 #include "reports/render/frame_label.h"
 #include "reports/render/model_json.h"
@@ -25,34 +26,62 @@ Json frame_json(const Frame& f) {
   return j;
 }
 
-Json stack_json(const Report& r, StackIndex index) {
-  Json frames = Json::array();
-  if (index < r.stacks.size()) {
-    for (FrameIndex id : r.frames_of(r.stacks[index])) frames.push_back(frame_json(r.frame(id)));
+// The stacks report.json names, each once (schema 2): "stacks" lists each as the indices of
+// its frames in "frames", innermost first, each distinct frame once there; every other list
+// names a stack by its index in "stacks". Written whole, a Python program's report repeated
+// the same hundred frames for each of its 500 leaks (pprof and memray intern likewise).
+class JsonStacks {
+ public:
+  explicit JsonStacks(const Report& r) : r_(r) {}
+  // The stack's index in "stacks", added on first use; null for a stack the report lacks.
+  Json ref(StackIndex index) {
+    if (index >= r_.stacks.size()) return nullptr;
+    const auto [it, added] = index_of_stack_.try_emplace(index, stacks_.size());
+    if (added) {
+      Json frames = Json::array();
+      for (FrameIndex id : r_.frames_of(r_.stacks[index])) frames.push_back(frame_ref(id));
+      stacks_.push_back(std::move(frames));
+    }
+    return it->second;
   }
-  return frames;
-}
+  void put(Json& j) {
+    j["frames"] = std::move(frames_);
+    j["stacks"] = std::move(stacks_);
+  }
 
-Json stack_bytes_json(const Report& r, const StackBytes& s) {
-  return Json{{"bytes", s.bytes}, {"blocks", s.blocks}, {"stack", stack_json(r, s.stack)}};
+ private:
+  size_t frame_ref(FrameIndex id) {
+    const auto [it, added] = index_of_frame_.try_emplace(id, frames_.size());
+    if (added) frames_.push_back(frame_json(r_.frame(id)));
+    return it->second;
+  }
+  const Report& r_;
+  std::unordered_map<StackIndex, size_t> index_of_stack_;
+  std::unordered_map<FrameIndex, size_t> index_of_frame_;
+  Json frames_ = Json::array();
+  Json stacks_ = Json::array();
+};
+
+Json stack_bytes_json(JsonStacks& stacks, const StackBytes& s) {
+  return Json{{"bytes", s.bytes}, {"blocks", s.blocks}, {"stack", stacks.ref(s.stack)}};
 }
 
 Json stage_ref(const Report& r, int stage) {
   return stage >= 0 && static_cast<size_t>(stage) < r.stages.size() ? Json(r.stages[stage].path) : Json(nullptr);
 }
 
-Json device_json(const Report& r) {
+Json device_json(const Report& r, JsonStacks& stacks) {
   if (!r.device) return nullptr;
   const DeviceReport& d = *r.device;
   Json j = device_figures_json<Json>(d.totals);
   j.erase("retained_bytes");
   Json top = Json::array();
-  for (const auto& s : d.top_stacks_at_peak) top.push_back(stack_bytes_json(r, s));
+  for (const auto& s : d.top_stacks_at_peak) top.push_back(stack_bytes_json(stacks, s));
   j["top_stacks_at_peak"] = std::move(top);
   Json leaks = Json::array();
   for (const Leak& l : d.leaks) {
     leaks.push_back(Json{{"bytes", l.bytes}, {"blocks", l.blocks}, {"stage", stage_ref(r, l.stage)},
-                         {"stack", stack_json(r, l.stack)}});
+                         {"stack", stacks.ref(l.stack)}});
   }
   j["leaks"] = std::move(leaks);
   Json points = Json::array();
@@ -64,11 +93,11 @@ Json device_json(const Report& r) {
   return j;
 }
 
-Json job_json(const Report& r) {
+Json job_json(const Report& r, JsonStacks& stacks) {
   const JobReport& job = r.job;
   Json tops = Json::array();
   for (const JobStack& s : job.top_stacks_at_peak) {
-    Json top = stack_bytes_json(r, s.held);
+    Json top = stack_bytes_json(stacks, s.held);
     top["process"] = s.process;
     top["pid"] = s.process < r.processes.size() ? r.processes[s.process].pid : 0;
     tops.push_back(std::move(top));
@@ -110,7 +139,7 @@ void add_run(Json& j, const Report& r) {
 }
 
 // The whole run's figures.
-void add_totals(Json& j, const Report& r) {
+void add_totals(Json& j, const Report& r, JsonStacks& stacks) {
   const MemoryFigures& t = r.totals;
   Json totals;
   const Measured measured = measured_in(r);
@@ -120,14 +149,14 @@ void add_totals(Json& j, const Report& r) {
   totals["runtime_held_blocks"] = unless_unmeasured<Json>(r.leaks_measured, r.runtime_held.blocks);
   put_layout(totals, t);
   Json top = Json::array();
-  for (const auto& s : r.top_stacks_at_peak) top.push_back(stack_bytes_json(r, s));
+  for (const auto& s : r.top_stacks_at_peak) top.push_back(stack_bytes_json(stacks, s));
   totals["top_stacks_at_peak"] = std::move(top);
   totals["peak_device_bytes"] = r.device ? Json(r.device->totals.peak_bytes) : Json(nullptr);
   j["totals"] = std::move(totals);
 }
 
 // A row per stage (or per path of grouped instances), and the grouping when there is one.
-void add_stages(Json& j, const Report& r) {
+void add_stages(Json& j, const Report& r, JsonStacks& stacks) {
   Json stages = Json::array();
   for (const StageReport& s : r.stages) {
     const MemoryFigures& f = s.figures;
@@ -153,13 +182,13 @@ void add_stages(Json& j, const Report& r) {
     put_leaks(st, f, measured_in(r));
     put_layout(st, f);
     Json tops = Json::array();
-    for (const auto& sb : s.top_stacks_at_peak) tops.push_back(stack_bytes_json(r, sb));
+    for (const auto& sb : s.top_stacks_at_peak) tops.push_back(stack_bytes_json(stacks, sb));
     st["top_stacks_at_peak"] = std::move(tops);
     st["peak_device_bytes"] = s.device ? Json(s.device->peak_bytes) : Json(nullptr);
     if (s.device) {
       Json device = device_figures_json<Json>(*s.device);
       Json held = Json::array();
-      for (const auto& sb : s.device->top_stacks_at_peak) held.push_back(stack_bytes_json(r, sb));
+      for (const auto& sb : s.device->top_stacks_at_peak) held.push_back(stack_bytes_json(stacks, sb));
       device["top_stacks_at_peak"] = std::move(held);
       st["device"] = std::move(device);
     } else {
@@ -179,23 +208,23 @@ void add_stages(Json& j, const Report& r) {
 }
 
 // The program's leaks by stack and stage, then the runtime's.
-void add_leaks(Json& j, const Report& r) {
+void add_leaks(Json& j, const Report& r, JsonStacks& stacks) {
   Json leaks = Json::array();
   for (const Leak& l : r.leaks) {
     leaks.push_back(Json{{"bytes", l.bytes}, {"blocks", l.blocks}, {"stage", stage_ref(r, l.stage)},
-                         {"stack", stack_json(r, l.stack)}, {"runtime", l.runtime}});
+                         {"stack", stacks.ref(l.stack)}, {"runtime", l.runtime}});
   }
   j["leaks"] = std::move(leaks);
 }
 
 // Growth over time: null where the capture has no snapshots of live bytes per stack.
-void add_growth(Json& j, const Report& r) {
+void add_growth(Json& j, const Report& r, JsonStacks& stacks) {
   if (r.growth) {
     Json growth = Json::array();
     for (const GrowingStack& g : r.growth->stacks) {
       Json entry;
       put_growth_fit(entry, g);
-      entry["stack"] = stack_json(r, g.stack);
+      entry["stack"] = stacks.ref(g.stack);
       put_growth_series(entry, g);
       growth.push_back(std::move(entry));
     }
@@ -209,7 +238,7 @@ void add_growth(Json& j, const Report& r) {
 }
 
 // The run's heap and RSS over time, and the device's.
-void add_timeline(Json& j, const Report& r) {
+void add_timeline(Json& j, const Report& r, JsonStacks& stacks) {
   Json timeline = Json::array();
   for (const TimelinePoint& p : r.timeline) {
     timeline.push_back(Json{{"t_s", p.t_s},
@@ -219,21 +248,21 @@ void add_timeline(Json& j, const Report& r) {
                             {"stage", stage_ref(r, p.stage)}});
   }
   j["timeline"] = std::move(timeline);
-  j["device"] = device_json(r);
+  j["device"] = device_json(r, stacks);
 }
 
 // Every process of the job, the job's figures and the RAM limit's crossing.
-void add_processes(Json& j, const Report& r) {
+void add_processes(Json& j, const Report& r, JsonStacks& stacks) {
   Json processes = Json::array();
   for (const ProcessReport& p : r.processes) {
     processes.push_back(process_json<Json>(p));
   }
   j["processes"] = std::move(processes);
-  j["job"] = job_json(r);
+  j["job"] = job_json(r, stacks);
   if (r.ram_limit) {
     const RamLimitReport& l = *r.ram_limit;
     Json tops = Json::array();
-    for (const auto& sb : l.top_stacks) tops.push_back(stack_bytes_json(r, sb));
+    for (const auto& sb : l.top_stacks) tops.push_back(stack_bytes_json(stacks, sb));
     j["ram_limit"] = Json{{"limit_bytes", l.limit_bytes}, {"passed", true},    {"t_s", l.t_s},
                           {"rss_bytes", l.rss_bytes},     {"stage", stage_ref(r, l.stage)}, {"top_stacks", std::move(tops)}};
   } else {
@@ -251,14 +280,16 @@ void add_notes(Json& j, const Report& r) {
 
 Json report_to_json(const Report& r) {
   Json j;
+  JsonStacks stacks(r);
   add_run(j, r);
-  add_totals(j, r);
-  add_stages(j, r);
-  add_leaks(j, r);
-  add_growth(j, r);
-  add_timeline(j, r);
-  add_processes(j, r);
+  add_totals(j, r, stacks);
+  add_stages(j, r, stacks);
+  add_leaks(j, r, stacks);
+  add_growth(j, r, stacks);
+  add_timeline(j, r, stacks);
+  add_processes(j, r, stacks);
   add_notes(j, r);
+  stacks.put(j);
   return j;
 }
 

@@ -1,4 +1,4 @@
-// report.json: the contract of docs/architecture.md ("memstage.report/1") that scripts and CI read.
+// report.json: the contract of docs/architecture.md ("memstage.report/2") that scripts and CI read.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,7 +8,7 @@
 
 namespace memstage::reports {
 
-inline constexpr const char* kReportSchema = "memstage.report/1";
+inline constexpr const char* kReportSchema = "memstage.report/2";
 
 nlohmann::ordered_json report_to_json(const Report& report);
 std::string render_json(const Report& report);
