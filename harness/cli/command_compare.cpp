@@ -12,6 +12,7 @@
 
 #include "harness/cli/child_process.h"
 #include "harness/cli/cli_error.h"
+#include "harness/cli/command_compare.h"
 #include "harness/cli/commands.h"
 #include "harness/cli/number_range.h"
 #include "harness/cli/option_lists.h"
@@ -31,15 +32,6 @@ namespace fs = std::filesystem;
 using namespace memstage::compare;
 
 namespace {
-
-struct CompareFlags {
-  std::string allocators;  // comma-separated
-  std::vector<std::string> variants;
-  unsigned repeat = 3;
-  std::string output_dir;
-  unsigned max_depth = 64;
-  std::vector<std::string> command;
-};
 
 std::string self_exe() {
   char buf[PATH_MAX];
@@ -119,7 +111,9 @@ RunRecord execute(const PlannedRun& planned, const Subject& subject, const std::
   return record;
 }
 
-int compare(const CompareFlags& flags) {
+}  // namespace
+
+int run_compare(const CompareFlags& flags) {
   if (flags.variants.empty() && flags.command.empty()) {
     throw CliError("compare: give a command after -- or --variant NAME='CMD ARGS' (twice or more)");
   }
@@ -175,8 +169,6 @@ int compare(const CompareFlags& flags) {
   return all_ok ? 0 : 1;
 }
 
-}  // namespace
-
 void register_compare(CLI::App& app, CommandAction& action) {
   auto flags = std::make_shared<CompareFlags>();
   CLI::App* cmd = app.add_subcommand("compare", "Run the same work under several allocators or pipelines, side by side");
@@ -194,7 +186,7 @@ void register_compare(CLI::App& app, CommandAction& action) {
       ->check(number_in(1, 256))
       ->capture_default_str();
   cmd->add_option("command", flags->command, "The command to run, after --")->expected(-1);
-  cmd->callback([flags, &action] { action = [flags] { return compare(*flags); }; });
+  cmd->callback([flags, &action] { action = [flags] { return run_compare(*flags); }; });
 }
 
 }  // namespace memstage::harness

@@ -18,5 +18,6 @@ void register_compare(CLI::App& app, CommandAction& action);
 void register_diff(CLI::App& app, CommandAction& action);
 void register_jupyter(CLI::App& app, CommandAction& action);
 void register_live(CLI::App& app, CommandAction& action);
+void register_replay(CLI::App& app, CommandAction& action);
 
 }  // namespace memstage::harness

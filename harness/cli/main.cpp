@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   register_diff(app, action);
   register_jupyter(app, action);
   register_live(app, action);
+  register_replay(app, action);
   // "memstage help [COMMAND]" is "memstage [COMMAND] --help", as git and cargo take it.
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "help") {

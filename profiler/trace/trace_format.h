@@ -78,6 +78,15 @@ static_assert(sizeof(ChunkHeader) == 12);
 // kSampling), with exact heap counters (kHeapCounters) and call counters (kCounters).
 // kStats: no events, the same heap counters and call counters as kSample.
 enum class Mode : uint8_t { kFull = 0, kStats = 1, kAggregate = 2, kSample = 3 };
+// The mode as `memstage run --mode` and report.json name it.
+inline const char* mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::kStats: return "stats";
+    case Mode::kAggregate: return "aggregate";
+    case Mode::kSample: return "sample";
+    default: return "full";
+  }
+}
 
 enum class Tag : uint8_t {
   // First record of the file: the process, the tracer's settings, the allocator.

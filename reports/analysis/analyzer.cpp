@@ -470,7 +470,7 @@ void find_main_trace(Traces& traces) {
 Report describe_run(const FirstPass& pass, const std::optional<RunInfo>& run) {
   Report report;
   const bool sampled = pass.sample_mode();
-  report.mode = pass.stats_mode() ? "stats" : pass.aggregate_mode() ? "aggregate" : sampled ? "sample" : "full";
+  report.mode = trace::mode_name(pass.info.mode);
   if (sampled) report.sampling = sampling_report(pass.sample_rate_bytes, pass.samples);
   report.allocator = pass.info.allocator.empty() ? "glibc" : pass.info.allocator;
   if (pass.python) report.python = PythonRun{pass.python->version, pass.python->allocator};

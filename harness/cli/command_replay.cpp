@@ -1,0 +1,105 @@
+// memstage replay RUN|TRACE --allocators A,B,... [-o DIR] [--repeat N]: a full-mode run's
+// allocation sequence run again under each allocator (harness/replay), measured and written
+// as memstage compare writes its comparison (compare.json and compare.html), without the
+// program, its data or its machine.
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "harness/cli/cli_error.h"
+#include "harness/cli/command_compare.h"
+#include "harness/cli/commands.h"
+#include "harness/cli/number_range.h"
+#include "harness/cli/report_files.h"
+#include "harness/files/output_files.h"
+#include "harness/replay/replay_ops.h"
+#include "reports/analysis/analyzer.h"
+
+namespace memstage::harness {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ReplayFlags {
+  std::string run;  // a run's folder or one trace
+  std::string allocators = "glibc";
+  unsigned repeat = 3;
+  std::string output_dir;
+};
+
+// The replayer, beside this binary (bin/), as installed and in the build tree.
+std::string find_replayer() {
+  std::error_code ec;
+  const fs::path path = fs::read_symlink("/proc/self/exe", ec).parent_path() / "memstage-replayer";
+  if (!fs::exists(path, ec)) throw CliError("replay: cannot find " + path.string());
+  return path.string();
+}
+
+// The trace replayed: the one given, or in a run's folder the process memstage run started
+// (run.json's pid), else its only trace.
+std::string trace_of(const std::string& run) {
+  std::error_code ec;
+  if (!fs::is_directory(run, ec)) {
+    if (!fs::exists(run, ec)) throw CliError("replay: " + run + ": no such file or folder");
+    return run;
+  }
+  const std::vector<std::string> traces = reports::find_traces(run);
+  if (traces.empty()) throw CliError("replay: " + run + " holds no trace (trace.*.mst)");
+  if (traces.size() == 1) return traces.front();
+  const auto info = read_run_info(run);
+  for (const std::string& t : traces) {
+    if (info && info->pid && fs::path(t).filename().string().starts_with(fmt::format("trace.{}.", *info->pid))) return t;
+  }
+  throw CliError(fmt::format("replay: {} holds {} traces: give the one to replay (one process's)", run, traces.size()));
+}
+
+int replay(const ReplayFlags& flags) {
+  const std::string trace = trace_of(flags.run);
+  const std::string replayer = find_replayer();
+  const std::string out_dir =
+      fs::absolute(flags.output_dir.empty() ? "memstage.replay." + std::to_string(getpid()) : flags.output_dir)
+          .lexically_normal()
+          .string();
+  files::create_output_folder(out_dir);
+  const std::string ops = out_dir + "/replay.ops";
+  replay::ConversionSummary summary;
+  try {
+    summary = replay::write_replay_ops(trace, ops);
+  } catch (const std::exception& e) {
+    throw CliError(std::string("replay: ") + e.what());
+  }
+  for (const std::string& warning : summary.warnings) fprintf(stderr, "memstage: replay: %s\n", warning.c_str());
+  fprintf(stderr, "memstage: replay: %s: %llu allocations, %llu frees, %llu reallocs, at most %u blocks live at once\n",
+          trace.c_str(), static_cast<unsigned long long>(summary.allocations),
+          static_cast<unsigned long long>(summary.frees), static_cast<unsigned long long>(summary.reallocs),
+          summary.slots);
+  CompareFlags compare;
+  compare.allocators = flags.allocators;
+  compare.repeat = flags.repeat;
+  compare.output_dir = out_dir;
+  compare.command = {replayer, ops};
+  return run_compare(compare);
+}
+
+}  // namespace
+
+void register_replay(CLI::App& app, CommandAction& action) {
+  auto flags = std::make_shared<ReplayFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "replay", "Replay a full-mode run's allocations under several allocators, side by side, without the program");
+  cmd->add_option("run", flags->run, "The run's folder (memstage run --mode full -o DIR), or one trace of it")->required();
+  cmd->add_option("--allocators", flags->allocators,
+                  "Comma-separated: glibc, jemalloc, tcmalloc, mimalloc, or paths to allocator .so files")
+      ->capture_default_str();
+  cmd->add_option("--repeat", flags->repeat, "Stats-mode replays per allocator, for time")
+      ->check(number_in(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("-o,--output", flags->output_dir, "Folder for the replays and compare.json/html (default memstage.replay.PID)");
+  cmd->callback([flags, &action] { action = [flags] { return replay(*flags); }; });
+}
+
+}  // namespace memstage::harness
