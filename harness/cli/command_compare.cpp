@@ -158,7 +158,8 @@ int run_compare(const CompareFlags& flags) {
     }
     records.push_back(std::move(record));
   }
-  const CompareResult result = build_compare(subjects, records, flags.repeat);
+  CompareResult result = build_compare(subjects, records, flags.repeat);
+  result.notes = flags.notes;
   files::write_output_file(out_dir + "/compare.json", compare_to_json(result).dump(2) + "\n");
   files::write_output_file(out_dir + "/compare.html", render_compare_html(result));
   printf("%s", reports::terminal_lines(render_compare_text(result)).c_str());

@@ -14,6 +14,7 @@ struct CompareFlags {
   std::string output_dir;
   unsigned max_depth = 64;
   std::vector<std::string> command;
+  std::vector<std::string> notes;  // said with the comparison (CompareResult::notes)
 };
 
 // Runs every subject (allocator x variant) under memstage run, writes DIR/compare.json and

@@ -57,6 +57,18 @@ std::string trace_of(const std::string& run) {
   throw CliError(fmt::format("replay: {} holds {} traces: give the one to replay (one process's)", run, traces.size()));
 }
 
+// What a replay reproduces and what not, said with its figures.
+std::vector<std::string> replay_notes(const std::string& trace, const replay::ConversionSummary& summary) {
+  return {
+      fmt::format("replayed: {}'s {} allocations, {} frees and {} reallocs, in their order, by one thread, each block "
+                  "written whole once when allocated (the replay's heap figures are the program's)",
+                  trace, summary.allocations, summary.frees, summary.reallocs),
+      "not replayed: the program's memory outside malloc (its code and libraries, mapped files, thread stacks, "
+      "its own pools), so each peak RSS here is the heap's share of the program's; its threads (per-thread "
+      "arenas and caches are not exercised); its addresses (a free takes the block of its size, stack and stage "
+      "allocated last); calloc's zeroed pages and aligned allocations (replayed as malloc)"};
+}
+
 int replay(const ReplayFlags& flags) {
   const std::string trace = trace_of(flags.run);
   const std::string replayer = find_replayer();
@@ -78,6 +90,7 @@ int replay(const ReplayFlags& flags) {
           static_cast<unsigned long long>(summary.frees), static_cast<unsigned long long>(summary.reallocs),
           summary.slots);
   CompareFlags compare;
+  compare.notes = replay_notes(trace, summary);
   compare.allocators = flags.allocators;
   compare.repeat = flags.repeat;
   compare.output_dir = out_dir;

@@ -164,6 +164,7 @@ nlohmann::ordered_json compare_to_json(const CompareResult& result) {
   j["time_from"] = "stats-mode runs (median, min, max)";
   j["memory_from"] = "one full-mode run per subject";
   j["stage_paths"] = result.stage_paths;
+  j["notes"] = result.notes;
   nlohmann::ordered_json subjects = nlohmann::ordered_json::array();
   for (const SubjectResult& s : result.subjects) {
     nlohmann::ordered_json sj;

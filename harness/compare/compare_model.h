@@ -64,6 +64,8 @@ struct CompareResult {
   std::vector<std::string> stage_paths;  // the union, in first-seen order
   std::vector<SubjectResult> subjects;
   std::vector<RunRecord> runs;  // execution order
+  // What the comparison cannot show, said with it (memstage replay's limits).
+  std::vector<std::string> notes;
   bool any_estimated() const;
 };
 

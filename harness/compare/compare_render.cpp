@@ -72,6 +72,7 @@ std::string render_compare_text(const CompareResult& result) {
           << "): the allocator does not report some figures; its RSS breakdown is estimated.\n";
     }
   }
+  for (const std::string& note : result.notes) out << "note: " << note << "\n";
   for (const RunRecord& r : result.runs) {
     if (!r.report) out << "failed: " << r.planned.dir_name << ": " << r.error << "\n";
   }
@@ -259,6 +260,7 @@ std::string render_compare_html(const CompareResult& result) {
          "Allocator figures (in use, resident) come from each allocator's own statistics, read by the tracer at "
          "stage boundaries; <span class='est'>≈</span> marks a figure the allocator does not report and memstage "
          "estimated.</p>\n";
+  for (const std::string& note : result.notes) out << "<p>" << html_escape(note) << "</p>\n";
   subjects_table(out, result);
   charts(out, result);
   figures_table(out, result);

@@ -1,8 +1,10 @@
 // memstage-replayer OPS_FILE: runs a recorded allocation sequence (replay_ops.h) through
 // whatever malloc this process has: glibc's, or the allocator `memstage replay` preloads,
 // under `memstage run` like any program (so each allocator's run is measured and reported
-// as `memstage compare` measures one). Links no allocator of its own; its table of blocks
-// is mapped, outside the heap it measures (its stage names are its only allocations).
+// as `memstage compare` measures one). Links no allocator of its own, and calls malloc for
+// the recorded blocks only: its table of them and the stage names are mapped, outside the
+// heap it measures, and it uses nothing of libstdc++, which is not loaded (its start-up
+// pool, 71 KiB, would count in the replay's heap).
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,7 +14,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 
 #include "harness/replay/replay_ops.h"
 
@@ -31,8 +32,8 @@ void touch(void* block, size_t size) {
   for (size_t at = 0; at < size; at += kPageBytes) bytes[at] = 1;
 }
 
-[[noreturn]] void fail(const std::string& why) {
-  fprintf(stderr, "memstage-replayer: %s\n", why.c_str());
+[[noreturn]] void fail(const char* why, const char* what = "") {
+  fprintf(stderr, "memstage-replayer: %s%s\n", why, what);
   exit(2);
 }
 
@@ -53,31 +54,48 @@ struct Mapped {
 
 Mapped map_file(const char* path) {
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(std::string("cannot open ") + path + ": " + strerror(errno));
+  if (fd < 0) fail("cannot open ", path);
   struct stat st {};
-  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(OpsHeader)) fail(std::string(path) + " is too short");
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(OpsHeader)) fail("too short to be a replay's ops: ", path);
   void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
-  if (p == MAP_FAILED) fail(std::string("cannot map ") + path);
+  if (p == MAP_FAILED) fail("cannot map ", path);
   return Mapped{static_cast<const unsigned char*>(p), static_cast<size_t>(st.st_size)};
 }
 
+// Memory outside the heap measured: mapped, not malloc'd (the program had none of it).
+void* map_zeroed(size_t bytes) {
+  void* p = mmap(nullptr, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) fail("out of memory for the table of blocks");
+  return p;
+}
+
+struct Names {
+  char** names;
+  size_t count;
+};
+
 // The stage names after the ops, each a length and its bytes, made C strings once.
-char** read_names(const Mapped& file, size_t at) {
-  size_t count = 0;
+Names read_names(const Mapped& file, size_t at) {
+  size_t count = 0, text_bytes = 0;
   for (size_t pos = at; pos + 4 <= file.size; ++count) {
     uint32_t length;
     memcpy(&length, file.bytes + pos, 4);
+    text_bytes += length + 1;
     pos += 4 + length;
   }
-  char** names = static_cast<char**>(calloc(count + 1, sizeof(char*)));
+  char** names = static_cast<char**>(map_zeroed((count + 1) * sizeof(char*)));
+  char* text = static_cast<char*>(map_zeroed(text_bytes));
   for (size_t pos = at, i = 0; i < count; ++i) {
     uint32_t length;
     memcpy(&length, file.bytes + pos, 4);
-    names[i] = strndup(reinterpret_cast<const char*>(file.bytes + pos + 4), length);
+    if (pos + 4 + length > file.size) fail("a stage name past the file's end");
+    memcpy(text, file.bytes + pos + 4, length);  // the mapping is zeroed: NUL-terminated
+    names[i] = text;
+    text += length + 1;
     pos += 4 + length;
   }
-  return names;
+  return Names{names, count};
 }
 
 }  // namespace
@@ -89,15 +107,12 @@ int main(int argc, char** argv) {
   memcpy(&header, file.bytes, sizeof(header));
   if (memcmp(header.magic, memstage::replay::kOpsMagic, sizeof(header.magic)) != 0 ||
       header.version != memstage::replay::kOpsVersion) {
-    fail(std::string(argv[1]) + " is not a replay's ops file of this version");
+    fail("not a replay's ops file of this version: ", argv[1]);
   }
   const size_t ops_end = sizeof(OpsHeader) + header.ops * sizeof(Op);
-  if (ops_end > file.size) fail(std::string(argv[1]) + " is truncated");
-  char** names = read_names(file, ops_end);
-  // The table of blocks outside the heap measured (the program had none): mapped, not malloc'd.
-  void* table = mmap(nullptr, (header.slots + 1) * sizeof(void*), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (table == MAP_FAILED) fail("cannot map the table of blocks");
-  void** blocks = static_cast<void**>(table);
+  if (ops_end > file.size) fail("truncated: ", argv[1]);
+  const Names names = read_names(file, ops_end);
+  void** blocks = static_cast<void**>(map_zeroed((header.slots + 1) * sizeof(void*)));
   const Stages stages;
   const auto* ops = reinterpret_cast<const Op*>(file.bytes + sizeof(OpsHeader));
   for (uint64_t i = 0; i < header.ops; ++i) {
@@ -120,7 +135,7 @@ int main(int argc, char** argv) {
         }
         break;
       case OpKind::kStageBegin:
-        if (stages.begin && names[op.value]) stages.begin(names[op.value]);
+        if (stages.begin && op.value < names.count) stages.begin(names.names[op.value]);
         break;
       case OpKind::kStageEnd:
         if (stages.end) stages.end();
