@@ -55,6 +55,7 @@ bool ranks_before(const records::AggStackBytes& a, const records::AggStackBytes&
 
 void HeapAggregate::reset() {
   blocks_.clear();
+  big_sizes_.clear();
   sites_.release();
   stacks_.release();
   stack_index_.release();
@@ -141,7 +142,8 @@ bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, ui
   if (stage_plus_one) stages_[stage_plus_one - 1].live_self_bytes += static_cast<int64_t>(size);
   ++allocations_;
   bytes_allocated_ += size;
-  blocks_.put(address, Block{size, index});
+  if (size >= kBigSize) big_sizes_.put(address, size);
+  blocks_.put(address, Block{index, size >= kBigSize ? kBigSize : static_cast<uint32_t>(size)});
 
   live_bytes_ += size;
   heap_moved_ = true;
@@ -163,23 +165,25 @@ bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, ui
 bool HeapAggregate::free(uint64_t address, bool temporary) {
   Block block;
   if (!blocks_.take(address, block)) return false;
+  uint64_t size = block.size;
+  if (block.size == kBigSize) big_sizes_.take(address, size);
   // The heap is at a high until now: the copies must hold it before it goes down.
   make_copies_current();
   Site& site = sites_[block.site];
-  site.live_bytes -= block.size;
+  site.live_bytes -= size;
   --site.live_blocks;
   StackLive& s = stacks_[site.stack_index];
-  s.live_bytes -= block.size;
+  s.live_bytes -= size;
   --s.live_blocks;
   note_change(site);
-  if (site.stage_plus_one) stages_[site.stage_plus_one - 1].live_self_bytes -= static_cast<int64_t>(block.size);
+  if (site.stage_plus_one) stages_[site.stage_plus_one - 1].live_self_bytes -= static_cast<int64_t>(size);
   if (depth_ > 0) ++stages_[levels_[depth_ - 1].instance].frees;
   ++frees_;
   if (temporary) {
     ++site.temporary_allocations;
     ++temporary_allocations_;
   }
-  live_bytes_ -= block.size;
+  live_bytes_ -= size;
   heap_moved_ = true;
   return true;
 }

@@ -84,9 +84,12 @@ class HeapAggregate {
   void snapshot(uint64_t t_ns, RecordSink& out);
 
  private:
+  // A live block in 8 bytes, its slot 16 as full mode's (address_index.h): a size of 4 GiB
+  // or more is kBigSize here and whole in big_sizes_.
+  static constexpr uint32_t kBigSize = UINT32_MAX;
   struct Block {
-    uint64_t size;
     uint32_t site;
+    uint32_t size;
   };
   struct Site {
     uint32_t stack;
@@ -134,6 +137,7 @@ class HeapAggregate {
                    RecordSink& out);
 
   AddressMap<Block> blocks_;
+  AddressIndex big_sizes_;  // address -> size, of the blocks of kBigSize or more
   TracerArray<Site> sites_;
   TracerArray<StackLive> stacks_;
   TracerArray<uint32_t> stack_index_;  // stack id -> stacks_ index + 1 (0: none yet)

@@ -114,7 +114,8 @@ TEST_CASE("aggregate mode's figures are full mode's on random streams of nested 
     const int what = static_cast<int>(random() % 100);
     if (what < 45) {  // an allocation; sizes collide so that sites hold many blocks
       const auto stack = static_cast<uint32_t>(random() % kStacks);
-      const uint64_t size = (random() % 4 == 0) ? 4096 * (1 + random() % 8) : 16 * (1 + random() % 8);
+      uint64_t size = (random() % 4 == 0) ? 4096 * (1 + random() % 8) : 16 * (1 + random() % 8);
+      if (random() % 400 == 0) size = (5ull << 30) + size;  // a size the aggregate keeps aside
       const uint64_t address = next_address += 0x10;
       const uint32_t stage_plus_one = open_stages.empty() ? 0 : open_stages.back() + 1;
       full.alloc(address, size, stack);
