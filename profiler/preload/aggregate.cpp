@@ -1,5 +1,6 @@
 #include "profiler/preload/aggregate.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "profiler/preload/tracer_memory.h"
@@ -47,6 +48,8 @@ uint64_t slot_hash(uint64_t key) {
 }
 
 // Largest bytes first, then the lower stack id: the order full mode's analysis lists.
+constexpr size_t kKeptScratchBytes = 256u << 10;
+
 bool ranks_before(const records::AggStackBytes& a, const records::AggStackBytes& b) {
   return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
 }
@@ -57,14 +60,14 @@ void HeapAggregate::reset() {
   blocks_.clear();
   big_sizes_.clear();
   sites_.release();
-  stacks_.release();
-  stack_index_.release();
+  scratch_.release();
   slots_.release();
   slot_count_ = 0;
   changed_sites_.release();
   peak_stale_sites_.release();
   peak_unwritten_sites_.release();
-  stage_stale_stacks_.release();
+  stage_stale_sites_.release();
+  stage_copy_all_ = false;
   stages_.release();
   if (levels_) tracer_unmap(levels_, trace::kMaxStageDepth * sizeof(Level));
   levels_ = nullptr;
@@ -102,15 +105,9 @@ uint32_t HeapAggregate::site_of(uint32_t stack, uint32_t stage_plus_one) {
   for (; slots_[i].site_plus_one; i = (i + 1) & mask) {
     if (slots_[i].key == key) return slots_[i].site_plus_one - 1;
   }
-  if (stack >= stack_index_.size() && !stack_index_.resize(stack + 1)) return UINT32_MAX;
-  if (!stack_index_[stack]) {
-    if (!stacks_.push_back(StackLive{stack, 0, 0, 0, 0, 0})) return UINT32_MAX;
-    stack_index_[stack] = static_cast<uint32_t>(stacks_.size());
-  }
   Site site{};
   site.stack = stack;
   site.stage_plus_one = stage_plus_one;
-  site.stack_index = stack_index_[stack] - 1;
   if (!sites_.push_back(site)) return UINT32_MAX;
   slots_[i] = SiteSlot{key, static_cast<uint32_t>(sites_.size())};
   ++slot_count_;
@@ -122,8 +119,12 @@ void HeapAggregate::note_change(Site& site) {
   const auto index = static_cast<uint32_t>(&site - &sites_[0]);
   if (!site.changed && changed_sites_.push_back(index)) site.changed = 1;
   if (!site.peak_stale && peak_stale_sites_.push_back(index)) site.peak_stale = 1;
-  StackLive& s = stacks_[site.stack_index];
-  if (!s.stale && stage_stale_stacks_.push_back(site.stack_index)) s.stale = 1;
+  if (depth_ == 0 || site.stage_stale) return;
+  if (stage_stale_sites_.push_back(index)) {
+    site.stage_stale = 1;
+  } else {
+    stage_copy_all_ = true;  // out of tracer memory for the list
+  }
 }
 
 bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one) {
@@ -131,13 +132,11 @@ bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, ui
   const uint32_t index = site_of(stack, stage_plus_one);
   if (index == UINT32_MAX) return false;
   Site& site = sites_[index];
+  if (site.live_blocks == UINT32_MAX) return false;
   ++site.allocations;
   site.bytes_allocated += size;
   site.live_bytes += size;
   ++site.live_blocks;
-  StackLive& s = stacks_[site.stack_index];
-  s.live_bytes += size;
-  ++s.live_blocks;
   note_change(site);
   if (stage_plus_one) stages_[stage_plus_one - 1].live_self_bytes += static_cast<int64_t>(size);
   ++allocations_;
@@ -172,9 +171,6 @@ bool HeapAggregate::free(uint64_t address, bool temporary) {
   Site& site = sites_[block.site];
   site.live_bytes -= size;
   --site.live_blocks;
-  StackLive& s = stacks_[site.stack_index];
-  s.live_bytes -= size;
-  --s.live_blocks;
   note_change(site);
   if (site.stage_plus_one) stages_[site.stage_plus_one - 1].live_self_bytes -= static_cast<int64_t>(size);
   if (depth_ > 0) ++stages_[levels_[depth_ - 1].instance].frees;
@@ -212,24 +208,34 @@ void HeapAggregate::make_copies_current() {
     // peak it holds lists its stacks first.
     if (saved_outer_level_ >= 0) list_saved_level(levels_[saved_outer_level_]);
     saved_outer_level_ = -1;
-    for (size_t i = 0; i < stage_stale_stacks_.size(); ++i) {
-      StackLive& s = stacks_[stage_stale_stacks_[i]];
-      s.saved_bytes = s.live_bytes;
-      s.saved_blocks = s.live_blocks;
-      s.stale = 0;
+    const size_t count = stage_copy_all_ ? sites_.size() : stage_stale_sites_.size();
+    for (size_t i = 0; i < count; ++i) {
+      Site& site = sites_[stage_copy_all_ ? i : stage_stale_sites_[i]];
+      site.saved_bytes = site.live_bytes;
+      site.saved_blocks = site.live_blocks;
+      site.stage_stale = 0;
     }
-    stage_stale_stacks_.clear_keeping_memory();
-    stage_copy_pending_ = false;
+    stage_stale_sites_.clear_keeping_memory();
+    stage_copy_all_ = stage_copy_pending_ = false;
   }
 }
 
-uint32_t HeapAggregate::top_stacks(bool saved, records::AggStackBytes* out) const {
+uint32_t HeapAggregate::top_stacks(bool saved, records::AggStackBytes* out) {
+  scratch_.clear_keeping_memory();
+  for (const Site& site : sites_) {
+    const uint32_t blocks = saved ? site.saved_blocks : site.live_blocks;
+    if (blocks == 0) continue;
+    // Out of tracer memory: the stacks listed are those summed so far.
+    if (!scratch_.push_back(records::AggStackBytes{site.stack, saved ? site.saved_bytes : site.live_bytes, blocks})) break;
+  }
+  std::sort(scratch_.begin(), scratch_.end(), [](const auto& a, const auto& b) { return a.stack < b.stack; });
   uint32_t n = 0;
-  for (size_t i = 0; i < stacks_.size(); ++i) {
-    const StackLive& s = stacks_[i];
-    const records::AggStackBytes candidate{s.stack, saved ? s.saved_bytes : s.live_bytes,
-                                           saved ? s.saved_blocks : s.live_blocks};
-    if (candidate.blocks == 0) continue;
+  for (size_t i = 0; i < scratch_.size();) {
+    records::AggStackBytes candidate = scratch_[i];
+    for (++i; i < scratch_.size() && scratch_[i].stack == candidate.stack; ++i) {
+      candidate.bytes += scratch_[i].bytes;
+      candidate.blocks += scratch_[i].blocks;
+    }
     if (n == kTopStacks && !ranks_before(candidate, out[n - 1])) continue;
     // Insertion into the sorted list (kTopStacks is small).
     uint32_t j = n < kTopStacks ? n++ : n - 1;
@@ -239,6 +245,8 @@ uint32_t HeapAggregate::top_stacks(bool saved, records::AggStackBytes* out) cons
     }
     out[j] = candidate;
   }
+  // A large one goes back: it is needed at stage ends, not held between them.
+  if (scratch_.size() * sizeof(records::AggStackBytes) > kKeptScratchBytes) scratch_.release();
   return n;
 }
 
@@ -256,6 +264,8 @@ void HeapAggregate::stage_begin(uint32_t instance) {
   if (depth_ == trace::kMaxStageDepth) return;  // the tracer never records deeper
   if (instance >= stages_.size() && !stages_.resize(instance + 1)) return;
   make_copies_current();
+  // Changes are listed for the stage copy only while a stage is open.
+  if (depth_ == 0) stage_copy_all_ = true;
   if (depth_ > 0 && levels_[depth_ - 1].where == PeakStacks::kSaved) saved_outer_level_ = static_cast<int>(depth_ - 1);
   Level& level = levels_[depth_++];
   level.instance = instance;

@@ -9,8 +9,9 @@
 // high only marks the copy stale; the first event that lowers the heap after it (or a
 // stage edge, a snapshot) copies the changed entries alone. Each change is copied at most
 // once: amortised O(1) per event. Two copies are kept: per site at the run's peak, and per
-// stack at the peak of the innermost open stage (an outer stage whose peak is in that copy
-// takes its top stacks out of it before it is overwritten). Full mode's analysis takes
+// site at the peak of the innermost open stage, whose top stacks are its sites summed per
+// stack (an outer stage whose peak is in that copy takes its top stacks out of it before it
+// is overwritten). Full mode's analysis takes
 // the same figures from the events (reports/analysis); the e2e tests hold the two equal.
 //
 // Writer thread only; all memory from tracer_map.
@@ -49,6 +50,8 @@ class TracerArray {
     return true;
   }
   void clear_keeping_memory() { size_ = 0; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
   void release();
 
  private:
@@ -94,18 +97,15 @@ class HeapAggregate {
   struct Site {
     uint32_t stack;
     uint32_t stage_plus_one;
-    uint32_t stack_index;  // into stacks_
-    uint8_t changed;       // since the last snapshot, listed in changed_sites_
-    uint8_t peak_stale;    // since the run peak's copy, listed in peak_stale_sites_
+    uint8_t changed;         // since the last snapshot, listed in changed_sites_
+    uint8_t peak_stale;      // since the run peak's copy, listed in peak_stale_sites_
     uint8_t peak_unwritten;  // its copy at the run peak changed since a snapshot wrote it
-    uint64_t allocations, bytes_allocated, temporary_allocations, live_bytes, live_blocks;
-    uint64_t peak_bytes, peak_blocks;  // the copy at the run's peak
-  };
-  struct StackLive {
-    uint32_t stack;
-    uint8_t stale;  // since the stage peak's copy, listed in stage_stale_stacks_
-    uint64_t live_bytes, live_blocks;
-    uint64_t saved_bytes, saved_blocks;  // the copy at the innermost stage's peak
+    uint8_t stage_stale;     // since the stage peak's copy, listed in stage_stale_sites_
+    uint32_t live_blocks, peak_blocks, saved_blocks;
+    uint64_t allocations, bytes_allocated, temporary_allocations;
+    uint64_t live_bytes;
+    uint64_t peak_bytes;   // the copy at the run's peak
+    uint64_t saved_bytes;  // the copy at the innermost stage's peak
   };
   struct StageFigures {
     int64_t live_self_bytes;  // live bytes allocated in this instance itself
@@ -129,8 +129,9 @@ class HeapAggregate {
   bool grow_slots();
   void note_change(Site& site);
   void make_copies_current();
-  // The top stacks by live bytes (saved: the stage peak's copy; else now), largest first.
-  uint32_t top_stacks(bool saved, trace::records::AggStackBytes* out) const;
+  // The top stacks by live bytes (saved: the stage peak's copy; else now), largest first:
+  // the sites summed per stack.
+  uint32_t top_stacks(bool saved, trace::records::AggStackBytes* out);
   void list_saved_level(Level& level);
   uint64_t retained_bytes(uint32_t instance) const;
   void write_stage(uint32_t instance, bool closed, const trace::records::AggStackBytes* top, uint32_t count,
@@ -139,14 +140,15 @@ class HeapAggregate {
   AddressMap<Block> blocks_;
   AddressIndex big_sizes_;  // address -> size, of the blocks of kBigSize or more
   TracerArray<Site> sites_;
-  TracerArray<StackLive> stacks_;
-  TracerArray<uint32_t> stack_index_;  // stack id -> stacks_ index + 1 (0: none yet)
+  TracerArray<trace::records::AggStackBytes> scratch_;  // top_stacks' sums per stack
   TracerArray<SiteSlot> slots_;
   uint64_t slot_count_ = 0;
   TracerArray<uint32_t> changed_sites_;
   TracerArray<uint32_t> peak_stale_sites_;
   TracerArray<uint32_t> peak_unwritten_sites_;  // what the next snapshot writes of the run peak
-  TracerArray<uint32_t> stage_stale_stacks_;
+  // Listed only while a stage is open; on the first begin the whole copy is stale.
+  TracerArray<uint32_t> stage_stale_sites_;
+  bool stage_copy_all_ = false;
   TracerArray<StageFigures> stages_;
   Level* levels_ = nullptr;  // kMaxStageDepth, mapped on the first stage
   uint32_t depth_ = 0;
