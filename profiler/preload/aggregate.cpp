@@ -39,14 +39,6 @@ void TracerArray<T>::release() {
 
 namespace {
 
-uint64_t site_key(uint32_t stack, uint32_t stage_plus_one) {
-  return static_cast<uint64_t>(stack) << 32 | stage_plus_one;
-}
-uint64_t slot_hash(uint64_t key) {
-  const uint64_t h = key * 0x9e3779b97f4a7c15ull;
-  return h ^ (h >> 29);
-}
-
 // Largest bytes first, then the lower stack id: the order full mode's analysis lists.
 constexpr size_t kKeptScratchBytes = 256u << 10;
 
@@ -61,8 +53,9 @@ void HeapAggregate::reset() {
   big_sizes_.clear();
   sites_.release();
   scratch_.release();
-  slots_.release();
-  slot_count_ = 0;
+  grow_before_forgetting_ = false;
+  slots_.clear();
+  forgotten_sites_.release();
   changed_sites_.release();
   peak_stale_sites_.release();
   peak_unwritten_sites_.release();
@@ -78,40 +71,90 @@ void HeapAggregate::reset() {
   allocations_ = frees_ = bytes_allocated_ = temporary_allocations_ = 0;
 }
 
-bool HeapAggregate::grow_slots() {
-  TracerArray<SiteSlot> old = slots_;
-  const size_t capacity = old.size() ? old.size() * 2 : 4096;
-  slots_ = TracerArray<SiteSlot>();
-  if (!slots_.resize(capacity)) {
-    slots_ = old;
-    return false;
-  }
-  for (size_t i = 0; i < old.size(); ++i) {
-    if (!old[i].site_plus_one) continue;
-    size_t j = slot_hash(old[i].key) & (capacity - 1);
-    while (slots_[j].site_plus_one) j = (j + 1) & (capacity - 1);
-    slots_[j] = old[i];
-  }
-  old.release();
-  return true;
+// UINT32_MAX when out of memory.
+uint32_t HeapAggregate::site_of(uint32_t stack, uint32_t stage_plus_one, RecordSink& out) {
+  const uint32_t place = slots_.find(SiteSlots::hash(stack, stage_plus_one), [&](uint32_t i) {
+    return sites_[i].stack == stack && sites_[i].stage_plus_one == stage_plus_one;
+  });
+  return place != UINT32_MAX ? place : new_site(stack, stage_plus_one, out);
 }
 
-// UINT32_MAX when out of memory.
-uint32_t HeapAggregate::site_of(uint32_t stack, uint32_t stage_plus_one) {
-  if ((slot_count_ + 1) * 4 > slots_.size() * 3 && !grow_slots()) return UINT32_MAX;
-  const uint64_t key = site_key(stack, stage_plus_one);
-  const size_t mask = slots_.size() - 1;
-  size_t i = slot_hash(key) & mask;
-  for (; slots_[i].site_plus_one; i = (i + 1) & mask) {
-    if (slots_[i].key == key) return slots_[i].site_plus_one - 1;
+uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, RecordSink& out) {
+  if (forgotten_sites_.size() == 0 && sites_.size() > 0 && sites_.size() == sites_.capacity()) {
+    if (grow_before_forgetting_) {
+      grow_before_forgetting_ = false;
+    } else {
+      forget_idle_sites(out);
+    }
   }
-  Site site{};
+  uint32_t place;
+  if (forgotten_sites_.size() > 0) {
+    place = forgotten_sites_[forgotten_sites_.size() - 1];
+    forgotten_sites_.pop_back();
+  } else {
+    if (!sites_.push_back(Site{})) return UINT32_MAX;
+    place = static_cast<uint32_t>(sites_.size() - 1);
+  }
+  if (!slots_.insert(SiteSlots::hash(stack, stage_plus_one), place)) {
+    sites_[place].stack = kForgotten;
+    forgotten_sites_.push_back(place);  // its place was taken from there: there is room
+    return UINT32_MAX;
+  }
+  Site& site = sites_[place];
+  site = Site{};
   site.stack = stack;
   site.stage_plus_one = stage_plus_one;
-  if (!sites_.push_back(site)) return UINT32_MAX;
-  slots_[i] = SiteSlot{key, static_cast<uint32_t>(sites_.size())};
-  ++slot_count_;
-  return static_cast<uint32_t>(sites_.size() - 1);
+  return place;
+}
+
+// A site that holds no block, whose copies at the peaks hold none either and whose copy at
+// the run peak is written: nothing of it is left to write but its counts.
+bool HeapAggregate::idle(const Site& site) const {
+  return site.stack != kForgotten && site.live_blocks == 0 && site.peak_blocks == 0 && site.saved_blocks == 0 &&
+         !site.peak_unwritten && !peak_unwritten_lost_;
+}
+
+void HeapAggregate::forget_idle_sites(RecordSink& out) {
+  // What the copies at the peaks hold of a site is written or made current first: an idle
+  // site may be one the run peak no longer holds. (Before an allocation: the heap now is
+  // the heap at a high not copied yet.)
+  make_copies_current();
+  write_run_peak(out);
+  size_t forgotten = 0;
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    Site& site = sites_[i];
+    if (!idle(site)) continue;
+    if (!forgotten_sites_.push_back(static_cast<uint32_t>(i))) break;  // the rest stay
+    if (site.changed) write_site(site, out);
+    slots_.erase(SiteSlots::hash(site.stack, site.stage_plus_one), static_cast<uint32_t>(i));
+    site.stack = kForgotten;
+    site.changed = site.peak_stale = site.stage_stale = 0;
+    ++forgotten;
+  }
+  // The lists name sites by place: the forgotten ones leave them before a place is reused.
+  drop_forgotten(changed_sites_);
+  drop_forgotten(peak_stale_sites_);
+  drop_forgotten(stage_stale_sites_);
+  // Fewer than a quarter forgotten: sites_ grows the next time it is full, so that each
+  // site met is scanned here a bounded number of times.
+  grow_before_forgetting_ = forgotten * 4 < sites_.size();
+}
+
+void HeapAggregate::drop_forgotten(TracerArray<uint32_t>& list) {
+  size_t kept = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (sites_[list[i]].stack != kForgotten) list[kept++] = list[i];
+  }
+  list.resize_down(kept);
+}
+
+void HeapAggregate::write_site(Site& site, RecordSink& out) {
+  const records::AggSite record{site.stack,           site.stage_plus_one,       site.allocations,
+                                site.bytes_allocated, site.temporary_allocations, site.live_bytes,
+                                site.live_blocks};
+  out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSite>()), record));
+  site.allocations = site.temporary_allocations = 0;
+  site.bytes_allocated = 0;
 }
 
 // Every change is listed once per copy: what the next copy or snapshot must look at.
@@ -127,12 +170,15 @@ void HeapAggregate::note_change(Site& site) {
   }
 }
 
-bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one) {
+bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one,
+                             RecordSink& out) {
   if (stage_plus_one > stages_.size() && !stages_.resize(stage_plus_one)) return false;
-  const uint32_t index = site_of(stack, stage_plus_one);
+  const uint32_t index = site_of(stack, stage_plus_one, out);
   if (index == UINT32_MAX) return false;
   Site& site = sites_[index];
   if (site.live_blocks == UINT32_MAX) return false;
+  // The counts since written stay in 32 bits (a temporary may add one more than allocated).
+  if (site.allocations == UINT32_MAX - 1) write_site(site, out);
   ++site.allocations;
   site.bytes_allocated += size;
   site.live_bytes += size;
@@ -188,9 +234,10 @@ void HeapAggregate::make_copies_current() {
   if (run_copy_pending_) {
     for (size_t i = 0; i < peak_stale_sites_.size(); ++i) {
       Site& site = sites_[peak_stale_sites_[i]];
+      site.peak_stale = 0;
+      if (site.peak_bytes == site.live_bytes && site.peak_blocks == site.live_blocks) continue;
       site.peak_bytes = site.live_bytes;
       site.peak_blocks = site.live_blocks;
-      site.peak_stale = 0;
       if (site.peak_unwritten) continue;
       // Out of tracer memory for the list: the next snapshot writes every site instead.
       if (peak_unwritten_sites_.push_back(peak_stale_sites_[i])) {
@@ -334,10 +381,7 @@ void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
   for (size_t i = 0; i < changed_sites_.size(); ++i) {
     Site& site = sites_[changed_sites_[i]];
     site.changed = 0;
-    const records::AggSite record{site.stack,           site.stage_plus_one,  site.allocations,
-                                  site.bytes_allocated, site.temporary_allocations, site.live_bytes,
-                                  site.live_blocks};
-    out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSite>()), record));
+    write_site(site, out);
   }
   changed_sites_.clear_keeping_memory();
   // The open stages as if they ended now, as the analysis ends them: an inner stage's
@@ -358,12 +402,20 @@ void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
     }
     write_stage(level.instance, false, carried, carried_count, out);
   }
-  // The run peak's sites that changed since written: a peak reached by allocating more
-  // writes the sites that grew, not every one holding memory (trace_format.h, kAggPeakSite).
+  write_run_peak(out);
+  const records::AggSnapshot record{t_ns, allocations_, frees_, bytes_allocated_, temporary_allocations_};
+  out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSnapshot>()), record));
+}
+
+// The run peak's sites that changed since written: a peak reached by allocating more
+// writes the sites that grew, not every one holding memory (trace_format.h, kAggPeakSite).
+// The reader applies them at the next kAggSnapshot, in order.
+void HeapAggregate::write_run_peak(RecordSink& out) {
   if (run_peak_moved_) {
     const size_t count = peak_unwritten_lost_ ? sites_.size() : peak_unwritten_sites_.size();
     for (size_t i = 0; i < count; ++i) {
       Site& site = sites_[peak_unwritten_lost_ ? static_cast<uint32_t>(i) : peak_unwritten_sites_[i]];
+      if (site.stack == kForgotten) continue;
       site.peak_unwritten = 0;
       const records::AggPeakSite record{site.stack, site.stage_plus_one, site.peak_bytes, site.peak_blocks};
       out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggPeakSite>()), record));
@@ -371,8 +423,6 @@ void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
     peak_unwritten_sites_.clear_keeping_memory();
     peak_unwritten_lost_ = run_peak_moved_ = false;
   }
-  const records::AggSnapshot record{t_ns, allocations_, frees_, bytes_allocated_, temporary_allocations_};
-  out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSnapshot>()), record));
 }
 
 }  // namespace memstage::preload

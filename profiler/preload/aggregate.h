@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "profiler/preload/address_index.h"
+#include "profiler/preload/site_slots.h"
 #include "profiler/trace/trace_format.h"
 #include "profiler/trace/trace_records.h"
 
@@ -42,6 +43,7 @@ class TracerArray {
   T& operator[](size_t i) { return data_[i]; }
   const T& operator[](size_t i) const { return data_[i]; }
   size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
   // Grows to at least n entries, the new ones zeroed; false when out of memory.
   bool resize(size_t n);
   bool push_back(const T& v) {
@@ -50,6 +52,8 @@ class TracerArray {
     return true;
   }
   void clear_keeping_memory() { size_ = 0; }
+  void pop_back() { --size_; }
+  void resize_down(size_t n) { size_ = n < size_ ? n : size_; }
   T* begin() { return data_; }
   T* end() { return data_ + size_; }
   void release();
@@ -70,8 +74,8 @@ class HeapAggregate {
 
   // An allocation (or a realloc's allocation half) of `size` bytes at `address` in stage
   // instance stage_plus_one - 1 (0: outside any stage). False when out of memory: the
-  // event is lost.
-  bool allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one);
+  // event is lost. May write the sites it forgets to `out` (forget_idle_sites).
+  bool allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one, RecordSink& out);
   // A free; `temporary`: of the latest allocation, nothing allocated since. False for a
   // block it never saw allocated (nothing changes).
   bool free(uint64_t address, bool temporary);
@@ -102,7 +106,9 @@ class HeapAggregate {
     uint8_t peak_unwritten;  // its copy at the run peak changed since a snapshot wrote it
     uint8_t stage_stale;     // since the stage peak's copy, listed in stage_stale_sites_
     uint32_t live_blocks, peak_blocks, saved_blocks;
-    uint64_t allocations, bytes_allocated, temporary_allocations;
+    // Since its last kAggSite record (trace_format.h: from version 5 these are increments).
+    uint32_t allocations, temporary_allocations;
+    uint64_t bytes_allocated;
     uint64_t live_bytes;
     uint64_t peak_bytes;   // the copy at the run's peak
     uint64_t saved_bytes;  // the copy at the innermost stage's peak
@@ -119,14 +125,18 @@ class HeapAggregate {
     uint64_t peak_bytes;
     trace::records::AggStackBytes top[kTopStacks];
   };
-  // (stack, stage_plus_one) -> site index + 1, open addressing, never removed.
-  struct SiteSlot {
-    uint64_t key;
-    uint32_t site_plus_one;
-  };
+  // Site::stack of a place in sites_ free for reuse (no stack id is this high).
+  static constexpr uint32_t kForgotten = UINT32_MAX;
 
-  uint32_t site_of(uint32_t stack, uint32_t stage_plus_one);
-  bool grow_slots();
+  uint32_t site_of(uint32_t stack, uint32_t stage_plus_one, RecordSink& out);
+  uint32_t new_site(uint32_t stack, uint32_t stage_plus_one, RecordSink& out);
+  // When sites_ is full: writes and forgets the sites that hold nothing and no copy holds,
+  // which are then the same as sites never met (kAggSite's counts are increments).
+  void forget_idle_sites(RecordSink& out);
+  bool idle(const Site& site) const;
+  void drop_forgotten(TracerArray<uint32_t>& list);
+  void write_site(Site& site, RecordSink& out);
+  void write_run_peak(RecordSink& out);
   void note_change(Site& site);
   void make_copies_current();
   // The top stacks by live bytes (saved: the stage peak's copy; else now), largest first:
@@ -141,8 +151,9 @@ class HeapAggregate {
   AddressIndex big_sizes_;  // address -> size, of the blocks of kBigSize or more
   TracerArray<Site> sites_;
   TracerArray<trace::records::AggStackBytes> scratch_;  // top_stacks' sums per stack
-  TracerArray<SiteSlot> slots_;
-  uint64_t slot_count_ = 0;
+  SiteSlots slots_;
+  TracerArray<uint32_t> forgotten_sites_;  // places in sites_ free for reuse
+  bool grow_before_forgetting_ = false;    // the last forgetting freed little
   TracerArray<uint32_t> changed_sites_;
   TracerArray<uint32_t> peak_stale_sites_;
   TracerArray<uint32_t> peak_unwritten_sites_;  // what the next snapshot writes of the run peak
