@@ -14,7 +14,8 @@ bool TracerArray<T>::resize(size_t n) {
   if (n <= size_) return true;
   if (n > capacity_) {
     size_t capacity = capacity_ ? capacity_ : 4096 / sizeof(T) + 1;
-    while (capacity < n) capacity *= 2;
+    // By half again, not double: the site array's size is the tracer's at a peak.
+    while (capacity < n) capacity += capacity / 2;
     auto* bigger = static_cast<T*>(tracer_map(capacity * sizeof(T)));
     if (!bigger) return false;
     if (data_) {
@@ -100,6 +101,13 @@ uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, Record
     forgotten_sites_.push_back(place);  // its place was taken from there: there is room
     return UINT32_MAX;
   }
+  if (stages_began_ && !saved_.resize(sites_.size())) {
+    slots_.erase(SiteSlots::hash(stack, stage_plus_one), place);
+    sites_[place].stack = kForgotten;
+    forgotten_sites_.push_back(place);
+    return UINT32_MAX;
+  }
+  if (stages_began_) saved_[place] = SavedCopy{};
   Site& site = sites_[place];
   site = Site{};
   site.stack = stack;
@@ -110,8 +118,9 @@ uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, Record
 // A site that holds no block, whose copies at the peaks hold none either and whose copy at
 // the run peak is written: nothing of it is left to write but its counts.
 bool HeapAggregate::idle(const Site& site) const {
-  return site.stack != kForgotten && site.live_blocks == 0 && site.peak_blocks == 0 && site.saved_blocks == 0 &&
-         !site.peak_unwritten && !peak_unwritten_lost_;
+  const size_t place = static_cast<size_t>(&site - &sites_[0]);
+  return site.stack != kForgotten && site.live_blocks == 0 && site.peak_blocks == 0 &&
+         (!stages_began_ || saved_[place].blocks == 0) && !site.peak_unwritten && !peak_unwritten_lost_;
 }
 
 void HeapAggregate::forget_idle_sites(RecordSink& out) {
@@ -135,9 +144,9 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
   drop_forgotten(changed_sites_);
   drop_forgotten(peak_stale_sites_);
   drop_forgotten(stage_stale_sites_);
-  // Fewer than a quarter forgotten: sites_ grows the next time it is full, so that each
-  // site met is scanned here a bounded number of times.
-  grow_before_forgetting_ = forgotten * 4 < sites_.size();
+  // Fewer than an eighth forgotten: sites_ grows the next time it is full, so that each
+  // site met is scanned here a bounded number of times (8 at most on average).
+  grow_before_forgetting_ = forgotten * 8 < sites_.size();
 }
 
 void HeapAggregate::drop_forgotten(TracerArray<uint32_t>& list) {
@@ -177,8 +186,7 @@ bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, ui
   if (index == UINT32_MAX) return false;
   Site& site = sites_[index];
   if (site.live_blocks == UINT32_MAX) return false;
-  // The counts since written stay in 32 bits (a temporary may add one more than allocated).
-  if (site.allocations == UINT32_MAX - 1) write_site(site, out);
+  if (site.allocations == kMaxCountSinceWritten) write_site(site, out);
   ++site.allocations;
   site.bytes_allocated += size;
   site.live_bytes += size;
@@ -257,9 +265,9 @@ void HeapAggregate::make_copies_current() {
     saved_outer_level_ = -1;
     const size_t count = stage_copy_all_ ? sites_.size() : stage_stale_sites_.size();
     for (size_t i = 0; i < count; ++i) {
-      Site& site = sites_[stage_copy_all_ ? i : stage_stale_sites_[i]];
-      site.saved_bytes = site.live_bytes;
-      site.saved_blocks = site.live_blocks;
+      const size_t place = stage_copy_all_ ? i : stage_stale_sites_[i];
+      Site& site = sites_[place];
+      saved_[place] = SavedCopy{site.live_bytes, site.live_blocks};
       site.stage_stale = 0;
     }
     stage_stale_sites_.clear_keeping_memory();
@@ -269,11 +277,12 @@ void HeapAggregate::make_copies_current() {
 
 uint32_t HeapAggregate::top_stacks(bool saved, records::AggStackBytes* out) {
   scratch_.clear_keeping_memory();
-  for (const Site& site : sites_) {
-    const uint32_t blocks = saved ? site.saved_blocks : site.live_blocks;
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    const Site& site = sites_[i];
+    const uint32_t blocks = saved ? saved_[i].blocks : site.live_blocks;
     if (blocks == 0) continue;
     // Out of tracer memory: the stacks listed are those summed so far.
-    if (!scratch_.push_back(records::AggStackBytes{site.stack, saved ? site.saved_bytes : site.live_bytes, blocks})) break;
+    if (!scratch_.push_back(records::AggStackBytes{site.stack, saved ? saved_[i].bytes : site.live_bytes, blocks})) break;
   }
   std::sort(scratch_.begin(), scratch_.end(), [](const auto& a, const auto& b) { return a.stack < b.stack; });
   uint32_t n = 0;
@@ -311,6 +320,10 @@ void HeapAggregate::stage_begin(uint32_t instance) {
   if (depth_ == trace::kMaxStageDepth) return;  // the tracer never records deeper
   if (instance >= stages_.size() && !stages_.resize(instance + 1)) return;
   make_copies_current();
+  if (!stages_began_) {
+    if (!saved_.resize(sites_.size())) return;
+    stages_began_ = true;
+  }
   // Changes are listed for the stage copy only while a stage is open.
   if (depth_ == 0) stage_copy_all_ = true;
   if (depth_ > 0 && levels_[depth_ - 1].where == PeakStacks::kSaved) saved_outer_level_ = static_cast<int>(depth_ - 1);

@@ -98,20 +98,30 @@ class HeapAggregate {
     uint32_t site;
     uint32_t size;
   };
+  // 48 bytes: ~200,000 of them are held at torch_small.py's peak.
   struct Site {
     uint32_t stack;
     uint32_t stage_plus_one;
-    uint8_t changed;         // since the last snapshot, listed in changed_sites_
-    uint8_t peak_stale;      // since the run peak's copy, listed in peak_stale_sites_
-    uint8_t peak_unwritten;  // its copy at the run peak changed since a snapshot wrote it
-    uint8_t stage_stale;     // since the stage peak's copy, listed in stage_stale_sites_
-    uint32_t live_blocks, peak_blocks, saved_blocks;
-    // Since its last kAggSite record (trace_format.h: from version 5 these are increments).
-    uint32_t allocations, temporary_allocations;
+    uint32_t live_blocks, peak_blocks;
+    // The counts since its last kAggSite record (trace_format.h: from version 5 these are
+    // increments), written before they pass kMaxCountSinceWritten.
+    uint32_t allocations;
+    uint32_t temporary_allocations : 28;
+    uint32_t changed : 1;         // since the last snapshot, listed in changed_sites_
+    uint32_t peak_stale : 1;      // since the run peak's copy, listed in peak_stale_sites_
+    uint32_t peak_unwritten : 1;  // its copy at the run peak changed since a snapshot wrote it
+    uint32_t stage_stale : 1;     // since the stage peak's copy, listed in stage_stale_sites_
     uint64_t bytes_allocated;
     uint64_t live_bytes;
-    uint64_t peak_bytes;   // the copy at the run's peak
-    uint64_t saved_bytes;  // the copy at the innermost stage's peak
+    uint64_t peak_bytes;  // the copy at the run's peak
+  };
+  static_assert(sizeof(Site) == 48);
+  static constexpr uint32_t kMaxCountSinceWritten = (1u << 28) - 2;  // a temporary may add one more
+  // A site's copy at the innermost stage's peak, beside sites_ (same places) once a stage
+  // began: a program without stages does without.
+  struct SavedCopy {
+    uint64_t bytes;
+    uint32_t blocks;
   };
   struct StageFigures {
     int64_t live_self_bytes;  // live bytes allocated in this instance itself
@@ -150,6 +160,8 @@ class HeapAggregate {
   AddressMap<Block> blocks_;
   AddressIndex big_sizes_;  // address -> size, of the blocks of kBigSize or more
   TracerArray<Site> sites_;
+  TracerArray<SavedCopy> saved_;  // empty until the first stage begins
+  bool stages_began_ = false;
   TracerArray<trace::records::AggStackBytes> scratch_;  // top_stacks' sums per stack
   SiteSlots slots_;
   TracerArray<uint32_t> forgotten_sites_;  // places in sites_ free for reuse
