@@ -190,3 +190,26 @@ TEST_CASE("aggregate mode's figures are full mode's on random streams of nested 
   REQUIRE(a.timeline.size() == f.timeline.size());
   for (size_t i = 0; i < f.timeline.size(); ++i) CHECK(a.timeline[i].heap_bytes == f.timeline[i].heap_bytes);
 }
+
+// Format 5: a site's counts in kAggSite are increments (the tracer forgets idle sites and
+// takes them up again from zero); before, each record carried the totals so far.
+TEST_CASE("aggregate mode's site counts add up from format 5 and are the latest totals before") {
+  const uint32_t version = GENERATE(4u, 5u);
+  TraceBuilder b(version);
+  b.process(100, trace::Mode::kAggregate);
+  b.stack({0x1000, 0x9000});
+  const auto node = b.stack_node(0);
+  b.record(trace::records::AggSite{node, 0, 3, 300, 1, 100, 1});
+  b.record(trace::records::AggSnapshot{1000, 3, 2, 300, 1});
+  b.record(trace::records::AggSite{node, 0, 2, 250, 0, 150, 2});
+  b.record(trace::records::AggSnapshot{2000, 5, 3, 550, 1});
+  b.end(3000);
+  const auto r = analyze(b, "site_counts" + std::to_string(version));
+  REQUIRE(r.stack_figures.size() == 1);
+  const auto& f = r.stack_figures[0];
+  INFO("version " << version);
+  CHECK(f.allocations == (version >= 5 ? 5u : 2u));
+  CHECK(f.bytes_allocated == (version >= 5 ? 550u : 250u));
+  CHECK(f.temporary_allocations == 1u * (version >= 5));
+  CHECK(f.leaked_bytes == 150u);
+}
