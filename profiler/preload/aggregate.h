@@ -1,18 +1,21 @@
 // Aggregate mode's in-process figures (trace_format.h, kAggHeap and after): the writer
 // thread folds each allocation and free, in the process's event order, into figures per
 // site, a (stack, stage instance), and writes those instead of the events. What it writes
-// grows with the distinct sites and stages, not with the run's length.
+// grows with the distinct sites and stages, not with the run's length; what it keeps, with
+// the sites in use: a site holding nothing that no copy below holds is written and
+// forgotten when the array of sites is full, and met again starts from zero (kAggSite's
+// counts are increments).
 //
 // The stacks holding memory at a peak are exact without copying every site at every new
-// high: the current live bytes per site (and per stack) are kept beside a saved copy at
-// the peak, with a list of the entries changed since the copy was last made equal. A new
-// high only marks the copy stale; the first event that lowers the heap after it (or a
-// stage edge, a snapshot) copies the changed entries alone. Each change is copied at most
-// once: amortised O(1) per event. Two copies are kept: per site at the run's peak, and per
-// site at the peak of the innermost open stage, whose top stacks are its sites summed per
-// stack (an outer stage whose peak is in that copy takes its top stacks out of it before it
-// is overwritten). Full mode's analysis takes
-// the same figures from the events (reports/analysis); the e2e tests hold the two equal.
+// high: the current live bytes per site are kept beside a saved copy at the peak, with a
+// list of the sites changed since the copy was last made equal. A new high only marks the
+// copy stale; the first event that lowers the heap after it (or a stage edge, a snapshot,
+// a forgetting) copies the changed sites alone. Each change is copied at most once:
+// amortised O(1) per event. Two copies are kept: per site at the run's peak, and per site
+// at the peak of the innermost open stage, whose top stacks are its sites summed per stack
+// (an outer stage whose peak is in that copy takes its top stacks out of it before it is
+// overwritten). Full mode's analysis takes the same figures from the events
+// (reports/analysis); the e2e tests hold the two equal.
 //
 // Writer thread only; all memory from tracer_map.
 #pragma once
