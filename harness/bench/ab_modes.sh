@@ -7,6 +7,9 @@
 # variants against each of A's: the median of per-round ratios, and in how many rounds B's
 # was faster. For a target set as a ratio to the untraced run on another machine, B's mode
 # against A's on this one says whether it holds where the baseline ran as the issue says.
+# Memory too, medians: max RSS (/usr/bin/time's %M: for a traced run the larger of the
+# program and memstage's own analysis), and of a traced run its report's peak RSS of the
+# program and the tracer's share of it (totals.peak_rss_bytes, totals.tracer_peak_bytes).
 #
 #   ab_modes.sh A B ROUNDS "VARIANT ..." -- CMD [ARGS...]
 #       VARIANT: untraced, A:MODE or B:MODE (full, stats, aggregate, sample)
@@ -41,27 +44,38 @@ trap 'rm -rf "$work"' EXIT
 for r in $(seq "$rounds"); do
   for v in $variants; do
     rm -rf "$work/out"
+    timed=(/usr/bin/time -f %M -o "$work/max_rss_kib")
     start=$(date +%s.%N)
     case $v in
-      untraced) "$@" > /dev/null 2>&1 || true ;;
-      A:*) "$a/bin/memstage" run -q --mode "${v#A:}" -o "$work/out" -- "$@" > /dev/null 2>&1 || true ;;
-      B:*) "$b/bin/memstage" run -q --mode "${v#B:}" -o "$work/out" -- "$@" > /dev/null 2>&1 || true ;;
+      untraced) "${timed[@]}" "$@" > /dev/null 2>&1 || true ;;
+      A:*) "${timed[@]}" "$a/bin/memstage" run -q --mode "${v#A:}" -o "$work/out" -- "$@" > /dev/null 2>&1 || true ;;
+      B:*) "${timed[@]}" "$b/bin/memstage" run -q --mode "${v#B:}" -o "$work/out" -- "$@" > /dev/null 2>&1 || true ;;
     esac
     end=$(date +%s.%N)
-    echo "$r $v $(echo "$end - $start" | bc)" >> "$work/times"
+    report=$(python3 -c 'import json, sys
+t = json.load(open(sys.argv[1]))["totals"]
+print(t.get("peak_rss_bytes") or 0, t.get("tracer_peak_bytes") or 0)' "$work/out/report.json" 2> /dev/null || echo "0 0")
+    echo "$r $v $(echo "$end - $start" | bc) $(tail -1 "$work/max_rss_kib") $report" >> "$work/times"
   done
 done
 python3 - "$work/times" "$a" "$b" <<'PY'
 import statistics, sys
-times = {}
+times, memory = {}, {}
 for line in open(sys.argv[1]):
-    r, v, t = line.split()
+    r, v, t, max_rss_kib, peak_rss, tracer = line.split()
     times.setdefault(v, {})[r] = float(t)
+    memory.setdefault(v, []).append((int(max_rss_kib) / 1024, int(peak_rss) / 2**20, int(tracer) / 2**20))
 rounds = sorted(times["untraced"])
 print(f"A: {sys.argv[2]}   B: {sys.argv[3]}   ({len(rounds)} rounds)")
 for v, t in times.items():
     ratio = statistics.median(t[r] / times["untraced"][r] for r in rounds)
     print(f"  {v:<12} median {statistics.median(t.values()):.3f} s   {ratio:.3f} x untraced")
+for v, m in memory.items():
+    line = f"  {v:<12} max RSS median {statistics.median(x[0] for x in m):.1f} MiB"
+    if v != "untraced":
+        line += (f"   program's peak RSS {statistics.median(x[1] for x in m):.1f} MiB,"
+                 f" tracer's {statistics.median(x[2] for x in m):.1f} MiB")
+    print(line)
 for va in (v for v in times if v.startswith("A:")):
     for vb in (v for v in times if v.startswith("B:")):
         ratios = [times[vb][r] / times[va][r] for r in rounds]

@@ -1,5 +1,6 @@
 #include "profiler/preload/aggregate.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "profiler/preload/tracer_memory.h"
@@ -13,7 +14,8 @@ bool TracerArray<T>::resize(size_t n) {
   if (n <= size_) return true;
   if (n > capacity_) {
     size_t capacity = capacity_ ? capacity_ : 4096 / sizeof(T) + 1;
-    while (capacity < n) capacity *= 2;
+    // By half again, not double: the site array's size is the tracer's at a peak.
+    while (capacity < n) capacity += capacity / 2 + 1;
     auto* bigger = static_cast<T*>(tracer_map(capacity * sizeof(T)));
     if (!bigger) return false;
     if (data_) {
@@ -38,15 +40,9 @@ void TracerArray<T>::release() {
 
 namespace {
 
-uint64_t site_key(uint32_t stack, uint32_t stage_plus_one) {
-  return static_cast<uint64_t>(stack) << 32 | stage_plus_one;
-}
-uint64_t slot_hash(uint64_t key) {
-  const uint64_t h = key * 0x9e3779b97f4a7c15ull;
-  return h ^ (h >> 29);
-}
-
 // Largest bytes first, then the lower stack id: the order full mode's analysis lists.
+constexpr size_t kKeptScratchBytes = 256u << 10;
+
 bool ranks_before(const records::AggStackBytes& a, const records::AggStackBytes& b) {
   return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
 }
@@ -55,15 +51,17 @@ bool ranks_before(const records::AggStackBytes& a, const records::AggStackBytes&
 
 void HeapAggregate::reset() {
   blocks_.clear();
+  big_sizes_.clear();
   sites_.release();
-  stacks_.release();
-  stack_index_.release();
-  slots_.release();
-  slot_count_ = 0;
+  scratch_.release();
+  grow_before_forgetting_ = false;
+  slots_.clear();
+  forgotten_sites_.release();
   changed_sites_.release();
   peak_stale_sites_.release();
   peak_unwritten_sites_.release();
-  stage_stale_stacks_.release();
+  stage_stale_sites_.release();
+  stage_copy_all_ = false;
   stages_.release();
   if (levels_) tracer_unmap(levels_, trace::kMaxStageDepth * sizeof(Level));
   levels_ = nullptr;
@@ -74,46 +72,98 @@ void HeapAggregate::reset() {
   allocations_ = frees_ = bytes_allocated_ = temporary_allocations_ = 0;
 }
 
-bool HeapAggregate::grow_slots() {
-  TracerArray<SiteSlot> old = slots_;
-  const size_t capacity = old.size() ? old.size() * 2 : 4096;
-  slots_ = TracerArray<SiteSlot>();
-  if (!slots_.resize(capacity)) {
-    slots_ = old;
-    return false;
-  }
-  for (size_t i = 0; i < old.size(); ++i) {
-    if (!old[i].site_plus_one) continue;
-    size_t j = slot_hash(old[i].key) & (capacity - 1);
-    while (slots_[j].site_plus_one) j = (j + 1) & (capacity - 1);
-    slots_[j] = old[i];
-  }
-  old.release();
-  return true;
+// UINT32_MAX when out of memory.
+uint32_t HeapAggregate::site_of(uint32_t stack, uint32_t stage_plus_one, RecordSink& out) {
+  const uint32_t place = slots_.find(SiteSlots::hash(stack, stage_plus_one), [&](uint32_t i) {
+    return sites_[i].stack == stack && sites_[i].stage_plus_one == stage_plus_one;
+  });
+  return place != UINT32_MAX ? place : new_site(stack, stage_plus_one, out);
 }
 
-// UINT32_MAX when out of memory.
-uint32_t HeapAggregate::site_of(uint32_t stack, uint32_t stage_plus_one) {
-  if ((slot_count_ + 1) * 4 > slots_.size() * 3 && !grow_slots()) return UINT32_MAX;
-  const uint64_t key = site_key(stack, stage_plus_one);
-  const size_t mask = slots_.size() - 1;
-  size_t i = slot_hash(key) & mask;
-  for (; slots_[i].site_plus_one; i = (i + 1) & mask) {
-    if (slots_[i].key == key) return slots_[i].site_plus_one - 1;
+uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, RecordSink& out) {
+  if (forgotten_sites_.size() == 0 && sites_.size() > 0 && sites_.size() == sites_.capacity()) {
+    if (grow_before_forgetting_) {
+      grow_before_forgetting_ = false;
+    } else {
+      forget_idle_sites(out);
+    }
   }
-  if (stack >= stack_index_.size() && !stack_index_.resize(stack + 1)) return UINT32_MAX;
-  if (!stack_index_[stack]) {
-    if (!stacks_.push_back(StackLive{stack, 0, 0, 0, 0, 0})) return UINT32_MAX;
-    stack_index_[stack] = static_cast<uint32_t>(stacks_.size());
+  uint32_t place;
+  if (forgotten_sites_.size() > 0) {
+    place = forgotten_sites_[forgotten_sites_.size() - 1];
+    forgotten_sites_.pop_back();
+  } else {
+    if (!sites_.push_back(Site{})) return UINT32_MAX;
+    place = static_cast<uint32_t>(sites_.size() - 1);
   }
-  Site site{};
+  if (!slots_.insert(SiteSlots::hash(stack, stage_plus_one), place)) {
+    sites_[place].stack = kForgotten;
+    forgotten_sites_.push_back(place);  // its place was taken from there: there is room
+    return UINT32_MAX;
+  }
+  if (stages_began_ && !saved_.resize(sites_.size())) {
+    slots_.erase(SiteSlots::hash(stack, stage_plus_one), place);
+    sites_[place].stack = kForgotten;
+    forgotten_sites_.push_back(place);
+    return UINT32_MAX;
+  }
+  if (stages_began_) saved_[place] = SavedCopy{};
+  Site& site = sites_[place];
+  site = Site{};
   site.stack = stack;
   site.stage_plus_one = stage_plus_one;
-  site.stack_index = stack_index_[stack] - 1;
-  if (!sites_.push_back(site)) return UINT32_MAX;
-  slots_[i] = SiteSlot{key, static_cast<uint32_t>(sites_.size())};
-  ++slot_count_;
-  return static_cast<uint32_t>(sites_.size() - 1);
+  return place;
+}
+
+// A site that holds no block, whose copies at the peaks hold none either and whose copy at
+// the run peak is written: nothing of it is left to write but its counts.
+bool HeapAggregate::idle(const Site& site) const {
+  const size_t place = static_cast<size_t>(&site - &sites_[0]);
+  return site.stack != kForgotten && site.live_blocks == 0 && site.peak_blocks == 0 &&
+         (!stages_began_ || saved_[place].blocks == 0) && !site.peak_unwritten && !peak_unwritten_lost_;
+}
+
+void HeapAggregate::forget_idle_sites(RecordSink& out) {
+  // What the copies at the peaks hold of a site is written or made current first: an idle
+  // site may be one the run peak no longer holds. (Before an allocation: the heap now is
+  // the heap at a high not copied yet.)
+  make_copies_current();
+  write_run_peak(out);
+  size_t forgotten = 0;
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    Site& site = sites_[i];
+    if (!idle(site)) continue;
+    if (!forgotten_sites_.push_back(static_cast<uint32_t>(i))) break;  // the rest stay
+    if (site.changed) write_site(site, out);
+    slots_.erase(SiteSlots::hash(site.stack, site.stage_plus_one), static_cast<uint32_t>(i));
+    site.stack = kForgotten;
+    site.changed = site.peak_stale = site.stage_stale = 0;
+    ++forgotten;
+  }
+  // The lists name sites by place: the forgotten ones leave them before a place is reused.
+  drop_forgotten(changed_sites_);
+  drop_forgotten(peak_stale_sites_);
+  drop_forgotten(stage_stale_sites_);
+  // Fewer than an eighth forgotten: sites_ grows the next time it is full, so that each
+  // site met is scanned here a bounded number of times (8 at most on average).
+  grow_before_forgetting_ = forgotten * 8 < sites_.size();
+}
+
+void HeapAggregate::drop_forgotten(TracerArray<uint32_t>& list) {
+  size_t kept = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (sites_[list[i]].stack != kForgotten) list[kept++] = list[i];
+  }
+  list.resize_down(kept);
+}
+
+void HeapAggregate::write_site(Site& site, RecordSink& out) {
+  const records::AggSite record{site.stack,           site.stage_plus_one,       site.allocations,
+                                site.bytes_allocated, site.temporary_allocations, site.live_bytes,
+                                site.live_blocks};
+  out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSite>()), record));
+  site.allocations = site.temporary_allocations = 0;
+  site.bytes_allocated = 0;
 }
 
 // Every change is listed once per copy: what the next copy or snapshot must look at.
@@ -121,27 +171,32 @@ void HeapAggregate::note_change(Site& site) {
   const auto index = static_cast<uint32_t>(&site - &sites_[0]);
   if (!site.changed && changed_sites_.push_back(index)) site.changed = 1;
   if (!site.peak_stale && peak_stale_sites_.push_back(index)) site.peak_stale = 1;
-  StackLive& s = stacks_[site.stack_index];
-  if (!s.stale && stage_stale_stacks_.push_back(site.stack_index)) s.stale = 1;
+  if (depth_ == 0 || site.stage_stale) return;
+  if (stage_stale_sites_.push_back(index)) {
+    site.stage_stale = 1;
+  } else {
+    stage_copy_all_ = true;  // out of tracer memory for the list
+  }
 }
 
-bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one) {
+bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one,
+                             RecordSink& out) {
   if (stage_plus_one > stages_.size() && !stages_.resize(stage_plus_one)) return false;
-  const uint32_t index = site_of(stack, stage_plus_one);
+  const uint32_t index = site_of(stack, stage_plus_one, out);
   if (index == UINT32_MAX) return false;
   Site& site = sites_[index];
+  if (site.live_blocks == UINT32_MAX) return false;
+  if (site.allocations == kMaxCountSinceWritten) write_site(site, out);
   ++site.allocations;
   site.bytes_allocated += size;
   site.live_bytes += size;
   ++site.live_blocks;
-  StackLive& s = stacks_[site.stack_index];
-  s.live_bytes += size;
-  ++s.live_blocks;
   note_change(site);
   if (stage_plus_one) stages_[stage_plus_one - 1].live_self_bytes += static_cast<int64_t>(size);
   ++allocations_;
   bytes_allocated_ += size;
-  blocks_.put(address, Block{size, index});
+  if (size >= kBigSize) big_sizes_.put(address, size);
+  blocks_.put(address, Block{index, size >= kBigSize ? kBigSize : static_cast<uint32_t>(size)});
 
   live_bytes_ += size;
   heap_moved_ = true;
@@ -163,23 +218,22 @@ bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, ui
 bool HeapAggregate::free(uint64_t address, bool temporary) {
   Block block;
   if (!blocks_.take(address, block)) return false;
+  uint64_t size = block.size;
+  if (block.size == kBigSize) big_sizes_.take(address, size);
   // The heap is at a high until now: the copies must hold it before it goes down.
   make_copies_current();
   Site& site = sites_[block.site];
-  site.live_bytes -= block.size;
+  site.live_bytes -= size;
   --site.live_blocks;
-  StackLive& s = stacks_[site.stack_index];
-  s.live_bytes -= block.size;
-  --s.live_blocks;
   note_change(site);
-  if (site.stage_plus_one) stages_[site.stage_plus_one - 1].live_self_bytes -= static_cast<int64_t>(block.size);
+  if (site.stage_plus_one) stages_[site.stage_plus_one - 1].live_self_bytes -= static_cast<int64_t>(size);
   if (depth_ > 0) ++stages_[levels_[depth_ - 1].instance].frees;
   ++frees_;
   if (temporary) {
     ++site.temporary_allocations;
     ++temporary_allocations_;
   }
-  live_bytes_ -= block.size;
+  live_bytes_ -= size;
   heap_moved_ = true;
   return true;
 }
@@ -188,9 +242,10 @@ void HeapAggregate::make_copies_current() {
   if (run_copy_pending_) {
     for (size_t i = 0; i < peak_stale_sites_.size(); ++i) {
       Site& site = sites_[peak_stale_sites_[i]];
+      site.peak_stale = 0;
+      if (site.peak_bytes == site.live_bytes && site.peak_blocks == site.live_blocks) continue;
       site.peak_bytes = site.live_bytes;
       site.peak_blocks = site.live_blocks;
-      site.peak_stale = 0;
       if (site.peak_unwritten) continue;
       // Out of tracer memory for the list: the next snapshot writes every site instead.
       if (peak_unwritten_sites_.push_back(peak_stale_sites_[i])) {
@@ -208,24 +263,35 @@ void HeapAggregate::make_copies_current() {
     // peak it holds lists its stacks first.
     if (saved_outer_level_ >= 0) list_saved_level(levels_[saved_outer_level_]);
     saved_outer_level_ = -1;
-    for (size_t i = 0; i < stage_stale_stacks_.size(); ++i) {
-      StackLive& s = stacks_[stage_stale_stacks_[i]];
-      s.saved_bytes = s.live_bytes;
-      s.saved_blocks = s.live_blocks;
-      s.stale = 0;
+    const size_t count = stage_copy_all_ ? sites_.size() : stage_stale_sites_.size();
+    for (size_t i = 0; i < count; ++i) {
+      const size_t place = stage_copy_all_ ? i : stage_stale_sites_[i];
+      Site& site = sites_[place];
+      saved_[place] = SavedCopy{site.live_bytes, site.live_blocks};
+      site.stage_stale = 0;
     }
-    stage_stale_stacks_.clear_keeping_memory();
-    stage_copy_pending_ = false;
+    stage_stale_sites_.clear_keeping_memory();
+    stage_copy_all_ = stage_copy_pending_ = false;
   }
 }
 
-uint32_t HeapAggregate::top_stacks(bool saved, records::AggStackBytes* out) const {
+uint32_t HeapAggregate::top_stacks(bool saved, records::AggStackBytes* out) {
+  scratch_.clear_keeping_memory();
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    const Site& site = sites_[i];
+    const uint32_t blocks = saved ? saved_[i].blocks : site.live_blocks;
+    if (blocks == 0) continue;
+    // Out of tracer memory: the stacks listed are those summed so far.
+    if (!scratch_.push_back(records::AggStackBytes{site.stack, saved ? saved_[i].bytes : site.live_bytes, blocks})) break;
+  }
+  std::sort(scratch_.begin(), scratch_.end(), [](const auto& a, const auto& b) { return a.stack < b.stack; });
   uint32_t n = 0;
-  for (size_t i = 0; i < stacks_.size(); ++i) {
-    const StackLive& s = stacks_[i];
-    const records::AggStackBytes candidate{s.stack, saved ? s.saved_bytes : s.live_bytes,
-                                           saved ? s.saved_blocks : s.live_blocks};
-    if (candidate.blocks == 0) continue;
+  for (size_t i = 0; i < scratch_.size();) {
+    records::AggStackBytes candidate = scratch_[i];
+    for (++i; i < scratch_.size() && scratch_[i].stack == candidate.stack; ++i) {
+      candidate.bytes += scratch_[i].bytes;
+      candidate.blocks += scratch_[i].blocks;
+    }
     if (n == kTopStacks && !ranks_before(candidate, out[n - 1])) continue;
     // Insertion into the sorted list (kTopStacks is small).
     uint32_t j = n < kTopStacks ? n++ : n - 1;
@@ -235,6 +301,8 @@ uint32_t HeapAggregate::top_stacks(bool saved, records::AggStackBytes* out) cons
     }
     out[j] = candidate;
   }
+  // A large one goes back: it is needed at stage ends, not held between them.
+  if (scratch_.size() * sizeof(records::AggStackBytes) > kKeptScratchBytes) scratch_.release();
   return n;
 }
 
@@ -252,6 +320,12 @@ void HeapAggregate::stage_begin(uint32_t instance) {
   if (depth_ == trace::kMaxStageDepth) return;  // the tracer never records deeper
   if (instance >= stages_.size() && !stages_.resize(instance + 1)) return;
   make_copies_current();
+  if (!stages_began_) {
+    if (!saved_.resize(sites_.size())) return;
+    stages_began_ = true;
+  }
+  // Changes are listed for the stage copy only while a stage is open.
+  if (depth_ == 0) stage_copy_all_ = true;
   if (depth_ > 0 && levels_[depth_ - 1].where == PeakStacks::kSaved) saved_outer_level_ = static_cast<int>(depth_ - 1);
   Level& level = levels_[depth_++];
   level.instance = instance;
@@ -320,10 +394,7 @@ void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
   for (size_t i = 0; i < changed_sites_.size(); ++i) {
     Site& site = sites_[changed_sites_[i]];
     site.changed = 0;
-    const records::AggSite record{site.stack,           site.stage_plus_one,  site.allocations,
-                                  site.bytes_allocated, site.temporary_allocations, site.live_bytes,
-                                  site.live_blocks};
-    out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSite>()), record));
+    write_site(site, out);
   }
   changed_sites_.clear_keeping_memory();
   // The open stages as if they ended now, as the analysis ends them: an inner stage's
@@ -344,12 +415,20 @@ void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
     }
     write_stage(level.instance, false, carried, carried_count, out);
   }
-  // The run peak's sites that changed since written: a peak reached by allocating more
-  // writes the sites that grew, not every one holding memory (trace_format.h, kAggPeakSite).
+  write_run_peak(out);
+  const records::AggSnapshot record{t_ns, allocations_, frees_, bytes_allocated_, temporary_allocations_};
+  out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSnapshot>()), record));
+}
+
+// The run peak's sites that changed since written: a peak reached by allocating more
+// writes the sites that grew, not every one holding memory (trace_format.h, kAggPeakSite).
+// The reader applies them at the next kAggSnapshot, in order.
+void HeapAggregate::write_run_peak(RecordSink& out) {
   if (run_peak_moved_) {
     const size_t count = peak_unwritten_lost_ ? sites_.size() : peak_unwritten_sites_.size();
     for (size_t i = 0; i < count; ++i) {
       Site& site = sites_[peak_unwritten_lost_ ? static_cast<uint32_t>(i) : peak_unwritten_sites_[i]];
+      if (site.stack == kForgotten) continue;
       site.peak_unwritten = 0;
       const records::AggPeakSite record{site.stack, site.stage_plus_one, site.peak_bytes, site.peak_blocks};
       out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggPeakSite>()), record));
@@ -357,8 +436,6 @@ void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
     peak_unwritten_sites_.clear_keeping_memory();
     peak_unwritten_lost_ = run_peak_moved_ = false;
   }
-  const records::AggSnapshot record{t_ns, allocations_, frees_, bytes_allocated_, temporary_allocations_};
-  out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSnapshot>()), record));
 }
 
 }  // namespace memstage::preload

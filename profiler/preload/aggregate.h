@@ -1,17 +1,21 @@
 // Aggregate mode's in-process figures (trace_format.h, kAggHeap and after): the writer
 // thread folds each allocation and free, in the process's event order, into figures per
 // site, a (stack, stage instance), and writes those instead of the events. What it writes
-// grows with the distinct sites and stages, not with the run's length.
+// grows with the distinct sites and stages, not with the run's length; what it keeps, with
+// the sites in use: a site holding nothing that no copy below holds is written and
+// forgotten when the array of sites is full, and met again starts from zero (kAggSite's
+// counts are increments).
 //
 // The stacks holding memory at a peak are exact without copying every site at every new
-// high: the current live bytes per site (and per stack) are kept beside a saved copy at
-// the peak, with a list of the entries changed since the copy was last made equal. A new
-// high only marks the copy stale; the first event that lowers the heap after it (or a
-// stage edge, a snapshot) copies the changed entries alone. Each change is copied at most
-// once: amortised O(1) per event. Two copies are kept: per site at the run's peak, and per
-// stack at the peak of the innermost open stage (an outer stage whose peak is in that copy
-// takes its top stacks out of it before it is overwritten). Full mode's analysis takes
-// the same figures from the events (reports/analysis); the e2e tests hold the two equal.
+// high: the current live bytes per site are kept beside a saved copy at the peak, with a
+// list of the sites changed since the copy was last made equal. A new high only marks the
+// copy stale; the first event that lowers the heap after it (or a stage edge, a snapshot,
+// a forgetting) copies the changed sites alone. Each change is copied at most once:
+// amortised O(1) per event. Two copies are kept: per site at the run's peak, and per site
+// at the peak of the innermost open stage, whose top stacks are its sites summed per stack
+// (an outer stage whose peak is in that copy takes its top stacks out of it before it is
+// overwritten). Full mode's analysis takes the same figures from the events
+// (reports/analysis); the e2e tests hold the two equal.
 //
 // Writer thread only; all memory from tracer_map.
 #pragma once
@@ -20,6 +24,7 @@
 #include <cstdint>
 
 #include "profiler/preload/address_index.h"
+#include "profiler/preload/site_slots.h"
 #include "profiler/trace/trace_format.h"
 #include "profiler/trace/trace_records.h"
 
@@ -41,6 +46,7 @@ class TracerArray {
   T& operator[](size_t i) { return data_[i]; }
   const T& operator[](size_t i) const { return data_[i]; }
   size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
   // Grows to at least n entries, the new ones zeroed; false when out of memory.
   bool resize(size_t n);
   bool push_back(const T& v) {
@@ -49,6 +55,10 @@ class TracerArray {
     return true;
   }
   void clear_keeping_memory() { size_ = 0; }
+  void pop_back() { --size_; }
+  void resize_down(size_t n) { size_ = n < size_ ? n : size_; }
+  T* begin() { return data_; }
+  T* end() { return data_ + size_; }
   void release();
 
  private:
@@ -67,8 +77,8 @@ class HeapAggregate {
 
   // An allocation (or a realloc's allocation half) of `size` bytes at `address` in stage
   // instance stage_plus_one - 1 (0: outside any stage). False when out of memory: the
-  // event is lost.
-  bool allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one);
+  // event is lost. May write the sites it forgets to `out` (forget_idle_sites).
+  bool allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one, RecordSink& out);
   // A free; `temporary`: of the latest allocation, nothing allocated since. False for a
   // block it never saw allocated (nothing changes).
   bool free(uint64_t address, bool temporary);
@@ -84,25 +94,37 @@ class HeapAggregate {
   void snapshot(uint64_t t_ns, RecordSink& out);
 
  private:
+  // A live block in 8 bytes, its slot 16 as full mode's (address_index.h): a size of 4 GiB
+  // or more is kBigSize here and whole in big_sizes_.
+  static constexpr uint32_t kBigSize = UINT32_MAX;
   struct Block {
-    uint64_t size;
     uint32_t site;
+    uint32_t size;
   };
+  // 48 bytes: ~200,000 of them are held at torch_small.py's peak.
   struct Site {
     uint32_t stack;
     uint32_t stage_plus_one;
-    uint32_t stack_index;  // into stacks_
-    uint8_t changed;       // since the last snapshot, listed in changed_sites_
-    uint8_t peak_stale;    // since the run peak's copy, listed in peak_stale_sites_
-    uint8_t peak_unwritten;  // its copy at the run peak changed since a snapshot wrote it
-    uint64_t allocations, bytes_allocated, temporary_allocations, live_bytes, live_blocks;
-    uint64_t peak_bytes, peak_blocks;  // the copy at the run's peak
+    uint32_t live_blocks, peak_blocks;
+    // The counts since its last kAggSite record (trace_format.h: from version 5 these are
+    // increments), written before they pass kMaxCountSinceWritten.
+    uint32_t allocations;
+    uint32_t temporary_allocations : 28;
+    uint32_t changed : 1;         // since the last snapshot, listed in changed_sites_
+    uint32_t peak_stale : 1;      // since the run peak's copy, listed in peak_stale_sites_
+    uint32_t peak_unwritten : 1;  // its copy at the run peak changed since a snapshot wrote it
+    uint32_t stage_stale : 1;     // since the stage peak's copy, listed in stage_stale_sites_
+    uint64_t bytes_allocated;
+    uint64_t live_bytes;
+    uint64_t peak_bytes;  // the copy at the run's peak
   };
-  struct StackLive {
-    uint32_t stack;
-    uint8_t stale;  // since the stage peak's copy, listed in stage_stale_stacks_
-    uint64_t live_bytes, live_blocks;
-    uint64_t saved_bytes, saved_blocks;  // the copy at the innermost stage's peak
+  static_assert(sizeof(Site) == 48);
+  static constexpr uint32_t kMaxCountSinceWritten = (1u << 28) - 2;  // a temporary may add one more
+  // A site's copy at the innermost stage's peak, beside sites_ (same places) once a stage
+  // began: a program without stages does without.
+  struct SavedCopy {
+    uint64_t bytes;
+    uint32_t blocks;
   };
   struct StageFigures {
     int64_t live_self_bytes;  // live bytes allocated in this instance itself
@@ -116,33 +138,43 @@ class HeapAggregate {
     uint64_t peak_bytes;
     trace::records::AggStackBytes top[kTopStacks];
   };
-  // (stack, stage_plus_one) -> site index + 1, open addressing, never removed.
-  struct SiteSlot {
-    uint64_t key;
-    uint32_t site_plus_one;
-  };
+  // Site::stack of a place in sites_ free for reuse (no stack id is this high).
+  static constexpr uint32_t kForgotten = UINT32_MAX;
 
-  uint32_t site_of(uint32_t stack, uint32_t stage_plus_one);
-  bool grow_slots();
+  uint32_t site_of(uint32_t stack, uint32_t stage_plus_one, RecordSink& out);
+  uint32_t new_site(uint32_t stack, uint32_t stage_plus_one, RecordSink& out);
+  // When sites_ is full: writes and forgets the sites that hold nothing and no copy holds,
+  // which are then the same as sites never met (kAggSite's counts are increments).
+  void forget_idle_sites(RecordSink& out);
+  bool idle(const Site& site) const;
+  void drop_forgotten(TracerArray<uint32_t>& list);
+  void write_site(Site& site, RecordSink& out);
+  void write_run_peak(RecordSink& out);
   void note_change(Site& site);
   void make_copies_current();
-  // The top stacks by live bytes (saved: the stage peak's copy; else now), largest first.
-  uint32_t top_stacks(bool saved, trace::records::AggStackBytes* out) const;
+  // The top stacks by live bytes (saved: the stage peak's copy; else now), largest first:
+  // the sites summed per stack.
+  uint32_t top_stacks(bool saved, trace::records::AggStackBytes* out);
   void list_saved_level(Level& level);
   uint64_t retained_bytes(uint32_t instance) const;
   void write_stage(uint32_t instance, bool closed, const trace::records::AggStackBytes* top, uint32_t count,
                    RecordSink& out);
 
   AddressMap<Block> blocks_;
+  AddressIndex big_sizes_;  // address -> size, of the blocks of kBigSize or more
   TracerArray<Site> sites_;
-  TracerArray<StackLive> stacks_;
-  TracerArray<uint32_t> stack_index_;  // stack id -> stacks_ index + 1 (0: none yet)
-  TracerArray<SiteSlot> slots_;
-  uint64_t slot_count_ = 0;
+  TracerArray<SavedCopy> saved_;  // empty until the first stage begins
+  bool stages_began_ = false;
+  TracerArray<trace::records::AggStackBytes> scratch_;  // top_stacks' sums per stack
+  SiteSlots slots_;
+  TracerArray<uint32_t> forgotten_sites_;  // places in sites_ free for reuse
+  bool grow_before_forgetting_ = false;    // the last forgetting freed little
   TracerArray<uint32_t> changed_sites_;
   TracerArray<uint32_t> peak_stale_sites_;
   TracerArray<uint32_t> peak_unwritten_sites_;  // what the next snapshot writes of the run peak
-  TracerArray<uint32_t> stage_stale_stacks_;
+  // Listed only while a stage is open; on the first begin the whole copy is stale.
+  TracerArray<uint32_t> stage_stale_sites_;
+  bool stage_copy_all_ = false;
   TracerArray<StageFigures> stages_;
   Level* levels_ = nullptr;  // kMaxStageDepth, mapped on the first stage
   uint32_t depth_ = 0;

@@ -335,7 +335,7 @@ void aggregate_event(const RawEvent& e) {
     return;
   }
   const uint32_t stage_plus_one = w.open_stage_depth ? w.open_stage_instances[w.open_stage_depth - 1] + 1 : 0;
-  if (!w.aggregate.allocate(e.a, e.b, e.stack_or_length, stage_plus_one)) {
+  if (!w.aggregate.allocate(e.a, e.b, e.stack_or_length, stage_plus_one, raw_sink)) {
     g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
     return;
   }

@@ -47,10 +47,12 @@ inline constexpr double kNsPerS = 1e9;  // trace times are nanoseconds; reports 
 // program it runs writes trace.<pid>.mst, the n-th one it exec's trace.<pid>.<n>.mst.
 inline constexpr char kTracePathFormat[] = "%s/trace.%ld.mst";
 inline constexpr char kExecTracePathFormat[] = "%s/trace.%ld.%d.mst";
-inline constexpr uint32_t kFormatVersion = 4;
+inline constexpr uint32_t kFormatVersion = 5;
 inline constexpr uint32_t kFirstVersionWithChunkStarts = 4;
 // From this version kAggPeakSite records are changes (kAggPeakSite below).
 inline constexpr uint32_t kFirstVersionWithPeakSiteChanges = 4;
+// From this version kAggSite's counts are increments (kAggSite below).
+inline constexpr uint32_t kFirstVersionWithSiteIncrements = 5;
 inline constexpr uint32_t kOldestReadableVersion = 1;
 inline constexpr uint32_t kChunkMagic = 0x4b43534d;  // "MSCK"
 // A chunk larger than this is treated as corrupt (the writer never makes one).
@@ -239,9 +241,12 @@ enum class Tag : uint8_t {
   // that reads up to its last snapshot. kAggSite and kAggStage records apply at once (each
   // carries absolute figures); kAggPeakSite records before it update the run peak's.
   kAggSnapshot = 41,
-  // A (stack, stage instance) whose figures changed since the previous snapshot, with its
-  // figures so far: allocations, bytes, temporaries, live bytes and blocks. Live bytes
-  // per site at each snapshot are the growth over time.
+  // A (stack, stage instance) whose figures changed since the previous snapshot: its
+  // allocations, bytes and temporaries, and its live bytes and blocks now. Live bytes per
+  // site at each snapshot are the growth over time. From version 5 the three counts are
+  // increments since the site's previous kAggSite (before, totals so far): the tracer
+  // writes and forgets a site that holds nothing, and takes it up again from zero when it
+  // is met again, so that it keeps the sites in use, not every one ever met.
   kAggSite = 42,
   // A stage instance's own figures the sites cannot give: frees made while it was the
   // innermost stage, retained bytes at its end (live bytes allocated in it and the stages

@@ -32,6 +32,7 @@ class ChunkDecoder {
       : v_(v),
         chunk_starts_(version >= kFirstVersionWithChunkStarts),
         peak_site_changes_(version >= kFirstVersionWithPeakSiteChanges),
+        site_increments_(version >= kFirstVersionWithSiteIncrements),
         loss_(loss),
         stack_tree_(version >= 2) {
     if (stack_tree_) {  // the root: the empty stack
@@ -302,7 +303,8 @@ class ChunkDecoder {
   void handle(const records::AggSite& r) {
     check_stack(r.stack);
     v_.on_agg_site(AggSiteRecord{static_cast<uint32_t>(r.stack), stage_of(r.stage_plus_one), r.allocations,
-                                 r.bytes_allocated, r.temporary_allocations, r.live_bytes, r.live_blocks});
+                                 r.bytes_allocated, r.temporary_allocations, r.live_bytes, r.live_blocks,
+                                 site_increments_});
   }
   void handle(const records::AggStage& r) {
     if (r.stage >= stage_instances_) throw CorruptRecord("figures of a stage not begun");
@@ -438,6 +440,7 @@ class ChunkDecoder {
   // end of the last (0: none, so an event's check costs one compare).
   const bool chunk_starts_;
   const bool peak_site_changes_;  // kAggPeakSite records are changes (version 4 on)
+  const bool site_increments_;    // kAggSite's counts are increments (version 5 on)
   std::vector<std::pair<uint32_t, uint32_t>> lost_infos_;
   uint32_t lost_infos_end_ = 0;
   uint32_t lost_name_from_ = kNoName;

@@ -122,6 +122,9 @@ struct AggSiteRecord {
   uint64_t temporary_allocations = 0;
   uint64_t live_bytes = 0;
   uint64_t live_blocks = 0;
+  // The three counts are increments since the site's previous record (version 5 on); else
+  // totals so far.
+  bool increments = false;
 };
 struct AggStageRecord {
   uint32_t stage = 0;

@@ -317,7 +317,12 @@ class FirstPass : public trace::TraceVisitor {
   void on_agg_site(const trace::AggSiteRecord& r) override {
     trace::AggSiteRecord& site = agg_sites[figure_key(r.stack, r.stage)];
     stack_live.add(r.stack, static_cast<int64_t>(r.live_bytes) - static_cast<int64_t>(site.live_bytes));
+    const trace::AggSiteRecord before = site;
     site = r;
+    if (!r.increments) return;
+    site.allocations += before.allocations;
+    site.bytes_allocated += before.bytes_allocated;
+    site.temporary_allocations += before.temporary_allocations;
   }
   void on_agg_stage(const trace::AggStageRecord& r) override { agg_stages[r.stage] = r; }
   void on_agg_peak_site(const trace::AggPeakSiteRecord& r) override { agg_run_peak_pending.push_back(r); }
