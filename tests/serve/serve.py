@@ -328,6 +328,58 @@ def concurrent_gets(url, n):
     return results
 
 
+@scenario(timeout_s=300)
+def scenario_attach(s):
+    """memstage attach --serve on a service already running: what it leaks from then on is served,
+    go tool pprof names the leak, and the service runs on after memstage detaches"""
+    work = os.path.join(s.work, "service")
+    os.makedirs(work)
+    files = [os.path.join(work, f) for f in ("ready", "go", "stop", "rate")]
+    service = subprocess.Popen([s.program("leaky_service")] + files)
+    port = free_port()
+    base = "http://127.0.0.1:%d" % port
+    memstage = None
+    try:
+        wait_for("the service's held blocks", lambda: os.path.exists(files[0]))
+        argv = [s.memstage, "attach", str(service.pid), "-o", os.path.join(s.work, "out"), "--mode", "sample",
+                "--serve", str(port)]
+        print("$ " + " ".join(argv), flush=True)
+        memstage = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wait_for("an answer from the attached tracer", lambda: try_status(base + "/metrics") == 200, timeout_s=180)
+        open(files[1], "w").close()
+        first = wait_for("a heap growing", lambda: live_now(base))
+        time.sleep(4)
+        s.check(live_now(base) > first, "memstage_heap_live_bytes grows as the service leaks (%d first)" % first)
+        top = go_pprof_top(s, base + "/debug/pprof/heap", "inuse_space")
+        if top is not None:
+            line = next((line for line in top if re.match(r"\s*\d+B ", line)), "")
+            s.check(line.rstrip().endswith("leak_steadily"), "go tool pprof -top's first line names leak_steadily: %r" % line)
+        memstage.send_signal(2)  # Ctrl-C: detach
+        _, err = memstage.communicate(timeout=180)
+        s.eq(memstage.returncode, 0, "memstage attach's exit status: %s" % err.decode(errors="replace")[-300:])
+        s.check(service.poll() is None, "the service runs on after memstage detached")
+        open(files[2], "w").close()
+        s.eq(service.wait(timeout=60), 0, "the service's own exit status")
+    finally:
+        for p in (memstage, service):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def try_status(url):
+    try:
+        return get(url, timeout_s=5)[0]
+    except OSError:
+        return None
+
+
+def live_now(base):
+    status, _, body = get(base + "/metrics")
+    live = values(parse_metrics(body.decode())[0], "memstage_heap_live_bytes") if status == 200 else []
+    return int(max(live)) if live and max(live) > 0 else None
+
+
 PROMETHEUS_CONFIG = """global:
   scrape_interval: 1s
   evaluation_interval: 1s
