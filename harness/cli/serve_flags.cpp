@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "harness/cli/cli_error.h"
+#include "harness/cli/preload_path.h"
+#include "harness/serve/http_endpoint.h"
 #include "harness/serve/run_so_far.h"
 
 namespace memstage::harness {
@@ -29,7 +31,7 @@ std::optional<ServeOptions> check_serve_flags(const ServeFlags& flags, const std
 std::unique_ptr<ReportServer> start_serving(const std::optional<ServeOptions>& options, const std::string& dir,
                                             bool quiet, const std::string& command) {
   if (!options) return nullptr;
-  auto server = std::make_unique<ReportServer>(*options, command + ": --serve");
+  auto server = std::make_unique<ReportServer>(*options, find_memstage_library(kHttpModuleName), command + ": --serve");
   server->start([dir] { return report_so_far(dir); });
   if (!quiet) {
     fprintf(stderr, "memstage: serving the run so far at http://%s/ (/metrics, /debug/pprof/heap, /report.json)\n",

@@ -1,7 +1,7 @@
 // memstage's HTTP endpoint (`--serve`): the run so far for Prometheus (/metrics), pprof's
 // readers (/debug/pprof/heap, /debug/pprof/allocs), and people (/, /report.json), answered
-// by memstage's threads, never the traced program's. Read-only (GET and HEAD), behind a
-// bearer token when given, on a few threads with read and write timeouts (docs/serving.md).
+// by memstage's threads, never the traced program's. The server itself is the module
+// libmemstage_http.so (http_endpoint.h), loaded here; the routes and the report are ours.
 #pragma once
 
 #include <memory>
@@ -12,25 +12,25 @@
 
 namespace memstage::harness {
 
+class HttpEndpoint;
+
 class ReportServer {
  public:
-  // Binds at once: a port in use is a CliError naming it, said before the program starts.
-  // `flag` names the option in messages ("run: --serve").
-  ReportServer(const ServeOptions& options, const std::string& flag);
+  // Loads the module at `module_path` and binds at once: a port in use is a CliError naming
+  // it, said before the program starts. `flag` names the option in messages ("run: --serve").
+  ReportServer(const ServeOptions& options, const std::string& module_path, const std::string& flag);
   ~ReportServer();  // stops serving, waiting out the requests under way (their timeouts)
   ReportServer(const ReportServer&) = delete;
   ReportServer& operator=(const ReportServer&) = delete;
 
-  int port() const { return port_; }
+  int port() const;
   // Serves the reports `source` gives (report_so_far of the run's folder) from now on.
   void start(ReportCache::Source source);
 
  private:
-  // The server and its routes (report_server.cpp): cpp-httplib's header, which brings
-  // <resolv.h>'s macros, stays out of the commands that include this one.
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
-  int port_ = 0;
+  void* module_ = nullptr;  // dlopen's handle, closed last
+  std::unique_ptr<ReportCache> cache_;
+  std::unique_ptr<HttpEndpoint> endpoint_;  // stopped before the cache it reads goes
 };
 
 }  // namespace memstage::harness
