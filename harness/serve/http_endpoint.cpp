@@ -67,7 +67,8 @@ void answer_failure(const httplib::Request&, httplib::Response& response, std::e
 struct Endpoint {
   Route route;
   std::mutex mutex;
-  std::shared_ptr<const reports::Report> of;
+  // Weak: an older report is freed once the cache has a newer one, rendered or not.
+  std::weak_ptr<const reports::Report> of;
   std::string body;
 };
 
@@ -133,7 +134,7 @@ class Server final : public HttpEndpoint {
       return;
     }
     std::lock_guard lock(endpoint.mutex);
-    if (endpoint.of != report) {
+    if (endpoint.of.lock() != report) {
       endpoint.body = endpoint.route.render(*report);
       endpoint.of = report;
     }
