@@ -370,6 +370,8 @@ int attach(const AttachFlags& flags) {
   const std::string gdb = check_attachable(pid);
   const std::string preload = find_preload_library();
   const std::string program = program_name(pid);
+  // --serve: bound before anything is made or loaded (a port in use stops here, the process untouched).
+  std::unique_ptr<ReportServer> server = bind_server(serve, "attach");
   const std::string dir = attach_output_dir(flags, program);
 
   struct sigaction action{};
@@ -382,8 +384,7 @@ int attach(const AttachFlags& flags) {
                               std::to_string(flags.max_depth) +
                               "\nsample_interval_ms=" + std::to_string(flags.sample_interval_ms) +
                               "\nsample_rate_bytes=" + std::to_string(sample_rate_bytes);
-  // --serve: bound before the tracer is loaded (a port in use stops here, the process untouched).
-  std::unique_ptr<ReportServer> server = start_serving(serve, dir, flags.quiet, "attach");
+  start_serving(server.get(), dir, flags.quiet);
   start_tracer(gdb, pid, preload, options);
   const double attached_at_s = now_s();
   // The trace is read as the tracer writes it, as `memstage run` does.

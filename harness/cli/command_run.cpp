@@ -160,14 +160,15 @@ void show_live_view(const std::string& dir, reports::TraceBeingWritten* read_ahe
 
 int run(const RunFlags& flags) {
   const CheckedFlags checked = check_flags(flags);
+  // --serve: bound before anything is made or run (a port in use stops the run here).
+  std::unique_ptr<ReportServer> server = bind_server(checked.serve, "run");
   const std::string preload = find_preload_library();
   const std::string dir = fs::absolute(flags.output_dir.empty() ? default_output_dir(flags.command[0])
                                                                 : flags.output_dir)
                               .lexically_normal()
                               .string();
   prepare_output_dir(dir);
-  // --serve: bound before CMD starts (a port in use stops the run there).
-  std::unique_ptr<ReportServer> server = start_serving(checked.serve, dir, flags.quiet, "run");
+  start_serving(server.get(), dir, flags.quiet);
   // The traces' first passes are read while their processes run: by the command's end,
   // most of the analysis is done (reports/analysis/analyzer.h, TraceBeingWritten).
   std::unique_ptr<reports::TraceBeingWritten> read_ahead;

@@ -28,16 +28,18 @@ std::optional<ServeOptions> check_serve_flags(const ServeFlags& flags, const std
   return options;
 }
 
-std::unique_ptr<ReportServer> start_serving(const std::optional<ServeOptions>& options, const std::string& dir,
-                                            bool quiet, const std::string& command) {
+std::unique_ptr<ReportServer> bind_server(const std::optional<ServeOptions>& options, const std::string& command) {
   if (!options) return nullptr;
-  auto server = std::make_unique<ReportServer>(*options, find_memstage_library(kHttpModuleName), command + ": --serve");
+  return std::make_unique<ReportServer>(*options, find_memstage_library(kHttpModuleName), command + ": --serve");
+}
+
+void start_serving(ReportServer* server, const std::string& dir, bool quiet) {
+  if (!server) return;
   server->start([dir] { return report_so_far(dir); });
   if (!quiet) {
     fprintf(stderr, "memstage: serving the run so far at http://%s/ (/metrics, /debug/pprof/heap, /report.json)\n",
-            url_host_port(options->host, server->port()).c_str());
+            server->host_port().c_str());
   }
-  return server;
 }
 
 }  // namespace memstage::harness

@@ -25,9 +25,11 @@ void add_serve_options(CLI::App& cmd, ServeFlags& flags);
 // for a bad address, a token file that cannot be read, or a token without --serve.
 std::optional<ServeOptions> check_serve_flags(const ServeFlags& flags, const std::string& command);
 
-// The server of the run written into `dir`, bound and serving; none without `options`.
-// A port in use is a CliError. Says where it serves unless `quiet`.
-std::unique_ptr<ReportServer> start_serving(const std::optional<ServeOptions>& options, const std::string& dir,
-                                            bool quiet, const std::string& command);
+// The server, bound (a port in use is a CliError) but not yet serving: before the run's
+// folder is made, so a refusal leaves nothing behind. None without `options`.
+std::unique_ptr<ReportServer> bind_server(const std::optional<ServeOptions>& options, const std::string& command);
+
+// The server, if any, serving the run written into `dir` from now on; says where unless `quiet`.
+void start_serving(ReportServer* server, const std::string& dir, bool quiet);
 
 }  // namespace memstage::harness

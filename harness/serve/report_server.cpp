@@ -27,7 +27,8 @@ std::vector<Route> routes() {
 
 }  // namespace
 
-ReportServer::ReportServer(const ServeOptions& options, const std::string& module_path, const std::string& flag) {
+ReportServer::ReportServer(const ServeOptions& options, const std::string& module_path, const std::string& flag)
+    : host_(options.host) {
   module_ = dlopen(module_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!module_) throw CliError(flag + ": cannot load " + module_path + ": " + dlerror());
   const auto bind = reinterpret_cast<BindHttpEndpoint>(dlsym(module_, kBindHttpEndpointSymbol));
@@ -45,6 +46,8 @@ ReportServer::~ReportServer() {
 }
 
 int ReportServer::port() const { return endpoint_->port(); }
+
+std::string ReportServer::host_port() const { return url_host_port(host_, port()); }
 
 void ReportServer::start(ReportCache::Source source) {
   cache_ = std::make_unique<ReportCache>(std::move(source));

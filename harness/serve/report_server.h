@@ -24,10 +24,12 @@ class ReportServer {
   ReportServer& operator=(const ReportServer&) = delete;
 
   int port() const;
+  std::string host_port() const;  // "127.0.0.1:9100", the port the one taken
   // Serves the reports `source` gives (report_so_far of the run's folder) from now on.
   void start(ReportCache::Source source);
 
  private:
+  std::string host_;
   void* module_ = nullptr;  // dlopen's handle, closed last
   std::unique_ptr<ReportCache> cache_;
   std::unique_ptr<HttpEndpoint> endpoint_;  // stopped before the cache it reads goes

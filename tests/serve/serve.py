@@ -256,6 +256,7 @@ def refused_before_start(s, name, run_flags, contains, serve=None):
     s.check(proc.returncode != 0, "%s: exit status %d is not 0" % (name, proc.returncode))
     s.one_line_error(proc, name, contains)
     s.check(not os.path.exists(ready), "%s: the program never started" % name)
+    s.check(not os.path.exists(os.path.join(s.work, name)), "%s: no run folder left behind" % name)
 
 
 @scenario
@@ -271,7 +272,7 @@ def scenario_bad_input(s):
     refused_before_start(s, "ipv6_unbracketed", ["--serve", "::1:9100"], "in brackets")
     refused_before_start(s, "no_token_file", ["--serve", "0", "--serve-token", os.path.join(s.work, "absent")],
                          "--serve-token")
-    empty = os.path.join(s.work, "empty_token")
+    empty = os.path.join(s.work, "empty_token.txt")
     open(empty, "w").close()
     refused_before_start(s, "empty_token", ["--serve", "0", "--serve-token", empty], "no token")
     refused_before_start(s, "token_alone", ["--serve-token", empty], "--serve-token needs --serve")
