@@ -1,7 +1,7 @@
 // tests/serve: a service whose memory the test knows. It holds kHeldBlocks x kBlockBytes in
 // hold_blocks() inside the stage "warm_up", writes READY, and once GO exists leaks
 // kLeakBytes every kLeakPeriodMs in leak_steadily() until STOP exists (at most 120 s), then
-// writes the leak's own rate (bytes over its seconds) to RATE.
+// writes the leak's own rate (bytes over its seconds) to RATE and one line to stdout.
 //   leaky_service READY GO STOP RATE
 #include <memstage/stage.h>
 #include <sys/stat.h>
@@ -72,5 +72,6 @@ int main(int argc, char** argv) {
   char rate[64];
   snprintf(rate, sizeof rate, "%.1f\n", leaked_bytes / (now_s() - start_s));
   write_file(argv[4], rate);
+  printf("leaky_service: leaked %zu bytes\n", leaked_bytes);  // memstage's stdout is the service's alone
   return 0;
 }
