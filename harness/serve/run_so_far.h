@@ -1,6 +1,7 @@
 // The run so far, as the endpoint serves it: the one place that says where the figures of
 // a run still being written come from (today: the analysis of its traces as written until
-// now, as the live view does), so that a faster source replaces this function alone.
+// now, anew each time), so that a faster source (TraceBeingWritten::so_far, the live view's)
+// replaces this function alone.
 #pragma once
 
 #include <optional>
