@@ -1,7 +1,6 @@
 """`memstage run --serve` (harness/serve, docs/serving.md): a service whose memory it knows
 (leaky_service.cpp) scraped while it runs, and the endpoint's limits. Each scenario is test
 serve.NAME (tests/lib/memstage_scenarios.py)."""
-import http.client
 import json
 import os
 import re
@@ -9,7 +8,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -56,7 +54,7 @@ def get(url, token=None, timeout_s=10, method="GET"):
 
 
 def parse_metrics(text):
-    """{(name, frozenset of labels)): value} and the families' TYPE lines."""
+    """{(name, frozenset of labels): value} and {name: TYPE} of the families."""
     samples, types = {}, {}
     for line in text.splitlines():
         if line.startswith("# TYPE "):
@@ -171,7 +169,7 @@ def scenario_figures(s):
 
 
 def check_metrics(s, service, samples, text):
-    status, headers, _ = service.metrics()
+    _, headers, _ = service.metrics()
     s.eq(headers.get("Content-Type"), "text/plain; version=0.0.4; charset=utf-8", "/metrics's content type")
     _, types = parse_metrics(text)
     for name, kind in [("memstage_heap_live_bytes", "gauge"), ("memstage_heap_peak_bytes", "gauge"),
@@ -250,7 +248,7 @@ def scenario_token(s):
         service.kill()
 
 
-def refused_before_start(s, name, run_flags, contains, serve=None):
+def refused_before_start(s, name, run_flags, contains):
     """memstage run with RUN_FLAGS fails in one line containing CONTAINS, the program never started."""
     ready = os.path.join(s.work, name + ".ready")
     argv = [s.memstage, "run", "-o", os.path.join(s.work, name)] + list(run_flags)
