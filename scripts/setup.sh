@@ -9,6 +9,7 @@ packages=(
   libjemalloc-dev libjemalloc2 libtcmalloc-minimal4 libgoogle-perftools-dev libmimalloc-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev catch2 libbenchmark-dev libabsl-dev
   libprotobuf-dev protobuf-compiler golang-go golang-github-google-pprof-dev zlib1g-dev
+  libcpp-httplib-dev prometheus
   heaptrack valgrind python3 python3-jsonschema sqlite3
   gdb util-linux tmux
   clang libclang-rt-dev

@@ -1,4 +1,5 @@
 // memstage attach PID [-o DIR] [--mode full|stats|aggregate|sample] [--sample-rate BYTES] [--duration SECONDS] [--max-depth N]
+//                     [--serve ADDR [--serve-token FILE]]
 // Loads the tracer into a running process through gdb (dlopen, then
 // memstage_attach_start: profiler/preload/got_hooks.h), records until the duration ends,
 // Ctrl-C, or the process ends, detaches (memstage_attach_stop) and writes the usual
@@ -26,6 +27,7 @@
 #include "harness/cli/preload_path.h"
 #include "harness/cli/report_files.h"
 #include "harness/cli/sample_rate.h"
+#include "harness/cli/serve_flags.h"
 #include "profiler/preload/got_hooks.h"
 #include "reports/render/text/terminal_text.h"
 
@@ -44,6 +46,7 @@ struct AttachFlags {
   unsigned max_depth = 64;
   unsigned sample_interval_ms = 10;
   bool quiet = false;
+  ServeFlags serve;  // --serve: the recording so far over HTTP (harness/serve)
 };
 
 // gdb stops every thread of the process for each of its two visits; loading the tracer's
@@ -363,9 +366,12 @@ int attach(const AttachFlags& flags) {
     throw CliError("attach: --mode must be full, stats, aggregate or sample, not '" + flags.mode + "'");
   }
   const uint64_t sample_rate_bytes = harness::sample_rate_bytes("attach", flags.mode, flags.sample_rate);
+  const std::optional<ServeOptions> serve = check_serve_flags(flags.serve, "attach");
   const std::string gdb = check_attachable(pid);
   const std::string preload = find_preload_library();
   const std::string program = program_name(pid);
+  // --serve: bound before anything is made or loaded (a port in use stops here, the process untouched).
+  std::unique_ptr<ReportServer> server = bind_server(serve, "attach");
   const std::string dir = attach_output_dir(flags, program);
 
   struct sigaction action{};
@@ -378,6 +384,7 @@ int attach(const AttachFlags& flags) {
                               std::to_string(flags.max_depth) +
                               "\nsample_interval_ms=" + std::to_string(flags.sample_interval_ms) +
                               "\nsample_rate_bytes=" + std::to_string(sample_rate_bytes);
+  start_serving(server.get(), dir, flags.quiet);
   start_tracer(gdb, pid, preload, options);
   const double attached_at_s = now_s();
   // The trace is read as the tracer writes it, as `memstage run` does.
@@ -390,6 +397,7 @@ int attach(const AttachFlags& flags) {
             reports::terminal_text(program).c_str(), flags.mode.c_str(), until);
   }
   const RecordingEnd end = record(flags, gdb, attached_at_s);
+  server.reset();  // live while recording; the report files follow
   // Detached or ended: the tracer has written its last chunk.
   if (read_ahead) read_ahead->writer_ended();
   reports::Report report;
@@ -420,6 +428,7 @@ void register_attach(CLI::App& app, CommandAction& action) {
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", flags->quiet, "Print no summary");
+  add_serve_options(*cmd, flags->serve);
   cmd->callback([flags, &action] { action = [flags] { return attach(*flags); }; });
 }
 

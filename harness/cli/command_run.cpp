@@ -1,6 +1,8 @@
-// memstage run [-o DIR] [--mode full|stats|aggregate|sample] [--sample-rate BYTES] [--max-depth N] -- CMD ARGS...
+// memstage run [-o DIR] [--mode full|stats|aggregate|sample] [--sample-rate BYTES] [--max-depth N]
+//              [--serve ADDR [--serve-token FILE]] -- CMD ARGS...
 // Runs CMD with the tracer preloaded, writes the traces, run.json, report.json and
 // report.html into DIR, prints a summary on stderr and exits with CMD's exit code.
+// With --serve, the run so far is answered over HTTP while CMD runs (harness/serve).
 #include <signal.h>
 #include <unistd.h>
 
@@ -20,6 +22,7 @@
 #include "harness/cli/preload_path.h"
 #include "harness/cli/report_files.h"
 #include "harness/cli/sample_rate.h"
+#include "harness/cli/serve_flags.h"
 #include "harness/gate/gate.h"
 #include "profiler/preload/options.h"
 #include "profiler/trace/pending_chunks.h"
@@ -43,6 +46,7 @@ struct RunFlags {
   bool quiet = false;
   bool read_after_exit = false;  // --read-after-exit: no TraceBeingWritten
   bool live = false;             // --live: the live view while CMD runs (live_view.h)
+  ServeFlags serve;              // --serve: the run so far over HTTP (harness/serve)
   std::string ram_limit;
   std::string ram_limit_action = "stop";
   std::vector<std::string> command;
@@ -76,6 +80,7 @@ struct CheckedFlags {
   uint64_t sample_rate_bytes = 0;
   uint64_t ram_limit_bytes = 0;
   ReportChoices choices;
+  std::optional<ServeOptions> serve;
 };
 
 CheckedFlags check_flags(const RunFlags& flags) {
@@ -100,6 +105,7 @@ CheckedFlags check_flags(const RunFlags& flags) {
   if (!flags.budget_path.empty()) gate::load_budget(flags.budget_path);  // --budget: a typo fails before the run
   if (!flags.suppressions_path.empty()) checked.choices.leak_suppressions = read_leak_suppressions(flags.suppressions_path);
   checked.choices.top_stacks = flags.top_stacks;
+  checked.serve = check_serve_flags(flags.serve, "run");
   return checked;
 }
 
@@ -154,12 +160,15 @@ void show_live_view(const std::string& dir, reports::TraceBeingWritten* read_ahe
 
 int run(const RunFlags& flags) {
   const CheckedFlags checked = check_flags(flags);
+  // --serve: bound before anything is made or run (a port in use stops the run here).
+  std::unique_ptr<ReportServer> server = bind_server(checked.serve, "run");
   const std::string preload = find_preload_library();
   const std::string dir = fs::absolute(flags.output_dir.empty() ? default_output_dir(flags.command[0])
                                                                 : flags.output_dir)
                               .lexically_normal()
                               .string();
   prepare_output_dir(dir);
+  start_serving(server.get(), dir, flags.quiet);
   // The traces' first passes are read while their processes run: by the command's end,
   // most of the analysis is done (reports/analysis/analyzer.h, TraceBeingWritten).
   std::unique_ptr<reports::TraceBeingWritten> read_ahead;
@@ -173,6 +182,7 @@ int run(const RunFlags& flags) {
   });
   child_running = false;
   if (live_view.joinable()) live_view.join();
+  server.reset();  // live while CMD runs; the report files follow
   // What the processes had encoded and not written when they died (a SIGKILL, the OOM
   // killer) goes into their traces before the traces are read to their end.
   trace::drain_pending_in_dir(dir);
@@ -225,6 +235,7 @@ void register_run(CLI::App& app, CommandAction& action) {
   cmd->add_flag("--live", flags->live,
                 "Show the run on a terminal screen while CMD runs (q leaves it, CMD goes on; CMD's own output is drawn "
                 "over: `memstage live DIR` from another terminal keeps it)");
+  add_serve_options(*cmd, flags->serve);
   cmd->add_flag("--read-after-exit", flags->read_after_exit,
                 "Read the traces only after the program ends (by default they are read on spare cores as "
                 "they are written: a faster report, but the analysis's memory is in use beside the program's)");

@@ -30,12 +30,6 @@ constexpr size_t kProcessesShown = 6;
 
 volatile sig_atomic_t g_interrupted = 0;
 
-// Where a stack asked for its memory, in a line: the script's line or the first program frame.
-std::string site_of(const Report& report, reports::StackIndex stack) {
-  const auto site = reports::allocation_site(report, report.stacks[stack]);
-  return site ? reports::frame_label(report.frame(*site)) : std::string("(no frames)");
-}
-
 void add_heading(const Report& report, std::vector<std::string>& lines) {
   const reports::TimelinePoint now = report.timeline.empty() ? reports::TimelinePoint{} : report.timeline.back();
   lines.push_back(fmt::format("heap  now {:>10}  peak {:>10}      RSS  now {:>10}  peak {:>10}", format_bytes(now.heap_bytes),
@@ -102,11 +96,11 @@ void add_stacks(const Report& report, const LiveChoices& choices, std::vector<st
   std::vector<SiteLine> sites;
   if (choices.growing) {
     for (const auto& g : report.growth ? report.growth->stacks : std::vector<reports::GrowingStack>{}) {
-      sites.push_back(SiteLine{site_of(report, g.stack), g.bytes_per_s, g.live_bytes, 0});
+      sites.push_back(SiteLine{reports::site_label(report, g.stack), g.bytes_per_s, g.live_bytes, 0});
     }
   } else {
     for (const auto& leak : report.leaks) {
-      if (!leak.runtime) sites.push_back(SiteLine{site_of(report, leak.stack), 0, leak.bytes, leak.blocks});
+      if (!leak.runtime) sites.push_back(SiteLine{reports::site_label(report, leak.stack), 0, leak.bytes, leak.blocks});
     }
   }
   lines.push_back(choices.growing ? "stacks growing fastest:" : "stacks holding most now (allocated and not freed so far):");

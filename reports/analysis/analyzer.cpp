@@ -519,6 +519,7 @@ void add_read_warnings(Traces& traces, const std::optional<RunInfo>& run, Report
                                 "allocations, so its symbols bound as without it");
     }
   }
+  report.lost_events = pass.lost_events;
   if (pass.lost_events) report.warnings.push_back(std::to_string(pass.lost_events) + " events lost");
   for (const auto limit : {trace::StageLimit::kDistinctNames, trace::StageLimit::kDepth}) {
     const auto& dropped = pass.dropped_stage_begins[static_cast<size_t>(limit)];

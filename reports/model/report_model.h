@@ -462,6 +462,9 @@ struct Report {
   // (stats mode).
   std::optional<GrowthReport> growth;
   std::vector<std::string> warnings;  // a truncated trace, lost events, ...
+  // Events the traced process's tracer could not record (also in the warnings, in words):
+  // the count the metrics endpoint exposes.
+  uint64_t lost_events = 0;
   // What the way it was captured cannot give (aggregate mode: no events to replay).
   std::vector<std::string> capture_notes;
 

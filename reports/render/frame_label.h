@@ -30,4 +30,11 @@ inline std::string frame_label(const Frame& frame) {
   return hex_address(frame.address);
 }
 
+// Where a stack asked for its memory, in a line: the script's line or the first program
+// frame (allocation_site), as the live view and the metrics name a stack.
+inline std::string site_label(const Report& report, StackIndex stack) {
+  const auto site = allocation_site(report, report.stacks[stack]);
+  return site ? frame_label(report.frame(*site)) : std::string("(no frames)");
+}
+
 }  // namespace memstage::reports

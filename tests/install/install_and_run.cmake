@@ -5,8 +5,9 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "cmake --install failed (${rc})")
 endif()
 # Run with an environment that cannot point at the build tree.
+# --serve 0: the HTTP module (libmemstage_http.so) is found beside the preload library too.
 execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=MEMSTAGE_PRELOAD
-                        ${PREFIX}/bin/memstage run -q -o ${OUT} -- /bin/sh -c "exit 3"
+                        ${PREFIX}/bin/memstage run -q --serve 0 -o ${OUT} -- /bin/sh -c "exit 3"
                 RESULT_VARIABLE rc)
 if(NOT rc EQUAL 3)
   message(FATAL_ERROR "installed memstage run exited ${rc}, expected the command's 3")

@@ -203,3 +203,37 @@ TEST_CASE("pprof export's samples are the report's stack figures, location by lo
   CHECK(std::vector<uint64_t>(profile.sample(first).location_id().begin(), profile.sample(first).location_id().end()) ==
         std::vector<uint64_t>(profile.sample(second).location_id().begin(), profile.sample(second).location_id().end()));
 }
+
+TEST_CASE("Go's heap profile: Go's sample types, in use the report's leaks, allocated its stack figures", "[pprof]") {
+  const auto report = memstage::tests::make_fixture_report();
+  for (const std::string default_type : {"inuse_space", "alloc_space"}) {
+    perftools::profiles::Profile profile;
+    REQUIRE(profile.ParseFromString(gunzip(memstage::reports::render_pprof_heap(report, default_type))));
+    const auto& strings = profile.string_table();
+    std::vector<std::pair<std::string, std::string>> types;
+    for (const auto& t : profile.sample_type()) types.emplace_back(strings[t.type()], strings[t.unit()]);
+    CHECK(types == std::vector<std::pair<std::string, std::string>>{
+                       {"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"}, {"inuse_space", "bytes"}});
+    CHECK(strings[profile.default_sample_type()] == default_type);
+    int64_t sums[4] = {};
+    for (const auto& s : profile.sample()) {
+      REQUIRE(s.value_size() == 4);
+      for (int i = 0; i < 4; ++i) sums[i] += s.value(i);
+    }
+    uint64_t held_bytes = 0, held_blocks = 0;
+    for (const auto& leak : report.leaks) held_bytes += leak.bytes, held_blocks += leak.blocks;
+    CHECK(static_cast<uint64_t>(sums[0]) == report.totals.allocations);
+    CHECK(static_cast<uint64_t>(sums[1]) == report.totals.bytes_allocated);
+    CHECK(static_cast<uint64_t>(sums[2]) == held_blocks);
+    CHECK(static_cast<uint64_t>(sums[3]) == held_bytes);
+  }
+  CHECK_THROWS(memstage::reports::render_pprof_heap(report, "leaked_space"));
+}
+
+TEST_CASE("Go's heap profile in sample mode: the period is the sampling rate", "[pprof]") {
+  auto report = memstage::tests::make_fixture_report();
+  report.sampling = memstage::reports::SamplingReport{512 * 1024, 10, "estimates"};
+  perftools::profiles::Profile profile;
+  REQUIRE(profile.ParseFromString(gunzip(memstage::reports::render_pprof_heap(report, "inuse_space"))));
+  CHECK(profile.period() == 512 * 1024);
+}

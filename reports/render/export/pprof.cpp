@@ -3,6 +3,7 @@
 // try to symbolize again from binaries that may not exist where the profile is read.
 #include "reports/render/export/pprof.h"
 
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -192,25 +193,36 @@ class ProfileBuilder {
   std::vector<FrameIndex> group_;  // locations()'s run of frames, kept for its capacity
 };
 
-}  // namespace
+// What a profile's samples are: their types (name, unit) in order, the one shown first,
+// and the period (bytes between samples: 1 where every allocation was recorded).
+struct ProfileShape {
+  std::vector<std::pair<const char*, const char*>> sample_types;
+  const char* default_type;
+};
 
-std::string render_pprof(const Report& report) {
+int64_t period_bytes(const Report& report) {
+  return report.sampling && report.sampling->rate_bytes ? static_cast<int64_t>(report.sampling->rate_bytes) : 1;
+}
+
+// Writes the profile, its samples coming from `each_sample(emit)`, which calls
+// emit(stack figures' stack, stage, values in the shape's order) for each.
+template <class EachSample>
+std::string write_profile(const Report& report, const ProfileShape& shape, EachSample each_sample) {
   // Everything but the samples: the sample types, and the mappings, locations, functions
   // and strings the samples name (thousands, where the samples are hundreds of thousands of
   // stacks of ~66 locations each).
   pp::Profile profile;
   ProfileBuilder builder(profile);
   auto& strings = builder.strings();
-  for (const auto& [type, unit] : {std::pair{"inuse_space", "bytes"}, {"alloc_space", "bytes"},
-                                   {"alloc_objects", "count"}, {"leaked_space", "bytes"}}) {
+  for (const auto& [type, unit] : shape.sample_types) {
     auto* st = profile.add_sample_type();
     st->set_type(strings.add(type));
     st->set_unit(strings.add(unit));
   }
   profile.mutable_period_type()->set_type(strings.add("space"));
   profile.mutable_period_type()->set_unit(strings.add("bytes"));
-  profile.set_period(1);  // every allocation recorded, nothing sampled
-  profile.set_default_sample_type(strings.add("inuse_space"));
+  profile.set_period(period_bytes(report));
+  profile.set_default_sample_type(strings.add(shape.default_type));
   profile.set_duration_nanos(static_cast<int64_t>(report.duration_s * 1e9));
   std::string command;
   for (const auto& word : report.command) command += (command.empty() ? "" : " ") + word;
@@ -239,22 +251,17 @@ std::string render_pprof(const Report& report) {
       };
       for (const auto& st : profile.sample_type()) write_field(pp::Profile::kSampleTypeFieldNumber, st);
       pp::Sample sample;
-      for (const auto& f : report.stack_figures) {
-        if (f.stack >= report.stacks.size()) continue;
-        if (f.live_at_peak_bytes == 0 && f.bytes_allocated == 0 && f.allocations == 0 && f.leaked_bytes == 0) continue;
+      each_sample([&](StackIndex stack, int stage, std::initializer_list<int64_t> values) {
         sample.Clear();  // keeps its fields' memory for the next stack
         // A stack in several stages is several samples, each with the stack's locations.
-        builder.locations(report, report.stacks[f.stack], *sample.mutable_location_id());
-        sample.add_value(static_cast<int64_t>(f.live_at_peak_bytes));
-        sample.add_value(static_cast<int64_t>(f.bytes_allocated));
-        sample.add_value(static_cast<int64_t>(f.allocations));
-        sample.add_value(static_cast<int64_t>(f.leaked_bytes));
+        builder.locations(report, report.stacks[stack], *sample.mutable_location_id());
+        for (const int64_t v : values) sample.add_value(v);
         auto* label = sample.add_label();
         label->set_key(stage_key);
-        const bool in_stage = f.stage >= 0 && static_cast<size_t>(f.stage) < report.stages.size();
-        label->set_str(strings.add(in_stage ? report.stages[f.stage].path : "(none)"));
+        const bool in_stage = stage >= 0 && static_cast<size_t>(stage) < report.stages.size();
+        label->set_str(strings.add(in_stage ? report.stages[stage].path : "(none)"));
         write_field(pp::Profile::kSampleFieldNumber, sample);
-      }
+      });
       profile.clear_sample_type();
       if (!profile.SerializeToCodedStream(&out) || out.HadError()) {
         throw std::runtime_error("render_pprof: serialization failed");
@@ -264,6 +271,64 @@ std::string render_pprof(const Report& report) {
   }
   gzip.finish();
   return gz;
+}
+
+// What each (stack, stage) holds now, from the leaks: allocated and not freed so far.
+struct Held {
+  uint64_t bytes = 0, blocks = 0;
+};
+uint64_t stack_stage_key(StackIndex stack, int stage) {
+  return (uint64_t{stack} << 32) | static_cast<uint32_t>(stage);
+}
+
+}  // namespace
+
+std::string render_pprof(const Report& report) {
+  const ProfileShape shape{
+      {{"inuse_space", "bytes"}, {"alloc_space", "bytes"}, {"alloc_objects", "count"}, {"leaked_space", "bytes"}},
+      "inuse_space"};
+  return write_profile(report, shape, [&](const auto& emit) {
+    for (const auto& f : report.stack_figures) {
+      if (f.stack >= report.stacks.size()) continue;
+      if (f.live_at_peak_bytes == 0 && f.bytes_allocated == 0 && f.allocations == 0 && f.leaked_bytes == 0) continue;
+      emit(f.stack, f.stage,
+           {static_cast<int64_t>(f.live_at_peak_bytes), static_cast<int64_t>(f.bytes_allocated),
+            static_cast<int64_t>(f.allocations), static_cast<int64_t>(f.leaked_bytes)});
+    }
+  });
+}
+
+std::string render_pprof_heap(const Report& report, const std::string& default_type) {
+  if (default_type != "inuse_space" && default_type != "alloc_space") {
+    throw std::invalid_argument("render_pprof_heap: default type " + default_type);
+  }
+  std::unordered_map<uint64_t, Held> held;
+  for (const auto& leak : report.leaks) {
+    Held& h = held[stack_stage_key(leak.stack, leak.stage)];
+    h.bytes += leak.bytes;
+    h.blocks += leak.blocks;
+  }
+  const ProfileShape shape{
+      {{"alloc_objects", "count"}, {"alloc_space", "bytes"}, {"inuse_objects", "count"}, {"inuse_space", "bytes"}},
+      default_type == "inuse_space" ? "inuse_space" : "alloc_space"};
+  return write_profile(report, shape, [&](const auto& emit) {
+    const auto emit_row = [&](StackIndex stack, int stage, uint64_t allocations, uint64_t bytes, Held now) {
+      if (stack >= report.stacks.size() || (allocations == 0 && bytes == 0 && now.bytes == 0)) return;
+      emit(stack, stage, {static_cast<int64_t>(allocations), static_cast<int64_t>(bytes),
+                          static_cast<int64_t>(now.blocks), static_cast<int64_t>(now.bytes)});
+    };
+    for (const auto& f : report.stack_figures) {
+      const auto it = held.find(stack_stage_key(f.stack, f.stage));
+      emit_row(f.stack, f.stage, f.allocations, f.bytes_allocated, it == held.end() ? Held{} : it->second);
+      if (it != held.end()) held.erase(it);
+    }
+    for (const auto& leak : report.leaks) {  // held by a (stack, stage) with no figures
+      const auto it = held.find(stack_stage_key(leak.stack, leak.stage));
+      if (it == held.end()) continue;
+      emit_row(leak.stack, leak.stage, 0, 0, it->second);
+      held.erase(it);
+    }
+  });
 }
 
 }  // namespace memstage::reports
