@@ -90,7 +90,14 @@ CheckedFlags check_flags(const RunFlags& flags) {
   }
   CheckedFlags checked;
   checked.sample_rate_bytes = harness::sample_rate_bytes("run", flags.mode, flags.sample_rate);
-  if (!flags.ram_limit.empty()) {
+  if (flags.ram_limit == "auto") {
+    const auto limit = OomWatch::start().memory_limit_bytes();
+    if (!limit) {
+      throw CliError("run: --ram-limit auto: no memory limit is set on this process's cgroup (memory.max, "
+                     "memory.limit_in_bytes): give a size");
+    }
+    checked.ram_limit_bytes = *limit;
+  } else if (!flags.ram_limit.empty()) {
     const auto bytes = parse_size(flags.ram_limit);
     if (!bytes || *bytes == 0) throw CliError("run: --ram-limit takes a size like 16GiB, not '" + flags.ram_limit + "'");
     checked.ram_limit_bytes = *bytes;
@@ -168,7 +175,7 @@ int run(const RunFlags& flags) {
                               .lexically_normal()
                               .string();
   prepare_output_dir(dir);
-  start_serving(server.get(), dir, flags.quiet);
+  start_serving(server.get(), dir, flags.quiet, checked.ram_limit_bytes);
   // The traces' first passes are read while their processes run: by the command's end,
   // most of the analysis is done (reports/analysis/analyzer.h, TraceBeingWritten).
   std::unique_ptr<reports::TraceBeingWritten> read_ahead;
@@ -196,6 +203,7 @@ int run(const RunFlags& flags) {
                         std::nullopt};
   // The kernel's high-water mark of its RSS, which a SIGKILL kept its tracer from writing.
   if (child.signal == SIGKILL) info.max_rss_bytes = child.max_rss_bytes;
+  if (checked.ram_limit_bytes) info.ram_limit_bytes = checked.ram_limit_bytes;
   write_or_say(dir + "/run.json", run_info_json(info));
   if (reports::find_traces(dir).empty()) {
     fprintf(stderr,
@@ -245,7 +253,8 @@ void register_run(CLI::App& app, CommandAction& action) {
   cmd->add_option("--suppressions", flags->suppressions_path,
                   "Leaks to hold apart with the runtime's: a file of 'leak:PATTERN' lines, as LSan's");
   cmd->add_option("--ram-limit", flags->ram_limit,
-                   "Play a machine with this much RAM (16GiB): record when RSS passes it");
+                   "Play a machine with this much RAM (16GiB; auto: the cgroup's memory limit): record when RSS "
+                   "passes it, warn in the report past 90 %");
   cmd->add_option("--ram-limit-action", flags->ram_limit_action,
                   "stop: end the program there, as the OOM killer would; record: let it run on")
       ->capture_default_str();

@@ -102,6 +102,15 @@ OomWatch OomWatch::start() {
   return watch;
 }
 
+std::optional<uint64_t> OomWatch::memory_limit_bytes() const {
+  std::optional<uint64_t> lowest;
+  for (const Level& level : levels_) {
+    const auto limit = limit_of(version_, level.dir);
+    if (limit && (!lowest || *limit < *lowest)) lowest = limit;
+  }
+  return lowest;
+}
+
 std::optional<reports::OomKill> OomWatch::finish() const {
   if (levels_.empty()) return std::nullopt;
   const std::string file = version_ == 2 ? "/memory.events" : "/memory.oom_control";

@@ -18,6 +18,9 @@ class OomWatch {
   static OomWatch start();
   // The OOM kills since start(): the cgroup whose limit was hit, its limit, how many.
   std::optional<reports::OomKill> finish() const;
+  // The lowest memory limit of the process's cgroup and those above it, where one is set:
+  // what its program may hold before the OOM killer ends it (run --ram-limit auto).
+  std::optional<uint64_t> memory_limit_bytes() const;
 
  private:
   struct Level {

@@ -36,6 +36,7 @@ std::string run_info_json(const reports::RunInfo& run) {
   j["signal"] = run.signal ? nlohmann::ordered_json(*run.signal) : nlohmann::ordered_json(nullptr);
   j["duration_s"] = run.duration_s;
   if (run.max_rss_bytes) j["max_rss_bytes"] = *run.max_rss_bytes;
+  if (run.ram_limit_bytes) j["ram_limit_bytes"] = *run.ram_limit_bytes;
   if (run.oom_kill) {
     const auto& o = *run.oom_kill;
     j["oom_kill"] = {{"cgroup", o.cgroup},
@@ -56,6 +57,7 @@ std::optional<reports::RunInfo> read_run_info(const std::string& dir) {
     if (!j.at("signal").is_null()) run.signal = j.at("signal").get<int>();
     run.duration_s = j.at("duration_s").get<double>();
     if (j.contains("max_rss_bytes")) run.max_rss_bytes = j.at("max_rss_bytes").get<uint64_t>();
+    if (j.contains("ram_limit_bytes")) run.ram_limit_bytes = j.at("ram_limit_bytes").get<uint64_t>();
     if (j.contains("oom_kill")) {
       const auto& o = j.at("oom_kill");
       reports::OomKill oom{o.at("cgroup").get<std::string>(), o.at("cgroup_version").get<int>(), std::nullopt,

@@ -6,6 +6,7 @@
 #include "harness/cli/preload_path.h"
 #include "harness/serve/http_endpoint.h"
 #include "harness/serve/run_so_far.h"
+#include "reports/analysis/analyzer.h"
 
 namespace memstage::harness {
 
@@ -33,9 +34,13 @@ std::unique_ptr<ReportServer> bind_server(const std::optional<ServeOptions>& opt
   return std::make_unique<ReportServer>(*options, find_memstage_library(kHttpModuleName), command + ": --serve");
 }
 
-void start_serving(ReportServer* server, const std::string& dir, bool quiet) {
+void start_serving(ReportServer* server, const std::string& dir, bool quiet, uint64_t ram_limit_bytes) {
   if (!server) return;
-  server->start([dir] { return report_so_far(dir); });
+  server->start([dir, ram_limit_bytes] {
+    std::optional<reports::Report> report = report_so_far(dir);
+    if (report && ram_limit_bytes) reports::note_ram_limit(*report, ram_limit_bytes);
+    return report;
+  });
   if (!quiet) {
     fprintf(stderr, "memstage: serving the run so far at http://%s/ (/metrics, /debug/pprof/heap, /report.json)\n",
             server->host_port().c_str());

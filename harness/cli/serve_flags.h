@@ -2,6 +2,7 @@
 // before anything runs, the server bound before the program starts or is attached to.
 #pragma once
 
+#include <cstdint>
 #include <CLI/CLI.hpp>
 
 #include <memory>
@@ -30,6 +31,7 @@ std::optional<ServeOptions> check_serve_flags(const ServeFlags& flags, const std
 std::unique_ptr<ReportServer> bind_server(const std::optional<ServeOptions>& options, const std::string& command);
 
 // The server, if any, serving the run written into `dir` from now on; says where unless `quiet`.
-void start_serving(ReportServer* server, const std::string& dir, bool quiet);
+// `ram_limit_bytes`: the run's --ram-limit (0: none), in the reports it serves.
+void start_serving(ReportServer* server, const std::string& dir, bool quiet, uint64_t ram_limit_bytes = 0);
 
 }  // namespace memstage::harness

@@ -890,6 +890,16 @@ void add_job_stacks(Traces& traces, JobPlan& job, const StacksAtPeaks& at_peaks,
 
 }  // namespace
 
+void note_ram_limit(Report& report, uint64_t limit_bytes) {
+  report.ram_limit_bytes = limit_bytes;
+  // The program's RSS, the tracer's own left out, as the limit's passing is measured.
+  const uint64_t peak = report.totals.peak_program_rss_bytes;
+  if (report.ram_limit || limit_bytes == 0 || peak * 10 < limit_bytes * 9) return;  // passed: said apart
+  report.warnings.push_back(fmt::format("the program's peak RSS, {:.1f} MiB, came to {:.0f}% of the RAM limit of {:.1f} MiB",
+                                        peak / kBytesPerMiB, 100.0 * static_cast<double>(peak) / static_cast<double>(limit_bytes),
+                                        limit_bytes / kBytesPerMiB));
+}
+
 Report analyze(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
                const AnalysisOptions& options, TraceBeingWritten* read_ahead) {
   if (trace_paths.empty()) throw std::runtime_error("no trace files to analyse");
@@ -924,6 +934,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   add_processes(traces, job, report);
   add_job_stacks(traces, job, at_peaks, stacks, options, report);
   if (options.symbolize) warn_of_modules_changed_since(traces.files, report);
+  if (run && run->ram_limit_bytes) note_ram_limit(report, *run->ram_limit_bytes);
   return report;
 }
 

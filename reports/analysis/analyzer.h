@@ -32,6 +32,8 @@ struct RunInfo {
   // After a SIGKILL: wait4's ru_maxrss of the process memstage started, the kernel's
   // high-water mark of its RSS, which the dead tracer never wrote (apply_rss_at_death).
   std::optional<uint64_t> max_rss_bytes;
+  // --ram-limit's bytes (or auto's: the cgroup's limit), whether RSS passed them or not.
+  std::optional<uint64_t> ram_limit_bytes;
 };
 
 struct AnalysisOptions {
@@ -109,6 +111,11 @@ class TraceBeingWritten {
   friend Report analyze(const std::vector<std::string>&, const std::optional<RunInfo>&, const AnalysisOptions&,
                         TraceBeingWritten*);
 };
+
+// The RAM limit the run was given, in the report: `report.ram_limit_bytes`, and a warning
+// once the program's peak RSS came within 10 % of it (at 90 % a service is one spike from
+// its end).
+void note_ram_limit(Report& report, uint64_t limit_bytes);
 
 // Analyses the traces of one run; the first process started is the one reported, the
 // others appear under `processes`. Throws trace::NotATraceError for a non-trace file.

@@ -457,6 +457,7 @@ struct Report {
   std::vector<Stack> stacks;
   std::vector<StackStageFigures> stack_figures;
   std::optional<RamLimitReport> ram_limit;  // only when it was passed
+  std::optional<uint64_t> ram_limit_bytes;  // the limit the run was given (--ram-limit), passed or not
   std::optional<DeviceReport> device;       // only when the program used device memory
   // Live bytes per stack over time; absent when the capture has no snapshots of them
   // (stats mode).

@@ -1741,21 +1741,17 @@ def make_memory_cgroup(limit):
     return version, folder
 
 
-@scenario(may_skip=True)
-def scenario_oom_cgroup(s):
-    """A program that mallocs and touches 10 MiB blocks under a 300 MiB cgroup limit (v1 or v2, made for the test):
-    the OOM killer ends it (exit 137), and the report names it with the cgroup and the limit in JSON, text and page."""
-    limit = 300 * MIB
+def run_in_memory_cgroup(s, limit, argv):
+    """argv run in a cgroup of its own limited to `limit` bytes (make_memory_cgroup), removed after:
+    (version, folder, the finished process). Skips the scenario where no cgroup is writable."""
     made = make_memory_cgroup(limit)
     if made is None:
         print("SKIP: no writable memory cgroup (v1 or v2) on this machine")
         raise SystemExit(SKIP)
     version, folder = made
-    out = os.path.join(s.work, "oom")
     try:
         enter = "echo $$ > %s/cgroup.procs && exec \"$@\"" % folder
-        proc = s.run(["sh", "-c", enter, "sh", s.memstage, "run", "--read-after-exit", "-o", out, "--",
-                      s.program("oom_hog")])
+        proc = s.run(["sh", "-c", enter, "sh"] + argv)
     finally:
         subprocess.run(["sh", "-c", "echo $$ > %s/cgroup.procs" % os.path.dirname(folder)])
         for _ in range(50):
@@ -1764,6 +1760,33 @@ def scenario_oom_cgroup(s):
                 break
             except OSError:
                 time.sleep(0.1)
+    return version, folder, proc
+
+
+@scenario(may_skip=True)
+def scenario_ram_limit_auto(s):
+    """memstage run --ram-limit auto in a cgroup limited to 512 MiB: the limit taken from memory.max (v2) or
+    memory.limit_in_bytes (v1), in run.json and the report."""
+    limit = 512 * MIB
+    out = os.path.join(s.work, "auto")
+    version, _, proc = run_in_memory_cgroup(s, limit, [s.memstage, "run", "-q", "--ram-limit", "auto", "-o", out, "--",
+                                                       s.program("peak"), os.path.join(s.work, "peak.truth.json")])
+    if not s.eq(proc.returncode, 0, "memstage run --ram-limit auto in a v%d cgroup: %r" % (version, proc.stderr)):
+        return
+    report = read_report(os.path.join(out, "report.json"))
+    s.reports.append(os.path.join(out, "report.json"))
+    s.eq(report["ram_limit_bytes"], limit, "report.json's ram_limit_bytes: the cgroup's limit")
+    s.eq(report["ram_limit"], None, "a limit far above the program's RSS is not passed")
+
+
+@scenario(may_skip=True)
+def scenario_oom_cgroup(s):
+    """A program that mallocs and touches 10 MiB blocks under a 300 MiB cgroup limit (v1 or v2, made for the test):
+    the OOM killer ends it (exit 137), and the report names it with the cgroup and the limit in JSON, text and page."""
+    limit = 300 * MIB
+    out = os.path.join(s.work, "oom")
+    version, folder, proc = run_in_memory_cgroup(s, limit, [s.memstage, "run", "--read-after-exit", "-o", out, "--",
+                                                            s.program("oom_hog")])
     s.eq(proc.returncode, 137, "exit code of memstage run (the OOM killer's SIGKILL)")
     report = read_report(os.path.join(out, "report.json"))
     s.reports.append(os.path.join(out, "report.json"))

@@ -52,6 +52,21 @@ with tempfile.TemporaryDirectory() as out:
     assert report["totals"]["peak_rss_bytes"] > limit, (limit, report["totals"])  # with the tracer it passed
     assert "the tracer's own memory up to" in run.stderr, run.stderr  # the summary shows its share apart
 
+# A limit the program came near without passing: the report gives it and warns past 90 %.
+near = program_peak * 100 // 95
+with tempfile.TemporaryDirectory() as out:
+    run = subprocess.run([memstage, "run", "-q", "-o", out, "--ram-limit", str(near), "--", program],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, (near, run.returncode, run.stderr)
+    report = read_report(f"{out}/report.json")
+    assert report["ram_limit"] is None and report["ram_limit_bytes"] == near, (near, report["ram_limit_bytes"])
+    assert any("of the RAM limit" in w for w in report["warnings"]), report["warnings"]
+with tempfile.TemporaryDirectory() as out:  # far below it: no warning
+    run = subprocess.run([memstage, "run", "-q", "-o", out, "--ram-limit", str(program_peak * 2), "--", program],
+                         capture_output=True, text=True)
+    report = read_report(f"{out}/report.json")
+    assert not any("of the RAM limit" in w for w in report["warnings"]), report["warnings"]
+
 bad = subprocess.run([memstage, "run", "--ram-limit", "lots", "--", program], capture_output=True, text=True)
 assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--ram-limit" in bad.stderr, bad.stderr
 print("ram limit: ok")

@@ -268,6 +268,8 @@ void add_processes(Json& j, const Report& r, JsonStacks& stacks) {
   } else {
     j["ram_limit"] = nullptr;
   }
+  // The limit given, passed or not (auto: the cgroup's).
+  j["ram_limit_bytes"] = r.ram_limit_bytes ? Json(*r.ram_limit_bytes) : Json(nullptr);
 }
 
 // What the report warns of and what the capture could not give.

@@ -81,6 +81,10 @@ void add_run_figures(const Report& report, const std::string& labels, std::strin
   allocated.sample(labels, report.totals.bytes_allocated);
   Family lost(out, "memstage_lost_events_total", "counter", "Events the tracer could not record.");
   lost.sample(labels, report.lost_events);
+  if (report.ram_limit_bytes) {  // alert on memstage_rss_bytes / memstage_ram_limit_bytes (docs/serving.md)
+    Family limit(out, "memstage_ram_limit_bytes", "gauge", "The RAM limit the run was given (--ram-limit; auto: its cgroup's).");
+    limit.sample(labels, *report.ram_limit_bytes);
+  }
 }
 
 // A stage path that ran many times is one series, at its highest peak.
