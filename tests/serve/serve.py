@@ -148,7 +148,7 @@ def flat_bytes(lines, function):
 def scenario_figures(s):
     """/metrics, /debug/pprof/heap and /allocs, /report.json and / while the service runs: the
     figures it knows"""
-    service = Service(s, "figures")
+    service = Service(s, "figures", run_flags=["--ram-limit", "4GiB", "--ram-limit-action", "record"])
     try:
         service.ready()
         samples, text = service.settled_metrics(HELD_BYTES)
@@ -198,6 +198,7 @@ def check_metrics(s, service, samples, text):
     s.check(rss and rss[0] >= HELD_BYTES, "memstage_rss_bytes %s >= the held blocks (touched)" % rss)
     s.check(values(samples, "memstage_tracer_bytes")[0] > 0, "memstage_tracer_bytes is the tracer's memory")
     s.eq(values(samples, "memstage_lost_events_total"), [0.0], "memstage_lost_events_total")
+    s.eq(values(samples, "memstage_ram_limit_bytes"), [float(4 << 30)], "memstage_ram_limit_bytes: --ram-limit 4GiB")
 
 
 def check_pprof_heap(s, service):
