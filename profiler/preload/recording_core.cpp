@@ -92,7 +92,7 @@ __attribute__((noinline)) bool wait_for_slots_in_full_ring(ThreadState* ts, uint
   return true;
 }
 // Every kServeEvery events of a thread: with a writer thread, wake it if the ring is half
-// full; without one, serve its round here if the caller is at a serve point (tracer.h).
+// full; without one, serve its round here if the caller is at a serve point (recording_core.h).
 __attribute__((noinline, cold)) void at_serve_boundary(ThreadState* ts, bool at_serve_point) {
   if (writer_thread_running()) {
     if (ts->ring.free_slots() <= EventRing::kSlots / 2) wake_writer();

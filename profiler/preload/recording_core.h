@@ -243,7 +243,7 @@ inline bool wait_for_slots(ThreadState* ts, uint64_t slots) {
   return __builtin_expect(ts->ring.has_room(slots), 1) || wait_for_slots_in_full_ring(ts, slots);
 }
 
-// Pushes one raw event. Inline: the recording paths' hot path, as it was inside tracer.cpp.
+// Pushes one raw event. Inline: the recording paths' hot path, inlined into them.
 // `at_serve_point`: the caller holds none of the allocator's locks (after an allocation,
 // before a free), unlike the mmap family's, which allocators call from inside.
 inline void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_t stack,

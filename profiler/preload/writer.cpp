@@ -529,7 +529,7 @@ void tick(ThreadState* self, AskAllocator allocator = AskAllocator::kAsDue) {
     push_samples(self, false);
     return;
   }
-  // A heap high the allocator was not asked about (tracer.cpp, track_live_bytes).
+  // A heap high the allocator was not asked about (sample_records.h, note_live_bytes).
   const bool high_pending = g_tracer.allocator_sample_pending.exchange(false, std::memory_order_relaxed);
   push_samples(self, high_pending || allocator == AskAllocator::kNow);
 }
