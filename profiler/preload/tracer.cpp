@@ -1,12 +1,12 @@
-// The recording paths of the tracer: stacks, events, stages, waits, start, exit, fork and
-// fatal signals, on the recording core (recording_core.h) and the writer (writer.h). The interposed symbols live in interpose*.cpp
-// (hooked_functions.h lists them).
+// The tracer's life in the process: start, exit, fork, fatal signals, and the program's
+// waits and sleeps handed to the writer. The recording paths are record_paths.cpp and
+// stage_records.cpp, on the recording core (recording_core.h); the interposed symbols are
+// interpose*.cpp (hooked_functions.h lists them).
 #include "profiler/preload/tracer.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -20,11 +20,12 @@
 #include <libunwind.h>
 
 #include "profiler/preload/fatal_signals.h"
-#include "profiler/preload/module_list.h"
 #include "profiler/preload/python_frames.h"
+#include "profiler/preload/record_paths.h"
 #include "profiler/preload/recording.h"
 #include "profiler/preload/sample_records.h"
 #include "profiler/preload/samplers.h"
+#include "profiler/preload/stage_records.h"
 #include "profiler/preload/writer.h"
 #include "profiler/trace/trace_records.h"
 
@@ -37,16 +38,6 @@ namespace {
 
 namespace records = trace::records;
 
-// The tracer's own code: leading frames inside it are dropped from every stack.
-uint64_t g_own_text_start = 0;
-uint64_t g_own_text_end = 0;
-
-constexpr uint32_t kMaxUnwindFrames = 256 + 16;
-// Native frames plus the Python frames merged into them.
-constexpr uint32_t kMaxMergedFrames = LastStack::kMaxFrames;
-
-constexpr uint64_t kSampleBeforeFreeBytes = 1u << 20;
-
 // The key destructor: the thread is on its way out, but keeps its state until it is gone
 // (claim_thread_state), so that what it frees and allocates after this is still recorded
 // without taking a new state.
@@ -56,73 +47,6 @@ void mark_thread_exiting(void* state) {
   // a later thread takes the state over (its blocks may be freed by others meanwhile).
   if (counting_mode() && recording() && ts == t_thread.state) fold_heap_bytes(ts);
   ts->exiting.store(true, std::memory_order_release);
-}
-
-bool own_address(uint64_t ip) { return ip >= g_own_text_start && ip < g_own_text_end; }
-
-int find_own_text(dl_phdr_info* info, size_t, void*) {
-  const uint64_t probe = reinterpret_cast<uint64_t>(&find_own_text);
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-    const uint64_t start = info->dlpi_addr + ph.p_vaddr;
-    if (probe >= start && probe < start + ph.p_memsz) {
-      g_own_text_start = start;
-      g_own_text_end = start + ph.p_memsz;
-      return 1;
-    }
-  }
-  return 0;
-}
-
-// Inlined into its callers: every frame between the program and the walk's start is one
-// more step for a frame that is dropped anyway. The walk (frame_walker.h) leaves what it
-// cannot step exactly to libunwind.
-__attribute__((always_inline)) inline uint32_t capture_stack(ThreadState* ts) {
-  uint64_t frames[kMaxUnwindFrames];
-  const uint32_t max_depth = g_tracer.options.max_depth;
-  const int max_frames = static_cast<int>(max_depth + 16);
-  // Python's frames come from the interpreter, not the walk: merged, they may differ.
-  const bool python = python_frames_active();
-  const bool reusable = ts->last_walk_stack != StackTable::kRootId && !python;
-  int n = walk_frames(ts->walk_cache, walk_start_here(), frames, max_frames, !reusable);
-  if (reusable && ts->walk_cache.repeated) return ts->last_walk_stack;
-  const bool walked = n != kLeaveToLibunwind;
-  if (!walked) n = unw_backtrace(reinterpret_cast<void**>(frames), max_frames);
-  int first = 0;
-  while (first < n && own_address(frames[first])) ++first;
-  uint32_t depth = static_cast<uint32_t>(n - first);
-  if (depth > max_depth) depth = max_depth;
-  const uint64_t* ips = frames + first;
-  uint64_t merged[kMaxMergedFrames];
-  if (python) {
-    depth = merge_python_frames(ips, depth, merged, kMaxMergedFrames);
-    ips = merged;
-  }
-  const uint32_t stack = ts->last_stack.intern(g_tracer.stacks, ips, depth);
-  ts->last_walk_stack = walked && !python ? stack : StackTable::kRootId;
-  return stack;
-}
-
-// Sample mode: a sampled allocation is recorded as in full mode, with its stack, and its
-// block marked so that its free is recorded too; and the free of a sampled block. Called
-// without the re-entry guard (sample_alloc_rest, sample_free_rest): they set it, and keep
-// errno.
-void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
-  RecordingGuard guard;
-  if (!g_tracer.sampled_blocks.add(reinterpret_cast<uint64_t>(p))) {
-    g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  KeepErrno keep;
-  const uint32_t stack = capture_stack(ts);
-  push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc, reinterpret_cast<uint64_t>(p), size, stack,
-             true);
-}
-void sampled_free(ThreadState* ts, void* p) {
-  RecordingGuard guard;
-  KeepErrno keep;
-  push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0, true);
 }
 
 void write_signal_record(int signo) {
@@ -304,234 +228,6 @@ void after_fork_child() {
 
 }  // namespace
 
-namespace {
-// Whether the allocation the sampler's compare stopped at (alloc_counted<true>) is
-// sampled. Its countdown is cut at checkpoints while no writer thread serves.
-bool settle_sampler(ThreadState* ts, size_t size) {
-  const int64_t checkpoint_bytes = writer_thread_running() ? 0 : kCheckpointBytes;
-  if (__builtin_expect(ts->sampler.started(), 1)) return ts->sampler.settle(size, checkpoint_bytes);
-  // The thread's first allocation: its own sequence of samples, begun here.
-  {
-    KeepErrno keep;
-    const uint64_t seed = monotonic_ns() ^ (static_cast<uint64_t>(current_tid()) << 32) ^ reinterpret_cast<uint64_t>(ts);
-    ts->sampler.start(g_tracer.options.sample_rate_bytes, seed * 0x9e3779b97f4a7c15ull, checkpoint_bytes);
-  }
-  return ts->sampler.sample(size, checkpoint_bytes);
-}
-}  // namespace
-
-void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc, unsigned due) {
-  if (due & kFoldDue) fold_heap_bytes(ts);
-  if (due & kSampledDue) {
-    if (settle_sampler(ts, size)) {
-      sampled_alloc(ts, p, size, from_realloc);
-      serve_point();
-    } else if (!writer_thread_running() && writer_round_due(monotonic_ns())) {
-      // A checkpoint (one left over from before a writer thread started reads nothing of
-      // the writer's: its round is its own): a serve point makes system calls (getpid,
-      // gettid), where the clock is read in user space.
-      serve_point();
-    }
-  }
-}
-
-void stats_alloc_rest(ThreadState* ts, unsigned due) {
-  if (due & kFoldDue) fold_heap_bytes(ts);
-  if (due & kServeDue) serve_point();
-}
-
-void sample_free_rest(ThreadState* ts, void* p, unsigned due) {
-  if (due & kFoldDue) fold_heap_bytes(ts);
-  if ((due & kSampledDue) && g_tracer.sampled_blocks.take(reinterpret_cast<uint64_t>(p))) sampled_free(ts, p);
-}
-
-// ---- recording paths, called by interpose.cpp with the guard already set ----
-
-void record_alloc(void* p, size_t size, bool from_realloc) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  if (counting_mode()) return counted_alloc(ts, p, size, from_realloc);
-  const size_t usable = live_block_usable_size(p);
-  const uint32_t stack = capture_stack(ts);
-  push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc,
-             reinterpret_cast<uint64_t>(p), size, stack, true);
-  // After the event: a new high's serve point (note_live_bytes) then writes it too, where
-  // a kill cannot take it (pending_buffers.h).
-  track_live_bytes(ts, static_cast<int64_t>(usable));
-}
-
-void record_free(void* p) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  if (counting_mode()) return counted_free(ts, p);
-  const size_t usable = live_block_usable_size(p);
-  // A large block goes back to the OS at once: sample RSS while it still counts.
-  if (usable >= kSampleBeforeFreeBytes) push_rss(ts);
-  track_live_bytes(ts, -static_cast<int64_t>(usable));
-  push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0, true);
-}
-
-void record_mmap(void* p, size_t length, bool reserved) {
-  ThreadState* ts = current_thread_state();
-  if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
-  if (reserved) {
-    push_record(ts, records::MmapReserved{reinterpret_cast<uint64_t>(p), length, capture_stack(ts)});
-    return;
-  }
-  push_event(ts, EventKind::kMmap, reinterpret_cast<uint64_t>(p), length, capture_stack(ts));
-}
-
-void record_mprotect(void* p, size_t length, bool accessible) {
-  ThreadState* ts = current_thread_state();
-  if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
-  push_record(ts, records::Mprotect{reinterpret_cast<uint64_t>(p), length, accessible ? 1u : 0u});
-}
-
-void record_munmap(void* p, size_t length) {
-  ThreadState* ts = current_thread_state();
-  if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
-  if (length >= kSampleBeforeFreeBytes) push_rss(ts);
-  push_event(ts, EventKind::kMunmap, reinterpret_cast<uint64_t>(p), length, 0);
-}
-
-void record_mremap(void* old_address, size_t old_length, void* new_address, size_t new_length) {
-  ThreadState* ts = current_thread_state();
-  if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
-  push_record(ts, records::Mremap{reinterpret_cast<uint64_t>(old_address), old_length,
-                                  reinterpret_cast<uint64_t>(new_address), new_length, capture_stack(ts)});
-}
-
-void record_device_alloc(uint64_t address, uint64_t bytes, trace::DeviceMemory kind) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  push_record(ts, records::DeviceAlloc{trace_time_ns(), address, bytes, static_cast<uint64_t>(kind), capture_stack(ts)});
-}
-
-void record_device_free(uint64_t address, trace::DeviceMemory kind) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  push_record(ts, records::DeviceFree{trace_time_ns(), address, static_cast<uint64_t>(kind)});
-}
-
-void record_device_cache(uint64_t reserved_bytes, uint64_t allocated_bytes) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  push_record(ts, records::DeviceCache{trace_time_ns(), reserved_bytes, allocated_bytes});
-}
-
-void record_modules_changed() {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  constexpr uint32_t kModuleBytes = 1u << 20;
-  auto* buf = static_cast<uint8_t*>(tracer_map(kModuleBytes));
-  if (!buf) return;
-  const uint32_t n = encode_modules(buf, kModuleBytes);
-  if (n) push_encoded(ts, buf, n);
-  tracer_unmap(buf, kModuleBytes);
-}
-
-void record_deep_bind_removed(const char* file) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  constexpr size_t kMaxPath = 4096;
-  uint8_t buf[1 + trace::kMaxVarintBytes + kMaxPath];
-  const records::DeepBindRemoved record{std::string_view(file ? file : "", file ? strnlen(file, kMaxPath) : 0)};
-  push_encoded(ts, buf, static_cast<uint32_t>(records::encode(buf, record) - buf));
-}
-
-namespace {
-
-uint32_t stage_name_hash(const char* name, size_t length) {
-  uint32_t h = 2166136261u;  // FNV-1a
-  for (size_t i = 0; i < length; ++i) h = (h ^ static_cast<uint8_t>(name[i])) * 16777619u;
-  return h;
-}
-
-// The id of a stage name, interned (and its StageName record pushed) on first use;
-// kDroppedStage when the name is new and kMaxStageNames are taken. Under stage_mutex.
-uint32_t intern_stage_name(ThreadState* ts, const char* name, size_t length) {
-  constexpr uint32_t kMask = Tracer::kStageNameSlots - 1;
-  static_assert((Tracer::kStageNameSlots & kMask) == 0);
-  uint32_t slot = stage_name_hash(name, length) & kMask;
-  for (;; slot = (slot + 1) & kMask) {
-    const uint32_t held = g_tracer.stage_name_slots[slot];
-    if (held == 0) break;
-    const uint32_t id = held - 1;
-    if (g_tracer.stage_name_lengths[id] == length && memcmp(g_tracer.stage_names[id], name, length) == 0) return id;
-  }
-  const uint32_t id = g_tracer.stage_name_count;
-  if (id == Tracer::kMaxStageNames) return Tracer::kDroppedStage;
-  auto* copy = static_cast<char*>(g_tracer.stage_name_arena.allocate(length + 1, 1));
-  if (!copy) return Tracer::kDroppedStage;
-  memcpy(copy, name, length);
-  g_tracer.stage_names[id] = copy;
-  g_tracer.stage_name_lengths[id] = static_cast<uint32_t>(length);
-  g_tracer.stage_name_slots[slot] = id + 1;
-  ++g_tracer.stage_name_count;
-  uint8_t buf[1 + trace::kMaxVarintBytes + trace::kMaxStageNameBytes];
-  // Numbered under the stage lock: no other thread can begin this stage before
-  // its name is in the trace.
-  push_encoded(ts, buf,
-               static_cast<uint32_t>(records::encode(buf, records::StageName{std::string_view(name, length)}) - buf));
-  return id;
-}
-
-void push_stage_limit(ThreadState* ts, trace::StageLimit limit) {
-  const auto which = static_cast<uint32_t>(limit);
-  push_record(ts, records::StageLimitHit{
-                      trace_time_ns(), which,
-                      limit == trace::StageLimit::kDepth ? Tracer::kMaxStageDepth : Tracer::kMaxStageNames,
-                      g_tracer.stage_begins_dropped[which]});
-}
-
-// Counts a begin not recorded; the first of each limit is said in the trace at once.
-void drop_stage_begin(ThreadState* ts, trace::StageLimit limit) {
-  if (g_tracer.stage_begins_dropped[static_cast<uint32_t>(limit)]++ == 0) push_stage_limit(ts, limit);
-}
-
-}  // namespace
-
-void record_stage_begin(const char* name) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  const size_t length = name ? strnlen(name, trace::kMaxStageNameBytes) : 0;
-  // The heap's high and the calls until now belong to the enclosing stage.
-  if (counting_mode()) push_heap_counters(ts);
-  pthread_mutex_lock(&g_tracer.stage_mutex);
-  if (g_tracer.open_stage_count == Tracer::kMaxStageDepth) {
-    ++g_tracer.open_past_depth;
-    drop_stage_begin(ts, trace::StageLimit::kDepth);
-  } else {
-    const uint32_t id = intern_stage_name(ts, name, length);
-    g_tracer.open_stages[g_tracer.open_stage_count++] = id;
-    if (id == Tracer::kDroppedStage) {
-      drop_stage_begin(ts, trace::StageLimit::kDistinctNames);
-    } else {
-      push_record(ts, records::StageBegin{id, trace_time_ns()});
-    }
-  }
-  pthread_mutex_unlock(&g_tracer.stage_mutex);
-  push_samples(ts, true);
-  serve_point();
-}
-
-void record_stage_end() {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  // The stage's last samples belong inside it.
-  push_samples(ts, true);
-  pthread_mutex_lock(&g_tracer.stage_mutex);
-  // The end of a dropped begin is dropped too: the enclosing stage stays open.
-  if (g_tracer.open_past_depth > 0) {
-    --g_tracer.open_past_depth;
-  } else if (g_tracer.open_stage_count > 0 &&
-             g_tracer.open_stages[--g_tracer.open_stage_count] != Tracer::kDroppedStage) {
-    push_record(ts, records::StageEnd{trace_time_ns()});
-  }
-  pthread_mutex_unlock(&g_tracer.stage_mutex);
-  serve_point();
-}
-
 uint64_t before_wait(uint64_t wait_ns) {
   // Inside the tracer (a signal handler interrupted it), the round would meet its own
   // half-written state: skipped.
@@ -625,12 +321,7 @@ void finish_trace() {
   if (!recording() || in_child_sharing_memory()) return;
   if (ThreadState* ts = current_thread_state()) {
     push_samples(ts, true, true);
-    // The totals of dropped stage begins, where a limit was hit.
-    pthread_mutex_lock(&g_tracer.stage_mutex);
-    for (auto limit : {trace::StageLimit::kDistinctNames, trace::StageLimit::kDepth}) {
-      if (g_tracer.stage_begins_dropped[static_cast<uint32_t>(limit)]) push_stage_limit(ts, limit);
-    }
-    pthread_mutex_unlock(&g_tracer.stage_mutex);
+    push_stage_limit_totals(ts);
     push_rss_high_water(ts);
     push_record(ts, records::End{trace_time_ns()});
   }
@@ -644,7 +335,7 @@ void start_tracer_with(const Options& options, bool writer_thread_now) {
   g_tracer.options = options;
   if (g_tracer.options.output_dir[0] == '\0') return;
   g_tracer.start_monotonic_ns = monotonic_ns();
-  dl_iterate_phdr(find_own_text, nullptr);
+  find_own_code();
   detect_prefetch_for_write();
   // Stats mode numbers no allocations: no fence to pay for in every drain.
   g_tracer.numbers.allocations_read = !stats_mode() && register_thread_fence();
