@@ -169,8 +169,7 @@ bool stop_recording_once() { return g_process_mark.recording.exchange(Recording:
 bool in_child_sharing_memory() { return syscall(SYS_getpid) != g_process_mark.pid; }
 
 __attribute__((noinline, cold)) void serve_point() {
-  if (!recording() || writer_thread_running() || in_child_sharing_memory()) return;
-  if (!g_serve_round) return;
+  if (!g_serve_round || !recording() || writer_thread_running() || in_child_sharing_memory()) return;
   RecordingGuard guard;
   KeepErrno keep;
   g_serve_round();

@@ -1,9 +1,10 @@
 // The recording core: what every part of the in-process tracer stands on. The
 // process's recording state, the per-thread states and their event rings, and the one
 // way events get into them (push_event, push_encoded). The writer (writer.cpp) drains
-// the rings, the recording paths (tracer.cpp) and python_frames.cpp fill them; the core
-// calls neither: the one round it hands upward (serve_point) goes through a function
-// registered at start, and the writer thread's flags it reads are its own.
+// the rings; the recording paths (record_paths.cpp, stage_records.cpp, sample_records.cpp)
+// and python_frames.cpp fill them. The core calls none of them: the one round it hands
+// upward (serve_point) goes through a function registered at start, and the writer
+// thread's flags it reads are its own.
 #pragma once
 
 #include <pthread.h>
@@ -203,7 +204,6 @@ inline bool recording_counted() {
          state == Recording::kSampleGlibc;
 }
 
-
 inline bool writer_thread_running() { return g_tracer.writer_thread_running.load(std::memory_order_acquire); }
 // True when the writer's next round (a tick) is due.
 inline bool writer_round_due(uint64_t now_ns) {
@@ -243,7 +243,8 @@ inline bool wait_for_slots(ThreadState* ts, uint64_t slots) {
   return __builtin_expect(ts->ring.has_room(slots), 1) || wait_for_slots_in_full_ring(ts, slots);
 }
 
-// Pushes one raw event. Inline: the recording paths' hot path, inlined into them.
+// Pushes one raw event. In the header so that its callers' compiler sees it whole, as when
+// it was one file's own; the recording paths' hot path.
 // `at_serve_point`: the caller holds none of the allocator's locks (after an allocation,
 // before a free), unlike the mmap family's, which allocators call from inside.
 inline void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_t stack,
