@@ -12,7 +12,7 @@
 #include <atomic>
 
 #include "profiler/preload/recording.h"
-#include "profiler/preload/tracer.h"
+#include "profiler/preload/recording_core.h"
 #include "profiler/preload/tracer_memory.h"
 #include "profiler/trace/trace_records.h"
 

@@ -2,7 +2,7 @@
 // list), looked up on the first call; the bootstrap arena that serves the allocations
 // made before that lookup ends; what is known of the allocator (glibc's or another) and
 // of the dynamic loader's code. Depends on nothing else of the tracer's: the interposers
-// (interpose*.cpp, got_hooks.cpp) and the recorder (tracer.h) both call it.
+// (interpose*.cpp, got_hooks.cpp) and the recorder (tracer.h, recording_core.cpp) both call it.
 #pragma once
 
 #include <poll.h>

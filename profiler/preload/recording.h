@@ -1,5 +1,5 @@
-// What the interposed functions call: the recording paths of tracer.cpp and the
-// re-entry guard.
+// What the interposed functions call: the recording paths (record_paths.cpp, tracer.cpp)
+// and the re-entry guard (its thread locals are the recording core's, recording_core.cpp).
 #pragma once
 
 #include <cstddef>
@@ -13,12 +13,12 @@ struct sigaction;
 
 namespace memstage::preload {
 
-struct ThreadState;  // tracer.h
+struct ThreadState;  // recording_core.h
 
 // The tracer's words of each thread, side by side: the malloc family's fast path finds both
 // from one lookup of their offset.
 struct ThreadLocals {
-  // The thread's state (tracer.h, current_thread_state), once it has one.
+  // The thread's state (recording_core.h, current_thread_state), once it has one.
   ThreadState* state;
   // Set while the tracer itself runs on this thread (and always on the writer thread):
   // allocations made then are the tracer's or the allocator's, never recorded.
@@ -30,7 +30,7 @@ struct ThreadLocals {
 };
 extern __thread ThreadLocals t_thread __attribute__((tls_model("initial-exec")));
 
-// Raises the deferred signal (tracer.cpp).
+// Raises the deferred signal (recording_core.cpp).
 void raise_deferred_signal();
 // Leaves the tracer on this thread (in_tracer back to `was`), raising a signal deferred inside it.
 inline void leave_tracer(bool was) {

@@ -1,12 +1,12 @@
-// The recording paths of the tracer: thread states, stacks, events, samples, stages,
-// start, exit, fork and fatal signals. The interposed symbols live in interpose*.cpp
-// (hooked_functions.h lists them).
+// The tracer's life in the process: start, exit, fork, fatal signals, and the program's
+// waits and sleeps handed to the writer. The recording paths are record_paths.cpp and
+// stage_records.cpp, on the recording core (recording_core.h); the interposed symbols are
+// interpose*.cpp (hooked_functions.h lists them).
 #include "profiler/preload/tracer.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -21,8 +21,11 @@
 
 #include "profiler/preload/fatal_signals.h"
 #include "profiler/preload/python_frames.h"
+#include "profiler/preload/record_paths.h"
 #include "profiler/preload/recording.h"
+#include "profiler/preload/sample_records.h"
 #include "profiler/preload/samplers.h"
+#include "profiler/preload/stage_records.h"
 #include "profiler/preload/writer.h"
 #include "profiler/trace/trace_records.h"
 
@@ -31,26 +34,9 @@ extern "C" int __sigaction(int signo, const struct sigaction* action, struct sig
 
 namespace memstage::preload {
 
-constinit ProcessMark g_process_mark;
-constinit Tracer g_tracer;
-
 namespace {
 
 namespace records = trace::records;
-
-pthread_key_t g_thread_key;
-
-// The tracer's own code: leading frames inside it are dropped from every stack.
-uint64_t g_own_text_start = 0;
-uint64_t g_own_text_end = 0;
-
-constexpr uint32_t kMaxUnwindFrames = 256 + 16;
-// Native frames plus the Python frames merged into them.
-constexpr uint32_t kMaxMergedFrames = LastStack::kMaxFrames;
-constexpr int64_t kFoldLiveBytes = 256 * 1024;
-constexpr uint64_t kSampleBeforeFreeBytes = 1u << 20;
-
-pid_t current_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
 // The key destructor: the thread is on its way out, but keeps its state until it is gone
 // (claim_thread_state), so that what it frees and allocates after this is still recorded
@@ -61,250 +47,6 @@ void mark_thread_exiting(void* state) {
   // a later thread takes the state over (its blocks may be freed by others meanwhile).
   if (counting_mode() && recording() && ts == t_thread.state) fold_heap_bytes(ts);
   ts->exiting.store(true, std::memory_order_release);
-}
-
-// True when the state's owner has exited. A thread id reused by a new thread makes it look
-// alive: the state then waits for that one, never taken from a live thread.
-bool owner_gone(const ThreadState* ts) {
-  if (!ts->exiting.load(std::memory_order_acquire)) return false;
-  KeepErrno keep;
-  return syscall(SYS_tgkill, getpid(), ts->owner_tid, 0) != 0 && errno == ESRCH;
-}
-
-ThreadState* claim_thread_state() {
-  pthread_mutex_lock(&g_tracer.threads_mutex);
-  ThreadState* ts = nullptr;
-  const uint32_t n = g_tracer.thread_count.load(std::memory_order_relaxed);
-  // Reuse the state of a thread that has exited once the writer has drained it.
-  for (uint32_t i = 0; i < n && !ts; ++i) {
-    ThreadState* old = g_tracer.threads[i];
-    if ((old->retired.load(std::memory_order_acquire) || owner_gone(old)) &&
-        old->ring.free_slots() == EventRing::kSlots) {
-      old->retired.store(false, std::memory_order_relaxed);
-      old->exiting.store(false, std::memory_order_relaxed);
-      old->last_stack.depth = 0;
-      old->last_walk_stack = StackTable::kRootId;
-      ts = old;
-    }
-  }
-  if (!ts && n < Tracer::kMaxThreads) {
-    void* memory = tracer_map(sizeof(ThreadState));
-    if (memory) {
-      // Default-initialised: the ring and the stack cache stay untouched (mapped zero) pages
-      // until used.
-      ts = new (memory) ThreadState;
-      g_tracer.threads[n] = ts;
-      g_tracer.thread_count.store(n + 1, std::memory_order_release);
-    }
-  }
-  if (ts) ts->owner_tid = current_tid();
-  pthread_mutex_unlock(&g_tracer.threads_mutex);
-  return ts;
-}
-
-bool own_address(uint64_t ip) { return ip >= g_own_text_start && ip < g_own_text_end; }
-
-int find_own_text(dl_phdr_info* info, size_t, void*) {
-  const uint64_t probe = reinterpret_cast<uint64_t>(&find_own_text);
-  for (int i = 0; i < info->dlpi_phnum; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-    const uint64_t start = info->dlpi_addr + ph.p_vaddr;
-    if (probe >= start && probe < start + ph.p_memsz) {
-      g_own_text_start = start;
-      g_own_text_end = start + ph.p_memsz;
-      return 1;
-    }
-  }
-  return 0;
-}
-
-// A full ring's producer sleeps this long at most before it looks again. The writer wakes
-// it when it makes room (EventRing::consume_to), so this only bounds a wait the writer
-// cannot end (it stopped). Shorter sleeps, with more threads than cores, woke again and
-// again to full rings and took the cores the writer needed (docs/performance.md).
-constexpr uint64_t kRingFullWaitNs = 1'000'000;
-
-// Waits for `slots` free slots in the caller's ring. The writer frees them; if it
-// isn't running (before start, while a child restarts it) the event is dropped.
-__attribute__((noinline)) bool wait_for_slots_in_full_ring(ThreadState* ts, uint64_t slots) {
-  while (!ts->ring.has_room(slots)) {
-    if (!writer_running() || slots > EventRing::kSlots) {
-      g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    writer_wake();
-    ts->ring.wait_for_consumer(kRingFullWaitNs);
-  }
-  return true;
-}
-// Inline, the common case: the room is there, and a call's prologue showed in a churn.
-inline bool wait_for_slots(ThreadState* ts, uint64_t slots) {
-  return __builtin_expect(ts->ring.has_room(slots), 1) || wait_for_slots_in_full_ring(ts, slots);
-}
-
-// Every kServeEvery events of a thread: with a writer thread, wake it if the ring is half
-// full; without one, serve its round here if the caller is at a serve point (tracer.h).
-__attribute__((noinline, cold)) void at_serve_boundary(ThreadState* ts, bool at_serve_point) {
-  if (writer_running()) {
-    if (ts->ring.free_slots() <= EventRing::kSlots / 2) writer_wake();
-  } else if (at_serve_point) {
-    serve_point();
-  }
-}
-
-// `at_serve_point`: the caller holds none of the allocator's locks (after an allocation,
-// before a free), unlike the mmap family's, which allocators call from inside.
-void push_event(ThreadState* ts, EventKind kind, uint64_t a, uint64_t b, uint32_t stack,
-                bool at_serve_point = false) {
-  if (!wait_for_slots(ts, 1)) return;
-  RawEvent& e = ts->ring.slot_at(0);
-  // Numbered after the space is there, right before publishing (event_order.h).
-  e.seq = number_event(ts->ring, g_tracer.numbers, kind);
-  e.a = a;
-  e.b = b;
-  e.stack_or_length = stack;
-  e.kind = kind;
-  ts->ring.publish(1);
-  ts->ring.prefetch_ahead_for_write();
-  if (__builtin_expect(ts->ring.tail() % kServeEvery == 0, 0)) at_serve_boundary(ts, at_serve_point);
-}
-
-// Inlined into its callers: every frame between the program and the walk's start is one
-// more step for a frame that is dropped anyway. The walk (frame_walker.h) leaves what it
-// cannot step exactly to libunwind.
-__attribute__((always_inline)) inline uint32_t capture_stack(ThreadState* ts) {
-  uint64_t frames[kMaxUnwindFrames];
-  const uint32_t max_depth = g_tracer.options.max_depth;
-  const int max_frames = static_cast<int>(max_depth + 16);
-  // Python's frames come from the interpreter, not the walk: merged, they may differ.
-  const bool python = python_frames_active();
-  const bool reusable = ts->last_walk_stack != StackTable::kRootId && !python;
-  int n = walk_frames(ts->walk_cache, walk_start_here(), frames, max_frames, !reusable);
-  if (reusable && ts->walk_cache.repeated) return ts->last_walk_stack;
-  const bool walked = n != kLeaveToLibunwind;
-  if (!walked) n = unw_backtrace(reinterpret_cast<void**>(frames), max_frames);
-  int first = 0;
-  while (first < n && own_address(frames[first])) ++first;
-  uint32_t depth = static_cast<uint32_t>(n - first);
-  if (depth > max_depth) depth = max_depth;
-  const uint64_t* ips = frames + first;
-  uint64_t merged[kMaxMergedFrames];
-  if (python) {
-    depth = merge_python_frames(ips, depth, merged, kMaxMergedFrames);
-    ips = merged;
-  }
-  const uint32_t stack = ts->last_stack.intern(g_tracer.stacks, ips, depth);
-  ts->last_walk_stack = walked && !python ? stack : StackTable::kRootId;
-  return stack;
-}
-
-// The tracer's own resident bytes cost a mincore walk of its mappings (0.1 ms and more):
-// between two sampling ticks (stage boundaries can come by the thousand per second) the
-// latest figure stands.
-uint64_t tracer_bytes_at(uint64_t t_ns) {
-  static std::atomic<uint64_t> measured_at_ns{0};
-  static std::atomic<uint64_t> bytes{0};
-  const uint64_t interval_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
-  const uint64_t last = measured_at_ns.load(std::memory_order_relaxed);
-  if (last != 0 && t_ns >= last && t_ns - last < interval_ns) return bytes.load(std::memory_order_relaxed);
-  const uint64_t now = tracer_resident_bytes();
-  bytes.store(now, std::memory_order_relaxed);
-  measured_at_ns.store(t_ns ? t_ns : 1, std::memory_order_relaxed);
-  return now;
-}
-
-void push_rss(ThreadState* ts) {
-  g_tracer.rss_sampled_at_ns.store(monotonic_ns(), std::memory_order_relaxed);
-  const uint64_t t_ns = trace_time_ns();
-  const uint64_t rss = read_rss_bytes();
-  const uint64_t tracer = tracer_bytes_at(t_ns);
-  push_record(ts, records::Rss{t_ns, rss, tracer});
-  // The machine being played runs the program, not the tracer: its own memory is left out.
-  const uint64_t program_rss = rss > tracer ? rss - tracer : 0;
-  const uint64_t limit = g_tracer.options.ram_limit_bytes;
-  if (limit && program_rss > limit && !g_tracer.ram_limit_passed.exchange(true)) {
-    push_record(ts, records::RamLimit{t_ns, program_rss, limit});
-    writer_wake();  // the writer stops the program once this is written
-  }
-}
-
-// The kernel's high-water mark of RSS, at the trace's end: a peak between two samples
-// (inline sampling, on the program's own calls, is less even than the writer thread's
-// ticks) still shows in the report's peak RSS.
-void push_rss_high_water(ThreadState* ts) {
-  const uint64_t high_water = read_rss_high_water_bytes();
-  if (high_water) push_record(ts, records::RssHighWater{trace_time_ns(), high_water});
-}
-
-// Keeps an approximate live heap (usable sizes) so that RSS and the allocator's own
-// figures are sampled when the heap reaches a new high, between timer ticks: the RSS
-// breakdown and fragmentation reported at the peak then describe the peak, not the
-// program's start or exit. Each new high is 1/64 above the last (at least 1 MiB), so a
-// run takes a few hundred such samples however long it runs. Asking the allocator walks
-// its free lists (mallinfo2): at most once a sampling interval here; a high in between
-// leaves the question to the writer's next tick.
-void note_live_bytes(ThreadState* ts, int64_t live) {
-  const int64_t sampled = g_tracer.rss_sampled_at_live_bytes.load(std::memory_order_relaxed);
-  const int64_t step = sampled / 64 > (1 << 20) ? sampled / 64 : (1 << 20);
-  if (live > sampled + step) {
-    g_tracer.rss_sampled_at_live_bytes.store(live, std::memory_order_relaxed);
-    const uint64_t now = monotonic_ns();
-    const uint64_t last = g_tracer.allocator_sampled_at_high_ns.load(std::memory_order_relaxed);
-    const bool allocator_due = now - last >= g_tracer.options.sample_interval_ms * 1'000'000ull;
-    if (allocator_due) g_tracer.allocator_sampled_at_high_ns.store(now, std::memory_order_relaxed);
-    g_tracer.allocator_sample_pending.store(!allocator_due, std::memory_order_relaxed);
-    push_samples(ts, allocator_due);
-    // Without a writer thread, the samples of a new high (and a RAM limit passed) are
-    // written now, not only after the next kServeEvery events; with one, it is woken to
-    // write them (and the allocation before them), where a SIGKILL cannot take them
-    // (pending_buffers.h), not a tick later.
-    serve_point();
-    if (writer_running()) writer_wake();
-  }
-}
-
-void track_live_bytes(ThreadState* ts, int64_t delta) {
-  ts->unfolded_live_bytes += delta;
-  if (ts->unfolded_live_bytes < kFoldLiveBytes && ts->unfolded_live_bytes > -kFoldLiveBytes) return;
-  const int64_t live = g_tracer.approx_live_bytes.fetch_add(ts->unfolded_live_bytes,
-                                                            std::memory_order_relaxed) +
-                       ts->unfolded_live_bytes;
-  ts->unfolded_live_bytes = 0;
-  note_live_bytes(ts, live);
-}
-
-// Stats and sample modes: the live heap and its high since the previous record
-// (trace_format.h, kHeapCounters), the calling thread's own change added first, and the
-// call counters.
-void push_heap_counters(ThreadState* ts) {
-  fold_heap_bytes(ts);
-  const int64_t live = g_tracer.heap_live_bytes.load(std::memory_order_relaxed);
-  const int64_t high = g_tracer.heap_high_bytes.exchange(live, std::memory_order_relaxed);
-  const auto positive = [](int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : 0; };
-  push_record(ts, records::HeapCounters{trace_time_ns(), positive(live), positive(high > live ? high : live)});
-  push_counters(ts);
-}
-
-// Sample mode: a sampled allocation is recorded as in full mode, with its stack, and its
-// block marked so that its free is recorded too; and the free of a sampled block. Called
-// without the re-entry guard (sample_alloc_rest, sample_free_rest): they set it, and keep
-// errno.
-void sampled_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
-  RecordingGuard guard;
-  if (!g_tracer.sampled_blocks.add(reinterpret_cast<uint64_t>(p))) {
-    g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
-    return;
-  }
-  KeepErrno keep;
-  const uint32_t stack = capture_stack(ts);
-  push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc, reinterpret_cast<uint64_t>(p), size, stack,
-             true);
-}
-void sampled_free(ThreadState* ts, void* p) {
-  RecordingGuard guard;
-  KeepErrno keep;
-  push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0, true);
 }
 
 void write_signal_record(int signo) {
@@ -353,12 +95,6 @@ void on_fatal_signal(int signo) {
 }
 
 }  // namespace
-
-void raise_deferred_signal() {
-  const int signo = t_thread.deferred_signal;
-  t_thread.deferred_signal = 0;
-  raise(signo);
-}
 
 namespace {
 
@@ -492,409 +228,10 @@ void after_fork_child() {
 
 }  // namespace
 
-constinit __thread ThreadLocals t_thread __attribute__((tls_model("initial-exec"))) = {nullptr, false, 0};
-
-uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-ThreadState* create_thread_state() {
-  RecordingGuard guard;  // pthread_setspecific may allocate
-  ThreadState* ts = claim_thread_state();
-  if (!ts) {
-    g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  }
-  t_thread.state = ts;
-  pthread_setspecific(g_thread_key, ts);
-  return ts;
-}
-
-void push_encoded(ThreadState* ts, const uint8_t* bytes, uint32_t length) {
-  const uint32_t payload_slots = encoded_payload_slots(length);
-  if (payload_slots + 1 > EventRing::kSlots / 4) {
-    // Large (a module list of a big program): hand the writer a block of its own.
-    auto* blob = static_cast<uint8_t*>(tracer_map(length));
-    if (!blob) return;
-    memcpy(blob, bytes, length);
-    push_event(ts, EventKind::kEncodedBlob, reinterpret_cast<uint64_t>(blob), length, length);
-    return;
-  }
-  if (!wait_for_slots(ts, payload_slots + 1)) return;
-  for (uint32_t i = 0; i < payload_slots; ++i) {
-    const uint32_t n = length - i * sizeof(RawEvent) < sizeof(RawEvent) ? length - i * sizeof(RawEvent)
-                                                                        : sizeof(RawEvent);
-    memcpy(&ts->ring.slot_at(1 + i), bytes + i * sizeof(RawEvent), n);
-  }
-  RawEvent& e = ts->ring.slot_at(0);
-  e.seq = number_event(ts->ring, g_tracer.numbers, EventKind::kEncoded);
-  e.stack_or_length = length;
-  e.kind = EventKind::kEncoded;
-  ts->ring.publish(1 + payload_slots);
-}
-
-namespace {
-// Whether the allocation the sampler's compare stopped at (alloc_counted<true>) is
-// sampled. Its countdown is cut at checkpoints while no writer thread serves.
-bool settle_sampler(ThreadState* ts, size_t size) {
-  const int64_t checkpoint_bytes = writer_running() ? 0 : kCheckpointBytes;
-  if (__builtin_expect(ts->sampler.started(), 1)) return ts->sampler.settle(size, checkpoint_bytes);
-  // The thread's first allocation: its own sequence of samples, begun here.
-  {
-    KeepErrno keep;
-    const uint64_t seed = monotonic_ns() ^ (static_cast<uint64_t>(current_tid()) << 32) ^ reinterpret_cast<uint64_t>(ts);
-    ts->sampler.start(g_tracer.options.sample_rate_bytes, seed * 0x9e3779b97f4a7c15ull, checkpoint_bytes);
-  }
-  return ts->sampler.sample(size, checkpoint_bytes);
-}
-}  // namespace
-
-void sample_alloc_rest(ThreadState* ts, void* p, size_t size, bool from_realloc, unsigned due) {
-  if (due & kFoldDue) fold_heap_bytes(ts);
-  if (due & kSampledDue) {
-    if (settle_sampler(ts, size)) {
-      sampled_alloc(ts, p, size, from_realloc);
-      serve_point();
-    } else if (!writer_running() && writer_round_due(monotonic_ns())) {
-      // A checkpoint (one left over from before a writer thread started reads nothing of
-      // the writer's: its round is its own): a serve point makes system calls (getpid,
-      // gettid), where the clock is read in user space.
-      serve_point();
-    }
-  }
-}
-
-void stats_alloc_rest(ThreadState* ts, unsigned due) {
-  if (due & kFoldDue) fold_heap_bytes(ts);
-  if (due & kServeDue) serve_point();
-}
-
-void sample_free_rest(ThreadState* ts, void* p, unsigned due) {
-  if (due & kFoldDue) fold_heap_bytes(ts);
-  if ((due & kSampledDue) && g_tracer.sampled_blocks.take(reinterpret_cast<uint64_t>(p))) sampled_free(ts, p);
-}
-
-void fold_heap_bytes(ThreadState* ts) {
-  RecordingGuard guard;
-  KeepErrno keep;
-  const int64_t unfolded = ts->heap_unfolded_bytes;
-  const int64_t before = g_tracer.heap_live_bytes.fetch_add(unfolded, std::memory_order_relaxed);
-  // The highest this thread took the heap to since its last fold, the others' changes as
-  // they stood then.
-  const int64_t high = before + ts->heap_unfolded_high_bytes;
-  int64_t seen = g_tracer.heap_high_bytes.load(std::memory_order_relaxed);
-  while (high > seen && !g_tracer.heap_high_bytes.compare_exchange_weak(seen, high, std::memory_order_relaxed)) {
-  }
-  ts->heap_unfolded_bytes = 0;
-  ts->heap_unfolded_high_bytes = 0;
-  if (unfolded > 0) note_live_bytes(ts, before + unfolded);
-}
-
-void push_samples(ThreadState* ts, bool with_allocator_stats, bool at_end) {
-  if (counting_mode()) push_heap_counters(ts);
-  push_rss(ts);
-  MemoryShares shares;
-  const uint64_t now_ns = trace_time_ns();
-  const SharesMoment moment = at_end ? SharesMoment::kEnd
-                              : with_allocator_stats ? SharesMoment::kEdge
-                                                     : SharesMoment::kTick;
-  if (read_memory_shares_if_due(now_ns, moment, shares)) {
-    push_record(ts, records::MemoryShares{now_ns, shares.pss_bytes, shares.pss_anon_bytes, shares.pss_file_bytes,
-                                          shares.pss_shmem_bytes, shares.shared_bytes, shares.private_bytes});
-  }
-  if (with_allocator_stats) {
-    const AllocatorStats stats = read_allocator_stats();
-    if (stats.valid) {
-      push_record(ts, records::AllocatorStats{trace_time_ns(), stats.in_use_bytes, stats.resident_bytes,
-                                              stats.mapped_bytes});
-    }
-  }
-}
-
-void push_counters(ThreadState* ts) {
-  uint64_t allocations = 0, frees = 0, bytes = 0;
-  const uint32_t n = g_tracer.thread_count.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < n; ++i) {
-    const ThreadState* t = g_tracer.threads[i];
-    allocations += t->allocations.load(std::memory_order_relaxed);
-    frees += t->frees.load(std::memory_order_relaxed);
-    bytes += t->bytes_allocated.load(std::memory_order_relaxed);
-  }
-  push_record(ts, records::Counters{trace_time_ns(), allocations, frees, bytes});
-}
-
-namespace {
-struct ModuleEncoder {
-  uint8_t* out;
-  uint8_t* end;
-  uint32_t count;
-  bool overflow;
-};
-
-int encode_one_module(dl_phdr_info* info, size_t, void* data) {
-  auto* enc = static_cast<ModuleEncoder*>(data);
-  char exe[4096];
-  const char* path = info->dlpi_name;
-  size_t path_len = path ? strlen(path) : 0;
-  if (path_len == 0) {
-    // The main program has no name here.
-    const long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof(exe) - 1);
-    path = exe;
-    path_len = n > 0 ? static_cast<size_t>(n) : 0;
-  }
-  records::Segment segments[64];
-  uint32_t segment_count = 0;
-  for (int i = 0; i < info->dlpi_phnum && segment_count < 64; ++i) {
-    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-    segments[segment_count++] = {info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz};
-  }
-  records::ModuleEntry entry;
-  entry.path = std::string_view(path, path_len);
-  entry.load_bias = info->dlpi_addr;
-  entry.segments.items = {segments, segment_count};
-  if (enc->out + records::max_item_bytes(entry) > enc->end) {
-    enc->overflow = true;
-    return 1;
-  }
-  enc->out = records::encode_item(enc->out, entry);
-  ++enc->count;
-  return 0;
-}
-}  // namespace
-
-uint32_t encode_modules(uint8_t* out, uint32_t capacity) {
-  // Modules first into a scratch area after the header, then the count in front.
-  constexpr uint32_t kHeader = 1 + trace::kMaxVarintBytes;
-  if (capacity <= kHeader) return 0;
-  ModuleEncoder enc{out + kHeader, out + capacity, 0, false};
-  dl_iterate_phdr(encode_one_module, &enc);
-  if (enc.overflow) return 0;
-  const size_t body = static_cast<size_t>(enc.out - (out + kHeader));
-  uint8_t header[kHeader];
-  const size_t header_len =
-      static_cast<size_t>(records::encode_list_header<records::Modules>(header, enc.count) - header);
-  memmove(out + header_len, out + kHeader, body);
-  memcpy(out, header, header_len);
-  return static_cast<uint32_t>(header_len + body);
-}
-
-// ---- recording paths, called by interpose.cpp with the guard already set ----
-
-void record_alloc(void* p, size_t size, bool from_realloc) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  if (counting_mode()) return counted_alloc(ts, p, size, from_realloc);
-  const size_t usable = live_block_usable_size(p);
-  const uint32_t stack = capture_stack(ts);
-  push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc,
-             reinterpret_cast<uint64_t>(p), size, stack, true);
-  // After the event: a new high's serve point (note_live_bytes) then writes it too, where
-  // a kill cannot take it (pending_buffers.h).
-  track_live_bytes(ts, static_cast<int64_t>(usable));
-}
-
-void record_free(void* p) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  if (counting_mode()) return counted_free(ts, p);
-  const size_t usable = live_block_usable_size(p);
-  // A large block goes back to the OS at once: sample RSS while it still counts.
-  if (usable >= kSampleBeforeFreeBytes) push_rss(ts);
-  track_live_bytes(ts, -static_cast<int64_t>(usable));
-  push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0, true);
-}
-
-void record_mmap(void* p, size_t length, bool reserved) {
-  ThreadState* ts = current_thread_state();
-  if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
-  if (reserved) {
-    push_record(ts, records::MmapReserved{reinterpret_cast<uint64_t>(p), length, capture_stack(ts)});
-    return;
-  }
-  push_event(ts, EventKind::kMmap, reinterpret_cast<uint64_t>(p), length, capture_stack(ts));
-}
-
-void record_mprotect(void* p, size_t length, bool accessible) {
-  ThreadState* ts = current_thread_state();
-  if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
-  push_record(ts, records::Mprotect{reinterpret_cast<uint64_t>(p), length, accessible ? 1u : 0u});
-}
-
-void record_munmap(void* p, size_t length) {
-  ThreadState* ts = current_thread_state();
-  if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
-  if (length >= kSampleBeforeFreeBytes) push_rss(ts);
-  push_event(ts, EventKind::kMunmap, reinterpret_cast<uint64_t>(p), length, 0);
-}
-
-void record_mremap(void* old_address, size_t old_length, void* new_address, size_t new_length) {
-  ThreadState* ts = current_thread_state();
-  if (!ts || g_tracer.options.mode == trace::Mode::kStats) return;
-  push_record(ts, records::Mremap{reinterpret_cast<uint64_t>(old_address), old_length,
-                                  reinterpret_cast<uint64_t>(new_address), new_length, capture_stack(ts)});
-}
-
-void record_device_alloc(uint64_t address, uint64_t bytes, trace::DeviceMemory kind) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  push_record(ts, records::DeviceAlloc{trace_time_ns(), address, bytes, static_cast<uint64_t>(kind), capture_stack(ts)});
-}
-
-void record_device_free(uint64_t address, trace::DeviceMemory kind) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  push_record(ts, records::DeviceFree{trace_time_ns(), address, static_cast<uint64_t>(kind)});
-}
-
-void record_device_cache(uint64_t reserved_bytes, uint64_t allocated_bytes) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  push_record(ts, records::DeviceCache{trace_time_ns(), reserved_bytes, allocated_bytes});
-}
-
-void record_modules_changed() {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  constexpr uint32_t kModuleBytes = 1u << 20;
-  auto* buf = static_cast<uint8_t*>(tracer_map(kModuleBytes));
-  if (!buf) return;
-  const uint32_t n = encode_modules(buf, kModuleBytes);
-  if (n) push_encoded(ts, buf, n);
-  tracer_unmap(buf, kModuleBytes);
-}
-
-void record_deep_bind_removed(const char* file) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  constexpr size_t kMaxPath = 4096;
-  uint8_t buf[1 + trace::kMaxVarintBytes + kMaxPath];
-  const records::DeepBindRemoved record{std::string_view(file ? file : "", file ? strnlen(file, kMaxPath) : 0)};
-  push_encoded(ts, buf, static_cast<uint32_t>(records::encode(buf, record) - buf));
-}
-
-namespace {
-
-uint32_t stage_name_hash(const char* name, size_t length) {
-  uint32_t h = 2166136261u;  // FNV-1a
-  for (size_t i = 0; i < length; ++i) h = (h ^ static_cast<uint8_t>(name[i])) * 16777619u;
-  return h;
-}
-
-// The id of a stage name, interned (and its StageName record pushed) on first use;
-// kDroppedStage when the name is new and kMaxStageNames are taken. Under stage_mutex.
-uint32_t intern_stage_name(ThreadState* ts, const char* name, size_t length) {
-  constexpr uint32_t kMask = Tracer::kStageNameSlots - 1;
-  static_assert((Tracer::kStageNameSlots & kMask) == 0);
-  uint32_t slot = stage_name_hash(name, length) & kMask;
-  for (;; slot = (slot + 1) & kMask) {
-    const uint32_t held = g_tracer.stage_name_slots[slot];
-    if (held == 0) break;
-    const uint32_t id = held - 1;
-    if (g_tracer.stage_name_lengths[id] == length && memcmp(g_tracer.stage_names[id], name, length) == 0) return id;
-  }
-  const uint32_t id = g_tracer.stage_name_count;
-  if (id == Tracer::kMaxStageNames) return Tracer::kDroppedStage;
-  auto* copy = static_cast<char*>(g_tracer.stage_name_arena.allocate(length + 1, 1));
-  if (!copy) return Tracer::kDroppedStage;
-  memcpy(copy, name, length);
-  g_tracer.stage_names[id] = copy;
-  g_tracer.stage_name_lengths[id] = static_cast<uint32_t>(length);
-  g_tracer.stage_name_slots[slot] = id + 1;
-  ++g_tracer.stage_name_count;
-  uint8_t buf[1 + trace::kMaxVarintBytes + trace::kMaxStageNameBytes];
-  // Numbered under the stage lock: no other thread can begin this stage before
-  // its name is in the trace.
-  push_encoded(ts, buf,
-               static_cast<uint32_t>(records::encode(buf, records::StageName{std::string_view(name, length)}) - buf));
-  return id;
-}
-
-void push_stage_limit(ThreadState* ts, trace::StageLimit limit) {
-  const auto which = static_cast<uint32_t>(limit);
-  push_record(ts, records::StageLimitHit{
-                      trace_time_ns(), which,
-                      limit == trace::StageLimit::kDepth ? Tracer::kMaxStageDepth : Tracer::kMaxStageNames,
-                      g_tracer.stage_begins_dropped[which]});
-}
-
-// Counts a begin not recorded; the first of each limit is said in the trace at once.
-void drop_stage_begin(ThreadState* ts, trace::StageLimit limit) {
-  if (g_tracer.stage_begins_dropped[static_cast<uint32_t>(limit)]++ == 0) push_stage_limit(ts, limit);
-}
-
-}  // namespace
-
-void record_stage_begin(const char* name) {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  const size_t length = name ? strnlen(name, trace::kMaxStageNameBytes) : 0;
-  // The heap's high and the calls until now belong to the enclosing stage.
-  if (counting_mode()) push_heap_counters(ts);
-  pthread_mutex_lock(&g_tracer.stage_mutex);
-  if (g_tracer.open_stage_count == Tracer::kMaxStageDepth) {
-    ++g_tracer.open_past_depth;
-    drop_stage_begin(ts, trace::StageLimit::kDepth);
-  } else {
-    const uint32_t id = intern_stage_name(ts, name, length);
-    g_tracer.open_stages[g_tracer.open_stage_count++] = id;
-    if (id == Tracer::kDroppedStage) {
-      drop_stage_begin(ts, trace::StageLimit::kDistinctNames);
-    } else {
-      push_record(ts, records::StageBegin{id, trace_time_ns()});
-    }
-  }
-  pthread_mutex_unlock(&g_tracer.stage_mutex);
-  push_samples(ts, true);
-  serve_point();
-}
-
-void record_stage_end() {
-  ThreadState* ts = current_thread_state();
-  if (!ts) return;
-  // The stage's last samples belong inside it.
-  push_samples(ts, true);
-  pthread_mutex_lock(&g_tracer.stage_mutex);
-  // The end of a dropped begin is dropped too: the enclosing stage stays open.
-  if (g_tracer.open_past_depth > 0) {
-    --g_tracer.open_past_depth;
-  } else if (g_tracer.open_stage_count > 0 &&
-             g_tracer.open_stages[--g_tracer.open_stage_count] != Tracer::kDroppedStage) {
-    push_record(ts, records::StageEnd{trace_time_ns()});
-  }
-  pthread_mutex_unlock(&g_tracer.stage_mutex);
-  serve_point();
-}
-
-void set_recording(bool on) {
-  Recording state = Recording::kOff;
-  if (on) {
-    switch (g_tracer.options.mode) {
-      case trace::Mode::kStats: state = glibc_allocator() ? Recording::kStatsGlibc : Recording::kStats; break;
-      case trace::Mode::kSample: state = glibc_allocator() ? Recording::kSampleGlibc : Recording::kSample; break;
-      default: state = Recording::kTraced; break;
-    }
-  }
-  g_process_mark.recording.store(state);
-}
-
-bool stop_recording_once() { return g_process_mark.recording.exchange(Recording::kOff) != Recording::kOff; }
-
-bool in_child_sharing_memory() { return syscall(SYS_getpid) != g_process_mark.pid; }
-
-__attribute__((noinline, cold)) void serve_point() {
-  if (!recording() || writer_running() || in_child_sharing_memory()) return;
-  RecordingGuard guard;
-  KeepErrno keep;
-  writer_serve_inline(ServePoint::kCall);
-}
-
 uint64_t before_wait(uint64_t wait_ns) {
   // Inside the tracer (a signal handler interrupted it), the round would meet its own
   // half-written state: skipped.
-  if (wait_ns == kNoWait || t_thread.in_tracer || !recording() || writer_running()) return 0;
+  if (wait_ns == kNoWait || t_thread.in_tracer || !recording() || writer_thread_running()) return 0;
   // Cheap when nothing is due: a wait may come with every read.
   const uint64_t now = monotonic_ns();
   const bool long_wait = wait_ns != kUnknownWait && wait_ns >= g_tracer.options.sample_interval_ms * 1'000'000ull;
@@ -912,7 +249,7 @@ uint64_t before_wait(uint64_t wait_ns) {
 }
 
 void after_wait(uint64_t started_ns) {
-  if (started_ns == 0 || t_thread.in_tracer || !recording() || writer_running()) return;
+  if (started_ns == 0 || t_thread.in_tracer || !recording() || writer_thread_running()) return;
   if (monotonic_ns() - started_ns < g_tracer.options.sample_interval_ms * 1'000'000ull) return;
   if (in_child_sharing_memory()) return;
   RecordingGuard guard;
@@ -920,7 +257,7 @@ void after_wait(uint64_t started_ns) {
   if (ThreadState* ts = current_thread_state()) push_record(ts, records::Time{trace_time_ns()});
 }
 
-bool sleeps_sliced() { return !t_thread.in_tracer && recording() && !writer_running(); }
+bool sleeps_sliced() { return !t_thread.in_tracer && recording() && !writer_thread_running(); }
 
 int sleep_sliced(clockid_t clock, uint64_t deadline_ns) {
   const uint64_t slice_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
@@ -956,7 +293,7 @@ int sleep_sliced(clockid_t clock, uint64_t deadline_ns) {
 }
 
 void before_second_thread() {
-  if (!recording() || writer_running() || in_child_sharing_memory()) return;
+  if (!recording() || writer_thread_running() || in_child_sharing_memory()) return;
   RecordingGuard guard;  // pthread_create allocates the writer's stack and TLS
   writer_start_thread(true);
 }
@@ -984,12 +321,7 @@ void finish_trace() {
   if (!recording() || in_child_sharing_memory()) return;
   if (ThreadState* ts = current_thread_state()) {
     push_samples(ts, true, true);
-    // The totals of dropped stage begins, where a limit was hit.
-    pthread_mutex_lock(&g_tracer.stage_mutex);
-    for (auto limit : {trace::StageLimit::kDistinctNames, trace::StageLimit::kDepth}) {
-      if (g_tracer.stage_begins_dropped[static_cast<uint32_t>(limit)]) push_stage_limit(ts, limit);
-    }
-    pthread_mutex_unlock(&g_tracer.stage_mutex);
+    push_stage_limit_totals(ts);
     push_rss_high_water(ts);
     push_record(ts, records::End{trace_time_ns()});
   }
@@ -1003,7 +335,7 @@ void start_tracer_with(const Options& options, bool writer_thread_now) {
   g_tracer.options = options;
   if (g_tracer.options.output_dir[0] == '\0') return;
   g_tracer.start_monotonic_ns = monotonic_ns();
-  dl_iterate_phdr(find_own_text, nullptr);
+  find_own_code();
   detect_prefetch_for_write();
   // Stats mode numbers no allocations: no fence to pay for in every drain.
   g_tracer.numbers.allocations_read = !stats_mode() && register_thread_fence();
@@ -1011,7 +343,9 @@ void start_tracer_with(const Options& options, bool writer_thread_now) {
   if (sample_mode() && !g_tracer.sampled_blocks.init()) return;
   // Once: an attach whose start failed may start again (each key and fork handler is for life).
   static pthread_once_t key_made = PTHREAD_ONCE_INIT;
-  pthread_once(&key_made, [] { pthread_key_create(&g_thread_key, mark_thread_exiting); });
+  pthread_once(&key_made, [] { make_thread_key(mark_thread_exiting); });
+  // The core's serve points run the writer's round through this, calling nothing above it.
+  set_serve_round([] { writer_serve_inline(ServePoint::kCall); });
   // Stats mode walks no stack: libunwind's caches (whose setup writes them) stay as they are.
   if (!stats_mode()) unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   open_rss_source();

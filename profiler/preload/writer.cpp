@@ -19,12 +19,14 @@
 #include "profiler/preload/aggregate.h"
 #include "profiler/preload/descriptors.h"
 #include "profiler/preload/fatal_signals.h"
-#include "profiler/preload/futex.h"
 #include "profiler/preload/allocation_infos.h"
+#include "profiler/preload/futex.h"
+#include "profiler/preload/module_list.h"
 #include "profiler/preload/pending_buffers.h"
 #include "profiler/preload/recording.h"
+#include "profiler/preload/recording_core.h"
+#include "profiler/preload/sample_records.h"
 #include "profiler/preload/samplers.h"
-#include "profiler/preload/tracer.h"
 #include "profiler/trace/trace_format.h"
 #include "profiler/trace/trace_records.h"
 
@@ -48,9 +50,7 @@ struct WriterState {
   uint64_t trace_bytes = 0;  // its length: what write_all wrote to it
   char path[kMaxOutputDirBytes + 64] = {};
   pthread_t thread{};
-  std::atomic<bool> thread_running{false};
   std::atomic<bool> stop{false};
-  std::atomic<uint32_t> wake_word{0};
   pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;  // one drain/write at a time
   std::atomic<pid_t> mutex_owner{0};
 
@@ -86,7 +86,6 @@ struct WriterState {
   uint64_t lost_written = 0;
   uint64_t last_write_ns = 0;
   uint64_t events_at_last_tick = ~0ull;
-  uint64_t next_tick_ns = 0;  // monotonic
   std::atomic<bool> write_failed{false};
 };
 WriterState w;
@@ -530,7 +529,7 @@ void tick(ThreadState* self, AskAllocator allocator = AskAllocator::kAsDue) {
     push_samples(self, false);
     return;
   }
-  // A heap high the allocator was not asked about (tracer.cpp, track_live_bytes).
+  // A heap high the allocator was not asked about (sample_records.h, note_live_bytes).
   const bool high_pending = g_tracer.allocator_sample_pending.exchange(false, std::memory_order_relaxed);
   push_samples(self, high_pending || allocator == AskAllocator::kNow);
 }
@@ -553,8 +552,8 @@ uint64_t snapshot_interval_ns() {
 }
 
 void wait_for_tick_or_wake(uint64_t interval_ns) {
-  futex_wait(&w.wake_word, 0, interval_ns);
-  w.wake_word.store(0, std::memory_order_relaxed);
+  futex_wait(&g_tracer.writer_wake_word, 0, interval_ns);
+  g_tracer.writer_wake_word.store(0, std::memory_order_relaxed);
 }
 
 // One round of the writer's work, with its lock held: the sampling tick when due, the
@@ -562,9 +561,9 @@ void wait_for_tick_or_wake(uint64_t interval_ns) {
 // once), and the stop once RAM passed the limit.
 void writer_round(ThreadState* self, bool write_now = false, AskAllocator allocator = AskAllocator::kAsDue) {
   const uint64_t now = monotonic_ns();
-  if (self && now >= w.next_tick_ns) {
+  if (self && writer_round_due(now)) {
     tick(self, allocator);
-    w.next_tick_ns = now + tick_interval_ns();
+    g_tracer.writer_next_round_ns.store(now + tick_interval_ns(), std::memory_order_relaxed);
   }
   drain(false);
   if (aggregate_mode()) {
@@ -844,27 +843,23 @@ void stop_compressor() {
 bool writer_start_thread(bool with_compressor) {
   // Claimed first: two threads that both find the writer missing start one.
   bool running = false;
-  if (!w.thread_running.compare_exchange_strong(running, true, std::memory_order_acq_rel)) return true;
+  if (!g_tracer.writer_thread_running.compare_exchange_strong(running, true, std::memory_order_acq_rel)) return true;
   w.stop.store(false, std::memory_order_relaxed);
   if (!start_tracer_thread(&w.thread, kWriterStackBytes, writer_main, "memstage-write")) {
-    w.thread_running.store(false, std::memory_order_release);
+    g_tracer.writer_thread_running.store(false, std::memory_order_release);
     return false;
   }
   if (with_compressor) start_compressor();
   return true;
 }
 
-bool writer_running() { return w.thread_running.load(std::memory_order_acquire); }
-
-bool writer_round_due(uint64_t now_monotonic_ns) { return now_monotonic_ns >= w.next_tick_ns; }
-
 void writer_serve_inline(ServePoint point, bool allocator_safe) {
-  if (writer_running()) return;
+  if (writer_thread_running()) return;
   const uint64_t now = monotonic_ns();
   // A wait comes as often as the program likes (an event loop's poll): a round at most
   // once a sampling interval, but before a long sleep always, with what the heap holds now.
   const bool long_wait = point == ServePoint::kLongWait;
-  if ((point == ServePoint::kWait || point == ServePoint::kSleeping) && now < w.next_tick_ns) return;
+  if ((point == ServePoint::kWait || point == ServePoint::kSleeping) && !writer_round_due(now)) return;
   // Never waits: the lock is held by a round this call interrupted (a signal handler's
   // call), or by a fork in progress; the next serve point does the round.
   if (pthread_mutex_trylock(&w.mutex) != 0) return;
@@ -879,17 +874,11 @@ void writer_serve_inline(ServePoint point, bool allocator_safe) {
     const AskAllocator allocator = !outside_signal_handlers() ? AskAllocator::kNever
                                    : long_wait               ? AskAllocator::kNow
                                                              : AskAllocator::kAsDue;
-    if (long_wait) w.next_tick_ns = 0;
+    if (long_wait) g_tracer.writer_next_round_ns.store(0, std::memory_order_relaxed);
     // Written before the program blocks: a kill while it waits loses nothing.
     writer_round(current_thread_state(), true, allocator);
   }
   unlock_writer();
-}
-
-void writer_wake() {
-  // Once: the writer clears the word when it wakes, and until then a wake is pending (the
-  // producers of full rings each ask, many times a drain when many threads allocate).
-  if (w.wake_word.exchange(1, std::memory_order_relaxed) == 0) futex_wake(&w.wake_word, 1);
 }
 
 void writer_flush(bool final, bool from_signal) {
@@ -907,9 +896,9 @@ void writer_flush(bool final, bool from_signal) {
 }
 
 void writer_finish() {
-  if (w.thread_running.exchange(false)) {
+  if (g_tracer.writer_thread_running.exchange(false)) {
     w.stop.store(true, std::memory_order_release);
-    writer_wake();
+    wake_writer();
     pthread_join(w.thread, nullptr);
   }
   writer_flush(true, false);
@@ -928,7 +917,7 @@ void writer_after_fork_parent() { unlock_writer(); }
 void writer_after_fork_child(bool follow) {
   pthread_mutex_init(&w.mutex, nullptr);
   w.mutex_owner.store(0, std::memory_order_relaxed);
-  w.thread_running.store(false, std::memory_order_relaxed);
+  g_tracer.writer_thread_running.store(false, std::memory_order_relaxed);
   // The parent's thread, not the child's; at rest when the parent forked (writer_before_fork).
   compressor.running.store(false, std::memory_order_relaxed);
   compressor.busy.store(0, std::memory_order_relaxed);
@@ -938,7 +927,7 @@ void writer_after_fork_child(bool follow) {
   w.events_at_last_tick = ~0ull;
   // Events numbered before the fork are the parent's to write.
   w.merge.restart(g_tracer.numbers.next.load(std::memory_order_relaxed));
-  w.next_tick_ns = 0;
+  g_tracer.writer_next_round_ns.store(0, std::memory_order_relaxed);
   if (!follow) return;
   // One thread lives on in the child: the writer's rounds run on it until it makes another.
   writer_open(static_cast<uint64_t>(getppid()));

@@ -31,8 +31,6 @@ enum class ServePoint { kCall, kWait, kLongWait, kSleeping };
 // thread runs or a round is already in progress.
 // `allocator_safe` (kSleeping): the caller knows it is outside signal handlers.
 void writer_serve_inline(ServePoint point, bool allocator_safe = false);
-// True when the writer's next tick is due (a wait then does a round).
-bool writer_round_due(uint64_t now_monotonic_ns);
 // Writes everything recorded so far. `final`: the process is ending; nothing more will
 // come, so in-flight gaps are not waited for. Safe to call from any thread; from a
 // signal handler with `from_signal` (then it gives up rather than wait long).
@@ -45,8 +43,8 @@ void writer_finish();
 void writer_before_fork();
 void writer_after_fork_parent();
 void writer_after_fork_child(bool follow);
-// Wakes the writer thread early (a ring is filling, RAM passed the limit).
-void writer_wake();
-bool writer_running();
+// Whether it runs, its wake and when its round is due are the recording core's
+// (recording_core.h: writer_thread_running, wake_writer, writer_round_due): the threads
+// that record read them without calling up into the writer.
 
 }  // namespace memstage::preload

@@ -14,7 +14,7 @@
 
 // 2 MiB: more than the kernel's error in counting RSS here (e2e.py), so a block touched and
 // not counted shows. Under 64 MiB in all: below it every block is a heap high the tracer
-// samples (tracer.cpp, note_live_bytes).
+// samples (sample_records.cpp, note_live_bytes).
 constexpr size_t kBlockSize = 2u << 20;
 constexpr long kBlocks = 24;
 
