@@ -72,21 +72,13 @@ class AddressMap {
   bool grow() {
     // From 16 KiB: a map that stays small (sample mode's few sampled blocks live at once)
     // touches a few pages, not the 1 MiB it started at before.
-    const uint64_t new_capacity = capacity_ ? capacity_ * 2 : 1u << 10;
-    auto* bigger = static_cast<Slot*>(tracer_map_table(new_capacity * sizeof(Slot)));
-    if (!bigger) return false;
-    Slot* old = slots_;
-    const uint64_t old_capacity = capacity_;
-    slots_ = bigger;
-    capacity_ = new_capacity;
-    for (uint64_t i = 0; i < old_capacity; ++i) {
-      if (old[i].address == 0) continue;
-      uint64_t j = slot_of(old[i].address);
-      while (slots_[j].address != 0) j = (j + 1) & (capacity_ - 1);
-      slots_[j] = old[i];
-    }
-    if (old) tracer_unmap_table(old, old_capacity * sizeof(Slot));
-    return true;
+    return grow_table(
+        slots_, capacity_, 1u << 10, [](const Slot& s) { return s.address != 0; },
+        [this](const Slot& s) {
+          uint64_t j = slot_of(s.address);
+          while (slots_[j].address != 0) j = (j + 1) & (capacity_ - 1);
+          slots_[j] = s;
+        });
   }
 
   Slot* slots_ = nullptr;

@@ -75,18 +75,9 @@ class SiteSlots {
   }
 
   bool grow() {
-    const uint64_t new_capacity = capacity_ ? capacity_ * 2 : 1u << 9;
-    auto* bigger = static_cast<Slot*>(tracer_map_table(new_capacity * sizeof(Slot)));
-    if (!bigger) return false;
-    Slot* old = slots_;
-    const uint64_t old_capacity = capacity_;
-    slots_ = bigger;
-    capacity_ = new_capacity;
-    for (uint64_t i = 0; i < old_capacity; ++i) {
-      if (old[i].place_plus_one) put(old[i]);
-    }
-    if (old) tracer_unmap_table(old, old_capacity * sizeof(Slot));
-    return true;
+    return grow_table(
+        slots_, capacity_, 1u << 9, [](const Slot& s) { return s.place_plus_one != 0; },
+        [this](const Slot& s) { put(s); });
   }
 
   Slot* slots_ = nullptr;
