@@ -138,8 +138,22 @@ void stats_alloc_rest(ThreadState* ts, unsigned due) {
 }
 
 void sample_free_rest(ThreadState* ts, void* p, unsigned due) {
+  if (due & kSampledDue) {
+    switch (g_tracer.sampled_blocks.take(reinterpret_cast<uint64_t>(p))) {
+      case SampledBlocks::Taken::kOwn:
+        sampled_free(ts, p);
+        break;
+      case SampledBlocks::Taken::kInherited:
+        // A forked child's free of its parent's block: not the child's heap, nor its free,
+        // as full mode leaves out a free of a block its trace never saw (docs/jobs.md).
+        ts->heap_unfolded_bytes += static_cast<int64_t>(live_block_usable_size(p));
+        ts->frees.store(ts->frees.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+        break;
+      case SampledBlocks::Taken::kNone:
+        break;
+    }
+  }
   if (due & kFoldDue) fold_heap_bytes(ts);
-  if ((due & kSampledDue) && g_tracer.sampled_blocks.take(reinterpret_cast<uint64_t>(p))) sampled_free(ts, p);
 }
 
 void record_alloc(void* p, size_t size, bool from_realloc) {

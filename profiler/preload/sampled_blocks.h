@@ -56,25 +56,37 @@ class SampledBlocks {
     return buckets_[bucket_of(address)].load(std::memory_order_relaxed) != 0;
   }
 
-  // True (and forgotten) when `address` is a sampled block live: its free is recorded.
-  bool take(uint64_t address) {
-    if (__builtin_expect(!may_hold(address), 1)) return false;
+  enum class Taken { kNone, kOwn, kInherited };
+  // Whether `address` is a sampled block live (then forgotten): its free is recorded; and
+  // whether the process inherited it over fork (mark_inherited), its parent's block.
+  Taken take(uint64_t address) {
+    if (__builtin_expect(!may_hold(address), 1)) return Taken::kNone;
     uint32_t slot = hash(address) & (kSlots - 1);
     for (uint32_t probe = 0; probe < kMaxProbes; ++probe, slot = (slot + 1) & (kSlots - 1)) {
       uint64_t held = slots_[slot].load(std::memory_order_relaxed);
-      if (held == kEmpty) return false;
+      if (held == kEmpty) return Taken::kNone;
       // A block is freed once: no other thread takes the same address meanwhile.
-      if (held == address && slots_[slot].compare_exchange_strong(held, kTombstone, std::memory_order_relaxed)) {
+      if ((held & ~kInheritedTag) == address &&
+          slots_[slot].compare_exchange_strong(held, kTombstone, std::memory_order_relaxed)) {
         buckets_[bucket_of(address)].fetch_sub(1, std::memory_order_relaxed);
-        return true;
+        return held & kInheritedTag ? Taken::kInherited : Taken::kOwn;
       }
     }
-    return false;
+    return Taken::kNone;
+  }
+
+  // In a forked child, its only thread: every block sampled so far is its parent's.
+  void mark_inherited() {
+    for (uint32_t slot = 0; slots_ && slot < kSlots; ++slot) {
+      const uint64_t held = slots_[slot].load(std::memory_order_relaxed);
+      if (held != kEmpty && held != kTombstone) slots_[slot].store(held | kInheritedTag, std::memory_order_relaxed);
+    }
   }
 
  private:
   static constexpr uint64_t kEmpty = 0;      // malloc never returns 0 or 1 for a block
   static constexpr uint64_t kTombstone = 1;
+  static constexpr uint64_t kInheritedTag = 2;  // in a block's address, 16-aligned: bits 0-3 are free
   static uint64_t hash(uint64_t address) { return ((address >> 4) * 0x9e3779b97f4a7c15ull) >> 32; }
   // The address's own bits, not a hash: blocks near each other in the heap share the
   // filter's cache lines, and the load's address is two operations away from the block's

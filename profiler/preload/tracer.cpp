@@ -217,9 +217,17 @@ void after_fork_child() {
   g_tracer.rss_sampled_at_live_bytes.store(0);
   g_tracer.allocator_sampled_at_high_ns.store(0);
   g_tracer.allocator_sample_pending.store(false);
-  // The child's heap is the parent's blocks it inherits; the other threads' uncounted
-  // changes are the parent's.
-  g_tracer.heap_high_bytes.store(g_tracer.heap_live_bytes.load());
+  // Stats and sample modes count the child's heap from zero, as full and aggregate modes do:
+  // the blocks it inherits are its parent's, counted there (docs/jobs.md); so are the
+  // uncounted changes of every thread. Sample mode knows its sampled blocks, all those of
+  // the sampling rate or more among them, as the parent's.
+  for (uint32_t i = 0; i < n; ++i) {
+    g_tracer.threads[i]->heap_unfolded_bytes = 0;
+    g_tracer.threads[i]->heap_unfolded_high_bytes = 0;
+  }
+  g_tracer.heap_live_bytes.store(0);
+  g_tracer.heap_high_bytes.store(0);
+  if (sample_mode()) g_tracer.sampled_blocks.mark_inherited();
   set_recording(g_tracer.options.follow_fork);
   writer_after_fork_child(g_tracer.options.follow_fork);
   t_thread.deferred_signal = 0;  // the parent's, caught while it forked

@@ -96,6 +96,24 @@ uint64_t inherited_heap_bytes(const std::vector<std::unique_ptr<TraceFile>>& fil
   return heap;
 }
 
+// Stats and sample modes count a forked child's heap from the fork as every mode does, but
+// know its frees of inherited blocks only where they keep a table of blocks: sample mode's of
+// its sampled blocks (all those of the rate or more), stats mode none. Said once a run.
+void note_inherited_frees(const FirstPass& child, uint64_t inherited, Report& report) {
+  if (!inherited || !child.counts_from_counters()) return;
+  const std::string note = child.stats_mode()
+      ? "stats mode: a forked child's heap counts from the fork (what it inherited is its parent's), but stats mode "
+        "keeps no table of blocks and cannot tell a free of an inherited block from one of the child's own: a child "
+        "that freed some of what it inherited reads that much low, at most what it inherited"
+      : "sample mode: a forked child's heap counts from the fork (what it inherited is its parent's); its frees of "
+        "inherited blocks are told from its own where sample mode kept the block (all blocks of the sampling rate "
+        "or more), so a child that freed smaller inherited blocks reads that much low";
+  for (const std::string& n : report.capture_notes) {
+    if (n == note) return;
+  }
+  report.capture_notes.push_back(note);
+}
+
 // A process whose memory barely goes through malloc (an allocator of its own, like
 // Chromium's PartitionAlloc or Go's runtime, or Python's pymalloc arenas): the heap
 // figures, stacks and leaks do not see it, and a near-zero heap must not read as "uses no
@@ -834,7 +852,11 @@ void add_processes(const Traces& traces, const JobPlan& job, Report& report) {
   }
   report.processes.front().exit_code = report.exit_code;
   warn_of_untraced_execs(report);
-  for (const auto& f : traces.files) warn_if_outside_malloc(*f, inherited_heap_bytes(traces.files, *f), report.warnings);
+  for (const auto& f : traces.files) {
+    const uint64_t inherited = inherited_heap_bytes(traces.files, *f);
+    warn_if_outside_malloc(*f, inherited, report.warnings);
+    note_inherited_frees(f->pass, inherited, report);
+  }
 }
 
 // Each other process's replay to the job's peak, apart and at once; none for a process

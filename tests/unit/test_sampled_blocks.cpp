@@ -28,16 +28,33 @@ std::unique_ptr<SampledBlocks> started_blocks() {
 
 }  // namespace
 
+using Taken = memstage::preload::SampledBlocks::Taken;
+
 TEST_CASE("sampled blocks: an added block is taken once at its free, then forgotten", "[sampled_blocks]") {
   auto blocks = started_blocks();
   const uint64_t block = kHeap + 0x40;
   CHECK_FALSE(blocks->may_hold(block));
-  CHECK_FALSE(blocks->take(block));
+  CHECK(blocks->take(block) == Taken::kNone);
   REQUIRE(blocks->add(block));
   CHECK(blocks->may_hold(block));
-  CHECK(blocks->take(block));
+  CHECK(blocks->take(block) == Taken::kOwn);
   CHECK_FALSE(blocks->may_hold(block));
-  CHECK_FALSE(blocks->take(block));
+  CHECK(blocks->take(block) == Taken::kNone);
+}
+
+TEST_CASE("sampled blocks: in a forked child, the blocks sampled before the fork are taken as inherited",
+          "[sampled_blocks]") {
+  auto blocks = started_blocks();
+  const uint64_t parents = kHeap + 0x40, also_parents = parents + kSameBucketStride, childs = kHeap + 0x80;
+  REQUIRE(blocks->add(parents));
+  REQUIRE(blocks->add(also_parents));
+  blocks->mark_inherited();
+  REQUIRE(blocks->add(childs));
+  CHECK(blocks->take(also_parents) == Taken::kInherited);
+  CHECK(blocks->take(childs) == Taken::kOwn);
+  CHECK(blocks->take(parents) == Taken::kInherited);
+  CHECK(blocks->take(parents) == Taken::kNone);
+  CHECK_FALSE(blocks->may_hold(parents));
 }
 
 TEST_CASE("sampled blocks: blocks sharing a bucket are each found, and a stranger in it is not", "[sampled_blocks]") {
@@ -49,10 +66,10 @@ TEST_CASE("sampled blocks: blocks sharing a bucket are each found, and a strange
   REQUIRE(blocks->add(second));
   // The filter cannot tell the stranger apart; the table can.
   CHECK(blocks->may_hold(stranger));
-  CHECK_FALSE(blocks->take(stranger));
-  CHECK(blocks->take(second));
+  CHECK(blocks->take(stranger) == Taken::kNone);
+  CHECK(blocks->take(second) == Taken::kOwn);
   CHECK(blocks->may_hold(first));
-  CHECK(blocks->take(first));
+  CHECK(blocks->take(first) == Taken::kOwn);
   CHECK_FALSE(blocks->may_hold(first));
   CHECK_FALSE(blocks->may_hold(second));
 }
@@ -68,7 +85,7 @@ TEST_CASE("sampled blocks: a slot freed by a take is used again", "[sampled_bloc
       ++refused;
       continue;
     }
-    if (!blocks->take(block)) FAIL("block " << block << " added but not taken");
+    if (blocks->take(block) != Taken::kOwn) FAIL("block " << block << " added but not taken");
   }
   CHECK(refused == 0);
 }
@@ -88,7 +105,7 @@ TEST_CASE("sampled blocks: a full table refuses blocks, and loses none it took",
   CHECK(refused >= 4096);
   CHECK(added.size() <= SampledBlocks::kSlots);
   for (uint64_t block : added) {
-    if (!blocks->take(block)) FAIL("block " << block << " added but not taken");
+    if (blocks->take(block) != Taken::kOwn) FAIL("block " << block << " added but not taken");
   }
   for (uint64_t block : added) {
     if (blocks->may_hold(block)) FAIL("block " << block << "'s bucket still counts after every take");
@@ -106,7 +123,7 @@ TEST_CASE("sampled blocks: threads adding and taking at once leave every bucket 
       // Each thread its own blocks, interleaved with the others' in the same buckets.
       for (uint64_t i = 0; i < kRounds; ++i) {
         const uint64_t block = kHeap + ((i % 512) * kThreads + t) * kSameBucketStride / 64;
-        if (blocks->add(block) && !blocks->take(block)) ++lost[t];
+        if (blocks->add(block) && blocks->take(block) != Taken::kOwn) ++lost[t];
       }
     });
   }

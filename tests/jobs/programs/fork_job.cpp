@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   truth.add("parent_pid", getpid());
   truth.add_u("inherited_bytes", kBlocks * kMiB);
   truth.add_u("job_heap_bytes", kBlocks * kMiB + kWorkers * kWorkerBytes);
+  truth.add_u("inherited_freed_bytes", kWorkers * kFreedByWorker * kMiB);
   truth.write_to(truth_file);
   return 0;
 }
