@@ -689,17 +689,13 @@ StageReport stage_report(const FirstPass& pass, size_t i, const std::string& pat
     f.allocations = own_counters[i].allocations;
     f.frees = own_counters[i].frees;
     f.bytes_allocated = own_counters[i].bytes_allocated;
-  }
-  if (pass.sample_mode()) {
-    // Estimated from the samples.
-    f.leaked_bytes = s.leaked_bytes;
-    f.leaked_blocks = s.leaked_blocks;
-    r.retained_bytes = s.retained_bytes;
-  } else if (!pass.counts_from_counters()) {
+  } else {
     f.allocations = s.allocations;
     f.frees = s.frees;
     f.bytes_allocated = s.bytes_allocated;
     f.temporary_allocations = s.temporary_allocations;
+  }
+  if (!pass.stats_mode()) {  // blocks are followed (sample mode: estimated from the samples)
     f.leaked_bytes = s.leaked_bytes;
     f.leaked_blocks = s.leaked_blocks;
     r.retained_bytes = s.retained_bytes;
