@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "profiler/preload/tracer_memory.h"
+#include "profiler/preload/probed_slots.h"
 
 namespace memstage::preload {
 
@@ -15,75 +15,54 @@ class AddressMap {
  public:
   // Records that `address` holds a block described by `index`, replacing what it held before.
   void put(uint64_t address, const Value& index) {
-    if ((count_ + 1) * 4 > capacity_ * 3 && !grow()) return;
-    uint64_t i = slot_of(address);
-    while (slots_[i].address != 0 && slots_[i].address != address) i = (i + 1) & (capacity_ - 1);
-    if (slots_[i].address == 0) ++count_;
-    slots_[i] = Slot{address, index};
+    if (!slots_.make_room()) return;
+    uint64_t i = home_of(address, slots_.mask());
+    while (slots_[i].address != 0 && slots_[i].address != address) i = slots_.next(i);
+    if (slots_[i].address == 0) {
+      slots_.fill(i, Slot{address, index});
+    } else {
+      slots_[i].index = index;
+    }
   }
 
   // What the block at `address` is, removed from the map; false if unknown.
   bool take(uint64_t address, Value& index) {
-    if (capacity_ == 0) return false;
-    uint64_t i = slot_of(address);
+    if (slots_.capacity() == 0) return false;
+    uint64_t i = home_of(address, slots_.mask());
     while (slots_[i].address != address) {
       if (slots_[i].address == 0) return false;
-      i = (i + 1) & (capacity_ - 1);
+      i = slots_.next(i);
     }
     index = slots_[i].index;
-    // Backward-shift deletion keeps every probe chain unbroken without tombstones.
-    uint64_t hole = i;
-    for (uint64_t j = (i + 1) & (capacity_ - 1); slots_[j].address != 0; j = (j + 1) & (capacity_ - 1)) {
-      const uint64_t home = slot_of(slots_[j].address);
-      const bool movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
-      if (movable) {
-        slots_[hole] = slots_[j];
-        hole = j;
-      }
-    }
-    slots_[hole] = Slot{0, {}};
-    --count_;
+    slots_.remove(i);
     return true;
   }
 
-  uint64_t size() const { return count_; }
+  uint64_t size() const { return slots_.size(); }
 
   // Starts fetching the slot where `address` is put or taken soon (their cache miss).
   void prefetch(uint64_t address) const {
-    if (capacity_) prefetch_line(&slots_[slot_of(address)]);
+    if (slots_.capacity()) prefetch_line(&slots_[home_of(address, slots_.mask())]);
   }
 
-  void clear() {
-    if (slots_) tracer_unmap_table(slots_, capacity_ * sizeof(Slot));
-    slots_ = nullptr;
-    capacity_ = count_ = 0;
-  }
+  void clear() { slots_.clear(); }
 
  private:
   struct Slot {
     uint64_t address;  // 0: empty (malloc never returns 0 for a live block)
     Value index;
   };
-
-  uint64_t slot_of(uint64_t address) const {
-    return ((address >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (capacity_ - 1);
+  static uint64_t home_of(uint64_t address, uint64_t mask) {
+    return ((address >> 4) * 0x9e3779b97f4a7c15ull >> 20) & mask;
   }
+  struct Traits {
+    static bool used(const Slot& s) { return s.address != 0; }
+    static uint64_t home(const Slot& s, uint64_t mask) { return home_of(s.address, mask); }
+  };
 
-  bool grow() {
-    // From 16 KiB: a map that stays small (sample mode's few sampled blocks live at once)
-    // touches a few pages, not the 1 MiB it started at before.
-    return grow_table(
-        slots_, capacity_, 1u << 10, [](const Slot& s) { return s.address != 0; },
-        [this](const Slot& s) {
-          uint64_t j = slot_of(s.address);
-          while (slots_[j].address != 0) j = (j + 1) & (capacity_ - 1);
-          slots_[j] = s;
-        });
-  }
-
-  Slot* slots_ = nullptr;
-  uint64_t capacity_ = 0;
-  uint64_t count_ = 0;
+  // From 16 KiB: a map that stays small (sample mode's few sampled blocks live at once)
+  // touches a few pages, not the 1 MiB it started at before.
+  ProbedSlots<Slot, Traits, 1u << 10> slots_;
 };
 
 using AddressIndex = AddressMap<uint64_t>;

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "profiler/preload/tracer_memory.h"
+#include "profiler/preload/probed_slots.h"
 
 namespace memstage::preload {
 
@@ -21,8 +21,8 @@ class SiteSlots {
   // The place of the site with this hash for which `same(place)` holds, or UINT32_MAX.
   template <class Same>
   uint32_t find(uint32_t hash, Same same) const {
-    if (capacity_ == 0) return UINT32_MAX;
-    for (uint64_t i = hash & (capacity_ - 1); slots_[i].place_plus_one; i = (i + 1) & (capacity_ - 1)) {
+    if (slots_.capacity() == 0) return UINT32_MAX;
+    for (uint64_t i = hash & slots_.mask(); slots_[i].place_plus_one; i = slots_.next(i)) {
       if (slots_[i].hash == hash && same(slots_[i].place_plus_one - 1)) return slots_[i].place_plus_one - 1;
     }
     return UINT32_MAX;
@@ -30,59 +30,35 @@ class SiteSlots {
 
   // A site not in it yet; false when out of memory.
   bool insert(uint32_t hash, uint32_t place) {
-    if ((count_ + 1) * 4 > capacity_ * 3 && !grow()) return false;
-    put(Slot{place + 1, hash});
-    ++count_;
+    if (!slots_.make_room()) return false;
+    uint64_t i = hash & slots_.mask();
+    while (slots_[i].place_plus_one) i = slots_.next(i);
+    slots_.fill(i, Slot{place + 1, hash});
     return true;
   }
 
   void erase(uint32_t hash, uint32_t place) {
-    uint64_t i = hash & (capacity_ - 1);
+    if (slots_.capacity() == 0) return;
+    uint64_t i = hash & slots_.mask();
     while (slots_[i].place_plus_one != place + 1) {
       if (!slots_[i].place_plus_one) return;
-      i = (i + 1) & (capacity_ - 1);
+      i = slots_.next(i);
     }
-    // Backward-shift deletion, as address_index.h: no tombstones.
-    uint64_t hole = i;
-    for (uint64_t j = (i + 1) & (capacity_ - 1); slots_[j].place_plus_one; j = (j + 1) & (capacity_ - 1)) {
-      const uint64_t home = slots_[j].hash & (capacity_ - 1);
-      const bool movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
-      if (movable) {
-        slots_[hole] = slots_[j];
-        hole = j;
-      }
-    }
-    slots_[hole] = Slot{0, 0};
-    --count_;
+    slots_.remove(i);
   }
 
-  void clear() {
-    if (slots_) tracer_unmap_table(slots_, capacity_ * sizeof(Slot));
-    slots_ = nullptr;
-    capacity_ = count_ = 0;
-  }
+  void clear() { slots_.clear(); }
 
  private:
   struct Slot {
     uint32_t place_plus_one;  // 0: empty
     uint32_t hash;
   };
-
-  void put(Slot slot) {
-    uint64_t i = slot.hash & (capacity_ - 1);
-    while (slots_[i].place_plus_one) i = (i + 1) & (capacity_ - 1);
-    slots_[i] = slot;
-  }
-
-  bool grow() {
-    return grow_table(
-        slots_, capacity_, 1u << 9, [](const Slot& s) { return s.place_plus_one != 0; },
-        [this](const Slot& s) { put(s); });
-  }
-
-  Slot* slots_ = nullptr;
-  uint64_t capacity_ = 0;
-  uint64_t count_ = 0;
+  struct Traits {
+    static bool used(const Slot& s) { return s.place_plus_one != 0; }
+    static uint64_t home(const Slot& s, uint64_t mask) { return s.hash & mask; }
+  };
+  ProbedSlots<Slot, Traits, 1u << 9> slots_;
 };
 
 }  // namespace memstage::preload

@@ -28,24 +28,6 @@ void* tracer_map_table(size_t bytes);
 void tracer_unmap_table(void* p, size_t bytes);
 // The bytes tracer_map_table(bytes) maps (all of which its 2 MiB pages make resident).
 size_t tracer_table_mapped_bytes(size_t bytes);
-// An open-addressing table's growth (the tracer's tables grow alike): `slots` replaced by
-// one twice as large (`first_capacity` slots at first), each old slot `used` placed again by
-// `place`, which sees the new table; false, nothing changed, when no memory is left.
-template <class Slot, class Used, class Place>
-bool grow_table(Slot*& slots, uint64_t& capacity, uint64_t first_capacity, Used used, Place place) {
-  const uint64_t new_capacity = capacity ? capacity * 2 : first_capacity;
-  auto* bigger = static_cast<Slot*>(tracer_map_table(new_capacity * sizeof(Slot)));
-  if (!bigger) return false;
-  Slot* old = slots;
-  const uint64_t old_capacity = capacity;
-  slots = bigger;
-  capacity = new_capacity;
-  for (uint64_t i = 0; i < old_capacity; ++i) {
-    if (used(old[i])) place(old[i]);
-  }
-  if (old) tracer_unmap_table(old, old_capacity * sizeof(Slot));
-  return true;
-}
 // Zeroed pages in place of the whole pages at `address` (the tracer's own, as a static page
 // of its library); false on failure.
 bool tracer_map_at(void* address, size_t bytes);

@@ -1,0 +1,80 @@
+// The slots of the tracer's open-addressing tables (address_index.h, site_slots.h): in the
+// tracer's own memory (tracer_map_table), probed linearly from each slot's home, emptied by
+// backward shift (no tombstones: every probe chain stays unbroken), twice the size once
+// three quarters full. `Traits::used(slot)` says whether a slot holds anything (an empty
+// one is a value-initialized Slot) and `Traits::home(slot, mask)` where its probe starts.
+// Writer thread only.
+#pragma once
+
+#include <cstdint>
+
+#include "profiler/preload/tracer_memory.h"
+
+namespace memstage::preload {
+
+template <class Slot, class Traits, uint64_t kFirstCapacity>
+class ProbedSlots {
+ public:
+  uint64_t size() const { return count_; }
+  uint64_t capacity() const { return capacity_; }
+  uint64_t mask() const { return capacity_ - 1; }
+  uint64_t next(uint64_t i) const { return (i + 1) & mask(); }
+  Slot& operator[](uint64_t i) { return slots_[i]; }
+  const Slot& operator[](uint64_t i) const { return slots_[i]; }
+
+  // Room for one slot more, grown when three quarters are used; false when out of memory.
+  bool make_room() { return (count_ + 1) * 4 <= capacity_ * 3 || grow(); }
+
+  // Puts `slot` in the empty index `i`, found by probing from its home.
+  void fill(uint64_t i, const Slot& slot) {
+    slots_[i] = slot;
+    ++count_;
+  }
+
+  // Empties index `i`: a later slot of its chain whose home lies at or before the hole moves
+  // back into it, and the hole moves on to where it was.
+  void remove(uint64_t i) {
+    uint64_t hole = i;
+    for (uint64_t j = next(i); Traits::used(slots_[j]); j = next(j)) {
+      const uint64_t home = Traits::home(slots_[j], mask());
+      const bool movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
+      if (movable) {
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole] = Slot{};
+    --count_;
+  }
+
+  void clear() {
+    if (slots_) tracer_unmap_table(slots_, capacity_ * sizeof(Slot));
+    slots_ = nullptr;
+    capacity_ = count_ = 0;
+  }
+
+ private:
+  bool grow() {
+    const uint64_t new_capacity = capacity_ ? capacity_ * 2 : kFirstCapacity;
+    auto* bigger = static_cast<Slot*>(tracer_map_table(new_capacity * sizeof(Slot)));
+    if (!bigger) return false;
+    Slot* old = slots_;
+    const uint64_t old_capacity = capacity_;
+    slots_ = bigger;
+    capacity_ = new_capacity;
+    for (uint64_t i = 0; i < old_capacity; ++i) {
+      if (!Traits::used(old[i])) continue;
+      uint64_t j = Traits::home(old[i], mask());
+      while (Traits::used(slots_[j])) j = next(j);
+      slots_[j] = old[i];
+    }
+    if (old) tracer_unmap_table(old, old_capacity * sizeof(Slot));
+    return true;
+  }
+
+  Slot* slots_ = nullptr;
+  uint64_t capacity_ = 0;
+  uint64_t count_ = 0;
+};
+
+}  // namespace memstage::preload
