@@ -21,6 +21,7 @@
 #include "reports/render/export/pprof.h"
 #include "reports/render/html/render_html.h"
 #include "reports/render/json/json_report.h"
+#include "reports/render/model_json.h"
 #include "reports/render/text/terminal_text.h"
 #include "reports/render/text/text_report.h"
 
@@ -37,13 +38,7 @@ std::string run_info_json(const reports::RunInfo& run) {
   j["duration_s"] = run.duration_s;
   if (run.max_rss_bytes) j["max_rss_bytes"] = *run.max_rss_bytes;
   if (run.ram_limit_bytes) j["ram_limit_bytes"] = *run.ram_limit_bytes;
-  if (run.oom_kill) {
-    const auto& o = *run.oom_kill;
-    j["oom_kill"] = {{"cgroup", o.cgroup},
-                     {"cgroup_version", o.cgroup_version},
-                     {"limit_bytes", o.limit_bytes ? nlohmann::ordered_json(*o.limit_bytes) : nlohmann::ordered_json(nullptr)},
-                     {"processes_killed", o.processes_killed}};
-  }
+  if (run.oom_kill) j["oom_kill"] = reports::model_json::oom_kill_json<nlohmann::ordered_json>(run.oom_kill);
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 

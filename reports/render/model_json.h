@@ -180,6 +180,17 @@ Json python_json(const std::optional<PythonRun>& python) {
   return python ? Json{{"version", python->version}, {"allocator", python->allocator}} : Json(nullptr);
 }
 
+// The OOM killer's work: in report.json, and in run.json, where memstage run keeps it for the
+// reports made later.
+template <class Json>
+Json oom_kill_json(const std::optional<OomKill>& oom) {
+  if (!oom) return nullptr;
+  return Json{{"cgroup", oom->cgroup},
+              {"cgroup_version", oom->cgroup_version},
+              {"limit_bytes", oom->limit_bytes ? Json(*oom->limit_bytes) : Json(nullptr)},
+              {"processes_killed", oom->processes_killed}};
+}
+
 template <class Json>
 Json sampling_json(const std::optional<SamplingReport>& s) {
   if (!s) return nullptr;

@@ -123,11 +123,7 @@ void add_run(Json& j, const Report& r) {
   j["command"] = r.command;
   j["exit_code"] = r.exit_code ? Json(*r.exit_code) : Json(nullptr);
   j["signal"] = r.signal ? Json(*r.signal) : Json(nullptr);
-  j["oom_kill"] = r.oom_kill ? Json{{"cgroup", r.oom_kill->cgroup},
-                                    {"cgroup_version", r.oom_kill->cgroup_version},
-                                    {"limit_bytes", r.oom_kill->limit_bytes ? Json(*r.oom_kill->limit_bytes) : Json(nullptr)},
-                                    {"processes_killed", r.oom_kill->processes_killed}}
-                             : Json(nullptr);
+  j["oom_kill"] = oom_kill_json<Json>(r.oom_kill);
   j["duration_s"] = r.duration_s;
   j["allocator"] = r.allocator;
   j["mode"] = r.mode;
