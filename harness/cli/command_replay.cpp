@@ -29,6 +29,7 @@ struct ReplayFlags {
   std::string allocators = "glibc";
   unsigned repeat = 3;
   std::string output_dir;
+  TuningFlags tuning;
 };
 
 // The replayer, beside this binary (bin/), as installed and in the build tree.
@@ -70,6 +71,10 @@ std::vector<std::string> replay_notes(const std::string& trace, const replay::Co
 }
 
 int replay(const ReplayFlags& flags) {
+  CompareFlags compare;
+  compare.allocators = flags.allocators;
+  compare.tuning = flags.tuning;
+  allocator_choices(compare);  // a malformed --tune is said before the trace is converted
   const std::string trace = trace_of(flags.run);
   const std::string replayer = find_replayer();
   const std::string out_dir =
@@ -89,9 +94,7 @@ int replay(const ReplayFlags& flags) {
           trace.c_str(), static_cast<unsigned long long>(summary.allocations),
           static_cast<unsigned long long>(summary.frees), static_cast<unsigned long long>(summary.reallocs),
           summary.slots);
-  CompareFlags compare;
   compare.notes = replay_notes(trace, summary);
-  compare.allocators = flags.allocators;
   compare.repeat = flags.repeat;
   compare.output_dir = out_dir;
   compare.command = {replayer, ops};
@@ -111,8 +114,12 @@ void register_replay(CLI::App& app, CommandAction& action) {
   cmd->add_option("--repeat", flags->repeat, "Stats-mode replays per allocator, for time")
       ->check(number_in(1, 1000))
       ->capture_default_str();
+  add_tuning_options(cmd, flags->tuning);
   cmd->add_option("-o,--output", flags->output_dir, "Folder for the replays and compare.json/html (default memstage.replay.PID)");
-  cmd->callback([flags, &action] { action = [flags] { return replay(*flags); }; });
+  cmd->callback([cmd, flags, &action] {
+    read_tuning_options(cmd, flags->tuning);
+    action = [flags] { return replay(*flags); };
+  });
 }
 
 }  // namespace memstage::harness
