@@ -15,6 +15,8 @@
 #include "harness/cli/number_range.h"
 #include "harness/cli/report_files.h"
 #include "harness/files/output_files.h"
+#include "harness/files/report_figures.h"
+#include "harness/files/report_json.h"
 #include "harness/replay/replay_ops.h"
 #include "reports/analysis/analyzer.h"
 
@@ -30,6 +32,7 @@ struct ReplayFlags {
   unsigned repeat = 3;
   std::string output_dir;
   TuningFlags tuning;
+  bool heap_only = false;  // --heap-only: the program's memory outside its heap not held
 };
 
 // The replayer, beside this binary (bin/), as installed and in the build tree.
@@ -58,14 +61,51 @@ std::string trace_of(const std::string& run) {
   throw CliError(fmt::format("replay: {} holds {} traces: give the one to replay (one process's)", run, traces.size()));
 }
 
+// The program's RSS outside its heap at its heap's peak: its RSS less its allocator's resident
+// memory and the tracer's, from the run's report.json. Only for a run's folder of one
+// process (a job's report sums its processes); nullopt, with why, otherwise.
+std::optional<uint64_t> program_non_heap_bytes(const std::string& run, std::string& why_not) {
+  std::error_code ec;
+  if (!fs::is_directory(run, ec) || reports::find_traces(run).size() != 1) {
+    why_not = "a trace given alone, or a run of several processes";
+    return std::nullopt;
+  }
+  try {
+    const files::ReportFigures figures = files::read_figures(files::read_report_json(run), run + "/report.json");
+    const auto rss = figures.totals[files::Figure::kBreakdownRssBytes];
+    const auto resident = figures.totals[files::Figure::kAllocatorResidentBytes];
+    const auto tracer = figures.totals[files::Figure::kTracerBytes].value_or(0);
+    if (rss && resident && *rss > *resident + tracer) return static_cast<uint64_t>(*rss - *resident - tracer);
+    why_not = rss && resident ? run + "/report.json's RSS at the heap's peak is no more than its allocator's and the "
+                                      "tracer's memory (sampled apart)"
+                              : run + "/report.json has no RSS breakdown at the heap's peak";
+  } catch (const files::ReportFileError& e) {
+    why_not = e.what();
+  }
+  return std::nullopt;
+}
+
+// What the RSS figures hold beside the heap, said with its figure.
+std::string non_heap_note(const std::optional<uint64_t>& non_heap_bytes, const std::string& why_not) {
+  if (non_heap_bytes) {
+    return fmt::format("held beside the heap: the program's memory outside it, {} bytes (its RSS less its allocator's "
+                       "resident memory and the tracer's, at its heap's peak, from the run's report.json), as pages "
+                       "touched from the replay's start, less the replayer's own RSS then: each peak RSS here is an "
+                       "estimate of the program's under that allocator (--heap-only leaves it out)",
+                       *non_heap_bytes);
+  }
+  return "not held: the program's memory outside malloc (its code and libraries, mapped files, thread stacks, its "
+         "own pools; " + why_not + "), so each peak RSS here is the heap's share of the program's";
+}
+
 // What a replay reproduces and what not, said with its figures.
-std::vector<std::string> replay_notes(const std::string& trace, const replay::ConversionSummary& summary) {
-  return {
+std::vector<std::string> replay_notes(const std::string& trace, const replay::ConversionSummary& summary,
+                                      const std::string& non_heap) {
+  return {non_heap,
       fmt::format("replayed: {}'s {} allocations, {} frees and {} reallocs, in their order, by one thread, each block "
                   "written whole once when allocated (the replay's heap figures are the program's)",
                   trace, summary.allocations, summary.frees, summary.reallocs),
-      "not replayed: the program's memory outside malloc (its code and libraries, mapped files, thread stacks, "
-      "its own pools), so each peak RSS here is the heap's share of the program's; its threads (per-thread "
+      "not replayed: its threads (per-thread "
       "arenas and caches are not exercised); its addresses (a free takes the block of its size, stack and stage "
       "allocated last); calloc's zeroed pages and aligned allocations (replayed as malloc)"};
 }
@@ -94,10 +134,13 @@ int replay(const ReplayFlags& flags) {
           trace.c_str(), static_cast<unsigned long long>(summary.allocations),
           static_cast<unsigned long long>(summary.frees), static_cast<unsigned long long>(summary.reallocs),
           summary.slots);
-  compare.notes = replay_notes(trace, summary);
+  std::string why_not = "--heap-only";
+  const std::optional<uint64_t> non_heap = flags.heap_only ? std::nullopt : program_non_heap_bytes(flags.run, why_not);
+  compare.notes = replay_notes(trace, summary, non_heap_note(non_heap, why_not));
   compare.repeat = flags.repeat;
   compare.output_dir = out_dir;
   compare.command = {replayer, ops};
+  if (non_heap) compare.command.push_back(std::to_string(*non_heap));
   return run_compare(compare);
 }
 
@@ -115,6 +158,9 @@ void register_replay(CLI::App& app, CommandAction& action) {
       ->check(number_in(1, 1000))
       ->capture_default_str();
   add_tuning_options(cmd, flags->tuning);
+  cmd->add_flag("--heap-only", flags->heap_only,
+                "Replay the heap alone: without the program's memory outside it (measured in the run's report), "
+                "each peak RSS is the heap's share");
   cmd->add_option("-o,--output", flags->output_dir, "Folder for the replays and compare.json/html (default memstage.replay.PID)");
   cmd->callback([cmd, flags, &action] {
     read_tuning_options(cmd, flags->tuning);

@@ -1,4 +1,4 @@
-// memstage-replayer OPS_FILE: runs a recorded allocation sequence (replay_ops.h) through
+// memstage-replayer OPS_FILE [NON_HEAP_BYTES]: runs a recorded allocation sequence (replay_ops.h) through
 // whatever malloc this process has: glibc's, or the allocator `memstage replay` preloads,
 // under `memstage run` like any program (so each allocator's run is measured and reported
 // as `memstage compare` measures one). Links no allocator of its own, and calls malloc for
@@ -110,10 +110,32 @@ Names read_names(const Mapped& file, size_t at) {
   return Names{names, count};
 }
 
+// This process's resident bytes now (/proc/self/statm's second field, in pages).
+uint64_t resident_bytes() {
+  char text[128] = {};
+  const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const ssize_t n = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  const char* resident = strchr(text, ' ');
+  return resident ? strtoull(resident + 1, nullptr, 10) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
+}
+
+// The program's memory outside its heap (code, libraries, stacks: what `memstage replay`
+// read from the run's report), held from the start as touched pages outside malloc, less
+// what this process holds already, so that its peak RSS compares with the program's.
+void hold_non_heap(uint64_t program_non_heap_bytes) {
+  const uint64_t own_bytes = resident_bytes();
+  if (program_non_heap_bytes <= own_bytes) return;
+  const size_t bytes = program_non_heap_bytes - own_bytes;
+  touch(map_zeroed(bytes), bytes);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) fail("usage: memstage-replayer OPS_FILE (written by memstage replay)");
+  if (argc != 2 && argc != 3) fail("usage: memstage-replayer OPS_FILE [NON_HEAP_BYTES] (written by memstage replay)");
   const Mapped file = map_file(argv[1]);
   OpsHeader header;
   memcpy(&header, file.bytes, sizeof(header));
@@ -125,6 +147,7 @@ int main(int argc, char** argv) {
   if (ops_end > file.size) fail("truncated: ", argv[1]);
   const Names names = read_names(file, ops_end);
   void** blocks = static_cast<void**>(map_zeroed((header.slots + 1) * sizeof(void*)));
+  if (argc == 3) hold_non_heap(strtoull(argv[2], nullptr, 10));
   const Stages stages;
   const auto* ops = reinterpret_cast<const Op*>(file.bytes + sizeof(OpsHeader));
   size_t released_bytes = 0;

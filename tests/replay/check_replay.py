@@ -9,6 +9,11 @@ posix_memalign; blocks freed by another thread. Each scenario is one test replay
   what a replay leaves out, and each replay's heap is the run's, the run's peak and every
   stage's peak to the byte (under jemalloc plus the 72,704 bytes of the pool libstdc++ makes
   at its start, which libjemalloc loads and the replayer does not).
+- non_heap: by default the replayer holds the program's memory outside its heap (its RSS
+  less its allocator's resident memory and the tracer's, from the run's report.json; a Python
+  program's, where that is most of its RSS), said in
+  the notes with that figure, and its peak RSS is higher than with --heap-only, whose notes
+  say the figures are the heap's share; the heap's peak the same in both.
 - refusals: a stats-mode run, and a file that is not a trace: one line, exit 2.
 - tune_environment: each --tune is one more subject, named by its allocator and settings,
   and its settings reach the replayer and only it: jemalloc's stats (stats_print) say
@@ -73,6 +78,35 @@ def scenario_against_run(a):
         want = {path: peak + extra for path, peak in stage_peaks(original).items()}
         check(stage_peaks(replayed) == want, "%s: every stage's peak heap: %r, the run's %r"
               % (subject["name"], stage_peaks(replayed), want))
+
+
+def replay_subject(a, recorded, out, *flags):
+    p = run([a.memstage, "replay", recorded, "--allocators", "glibc", "--repeat", "1", "-o", out] + list(flags))
+    check(p.returncode == 0, "memstage replay %s: exit %d, %s" % (" ".join(flags), p.returncode, p.stderr[-800:]))
+    compare = json.load(open(os.path.join(out, "compare.json")))
+    return compare, compare["subjects"][0]
+
+
+@scenario
+def scenario_non_heap(a):
+    # A Python program: its interpreter and libraries are much of its RSS; its heap peaks at
+    # the end, once they are all loaded (an 8 MiB bytearray, each page written).
+    recorded = os.path.join(a.work, "run")
+    p = run([a.memstage, "run", "-q", "--mode", "full", "-o", recorded, "--", sys.executable, "-c",
+             "import json, decimal, email.parser; b = bytearray(8 << 20); b[::4096] = b'x' * 2048"])
+    check(p.returncode == 0, "memstage run of python: %s" % p.stderr[-500:])
+    breakdown = read_report(os.path.join(recorded, "report.json"))["totals"]["rss_breakdown"]
+    non_heap = breakdown["rss_bytes"] - breakdown["allocator_resident_bytes"] - breakdown["tracer_bytes"]
+    held, held_subject = replay_subject(a, recorded, os.path.join(a.work, "held"))
+    alone, alone_subject = replay_subject(a, recorded, os.path.join(a.work, "alone"), "--heap-only")
+    check(any(n.startswith("held beside the heap") and str(non_heap) in n for n in held["notes"]),
+          "the notes give the program's non-heap RSS, %d bytes: %r" % (non_heap, held["notes"]))
+    check(any(n.startswith("not held") and "heap's share" in n for n in alone["notes"]),
+          "--heap-only: the notes say the figures are the heap's share: %r" % alone["notes"])
+    rss = [s["totals"]["stats_peak_rss_bytes"]["median"] for s in (held_subject, alone_subject)]
+    check(rss[0] > rss[1], "the peak RSS with the non-heap memory held, %d, above the heap's alone, %d" % tuple(rss))
+    heaps = [s["totals"]["memory"]["peak_heap_bytes"] for s in (held_subject, alone_subject)]
+    check(heaps[0] == heaps[1], "the heap's peak the same: %r" % heaps)
 
 
 @scenario
