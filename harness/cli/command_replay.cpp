@@ -2,10 +2,14 @@
 // allocation sequence run again under each allocator (harness/replay), measured and written
 // as memstage compare writes its comparison (compare.json and compare.html), without the
 // program, its data or its machine.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <memory>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -85,12 +89,42 @@ std::optional<uint64_t> program_non_heap_bytes(const std::string& run, std::stri
   return std::nullopt;
 }
 
+// The replayer's own RSS before any op, untraced and under glibc: what the program's memory
+// outside its heap is held less of (an allocator's library and start-up are then in both).
+uint64_t replayer_own_bytes(const std::string& replayer) {
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) throw CliError("replay: cannot make a pipe");
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e; ++e) {
+    if (!std::string_view(*e).starts_with("LD_PRELOAD=")) env_text.emplace_back(*e);
+  }
+  std::vector<char*> envp;
+  for (std::string& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string path = replayer, flag = "--resident";
+  char* argv[] = {path.data(), flag.data(), nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(out[1]);
+  char text[64] = {};
+  const ssize_t n = spawned == 0 ? read(out[0], text, sizeof(text) - 1) : -1;
+  close(out[0]);
+  int status = 0;
+  if (spawned == 0) waitpid(pid, &status, 0);
+  if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) throw CliError("replay: cannot run " + replayer + " --resident");
+  return strtoull(text, nullptr, 10);
+}
+
 // What the RSS figures hold beside the heap, said with its figure.
 std::string non_heap_note(const std::optional<uint64_t>& non_heap_bytes, const std::string& why_not) {
   if (non_heap_bytes) {
     return fmt::format("held beside the heap: the program's memory outside it, {} bytes (its RSS less its allocator's "
                        "resident memory and the tracer's, at its heap's peak, from the run's report.json), as pages "
-                       "touched from the replay's start, less the replayer's own RSS then: each peak RSS here is an "
+                       "touched from the replay's start, less the replayer's own RSS under glibc: each peak RSS here is an "
                        "estimate of the program's under that allocator (--heap-only leaves it out)",
                        *non_heap_bytes);
   }
@@ -140,7 +174,10 @@ int replay(const ReplayFlags& flags) {
   compare.repeat = flags.repeat;
   compare.output_dir = out_dir;
   compare.command = {replayer, ops};
-  if (non_heap) compare.command.push_back(std::to_string(*non_heap));
+  if (non_heap) {
+    const uint64_t own_bytes = replayer_own_bytes(replayer);
+    compare.command.push_back(std::to_string(*non_heap > own_bytes ? *non_heap - own_bytes : 0));
+  }
   return run_compare(compare);
 }
 

@@ -1,4 +1,4 @@
-// memstage-replayer OPS_FILE [NON_HEAP_BYTES]: runs a recorded allocation sequence (replay_ops.h) through
+// memstage-replayer OPS_FILE [HOLD_BYTES] | --resident: runs a recorded allocation sequence (replay_ops.h) through
 // whatever malloc this process has: glibc's, or the allocator `memstage replay` preloads,
 // under `memstage run` like any program (so each allocator's run is measured and reported
 // as `memstage compare` measures one). Links no allocator of its own, and calls malloc for
@@ -122,20 +122,22 @@ uint64_t resident_bytes() {
   return resident ? strtoull(resident + 1, nullptr, 10) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
-// The program's memory outside its heap (code, libraries, stacks: what `memstage replay`
-// read from the run's report), held from the start as touched pages outside malloc, less
-// what this process holds already, so that its peak RSS compares with the program's.
-void hold_non_heap(uint64_t program_non_heap_bytes) {
-  const uint64_t own_bytes = resident_bytes();
-  if (program_non_heap_bytes <= own_bytes) return;
-  const size_t bytes = program_non_heap_bytes - own_bytes;
-  touch(map_zeroed(bytes), bytes);
+// The program's memory outside its heap (code, libraries, stacks), less what this process
+// holds of its own under glibc (`memstage replay` works both out), held from the start as
+// touched pages outside malloc, so that its peak RSS compares with the program's.
+void hold_non_heap(uint64_t bytes) {
+  if (bytes) touch(map_zeroed(bytes), bytes);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 && argc != 3) fail("usage: memstage-replayer OPS_FILE [NON_HEAP_BYTES] (written by memstage replay)");
+  // --resident: this process's RSS before any op, for `memstage replay` to take from the program's.
+  if (argc == 2 && strcmp(argv[1], "--resident") == 0) {
+    printf("%llu\n", static_cast<unsigned long long>(resident_bytes()));
+    return 0;
+  }
+  if (argc != 2 && argc != 3) fail("usage: memstage-replayer OPS_FILE [HOLD_BYTES] (written by memstage replay)");
   const Mapped file = map_file(argv[1]);
   OpsHeader header;
   memcpy(&header, file.bytes, sizeof(header));

@@ -90,10 +90,12 @@ def replay_subject(a, recorded, out, *flags):
 @scenario
 def scenario_non_heap(a):
     # A Python program: its interpreter and libraries are much of its RSS; its heap peaks at
-    # the end, once they are all loaded (an 8 MiB bytearray, each page written).
+    # the end, once they are all loaded, and after its 8 MiB block was written and RSS sampled
+    # (at the block's own allocation, its pages are not yet resident: first touch).
     recorded = os.path.join(a.work, "run")
     p = run([a.memstage, "run", "-q", "--mode", "full", "-o", recorded, "--", sys.executable, "-c",
-             "import json, decimal, email.parser; b = bytearray(8 << 20); b[::4096] = b'x' * 2048"])
+             "import json, decimal, email.parser, time; b = bytearray(8 << 20); b[::4096] = b'x' * 2048; "
+             "time.sleep(0.05); c = [bytes(100000) for _ in range(4)]"])
     check(p.returncode == 0, "memstage run of python: %s" % p.stderr[-500:])
     breakdown = read_report(os.path.join(recorded, "report.json"))["totals"]["rss_breakdown"]
     non_heap = breakdown["rss_bytes"] - breakdown["allocator_resident_bytes"] - breakdown["tracer_bytes"]
