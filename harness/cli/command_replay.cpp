@@ -2,14 +2,10 @@
 // allocation sequence run again under each allocator (harness/replay), measured and written
 // as memstage compare writes its comparison (compare.json and compare.html), without the
 // program, its data or its machine.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <memory>
-#include <string_view>
 
 #include <fmt/format.h>
 
@@ -18,9 +14,8 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/number_range.h"
 #include "harness/cli/report_files.h"
+#include "harness/cli/replay_non_heap.h"
 #include "harness/files/output_files.h"
-#include "harness/files/report_figures.h"
-#include "harness/files/report_json.h"
 #include "harness/replay/replay_ops.h"
 #include "reports/analysis/analyzer.h"
 
@@ -65,73 +60,6 @@ std::string trace_of(const std::string& run) {
   throw CliError(fmt::format("replay: {} holds {} traces: give the one to replay (one process's)", run, traces.size()));
 }
 
-// The program's RSS outside its heap at its heap's peak: its RSS less its allocator's resident
-// memory and the tracer's, from the run's report.json. Only for a run's folder of one
-// process (a job's report sums its processes); nullopt, with why, otherwise.
-std::optional<uint64_t> program_non_heap_bytes(const std::string& run, std::string& why_not) {
-  std::error_code ec;
-  if (!fs::is_directory(run, ec) || reports::find_traces(run).size() != 1) {
-    why_not = "a trace given alone, or a run of several processes";
-    return std::nullopt;
-  }
-  try {
-    const files::ReportFigures figures = files::read_figures(files::read_report_json(run), run + "/report.json");
-    const auto rss = figures.totals[files::Figure::kBreakdownRssBytes];
-    const auto resident = figures.totals[files::Figure::kAllocatorResidentBytes];
-    const auto tracer = figures.totals[files::Figure::kTracerBytes].value_or(0);
-    if (rss && resident && *rss > *resident + tracer) return static_cast<uint64_t>(*rss - *resident - tracer);
-    why_not = rss && resident ? run + "/report.json's RSS at the heap's peak is no more than its allocator's and the "
-                                      "tracer's memory (sampled apart)"
-                              : run + "/report.json has no RSS breakdown at the heap's peak";
-  } catch (const files::ReportFileError& e) {
-    why_not = e.what();
-  }
-  return std::nullopt;
-}
-
-// The replayer's own RSS before any op, untraced and under glibc: what the program's memory
-// outside its heap is held less of (an allocator's library and start-up are then in both).
-uint64_t replayer_own_bytes(const std::string& replayer) {
-  int out[2];
-  if (pipe2(out, O_CLOEXEC) != 0) throw CliError("replay: cannot make a pipe");
-  std::vector<std::string> env_text;
-  for (char** e = environ; *e; ++e) {
-    if (!std::string_view(*e).starts_with("LD_PRELOAD=")) env_text.emplace_back(*e);
-  }
-  std::vector<char*> envp;
-  for (std::string& e : env_text) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string path = replayer, flag = "--resident";
-  char* argv[] = {path.data(), flag.data(), nullptr};
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, path.c_str(), &actions, nullptr, argv, envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  close(out[1]);
-  char text[64] = {};
-  const ssize_t n = spawned == 0 ? read(out[0], text, sizeof(text) - 1) : -1;
-  close(out[0]);
-  int status = 0;
-  if (spawned == 0) waitpid(pid, &status, 0);
-  if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) throw CliError("replay: cannot run " + replayer + " --resident");
-  return strtoull(text, nullptr, 10);
-}
-
-// What the RSS figures hold beside the heap, said with its figure.
-std::string non_heap_note(const std::optional<uint64_t>& non_heap_bytes, const std::string& why_not) {
-  if (non_heap_bytes) {
-    return fmt::format("held beside the heap: the program's memory outside it, {} bytes (its RSS less its allocator's "
-                       "resident memory and the tracer's, at its heap's peak, from the run's report.json), as pages "
-                       "touched from the replay's start, less the replayer's own RSS under glibc: each peak RSS here is an "
-                       "estimate of the program's under that allocator (--heap-only leaves it out)",
-                       *non_heap_bytes);
-  }
-  return "not held: the program's memory outside malloc (its code and libraries, mapped files, thread stacks, its "
-         "own pools; " + why_not + "), so each peak RSS here is the heap's share of the program's";
-}
-
 // What a replay reproduces and what not, said with its figures.
 std::vector<std::string> replay_notes(const std::string& trace, const replay::ConversionSummary& summary,
                                       const std::string& non_heap) {
@@ -168,16 +96,17 @@ int replay(const ReplayFlags& flags) {
           trace.c_str(), static_cast<unsigned long long>(summary.allocations),
           static_cast<unsigned long long>(summary.frees), static_cast<unsigned long long>(summary.reallocs),
           summary.slots);
-  std::string why_not = "--heap-only";
-  const std::optional<uint64_t> non_heap = flags.heap_only ? std::nullopt : program_non_heap_bytes(flags.run, why_not);
-  compare.notes = replay_notes(trace, summary, non_heap_note(non_heap, why_not));
+  compare.command = {replayer, ops};
+  NonHeapHold hold{std::nullopt, "not held: the program's memory outside malloc (--heap-only), so each peak RSS here "
+                                 "is the heap's share of the program's"};
+  if (!flags.heap_only) {
+    const std::string self = fs::read_symlink("/proc/self/exe").string();
+    hold = non_heap_hold(flags.run, self, replayer, ops, out_dir + "/calibration");
+  }
+  if (hold.hold_bytes) compare.command.push_back(std::to_string(*hold.hold_bytes));
+  compare.notes = replay_notes(trace, summary, hold.note);
   compare.repeat = flags.repeat;
   compare.output_dir = out_dir;
-  compare.command = {replayer, ops};
-  if (non_heap) {
-    const uint64_t own_bytes = replayer_own_bytes(replayer);
-    compare.command.push_back(std::to_string(*non_heap > own_bytes ? *non_heap - own_bytes : 0));
-  }
   return run_compare(compare);
 }
 

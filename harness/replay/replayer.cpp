@@ -1,4 +1,4 @@
-// memstage-replayer OPS_FILE [HOLD_BYTES] | --resident: runs a recorded allocation sequence (replay_ops.h) through
+// memstage-replayer OPS_FILE [HOLD_BYTES]: runs a recorded allocation sequence (replay_ops.h) through
 // whatever malloc this process has: glibc's, or the allocator `memstage replay` preloads,
 // under `memstage run` like any program (so each allocator's run is measured and reported
 // as `memstage compare` measures one). Links no allocator of its own, and calls malloc for
@@ -110,21 +110,9 @@ Names read_names(const Mapped& file, size_t at) {
   return Names{names, count};
 }
 
-// This process's resident bytes now (/proc/self/statm's second field, in pages).
-uint64_t resident_bytes() {
-  char text[128] = {};
-  const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  const ssize_t n = read(fd, text, sizeof(text) - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  const char* resident = strchr(text, ' ');
-  return resident ? strtoull(resident + 1, nullptr, 10) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
-}
-
-// The program's memory outside its heap (code, libraries, stacks), less what this process
-// holds of its own under glibc (`memstage replay` works both out), held from the start as
-// touched pages outside malloc, so that its peak RSS compares with the program's.
+// The program's memory outside its heap (code, libraries, stacks) less this process's own,
+// as `memstage replay` measured both: held from the start as touched pages outside malloc,
+// so that its peak RSS compares with the program's.
 void hold_non_heap(uint64_t bytes) {
   if (bytes) touch(map_zeroed(bytes), bytes);
 }
@@ -132,11 +120,6 @@ void hold_non_heap(uint64_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --resident: this process's RSS before any op, for `memstage replay` to take from the program's.
-  if (argc == 2 && strcmp(argv[1], "--resident") == 0) {
-    printf("%llu\n", static_cast<unsigned long long>(resident_bytes()));
-    return 0;
-  }
   if (argc != 2 && argc != 3) fail("usage: memstage-replayer OPS_FILE [HOLD_BYTES] (written by memstage replay)");
   const Mapped file = map_file(argv[1]);
   OpsHeader header;

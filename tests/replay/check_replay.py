@@ -9,17 +9,17 @@ posix_memalign; blocks freed by another thread. Each scenario is one test replay
   what a replay leaves out, and each replay's heap is the run's, the run's peak and every
   stage's peak to the byte (under jemalloc plus the 72,704 bytes of the pool libstdc++ makes
   at its start, which libjemalloc loads and the replayer does not).
-- non_heap: by default the replayer holds the program's memory outside its heap (its RSS
-  less its allocator's resident memory and the tracer's, from the run's report.json; a Python
-  program's, where that is most of its RSS), said in
-  the notes with that figure, and its peak RSS is higher than with --heap-only, whose notes
-  say the figures are the heap's share; the heap's peak the same in both.
+- non_heap: by default the replayer holds the program's memory outside its heap (a Python
+  program's, where that is much of its RSS): its peak RSS less the replayer's own, each in a
+  full-mode run under glibc less the tracer's memory (the replayer's in calibration/), said
+  in the notes with those figures; its peak RSS is then higher than with --heap-only, whose
+  notes say the figures are the heap's share; the heap's peak the same in both.
 - refusals: a stats-mode run, and a file that is not a trace: one line, exit 2.
 - tune_environment: each --tune is one more subject, named by its allocator and settings,
   and its settings reach the replayer and only it: jemalloc's stats (stats_print) say
   narenas 1, mimalloc's options (verbose) say decommit_delay 0.
 - bad_tune: an unknown allocator, a setting without '=', a glibc name glibc ignores: one
-  line, exit 2, before anything is replayed.
+  line, exit 2, before anything is replayed; so is memstage run --env without '='.
 - suggest: --suggest STAGE replays each allocator's grid and ranks the settings by that
   stage's peak RSS, lowest first, in compare.json and on stdout.
 """
@@ -97,12 +97,17 @@ def scenario_non_heap(a):
              "import json, decimal, email.parser, time; b = bytearray(8 << 20); b[::4096] = b'x' * 2048; "
              "time.sleep(0.05); c = [bytes(100000) for _ in range(4)]"])
     check(p.returncode == 0, "memstage run of python: %s" % p.stderr[-500:])
-    breakdown = read_report(os.path.join(recorded, "report.json"))["totals"]["rss_breakdown"]
-    non_heap = breakdown["rss_bytes"] - breakdown["allocator_resident_bytes"] - breakdown["tracer_bytes"]
+    program = read_report(os.path.join(recorded, "report.json"))["totals"]["peak_program_rss_bytes"]
     held, held_subject = replay_subject(a, recorded, os.path.join(a.work, "held"))
     alone, alone_subject = replay_subject(a, recorded, os.path.join(a.work, "alone"), "--heap-only")
-    check(any(n.startswith("held beside the heap") and str(non_heap) in n for n in held["notes"]),
-          "the notes give the program's non-heap RSS, %d bytes: %r" % (non_heap, held["notes"]))
+    calibration = read_report(os.path.join(a.work, "held", "calibration", "report.json"))["totals"]
+    own = calibration["peak_program_rss_bytes"]
+    check(calibration["peak_heap_bytes"] > 8 << 20, "the calibration replayed the heap")
+    hold = program - own
+    check(hold > 0 and any(n.startswith("held beside the heap: %d bytes" % hold) and "(%d bytes)" % program in n
+                           and "(%d bytes)" % own in n for n in held["notes"]),
+          "the notes give the hold, %d bytes, the program's peak RSS %d less the replayer's %d: %r"
+          % (hold, program, own, held["notes"]))
     check(any(n.startswith("not held") and "heap's share" in n for n in alone["notes"]),
           "--heap-only: the notes say the figures are the heap's share: %r" % alone["notes"])
     rss = [s["totals"]["stats_peak_rss_bytes"]["median"] for s in (held_subject, alone_subject)]
@@ -161,6 +166,9 @@ def scenario_bad_tune(a):
         check("--tune" in p.stderr, "the line names --tune: %r" % p.stderr)
         check(not os.path.exists(out), "nothing written for --tune " + spec)
     one_line_exit_2(run([a.memstage, "compare", "--tune", "glibc:M_NOPE_=1", "--", "true"]), "compare --tune")
+    # How a tuning reaches the command (memstage run --env), refused alike when malformed.
+    one_line_exit_2(run([a.memstage, "run", "-o", os.path.join(a.work, "env"), "--env", "NO_VALUE", "--", "true"]),
+                    "run --env without '='")
 
 
 @scenario(timeout_s=400)
