@@ -21,7 +21,7 @@ posix_memalign; blocks freed by another thread. Each scenario is one test replay
 - bad_tune: an unknown allocator, a setting without '=', a glibc name glibc ignores: one
   line, exit 2, before anything is replayed; so is memstage run --env without '='.
 - suggest: --suggest STAGE replays each allocator's grid and ranks the settings by that
-  stage's peak RSS, lowest first, in compare.json and on stdout.
+  stage's peak RSS, lowest first, in compare.json and on stdout; compare takes it alike.
 """
 import json
 import os
@@ -197,6 +197,14 @@ def scenario_suggest(a):
         check(r["stage_peak_rss_bytes"] == int(row["stats_peak_rss_bytes"]["median"]),
               "%s: the stage's stats-run peak RSS" % r["subject"])
     check("lowest first" in p.stdout and ranked and ranked[0]["subject"] in p.stdout, "the ranking on stdout")
+    # compare takes it alike; with a "--" further on, the word after --suggest is its stage.
+    out = os.path.join(a.work, "compare")
+    p = run([a.memstage, "compare", "--allocators", "glibc", "--repeat", "1", "--suggest", stage, "-o", out, "--",
+             a.program, os.path.join(a.work, "truth3.json")])
+    if check(p.returncode == 0, "compare --suggest STAGE -o DIR -- CMD: exit %d, %s" % (p.returncode, p.stderr[-800:])):
+        suggestions = json.load(open(os.path.join(out, "compare.json"))).get("suggestions", {})
+        check(suggestions.get("stage") == stage and len(suggestions.get("ranked", [])) > 1,
+              "compare ranks glibc's grid by the stage: %r" % suggestions)
 
 
 def main():
