@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
@@ -126,7 +127,11 @@ std::vector<AllocatorChoice> allocator_choices(const CompareFlags& flags) {
     const size_t named = choices.size();
     for (const auto& spec : flags.tuning.specs) choices.push_back(tuned_allocator(parse_tuning(spec)));
     for (size_t i = 0; flags.tuning.suggest && i < named; ++i) {
-      for (const auto& spec : suggestion_grid(choices[i].name)) choices.push_back(tuned_allocator(parse_tuning(spec)));
+      for (const auto& spec : suggestion_grid(choices[i].name)) {
+        // A setting of the grid also given with --tune is run once.
+        const bool given = std::any_of(choices.begin(), choices.end(), [&](const auto& c) { return c.name == spec; });
+        if (!given) choices.push_back(tuned_allocator(parse_tuning(spec)));
+      }
     }
     return choices;
   } catch (const std::invalid_argument& e) {
@@ -209,6 +214,7 @@ int run_compare(const CompareFlags& flags) {
   bool all_ok = true;
   for (const RunRecord& r : records) all_ok = all_ok && r.report && r.exit_code == 0;
   if (!all_ok) fprintf(stderr, "memstage: compare: some runs failed or exited non-zero (see the table)\n");
+  if (flags.tuning.suggest && !suggestions) return 2;  // --suggest STAGE named no stage: said above
   return all_ok ? 0 : 1;
 }
 

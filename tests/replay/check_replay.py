@@ -21,7 +21,8 @@ posix_memalign; blocks freed by another thread. Each scenario is one test replay
 - bad_tune: an unknown allocator, a setting without '=', a glibc name glibc ignores: one
   line, exit 2, before anything is replayed; so is memstage run --env without '='.
 - suggest: --suggest STAGE replays each allocator's grid and ranks the settings by that
-  stage's peak RSS, lowest first, in compare.json and on stdout; compare takes it alike.
+  stage's peak RSS, lowest first, in compare.json and on stdout; a stage no run reached is
+  said in one line, exit 2; compare takes it alike.
 """
 import json
 import os
@@ -197,6 +198,10 @@ def scenario_suggest(a):
         check(r["stage_peak_rss_bytes"] == int(row["stats_peak_rss_bytes"]["median"]),
               "%s: the stage's stats-run peak RSS" % r["subject"])
     check("lowest first" in p.stdout and ranked and ranked[0]["subject"] in p.stdout, "the ranking on stdout")
+    p = run([a.memstage, "replay", recorded, "--allocators", "glibc", "--repeat", "1", "-o",
+             os.path.join(a.work, "nosuch"), "--suggest", "no-such-stage"])
+    check(p.returncode == 2 and "--suggest no-such-stage: no such stage" in p.stderr,
+          "a stage no run reached: said, exit 2: %d %r" % (p.returncode, p.stderr[-300:]))
     # compare takes it alike; with a "--" further on, the word after --suggest is its stage.
     out = os.path.join(a.work, "compare")
     p = run([a.memstage, "compare", "--allocators", "glibc", "--repeat", "1", "--suggest", stage, "-o", out, "--",
