@@ -125,8 +125,8 @@ void register_replay(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   add_tuning_options(cmd, flags->tuning);
   cmd->add_flag("--heap-only", flags->heap_only,
-                "Replay the heap alone: without the program's memory outside it (measured in the run's report), "
-                "each peak RSS is the heap's share");
+                "Replay the heap alone: without the program's memory outside it (the program's peak RSS less the "
+                "replayer's, docs/compare.md), each peak RSS is the heap's share");
   cmd->add_option("-o,--output", flags->output_dir, "Folder for the replays and compare.json/html (default memstage.replay.PID)");
   cmd->callback([cmd, flags, &action] {
     read_tuning_options(cmd, flags->tuning);

@@ -71,8 +71,8 @@ void* map_zeroed(size_t bytes) {
 }
 
 // The ops run so far handed back every kReleaseEveryOps (1 MiB of them): pages of the file
-// read once would otherwise stay in this process's RSS beside the heap it measures
-// (torch_small.py's ops are 35 MB, half the heap's peak).
+// read once would otherwise stay in this process's RSS beside the heap it measures (16 bytes
+// an op: a good part of the heap's size, docs/performance.md).
 constexpr uint64_t kReleaseEveryOps = 65536;
 
 // Hands back the whole pages between the last release and `read_up_to`; returns the new mark.
