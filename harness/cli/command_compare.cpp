@@ -1,10 +1,11 @@
-// memstage compare [--allocators A,B,…] [--variant NAME='CMD ARGS']… [--repeat N] [-o DIR] [-- CMD ARGS…]
+// memstage compare [--allocators A,B,…] [--variant NAME='CMD ARGS']… [--tune A:K=V,…]… [--suggest [STAGE]] [--repeat N] [-o DIR] [-- CMD ARGS…]
 // Runs the same work several ways (allocators, pipelines, or both), each through
 // `memstage run` (this very binary), and writes DIR/compare.json, DIR/compare.html and a
 // table on stdout. The logic lives in harness/compare/; this file only runs things.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "harness/compare/compare_render.h"
 #include "harness/compare/format.h"
 #include "harness/compare/run_plan.h"
+#include "harness/compare/suggest.h"
 #include "harness/files/output_files.h"
 #include "harness/files/report_figures.h"
 #include "harness/files/report_json.h"
@@ -77,7 +79,12 @@ RunRecord execute(const PlannedRun& planned, const Subject& subject, const std::
   fs::remove_all(dir, ec);  // a report left from an earlier compare must not be read as this run's
   files::create_output_folder(dir);
   std::vector<std::string> argv = {memstage, "run", "-q", "-o", dir, "--mode", mode_name(planned.mode),
-                                   "--max-depth", std::to_string(max_depth), "--"};
+                                   "--max-depth", std::to_string(max_depth)};
+  // A tuning reaches the command only: memstage's own jemalloc would read MALLOC_CONF too.
+  if (subject.allocator) {
+    for (const auto& [name, value] : subject.allocator->environment) argv.insert(argv.end(), {"--env", name + "=" + value});
+  }
+  argv.push_back("--");
   argv.insert(argv.end(), subject.command.begin(), subject.command.end());
   // `memstage run` puts the tracer first and appends this LD_PRELOAD after it, so the
   // tracer sees every call and forwards it to the allocator. Empty: glibc, and whatever
@@ -113,6 +120,37 @@ RunRecord execute(const PlannedRun& planned, const Subject& subject, const std::
 
 }  // namespace
 
+std::vector<AllocatorChoice> allocator_choices(const CompareFlags& flags) {
+  try {
+    std::vector<AllocatorChoice> choices;
+    for (const auto& a : split_commas(flags.allocators)) choices.push_back(resolve_allocator(a));
+    const size_t named = choices.size();
+    for (const auto& spec : flags.tuning.specs) choices.push_back(tuned_allocator(parse_tuning(spec)));
+    for (size_t i = 0; flags.tuning.suggest && i < named; ++i) {
+      for (const auto& spec : suggestion_grid(choices[i].name)) {
+        // A setting of the grid also given with --tune is run once.
+        const bool given = std::any_of(choices.begin(), choices.end(), [&](const auto& c) { return c.name == spec; });
+        if (!given) choices.push_back(tuned_allocator(parse_tuning(spec)));
+      }
+    }
+    return choices;
+  } catch (const std::invalid_argument& e) {
+    throw CliError(e.what());
+  }
+}
+
+void add_tuning_options(CLI::App* cmd, TuningFlags& flags) {
+  cmd->add_option("--tune", flags.specs,
+                  "ALLOCATOR:NAME=VALUE,... (repeatable): one more subject, the allocator under these settings, e.g. "
+                  "glibc:MALLOC_ARENA_MAX=2 or jemalloc:dirty_decay_ms=0,narenas=2")
+      ->allow_extra_args(false);
+  cmd->add_option("--suggest", flags.suggest_stage,
+                  "Sweep a small grid of settings per allocator and rank them by peak RSS (by STAGE's, if given)")
+      ->expected(0, 1);
+}
+
+void read_tuning_options(const CLI::App* cmd, TuningFlags& flags) { flags.suggest = cmd->count("--suggest") > 0; }
+
 int run_compare(const CompareFlags& flags) {
   if (flags.variants.empty() && flags.command.empty()) {
     throw CliError("compare: give a command after -- or --variant NAME='CMD ARGS' (twice or more)");
@@ -127,9 +165,7 @@ int run_compare(const CompareFlags& flags) {
       auto [name, command] = parse_variant(spec);
       variants.push_back({name, command});
     }
-    std::vector<AllocatorChoice> allocators;
-    for (const auto& a : split_commas(flags.allocators)) allocators.push_back(resolve_allocator(a));
-    subjects = make_subjects(variants, flags.command, allocators);
+    subjects = make_subjects(variants, flags.command, allocator_choices(flags));
   } catch (const std::invalid_argument& e) {
     throw CliError(std::string("compare: ") + e.what());
   }
@@ -160,13 +196,25 @@ int run_compare(const CompareFlags& flags) {
   }
   CompareResult result = build_compare(subjects, records, flags.repeat);
   result.notes = flags.notes;
-  files::write_output_file(out_dir + "/compare.json", compare_to_json(result).dump(2) + "\n");
+  nlohmann::ordered_json json = compare_to_json(result);
+  std::optional<Suggestions> suggestions;
+  if (flags.tuning.suggest) {
+    try {
+      suggestions = rank_settings(result, flags.tuning.suggest_stage);
+      json["suggestions"] = suggestions_json(*suggestions);
+    } catch (const std::invalid_argument& e) {
+      fprintf(stderr, "memstage: compare: %s\n", e.what());
+    }
+  }
+  files::write_output_file(out_dir + "/compare.json", json.dump(2) + "\n");
   files::write_output_file(out_dir + "/compare.html", render_compare_html(result));
   printf("%s", reports::terminal_lines(render_compare_text(result)).c_str());
+  if (suggestions) printf("\n%s", reports::terminal_lines(render_suggestions_text(*suggestions)).c_str());
   fprintf(stderr, "memstage: wrote %s/compare.json and compare.html\n", out_dir.c_str());
   bool all_ok = true;
   for (const RunRecord& r : records) all_ok = all_ok && r.report && r.exit_code == 0;
   if (!all_ok) fprintf(stderr, "memstage: compare: some runs failed or exited non-zero (see the table)\n");
+  if (flags.tuning.suggest && !suggestions) return 2;  // --suggest STAGE named no stage: said above
   return all_ok ? 0 : 1;
 }
 
@@ -186,8 +234,12 @@ void register_compare(CLI::App& app, CommandAction& action) {
   cmd->add_option("--max-depth", flags->max_depth, "Frames kept per stack in the full-mode runs")
       ->check(number_in(1, 256))
       ->capture_default_str();
+  add_tuning_options(cmd, flags->tuning);
   cmd->add_option("command", flags->command, "The command to run, after --")->expected(-1);
-  cmd->callback([flags, &action] { action = [flags] { return run_compare(*flags); }; });
+  cmd->callback([cmd, flags, &action] {
+    read_tuning_options(cmd, flags->tuning);
+    action = [flags] { return run_compare(*flags); };
+  });
 }
 
 }  // namespace memstage::harness

@@ -14,6 +14,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/number_range.h"
 #include "harness/cli/report_files.h"
+#include "harness/cli/replay_non_heap.h"
 #include "harness/files/output_files.h"
 #include "harness/replay/replay_ops.h"
 #include "reports/analysis/analyzer.h"
@@ -29,6 +30,8 @@ struct ReplayFlags {
   std::string allocators = "glibc";
   unsigned repeat = 3;
   std::string output_dir;
+  TuningFlags tuning;
+  bool heap_only = false;  // --heap-only: the program's memory outside its heap not held
 };
 
 // The replayer, beside this binary (bin/), as installed and in the build tree.
@@ -58,18 +61,22 @@ std::string trace_of(const std::string& run) {
 }
 
 // What a replay reproduces and what not, said with its figures.
-std::vector<std::string> replay_notes(const std::string& trace, const replay::ConversionSummary& summary) {
-  return {
+std::vector<std::string> replay_notes(const std::string& trace, const replay::ConversionSummary& summary,
+                                      const std::string& non_heap) {
+  return {non_heap,
       fmt::format("replayed: {}'s {} allocations, {} frees and {} reallocs, in their order, by one thread, each block "
                   "written whole once when allocated (the replay's heap figures are the program's)",
                   trace, summary.allocations, summary.frees, summary.reallocs),
-      "not replayed: the program's memory outside malloc (its code and libraries, mapped files, thread stacks, "
-      "its own pools), so each peak RSS here is the heap's share of the program's; its threads (per-thread "
+      "not replayed: its threads (per-thread "
       "arenas and caches are not exercised); its addresses (a free takes the block of its size, stack and stage "
       "allocated last); calloc's zeroed pages and aligned allocations (replayed as malloc)"};
 }
 
 int replay(const ReplayFlags& flags) {
+  CompareFlags compare;
+  compare.allocators = flags.allocators;
+  compare.tuning = flags.tuning;
+  allocator_choices(compare);  // a malformed --tune is said before the trace is converted
   const std::string trace = trace_of(flags.run);
   const std::string replayer = find_replayer();
   const std::string out_dir =
@@ -89,12 +96,17 @@ int replay(const ReplayFlags& flags) {
           trace.c_str(), static_cast<unsigned long long>(summary.allocations),
           static_cast<unsigned long long>(summary.frees), static_cast<unsigned long long>(summary.reallocs),
           summary.slots);
-  CompareFlags compare;
-  compare.notes = replay_notes(trace, summary);
-  compare.allocators = flags.allocators;
+  compare.command = {replayer, ops};
+  NonHeapHold hold{std::nullopt, "not held: the program's memory outside malloc (--heap-only), so each peak RSS here "
+                                 "is the heap's share of the program's"};
+  if (!flags.heap_only) {
+    const std::string self = fs::read_symlink("/proc/self/exe").string();
+    hold = non_heap_hold(flags.run, self, replayer, ops, out_dir + "/calibration");
+  }
+  if (hold.hold_bytes) compare.command.push_back(std::to_string(*hold.hold_bytes));
+  compare.notes = replay_notes(trace, summary, hold.note);
   compare.repeat = flags.repeat;
   compare.output_dir = out_dir;
-  compare.command = {replayer, ops};
   return run_compare(compare);
 }
 
@@ -111,8 +123,15 @@ void register_replay(CLI::App& app, CommandAction& action) {
   cmd->add_option("--repeat", flags->repeat, "Stats-mode replays per allocator, for time")
       ->check(number_in(1, 1000))
       ->capture_default_str();
+  add_tuning_options(cmd, flags->tuning);
+  cmd->add_flag("--heap-only", flags->heap_only,
+                "Replay the heap alone: without the program's memory outside it (the program's peak RSS less the "
+                "replayer's, docs/compare.md), each peak RSS is the heap's share");
   cmd->add_option("-o,--output", flags->output_dir, "Folder for the replays and compare.json/html (default memstage.replay.PID)");
-  cmd->callback([flags, &action] { action = [flags] { return replay(*flags); }; });
+  cmd->callback([cmd, flags, &action] {
+    read_tuning_options(cmd, flags->tuning);
+    action = [flags] { return replay(*flags); };
+  });
 }
 
 }  // namespace memstage::harness

@@ -55,6 +55,9 @@ struct RunFlags {
   std::optional<size_t> top_stacks;  // --top-stacks
   std::string python_allocator = "pymalloc";
   bool no_python_frames = false;
+  // --env NAME=VALUE: set for the command only, not for memstage (whose own jemalloc would
+  // read a MALLOC_CONF meant for the program's allocator).
+  std::vector<std::string> environment;
 };
 
 // What a Python program run under the tracer gets: the bootstrap (a sitecustomize.py
@@ -112,6 +115,11 @@ CheckedFlags check_flags(const RunFlags& flags) {
   if (!flags.budget_path.empty()) gate::load_budget(flags.budget_path);  // --budget: a typo fails before the run
   if (!flags.suppressions_path.empty()) checked.choices.leak_suppressions = read_leak_suppressions(flags.suppressions_path);
   checked.choices.top_stacks = flags.top_stacks;
+  for (const std::string& setting : flags.environment) {
+    if (setting.find('=') == std::string::npos || setting.starts_with("=")) {
+      throw CliError("run: --env takes NAME=VALUE, not '" + setting + "'");
+    }
+  }
   checked.serve = check_serve_flags(flags.serve, "run");
   return checked;
 }
@@ -134,6 +142,10 @@ std::vector<std::pair<std::string, std::string>> tracer_environment(const RunFla
       {"MEMSTAGE_RAM_LIMIT_ACTION", flags.ram_limit_action},
   };
   add_python_environment(flags, preload, env);
+  for (const std::string& setting : flags.environment) {
+    const size_t eq = setting.find('=');
+    env.emplace_back(setting.substr(0, eq), setting.substr(eq + 1));
+  }
   return env;
 }
 
@@ -264,6 +276,8 @@ void register_run(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   cmd->add_flag("--no-python-frames", flags->no_python_frames,
                 "Python programs: native frames only (no bootstrap on PYTHONPATH)");
+  cmd->add_option("--env", flags->environment, "NAME=VALUE (repeatable): set for the command only, not for memstage")
+      ->allow_extra_args(false);
   // After "--" everything is the command's, its own flags included; main.cpp puts a "--"
   // before the command where the user left it out.
   cmd->add_option("command", flags->command, "The command to run, after --")->expected(-1);

@@ -36,6 +36,14 @@ void mark_command_start(CLI::App& app, std::vector<std::string>& args) {
     const std::string name = word.starts_with("--") || word.size() <= 2 ? word : std::string("-") + word.back();
     const CLI::Option* option = word.find('=') == std::string::npos ? subcommand->get_option_no_throw(name) : nullptr;
     if (option && option->get_items_expected_min() > 0) ++i;  // the option's value (a flag expects none)
+    // An optional value (--suggest [STAGE]) is taken as the option's only where a "--" further
+    // on says where the command starts; without one, the next word starts the command.
+    const bool explicit_end = std::find(args.begin() + static_cast<std::ptrdiff_t>(i), args.end(), "--") != args.end();
+    const bool next_is_word = i + 1 < args.size() && !args[i + 1].starts_with("-");
+    if (option && option->get_items_expected_min() == 0 && option->get_items_expected_max() > 0 && explicit_end &&
+        next_is_word) {
+      ++i;
+    }
   }
 }
 

@@ -98,7 +98,10 @@ SubjectResult subject_result(const Subject& subject, size_t index, const std::ve
   SubjectResult sr;
   sr.name = subject.name;
   sr.command = subject.command;
-  if (subject.allocator) sr.allocator_library = subject.allocator->library;
+  if (subject.allocator) {
+    sr.allocator_library = subject.allocator->library;
+    sr.environment = subject.allocator->environment;
+  }
   std::vector<double> total_times, total_rss;
   std::map<std::string, std::vector<double>> stage_times, stage_rss;
   std::optional<ReportFigures> full;
@@ -172,6 +175,11 @@ nlohmann::ordered_json compare_to_json(const CompareResult& result) {
     sj["command"] = s.command;
     sj["allocator"] = s.allocator;
     sj["allocator_library"] = s.allocator_library;
+    if (!s.environment.empty()) {
+      nlohmann::ordered_json env = nlohmann::ordered_json::object();
+      for (const auto& [name, value] : s.environment) env[name] = value;
+      sj["environment"] = std::move(env);
+    }
     sj["full_report"] = s.full_report;
     sj["stats_reports"] = s.stats_reports;
     sj["totals"] = row_json(s.totals);

@@ -52,6 +52,7 @@ struct SubjectResult {
   std::vector<std::string> command;
   std::string allocator;          // as the tracer detected it in the full run ("" if unknown)
   std::string allocator_library;  // what was preloaded; "" for none
+  Environment environment;        // a tuning's variables (--tune); empty for none
   std::string full_report;        // relative path of the full run's report.html ("" if none)
   std::vector<std::string> stats_reports;
   RowFigures totals;

@@ -40,7 +40,9 @@ struct Column {
 
 std::string render_compare_text(const CompareResult& result) {
   std::ostringstream out;
-  const std::vector<Column> cols = {{"", 22},          {"wall time median [min–max]", 30}, {"peak heap", 11},
+  size_t name_width = 22;  // a tuning's name ("jemalloc:dirty_decay_ms=0") widens the first column
+  for (const SubjectResult& s : result.subjects) name_width = std::max(name_width, display_width(s.name) + 2);
+  const std::vector<Column> cols = {{"", name_width},          {"wall time median [min–max]", 30}, {"peak heap", 11},
                                     {"peak RSS", 11},   {"fragmentation", 15},                {"leaked", 10}};
   auto header = [&] {
     for (size_t i = 0; i < cols.size(); ++i) out << (i ? pad_left(cols[i].header, cols[i].width) : pad_right(cols[i].header, cols[i].width)) << (i + 1 < cols.size() ? "  " : "\n");

@@ -27,7 +27,7 @@ bool is_shared_object(const std::string& path) {
 }  // namespace
 
 AllocatorChoice resolve_allocator(const std::string& name_or_path, const std::vector<std::string>& library_dirs) {
-  if (name_or_path == "glibc" || name_or_path == "system") return {"glibc", ""};
+  if (name_or_path == "glibc" || name_or_path == "system") return {"glibc", "", {}};
   if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(".so") ||
       name_or_path.find(".so.") != std::string::npos) {
     std::error_code ec;
@@ -39,7 +39,7 @@ AllocatorChoice resolve_allocator(const std::string& name_or_path, const std::ve
     for (const char* known : {"jemalloc", "tcmalloc", "mimalloc"}) {
       if (name.find(known) != std::string::npos) name = known;
     }
-    return {name, fs::absolute(name_or_path).lexically_normal().string()};
+    return {name, fs::absolute(name_or_path).lexically_normal().string(), {}};
   }
   // The sonames Debian's runtime packages install: no -dev package needed.
   std::vector<std::string> sonames;
@@ -57,7 +57,7 @@ AllocatorChoice resolve_allocator(const std::string& name_or_path, const std::ve
     for (const auto& dir : dirs) {
       const fs::path candidate = fs::path(dir) / soname;
       std::error_code ec;
-      if (fs::exists(candidate, ec)) return {name_or_path, candidate.string()};
+      if (fs::exists(candidate, ec)) return {name_or_path, candidate.string(), {}};
     }
   }
   throw std::invalid_argument(name_or_path + " not found (looked for " + sonames.front() +
@@ -66,6 +66,13 @@ AllocatorChoice resolve_allocator(const std::string& name_or_path, const std::ve
                                : name_or_path == "tcmalloc" ? "libtcmalloc-minimal4"
                                                             : "libmimalloc2.0") +
                               ")");
+}
+
+AllocatorChoice tuned_allocator(const Tuning& tuning, const std::vector<std::string>& library_dirs) {
+  AllocatorChoice choice = resolve_allocator(tuning.allocator, library_dirs);
+  choice.name = tuning.name;
+  choice.environment = tuning.environment;
+  return choice;
 }
 
 std::pair<std::string, std::vector<std::string>> parse_variant(const std::string& spec) {

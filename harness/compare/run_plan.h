@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/compare/allocator_tuning.h"
+
 namespace memstage::compare {
 
 // An allocator to preload after the tracer. `library` empty: glibc's malloc (nothing
@@ -12,7 +14,11 @@ namespace memstage::compare {
 struct AllocatorChoice {
   std::string name;     // glibc, jemalloc, tcmalloc, mimalloc, or the file name of a .so
   std::string library;  // path of the .so to preload; empty for glibc
+  Environment environment;  // a tuning's settings (--tune), set for its runs only
 };
+
+// A tuning as one more allocator to compare: its allocator resolved, its name and settings kept.
+AllocatorChoice tuned_allocator(const Tuning& tuning, const std::vector<std::string>& library_dirs = {});
 
 // Debian's allocator packages by name (libjemalloc2, libtcmalloc-minimal4, libmimalloc2.0),
 // or a path to any allocator .so. Looks in `library_dirs` (the multiarch folders when

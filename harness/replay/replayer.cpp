@@ -1,4 +1,4 @@
-// memstage-replayer OPS_FILE: runs a recorded allocation sequence (replay_ops.h) through
+// memstage-replayer OPS_FILE [HOLD_BYTES]: runs a recorded allocation sequence (replay_ops.h) through
 // whatever malloc this process has: glibc's, or the allocator `memstage replay` preloads,
 // under `memstage run` like any program (so each allocator's run is measured and reported
 // as `memstage compare` measures one). Links no allocator of its own, and calls malloc for
@@ -70,6 +70,18 @@ void* map_zeroed(size_t bytes) {
   return p;
 }
 
+// The ops run so far handed back every kReleaseEveryOps (1 MiB of them): pages of the file
+// read once would otherwise stay in this process's RSS beside the heap it measures (16 bytes
+// an op: a good part of the heap's size, docs/performance.md).
+constexpr uint64_t kReleaseEveryOps = 65536;
+
+// Hands back the whole pages between the last release and `read_up_to`; returns the new mark.
+size_t release_read(const Mapped& file, size_t released_bytes, const void* read_up_to) {
+  const size_t up_to = static_cast<size_t>(static_cast<const unsigned char*>(read_up_to) - file.bytes) & ~(kPageBytes - 1);
+  madvise(const_cast<unsigned char*>(file.bytes) + released_bytes, up_to - released_bytes, MADV_DONTNEED);
+  return up_to;
+}
+
 struct Names {
   char** names;
   size_t count;
@@ -98,10 +110,17 @@ Names read_names(const Mapped& file, size_t at) {
   return Names{names, count};
 }
 
+// The program's memory outside its heap (code, libraries, stacks) less this process's own,
+// as `memstage replay` measured both: held from the start as touched pages outside malloc,
+// so that its peak RSS compares with the program's.
+void hold_non_heap(uint64_t bytes) {
+  if (bytes) touch(map_zeroed(bytes), bytes);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) fail("usage: memstage-replayer OPS_FILE (written by memstage replay)");
+  if (argc != 2 && argc != 3) fail("usage: memstage-replayer OPS_FILE [HOLD_BYTES] (written by memstage replay)");
   const Mapped file = map_file(argv[1]);
   OpsHeader header;
   memcpy(&header, file.bytes, sizeof(header));
@@ -113,9 +132,12 @@ int main(int argc, char** argv) {
   if (ops_end > file.size) fail("truncated: ", argv[1]);
   const Names names = read_names(file, ops_end);
   void** blocks = static_cast<void**>(map_zeroed((header.slots + 1) * sizeof(void*)));
+  if (argc == 3) hold_non_heap(strtoull(argv[2], nullptr, 10));
   const Stages stages;
   const auto* ops = reinterpret_cast<const Op*>(file.bytes + sizeof(OpsHeader));
+  size_t released_bytes = 0;
   for (uint64_t i = 0; i < header.ops; ++i) {
+    if (i % kReleaseEveryOps == 0 && i > 0) released_bytes = release_read(file, released_bytes, ops + i);
     const Op& op = ops[i];
     if (op.slot > header.slots) fail("an op names a slot past the file's count");
     switch (op.kind) {

@@ -79,7 +79,7 @@ TEST_CASE("plan_runs interleaves round-robin, full runs first", "[plan]") {
 }
 
 TEST_CASE("make_subjects and allocators", "[plan]") {
-  const std::vector<AllocatorChoice> allocs = {{"glibc", ""}, {"jemalloc", "/x/libjemalloc.so.2"}};
+  const std::vector<AllocatorChoice> allocs = {{"glibc", "", {}}, {"jemalloc", "/x/libjemalloc.so.2", {}}};
   auto by_alloc = make_subjects({}, {"prog"}, allocs);
   REQUIRE(by_alloc.size() == 2);
   CHECK(by_alloc[1].name == "jemalloc");
