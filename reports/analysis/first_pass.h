@@ -444,9 +444,10 @@ class FirstPass : public trace::TraceVisitor {
 
   // The run is over: stages still open end with it.
   void finish() {
-    sites.flush_infos(heap.infos());
+    sites.finish(heap.infos());
     add_timeline_point();
     if (replays_growth()) stack_live.flush(now_ns / kNsPerS, growth);
+    growth.finish();
     // The growth series hold what it replayed: its per-stack counts (8 bytes a stack id,
     // 32 MiB on a torch import's trace) are not needed again.
     stack_live = StackLiveBytesReplay();
