@@ -49,7 +49,7 @@ size_t SiteAggregator::stack_ids(const std::vector<AllocationInfo>& infos) const
 
 // Placed by stack id (a count per stack, then each site in its stack's place), so that the
 // list comes out grouped by stack without sorting it whole, and is allocated once.
-void SiteAggregator::finish(const std::vector<AllocationInfo>& infos) {
+std::vector<StackStageFigures> SiteAggregator::sorted_sites(const std::vector<AllocationInfo>& infos) const {
   const size_t counted_infos = std::min(per_info_.size(), infos.size());
   const auto counted = [&](uint32_t id) { return per_info_[id].allocations || per_info_[id].temporaries; };
   std::vector<uint32_t> place(stack_ids(infos) + 1, 0);
@@ -58,22 +58,26 @@ void SiteAggregator::finish(const std::vector<AllocationInfo>& infos) {
     if (counted(id)) ++place[infos[id].stack + 1];
   }
   for (size_t i = 1; i < place.size(); ++i) place[i] += place[i - 1];
-  sorted_.resize(place.back());
-  for (const auto& [key, f] : unsorted_) sorted_[place[f.stack]++] = f;
+  std::vector<StackStageFigures> sites(place.back());
+  for (const auto& [key, f] : unsorted_) sites[place[f.stack]++] = f;
   for (uint32_t id = 0; id < counted_infos; ++id) {
     if (!counted(id)) continue;
     const AllocationInfo& info = infos[id];
-    StackStageFigures& f = sorted_[place[info.stack]++];
-    f = StackStageFigures{};
+    StackStageFigures& f = sites[place[info.stack]++];
     f.stack = info.stack;
     f.stage = info.stage;
     f.allocations = uint64_t{per_info_[id].allocations} * blocks_counted(info, 1);
     f.bytes_allocated = uint64_t{per_info_[id].allocations} * info.size;
     f.temporary_allocations = per_info_[id].temporaries;
   }
+  merge_equal_keys(sites);
+  return sites;
+}
+
+void SiteAggregator::finish(const std::vector<AllocationInfo>& infos) {
+  sorted_ = sorted_sites(infos);
   decltype(unsorted_)().swap(unsorted_);
   std::vector<InfoCounts>().swap(per_info_);
-  merge_equal_keys(sorted_);
   finished_ = true;
 }
 

@@ -63,13 +63,26 @@ class SiteAggregator {
   // still the trace's. Taken out: the aggregator holds none after.
   template <typename RowOf>
   std::vector<StackStageFigures> take_by_row(RowOf row_of) {
-    std::vector<StackStageFigures> out = take_sorted();
-    for (StackStageFigures& f : out) f.stage = row_of(f.stage);
-    merge_equal_keys(out);  // rows group instances: a stack's sites may now share a key
-    return out;
+    return by_row(take_sorted(), row_of);
+  }
+
+  // The same of a pass still reading (TraceBeingWritten::so_far), nothing taken or
+  // finished: the list made anew from the counts so far. Its cost is the sites and the
+  // infos, not the events.
+  template <typename RowOf>
+  std::vector<StackStageFigures> by_row_so_far(const std::vector<AllocationInfo>& infos, RowOf row_of) const {
+    return by_row(finished_ ? sorted_ : sorted_sites(infos), row_of);
   }
 
  private:
+  template <typename RowOf>
+  static std::vector<StackStageFigures> by_row(std::vector<StackStageFigures> sites, RowOf row_of) {
+    for (StackStageFigures& f : sites) f.stage = row_of(f.stage);
+    merge_equal_keys(sites);  // rows group instances: a stack's sites may now share a key
+    return sites;
+  }
+  // The sites of the counts and figures so far, sorted by key, equal keys added up.
+  std::vector<StackStageFigures> sorted_sites(const std::vector<AllocationInfo>& infos) const;
   // Sorts each stack's run of a list grouped by stack by key and adds up equal keys' figures.
   static void merge_equal_keys(std::vector<StackStageFigures>& grouped);
   std::vector<StackStageFigures> take_sorted();

@@ -86,3 +86,25 @@ TEST_CASE("aggregate mode's figures set before the end are sites like the counte
   CHECK(find(list, 4, -1)->live_at_peak_bytes == 500);
   CHECK(find(list, 2, -1)->bytes_allocated == 16);
 }
+
+TEST_CASE("the sites so far, while events still come, are what the end gives for the same counts") {
+  const std::vector<AllocationInfo> infos{info(32, 1, 0), info(64, 1, 1), info(8, 6, -1)};
+  SiteAggregator sites;
+  sites.allocated_as(0, infos[0]);
+  sites.allocated_as(1, infos[1]);
+  sites.temporary_as(2, infos[2]);
+  sites.allocated_as(2, infos[2]);
+  sites.set(9, -1, 5, 500, 0);
+  const auto one_row = [](int) { return 0; };
+  const auto so_far = sites.by_row_so_far(infos, one_row);
+  sites.allocated_as(2, infos[2]);  // the pass reads on: the list so far is unchanged by it
+  REQUIRE(so_far.size() == 3);
+  CHECK(find(so_far, 1, 0)->allocations == 2);
+  CHECK(find(so_far, 1, 0)->bytes_allocated == 96);
+  CHECK(find(so_far, 6, 0)->allocations == 1);
+  CHECK(find(so_far, 9, 0)->bytes_allocated == 500);
+  sites.finish(infos);
+  const auto at_end = sites.take_by_row(one_row);
+  CHECK(find(at_end, 6, 0)->allocations == 2);
+  CHECK(find(at_end, 1, 0)->allocations == so_far[0].allocations);
+}
