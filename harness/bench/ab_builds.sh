@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two builds of memstage side by side on the same work, ROUNDS rounds with both run in each
 # round (in turn, A first), so that a noisy machine slows both alike; prints each build's
-# median wall time and the median of the per-round ratios B / A, with how many rounds B won.
+# median wall time and the median of the per-round ratios B / A, with how many rounds B won
+# (and for `report`, each build's median maximum RSS, /usr/bin/time's).
 # A build is a folder laid out as build/ is (bin/memstage, lib/memstage/...): copy build/
 # aside before a change to keep the "before".
 #
@@ -45,7 +46,7 @@ case $what in
   report)
     [ $# -eq 1 ] || usage
     dir=$1
-    one() { "$1/bin/memstage" report "$dir" -f json -o "$work/$2.json"; }
+    one() { /usr/bin/time -f %M -o "$work/rss" "$1/bin/memstage" report "$dir" -f json -o "$work/$2.json"; }
     ;;
   preload)
     [ $# -gt 2 ] && [ "$2" = "--" ] || usage
@@ -70,18 +71,21 @@ for r in $(seq "$rounds"); do
     start=$(date +%s.%N)
     if [ "$what" = report ]; then one "$build" "$side"; else one "$build" "$@"; fi
     end=$(date +%s.%N)
-    echo "$r $side $(echo "$end - $start" | bc)" >> "$work/times"
+    echo "$r $side $(echo "$end - $start" | bc) $(cat "$work/rss" 2>/dev/null || echo 0)" >> "$work/times"
   done
 done
 python3 - "$work/times" "$a" "$b" <<'PY'
 import statistics, sys
-times = {}
+times, rss_kib = {}, {}
 for line in open(sys.argv[1]):
-    r, side, t = line.split()
+    r, side, t, rss = line.split()
     times.setdefault(r, {})[side] = float(t)
+    rss_kib.setdefault(side, []).append(int(rss))
 ratios = [t["b"] / t["a"] for t in times.values()]
 print(f"A {sys.argv[2]}: median {statistics.median(t['a'] for t in times.values()):.3f} s")
 print(f"B {sys.argv[3]}: median {statistics.median(t['b'] for t in times.values()):.3f} s")
+if all(rss_kib["a"]) and all(rss_kib["b"]):
+    print(f"max RSS: A median {statistics.median(rss_kib['a']) / 1024:.1f} MiB, B median {statistics.median(rss_kib['b']) / 1024:.1f} MiB")
 print(f"B / A: median of per-round ratios {statistics.median(ratios):.3f}, B faster in {sum(x < 1 for x in ratios)} of {len(ratios)} rounds")
 PY
 if [ "$what" = report ]; then

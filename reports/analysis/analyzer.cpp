@@ -620,7 +620,9 @@ StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& sta
         pass_two_failed = std::current_exception();
       }
     });
-    for (const uint32_t stack : pass.sites.stacks()) stacks.index_of(stack);
+    const std::vector<uint32_t> site_stacks = pass.sites.stacks();
+    stacks.reserve(site_stacks.size());
+    for (const uint32_t stack : site_stacks) stacks.index_of(stack);
   }
   if (pass_two_failed) std::rethrow_exception(pass_two_failed);
   return std::move(static_cast<StacksAtPeaks&>(snapshots));

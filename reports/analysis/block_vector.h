@@ -39,6 +39,10 @@ class BlockVector {
     blocks_.back()[size_ % kBlockItems] = std::move(item);
     ++size_;
   }
+  // Grows to `n` elements, the new ones `fill`: a table by id that grows as ids come.
+  void grow_to(size_t n, const T& fill) {
+    while (size_ < n) push_back(fill);
+  }
   T& operator[](size_t i) { return blocks_[i / kBlockItems][i % kBlockItems]; }
   const T& operator[](size_t i) const { return blocks_[i / kBlockItems][i % kBlockItems]; }
   size_t size() const { return size_; }

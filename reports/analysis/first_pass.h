@@ -444,12 +444,14 @@ class FirstPass : public trace::TraceVisitor {
 
   // The run is over: stages still open end with it.
   void finish() {
-    sites.flush_infos(heap.infos());
     add_timeline_point();
     if (replays_growth()) stack_live.flush(now_ns / kNsPerS, growth);
+    growth.finish();
     // The growth series hold what it replayed: its per-stack counts (8 bytes a stack id,
-    // 32 MiB on a torch import's trace) are not needed again.
+    // 32 MiB on a torch import's trace) are not needed again. Both let go before the
+    // sites' list is made, so that it is never held beside them.
     stack_live = StackLiveBytesReplay();
+    sites.finish(heap.infos());
     device.count_leaks();
     while (innermost() >= 0) close_innermost(false);
   }

@@ -96,7 +96,7 @@ void GrowthAggregator::begin_snapshot(double t_s) {
 void GrowthAggregator::set(uint32_t stack, uint64_t live_bytes) {
   if (times_.empty()) begin_snapshot(0);
   const auto current = static_cast<uint32_t>(times_.size() - 1);
-  if (stack >= series_of_stack_.size()) series_of_stack_.resize(stack + 1, kNoSeries);
+  if (stack >= series_of_stack_.size()) series_of_stack_.grow_to(stack + 1, kNoSeries);
   uint32_t& index = series_of_stack_[stack];
   if (index == kNoSeries) {
     index = static_cast<uint32_t>(series_.size());
@@ -118,7 +118,8 @@ void GrowthAggregator::set(uint32_t stack, uint64_t live_bytes) {
 void GrowthAggregator::snapshot(double t_s, std::span<const StackLiveBytes> holding) {
   begin_snapshot(t_s);
   for (const StackLiveBytes& h : holding) set(h.stack, h.live_bytes);
-  for (const Series& s : series_) {  // set() of a stack that has a series adds none
+  for (size_t i = 0; i < series_.size(); ++i) {  // set() of a stack that has a series adds none
+    const Series& s = series_[i];
     if (s.set_in != serial_ && !s.changes.empty() && s.changes.back().live_bytes != 0) set(s.stack, 0);
   }
 }
@@ -132,7 +133,8 @@ void GrowthAggregator::thin() {
   for (size_t i = 0; i < n; i += 2) kept.push_back(times_[i]);
   if ((n - 1) % 2 == 1) kept.push_back(times_[n - 1]);
   times_ = std::move(kept);
-  for (Series& s : series_) {
+  for (size_t i = 0; i < series_.size(); ++i) {
+    Series& s = series_[i];
     std::vector<Change> changes;
     changes.reserve(s.changes.size());
     for (const Change& c : s.changes) {
@@ -156,13 +158,21 @@ std::vector<uint64_t> GrowthAggregator::dense(const Series& s) const {
   return values;
 }
 
+void GrowthAggregator::finish() {
+  found_ = growing();
+  series_ = {};
+  series_of_stack_ = {};
+}
+
 std::vector<GrowingStack> GrowthAggregator::growing() const {
+  if (found_) return *found_;
   std::vector<GrowingStack> out;
   // A series that changed fewer than three times (allocated once, a burst, never
   // holding memory at a snapshot: most stacks) is no ramp; it is skipped without being
   // expanded.
   constexpr size_t min_changes = 3;
-  for (const Series& s : series_) {
+  for (size_t i = 0; i < series_.size(); ++i) {
+    const Series& s = series_[i];
     if (s.changes.size() < min_changes || s.changes.back().live_bytes == 0) continue;
     const std::vector<uint64_t> values = dense(s);
     const GrowthFit fit = fit_growth(times_, values, options_);

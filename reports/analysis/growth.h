@@ -11,9 +11,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "reports/analysis/block_vector.h"
 #include "reports/model/report_model.h"
 
 namespace memstage::reports {
@@ -85,6 +87,9 @@ class GrowthAggregator {
   // feeder's (the caller maps them into the report); series holds the stack's live bytes
   // at every snapshot held.
   std::vector<GrowingStack> growing() const;
+  // No more snapshots come: the growing stacks are fitted now and the series let go (a
+  // torch import's trace holds 7e5 of them, tens of MB the rest of the analysis has no use for).
+  void finish();
   // Fills the report's growth: the growing stacks with `index_of(stack id)` as their stack.
   template <typename IndexOf>
   GrowthReport report(IndexOf index_of) const {
@@ -117,8 +122,10 @@ class GrowthAggregator {
   // numbered from 0, and a hash table of the series missed the cache on every set
   // (docs/performance.md).
   static constexpr uint32_t kNoSeries = UINT32_MAX;
-  std::vector<uint32_t> series_of_stack_;
-  std::vector<Series> series_;
+  BlockVector<uint32_t> series_of_stack_;
+  // In blocks: a doubling vector of 7e5 series held its old copy and the new at once.
+  BlockVector<Series> series_;
+  std::optional<std::vector<GrowingStack>> found_;  // once finished
 };
 
 // The fit of one series, exposed for the tests of the criteria.

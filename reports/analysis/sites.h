@@ -30,7 +30,7 @@ class SiteAggregator {
   // counted per info, an array increment an event in place of a lookup of its site (a
   // lookup an event showed in profiles of the churn); the info names its
   // site (the reader numbers infos as they come, none is defined twice), and
-  // flush_infos() adds the counts to the sites' figures when the events end.
+  // finish() adds the counts to the sites' figures when the events end.
   void allocated_as(uint32_t id, const AllocationInfo& info) {
     if (++counts_of(id).allocations == UINT32_MAX) flush_info(id, info);
   }
@@ -38,9 +38,10 @@ class SiteAggregator {
     ++temporary_allocations_;
     if (++counts_of(id).temporaries == UINT32_MAX) flush_info(id, info);
   }
-  void flush_infos(const std::vector<AllocationInfo>& infos) {
-    for (uint32_t id = 0; id < per_info_.size() && id < infos.size(); ++id) flush_info(id, infos[id]);
-  }
+  // The events have ended: every site's figures go into one list sorted by (stack, stage),
+  // sized once (7e5 sites on a torch import's trace, 34 MB, where a hash table of them
+  // took 57 MiB and twice that while it grew).
+  void finish(const std::vector<AllocationInfo>& infos);
 
   void leaked(uint32_t stack, int stage, uint64_t bytes) { at(stack, stage).leaked_bytes += bytes; }
   void live_at_peak(uint32_t stack, int stage, uint64_t bytes) { at(stack, stage).live_at_peak_bytes = bytes; }
@@ -55,80 +56,47 @@ class SiteAggregator {
 
   uint64_t temporary_allocations() const { return temporary_allocations_; }
 
-  // The stacks of all sites, each once, ascending: marked by stack id (the trace's,
-  // numbered from 0), not sorted (7e5 sites on a torch import).
-  std::vector<uint32_t> stacks() const {
-    std::vector<bool> has_site(stack_ids());
-    for (const auto& [key, f] : figures_) has_site[stack_of_key(key)] = true;
-    std::vector<uint32_t> out;
-    for (uint32_t stack = 0; stack < has_site.size(); ++stack) {
-      if (has_site[stack]) out.push_back(stack);
-    }
-    return out;
-  }
+  // The stacks of all sites, each once, ascending (after finish()).
+  std::vector<uint32_t> stacks() const;
 
   // The figures per stack and stage row (stage_rows.h), sorted by (stack, row); stacks are
-  // still the trace's. (A trace of hundreds of thousands of sites: one list, ordered, then
-  // the figures of equal keys added up in place.) Taken out: the aggregator holds none
-  // after, so that its table (57 MiB on a torch import's trace) is not held beside the list
-  // for the rest of the analysis.
+  // still the trace's. Taken out: the aggregator holds none after.
   template <typename RowOf>
   std::vector<StackStageFigures> take_by_row(RowOf row_of) {
-    // Placed by stack id (dense: a count per stack, then each site in its stack's place),
-    // then the few rows of each stack sorted, cheaper than sorting the whole list.
-    std::vector<uint32_t> place(stack_ids() + 1, 0);
-    for (const auto& [key, f] : figures_) ++place[stack_of_key(key) + 1];
-    for (size_t i = 1; i < place.size(); ++i) place[i] += place[i - 1];
-    std::vector<StackStageFigures> out(figures_.size());
-    for (const auto& [key, f] : figures_) {
-      StackStageFigures& placed = out[place[stack_of_key(key)]++];
-      placed = f;
-      placed.stage = row_of(stage_of_key(key));
-    }
-    decltype(figures_)().swap(figures_);
-    const auto key_of = [](const StackStageFigures& f) { return figure_key(f.stack, f.stage); };
-    for (size_t begin = 0; begin < out.size();) {
-      size_t end = begin + 1;
-      while (end < out.size() && out[end].stack == out[begin].stack) ++end;
-      if (end - begin > 1) {
-        std::sort(out.begin() + begin, out.begin() + end, [&](const auto& a, const auto& b) { return key_of(a) < key_of(b); });
-      }
-      begin = end;
-    }
-    size_t kept = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (kept && key_of(out[kept - 1]) == key_of(out[i])) {
-        StackStageFigures& m = out[kept - 1];
-        m.allocations += out[i].allocations;
-        m.bytes_allocated += out[i].bytes_allocated;
-        m.temporary_allocations += out[i].temporary_allocations;
-        m.live_at_peak_bytes += out[i].live_at_peak_bytes;
-        m.leaked_bytes += out[i].leaked_bytes;
-      } else {
-        out[kept++] = out[i];
-      }
-    }
-    out.resize(kept);
-    return out;
+    return by_row(take_sorted(), row_of);
+  }
+
+  // The same of a pass still reading (TraceBeingWritten::so_far), nothing taken or
+  // finished: the list made anew from the counts so far. Its cost is the sites and the
+  // infos, not the events.
+  template <typename RowOf>
+  std::vector<StackStageFigures> by_row_so_far(const std::vector<AllocationInfo>& infos, RowOf row_of) const {
+    return by_row(finished_ ? sorted_ : sorted_sites(infos), row_of);
   }
 
  private:
-  // One more than the highest stack id of a site (0 with none): the size of a table by id.
-  size_t stack_ids() const {
-    if (figures_.empty()) return 0;
-    uint32_t highest = 0;
-    for (const auto& [key, f] : figures_) highest = std::max(highest, stack_of_key(key));
-    return size_t{highest} + 1;
+  template <typename RowOf>
+  static std::vector<StackStageFigures> by_row(std::vector<StackStageFigures> sites, RowOf row_of) {
+    for (StackStageFigures& f : sites) f.stage = row_of(f.stage);
+    merge_equal_keys(sites);  // rows group instances: a stack's sites may now share a key
+    return sites;
   }
-  StackStageFigures& at(uint32_t stack, int stage) {
-    StackStageFigures& f = figures_[figure_key(stack, stage)];
-    f.stack = stack;
-    f.stage = stage;
-    return f;
-  }
-  // Open addressing, the figures inline: a torch import's trace has ~7e5 sites, each
-  // touched by the allocations of its stack.
-  absl::flat_hash_map<uint64_t, StackStageFigures> figures_;
+  // The sites of the counts and figures so far, sorted by key, equal keys added up.
+  std::vector<StackStageFigures> sorted_sites(const std::vector<AllocationInfo>& infos) const;
+  // Sorts each stack's run of a list grouped by stack by key and adds up equal keys' figures.
+  static void merge_equal_keys(std::vector<StackStageFigures>& grouped);
+  std::vector<StackStageFigures> take_sorted();
+  // One more than the highest stack id of a site before finish() (0 with none).
+  size_t stack_ids(const std::vector<AllocationInfo>& infos) const;
+  StackStageFigures& at(uint32_t stack, int stage);
+  void flush_info(uint32_t id, const AllocationInfo& info);
+
+  // Before finish(): the sites given figures other than by counts (aggregate mode's, and
+  // an info's counts about to wrap). After: the sites not in `sorted_` (none but where a
+  // trace is inconsistent), kept apart rather than inserted in order.
+  absl::flat_hash_map<uint64_t, StackStageFigures> unsorted_;
+  std::vector<StackStageFigures> sorted_;  // by (stack, stage), after finish()
+  bool finished_ = false;
   // 8 bytes an info (a torch import's trace has ~8e5): flushed before either count wraps.
   struct InfoCounts {
     uint32_t allocations = 0;
@@ -138,16 +106,7 @@ class SiteAggregator {
     if (info >= per_info_.size()) per_info_.resize(info + 1);
     return per_info_[info];
   }
-  std::vector<InfoCounts> per_info_;  // not yet in figures_
-  void flush_info(uint32_t id, const AllocationInfo& info) {
-    if (id >= per_info_.size()) return;
-    const InfoCounts n = std::exchange(per_info_[id], InfoCounts{});
-    if (n.allocations == 0 && n.temporaries == 0) return;
-    StackStageFigures& f = at(info.stack, info.stage);
-    f.allocations += uint64_t{n.allocations} * blocks_counted(info, 1);
-    f.bytes_allocated += uint64_t{n.allocations} * info.size;
-    f.temporary_allocations += n.temporaries;
-  }
+  std::vector<InfoCounts> per_info_;  // not yet in the figures
   uint64_t temporary_allocations_ = 0;
 };
 

@@ -32,6 +32,12 @@ class StackResolver {
 
   // The report's stack for trace stack `trace_stack`, resolved on first use.
   StackIndex index_of(uint32_t trace_stack);
+  // `stacks` more are about to be resolved, most of the tree with them: the report's lists
+  // are sized once (a doubling list of 2.4e6 nodes held both copies at once).
+  void reserve(size_t stacks) {
+    report_.stacks.reserve(report_.stacks.size() + stacks);
+    report_.stack_nodes.reserve(report_.stack_nodes.size() + tree_.size());
+  }
 
   // The symbolizer, its modules open, for another resolver (the run so far, a second later).
   Symbolizer take_symbolizer() { return std::move(symbolizer_); }

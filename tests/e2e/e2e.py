@@ -1629,6 +1629,34 @@ def scenario_aggregate_size(s):
 
 
 @scenario
+def scenario_analysis_flat(s):
+    """The analysis's memory does not grow with the events beyond pass one's log of them: a full-mode
+    trace of 10 x the calls on the same few sites is analysed within the short one's memory plus that
+    log (a byte an event here, what pass two replays instead of reading the trace again; kept up to
+    AnalysisOptions::max_event_log_bytes, 64 MiB, past which the trace is read again)."""
+    rss_mib, events = {}, {}
+    for iterations in (200000, 2000000):
+        name = "flat.%d" % iterations
+        out, report = s.traced(name, [s.program("churn"), s.truth_file(name), str(iterations)],
+                               run_flags=("--sample-interval", "1000"))
+        events[iterations] = report["totals"]["allocations"] + report["totals"]["frees"]
+        analysis = subprocess.Popen([s.memstage, "report", out, "--format", "json", "-o", out + ".again.json"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(analysis.pid, 0)
+        analysis.returncode = os.waitstatus_to_exitcode(status)
+        s.eq(analysis.returncode, 0, "%s: memstage report exits 0" % name)
+        rss_mib[iterations] = usage.ru_maxrss / 1024
+    short, long = sorted(rss_mib)
+    log_mib = (events[long] - events[short]) / 2**20
+    grew_mib = rss_mib[long] - rss_mib[short]
+    print("analysis max RSS %.1f -> %.1f MiB for %d -> %d events (their log %.1f MiB)"
+          % (rss_mib[short], rss_mib[long], events[short], events[long], log_mib))
+    # 6 MiB for RSS read in huge pages (2 MiB each) and the allocator's own slack.
+    s.check(grew_mib <= 1.25 * log_mib + 6, "the analysis grew %.1f MiB, at most the events' log %.1f MiB and slack"
+            % (grew_mib, log_mib))
+
+
+@scenario
 def scenario_aggregate_aging(s):
     """Aggregate mode's timeline coarsens as the run ages (MEMSTAGE_TIMELINE_TICKS): a 3 s run with a budget
     of 50 ticks writes fewer bytes than with every 10 ms tick kept, and its peaks and stage edges are the same."""

@@ -140,6 +140,17 @@ TEST_CASE("growth aggregator: fastest first, bounded snapshots, rate kept throug
   CHECK(listed[0].series.size() == growth.snapshots());
   CHECK(listed[1].stack == 3);
   CHECK(listed[1].bytes_per_s == Approx(256 * 1000).epsilon(0.02));
+
+  // Finished (the analysis lets the series go): the same stacks, rates and series.
+  growth.finish();
+  const auto after = growth.growing();
+  REQUIRE(after.size() == listed.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    CHECK(after[i].stack == listed[i].stack);
+    CHECK(after[i].bytes_per_s == listed[i].bytes_per_s);
+    CHECK(after[i].series.size() == listed[i].series.size());
+  }
+  CHECK(growth.snapshots() == listed[0].series.size());
 }
 
 TEST_CASE("growth aggregator: whole snapshots set the stacks they leave out to nothing") {

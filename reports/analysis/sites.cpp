@@ -1,0 +1,129 @@
+#include "reports/analysis/sites.h"
+
+namespace memstage::reports {
+namespace {
+
+uint64_t key_of(const StackStageFigures& f) { return figure_key(f.stack, f.stage); }
+
+void add_figures(StackStageFigures& to, const StackStageFigures& f) {
+  to.allocations += f.allocations;
+  to.bytes_allocated += f.bytes_allocated;
+  to.temporary_allocations += f.temporary_allocations;
+  to.live_at_peak_bytes += f.live_at_peak_bytes;
+  to.leaked_bytes += f.leaked_bytes;
+}
+
+}  // namespace
+
+StackStageFigures& SiteAggregator::at(uint32_t stack, int stage) {
+  const uint64_t key = figure_key(stack, stage);
+  if (finished_) {
+    const auto it = std::lower_bound(sorted_.begin(), sorted_.end(), key,
+                                     [](const StackStageFigures& f, uint64_t k) { return key_of(f) < k; });
+    if (it != sorted_.end() && key_of(*it) == key) return *it;
+  }
+  StackStageFigures& f = unsorted_[key];
+  f.stack = stack;
+  f.stage = stage;
+  return f;
+}
+
+void SiteAggregator::flush_info(uint32_t id, const AllocationInfo& info) {
+  if (id >= per_info_.size()) return;
+  const InfoCounts n = std::exchange(per_info_[id], InfoCounts{});
+  if (n.allocations == 0 && n.temporaries == 0) return;
+  StackStageFigures& f = at(info.stack, info.stage);
+  f.allocations += uint64_t{n.allocations} * blocks_counted(info, 1);
+  f.bytes_allocated += uint64_t{n.allocations} * info.size;
+  f.temporary_allocations += n.temporaries;
+}
+
+size_t SiteAggregator::stack_ids(const std::vector<AllocationInfo>& infos) const {
+  size_t ids = 0;
+  for (const auto& [key, f] : unsorted_) ids = std::max<size_t>(ids, size_t{stack_of_key(key)} + 1);
+  for (uint32_t id = 0; id < per_info_.size() && id < infos.size(); ++id) {
+    if (per_info_[id].allocations || per_info_[id].temporaries) ids = std::max<size_t>(ids, size_t{infos[id].stack} + 1);
+  }
+  return ids;
+}
+
+// Placed by stack id (a count per stack, then each site in its stack's place), so that the
+// list comes out grouped by stack without sorting it whole, and is allocated once.
+std::vector<StackStageFigures> SiteAggregator::sorted_sites(const std::vector<AllocationInfo>& infos) const {
+  const size_t counted_infos = std::min(per_info_.size(), infos.size());
+  const auto counted = [&](uint32_t id) { return per_info_[id].allocations || per_info_[id].temporaries; };
+  std::vector<uint32_t> place(stack_ids(infos) + 1, 0);
+  for (const auto& [key, f] : unsorted_) ++place[stack_of_key(key) + 1];
+  for (uint32_t id = 0; id < counted_infos; ++id) {
+    if (counted(id)) ++place[infos[id].stack + 1];
+  }
+  for (size_t i = 1; i < place.size(); ++i) place[i] += place[i - 1];
+  std::vector<StackStageFigures> sites(place.back());
+  for (const auto& [key, f] : unsorted_) sites[place[f.stack]++] = f;
+  for (uint32_t id = 0; id < counted_infos; ++id) {
+    if (!counted(id)) continue;
+    const AllocationInfo& info = infos[id];
+    StackStageFigures& f = sites[place[info.stack]++];
+    f.stack = info.stack;
+    f.stage = info.stage;
+    f.allocations = uint64_t{per_info_[id].allocations} * blocks_counted(info, 1);
+    f.bytes_allocated = uint64_t{per_info_[id].allocations} * info.size;
+    f.temporary_allocations = per_info_[id].temporaries;
+  }
+  merge_equal_keys(sites);
+  return sites;
+}
+
+void SiteAggregator::finish(const std::vector<AllocationInfo>& infos) {
+  sorted_ = sorted_sites(infos);
+  decltype(unsorted_)().swap(unsorted_);
+  std::vector<InfoCounts>().swap(per_info_);
+  finished_ = true;
+}
+
+void SiteAggregator::merge_equal_keys(std::vector<StackStageFigures>& grouped) {
+  for (size_t begin = 0; begin < grouped.size();) {
+    size_t end = begin + 1;
+    while (end < grouped.size() && grouped[end].stack == grouped[begin].stack) ++end;
+    if (end - begin > 1) {
+      std::sort(grouped.begin() + static_cast<ptrdiff_t>(begin), grouped.begin() + static_cast<ptrdiff_t>(end),
+                [](const auto& a, const auto& b) { return key_of(a) < key_of(b); });
+    }
+    begin = end;
+  }
+  size_t kept = 0;
+  for (size_t i = 0; i < grouped.size(); ++i) {
+    if (kept && key_of(grouped[kept - 1]) == key_of(grouped[i])) {
+      add_figures(grouped[kept - 1], grouped[i]);
+    } else {
+      grouped[kept++] = grouped[i];
+    }
+  }
+  grouped.resize(kept);
+}
+
+std::vector<uint32_t> SiteAggregator::stacks() const {
+  std::vector<uint32_t> out;
+  for (const StackStageFigures& f : sorted_) {
+    if (out.empty() || out.back() != f.stack) out.push_back(f.stack);
+  }
+  if (unsorted_.empty()) return out;
+  for (const auto& [key, f] : unsorted_) out.push_back(stack_of_key(key));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<StackStageFigures> SiteAggregator::take_sorted() {
+  std::vector<StackStageFigures> out = std::move(sorted_);
+  sorted_ = {};
+  if (!unsorted_.empty()) {
+    for (const auto& [key, f] : unsorted_) out.push_back(f);
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return key_of(a) < key_of(b); });
+    merge_equal_keys(out);
+    decltype(unsorted_)().swap(unsorted_);
+  }
+  return out;
+}
+
+}  // namespace memstage::reports
