@@ -69,10 +69,9 @@ function renderFlameControls() {
     metrics.append(b);
   });
   const select = document.getElementById('flame-stage');
-  select.append(el('option', { value: 'all' }, 'all stages'));
-  if (flame.figures.some((f) => f[1] < 0)) select.append(el('option', { value: '-1' }, '(outside any stage)'));
-  stages.forEach((s, i) => select.append(el('option', { value: String(i) }, '\u00a0\u00a0'.repeat(s.depth) + s.name)));
-  select.value = flameState.stage;
+  fillStageSelect(select, false);
+  // The whole list when the reader reaches for it (a pointer or the keyboard focuses it first).
+  for (const type of ['pointerdown', 'focus']) select.addEventListener(type, () => fillStageSelect(select, true));
   select.addEventListener('change', () => {
     flameState.stage = select.value;
     flameState.zoom = 0;
@@ -87,6 +86,20 @@ function renderFlameControls() {
     flameState.zoom = 0;
     renderFlame();
   });
+}
+
+// The stage choices: until `all` is asked for, only those before the stages and the one
+// chosen, since a select of a long run's thousands of rows took a third of a second to lay out.
+function fillStageSelect(select, all) {
+  if (select.options.length > 0 && (!all || select.getAttribute('data-filled') === 'all')) return;
+  clear(select);
+  select.append(el('option', { value: 'all' }, 'all stages'));
+  if (flame.figures.some((f) => f[1] < 0)) select.append(el('option', { value: '-1' }, '(outside any stage)'));
+  stages.forEach((s, i) => {
+    if (all || String(i) === flameState.stage) select.append(el('option', { value: String(i) }, '\u00a0\u00a0'.repeat(s.depth) + s.name));
+  });
+  select.value = flameState.stage;
+  select.setAttribute('data-filled', all || !stages.length ? 'all' : 'chosen');
 }
 
 function updateFlame() {

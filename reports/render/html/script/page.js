@@ -38,6 +38,29 @@ function clear(node) {
   while (node.firstChild) node.removeChild(node.firstChild);
 }
 
+// Rows appended a slice at a time, the next when the reader scrolls near the last drawn:
+// a long run's thousands of stage rows would otherwise be laid out, all of them, before
+// the page answers. Called again on the same host (a re-sort), the old watcher is dropped.
+const sliceWatchers = new WeakMap();
+function appendInSlices(host, count, makeRow, slice = 150) {
+  if (sliceWatchers.has(host)) sliceWatchers.get(host).disconnect();
+  let next = 0;
+  const watcher = new IntersectionObserver((entries) => {
+    if (!entries.some((e) => e.isIntersecting)) return;
+    watcher.disconnect();
+    more();
+  }, { rootMargin: '600px 0px' });
+  const more = () => {
+    const end = Math.min(count, next + slice);
+    for (; next < end; next++) host.append(makeRow(next));
+    host.setAttribute('data-rows-drawn', String(next));
+    if (next < count) watcher.observe(host.lastElementChild);
+  };
+  sliceWatchers.set(host, watcher);
+  host.setAttribute('data-rows', String(count));
+  more();
+}
+
 const tooltip = document.getElementById('tooltip');
 // lines: [[text, className], ...]
 function showTooltip(event, lines) {
