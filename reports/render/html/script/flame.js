@@ -107,16 +107,22 @@ function updateFlame() {
   renderFlame();
 }
 
+// One canvas, not an element per frame (a zoom rebuilt thousands of SVG groups, seconds of
+// style and layout on a large run's page), kept and wired once; what it shows now.
+const flameCanvas = el('canvas', { role: 'img', 'aria-label': 'flame graph' });
+let flameShown = { frameAt: () => null, view: null };
+let flameWired = false;
+
 function renderFlame() {
   const host = document.getElementById('flame');
   const note = document.getElementById('flame-note');
   const detail = document.getElementById('flame-detail');
-  clear(host);
   clear(note);
   clear(detail);
   for (const a of ['data-node', 'data-x', 'data-width', 'data-depth']) detail.removeAttribute(a);
   document.body.setAttribute('data-flame-zoom', String(flameState.zoom));
   if (nodeCount <= 1 || !flame.figures.length) {
+    clear(host);
     host.append(el('div', { class: 'empty' }, data.mode === 'stats'
       ? 'This run was traced in stats mode, which records no stacks; trace in full mode to see where memory was allocated.'
       : 'No stacks were recorded.'));
@@ -128,28 +134,36 @@ function renderFlame() {
   const width = Math.max(320, host.clientWidth || 900);
   const layout = flameLayout(width, zoom);
   const { matched, matchValue } = flameMatches(layout.rects, view.search, zoom);
-  const height = (layout.maxDepth + 1) * view.rowHeight + 2;
-  // One canvas, not an element per frame: a zoom redrew thousands of SVG groups, seconds
-  // of style and layout on a large run's page.
-  const canvas = el('canvas', { role: 'img', 'aria-label': 'flame graph', 'data-frames-drawn': layout.rects.length });
-  host.append(canvas);
-  const ctx = sizedCanvas(canvas, width, height);
+  if (flameCanvas.parentNode !== host) {
+    clear(host);
+    host.append(flameCanvas);
+  }
+  const ctx = sizedCanvas(flameCanvas, width, (layout.maxDepth + 1) * view.rowHeight + 2);
   view.hatch = mergedFill(ctx);
   for (const r of layout.rects) drawFlameRect(ctx, r, matched, view);
+  flameCanvas.setAttribute('data-frames-drawn', String(layout.rects.length));
+  flameShown = { frameAt: flameHitTest(layout.rects, view.rowHeight), view };
   writeFlameNote(note, view, layout, matchValue);
   detail.append('Hover a frame for its details.');
-  wireFlame(canvas, layout.rects, detail, view);
+  if (!flameWired) wireFlame(flameCanvas, detail);
+  flameWired = true;
 }
 
-// The canvas `width` x `height` CSS pixels, backed by device pixels; its context in CSS pixels.
+// The canvas sized to `width` x `height` CSS pixels, backed by device pixels, and cleared;
+// its context in CSS pixels. Its bitmap is made anew only when the size changes.
 function sizedCanvas(canvas, width, height) {
   const scale = window.devicePixelRatio || 1;
-  canvas.width = Math.round(width * scale);
-  canvas.height = Math.round(height * scale);
-  canvas.style.width = width + 'px';
-  canvas.style.height = height + 'px';
+  const w = Math.round(width * scale), h = Math.round(height * scale);
+  if (canvas.width !== w || canvas.height !== h) {
+    canvas.width = w;
+    canvas.height = h;
+    canvas.style.width = width + 'px';
+    canvas.style.height = height + 'px';
+  }
   const ctx = canvas.getContext('2d');
-  ctx.scale(scale, scale);
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.clearRect(0, 0, w, h);
+  ctx.setTransform(scale, 0, 0, scale, 0, 0);
   return ctx;
 }
 
@@ -255,6 +269,7 @@ function drawFlameRect(ctx, r, matched, view) {
     ctx.stroke();
   }
   ctx.globalAlpha = 1;
+  if (r.w - 8 < 14) return;  // too narrow for any label (fitText)
   const text = r.merged ? `${fmtExactCount(r.merged)} smaller frames` : r.n === 0 ? `all: ${fmtMetric(total)}` : nodeLabel(r.n);
   const label = fitText(text, r.w - 8, font);
   if (!label) return;
@@ -304,9 +319,8 @@ function writeFlameNote(note, view, layout, matchValue) {
 
 // A click zooms into a frame (out again on the zoomed one), a merged block into its
 // caller; hovering gives its figures, and the detail line says which frame and where.
-function wireFlame(canvas, rects, detail, view) {
-  const frameAt = flameHitTest(rects, view.rowHeight);
-  const hit = (event) => frameAt(event.offsetX, event.offsetY);
+function wireFlame(canvas, detail) {
+  const hit = (event) => flameShown.frameAt(event.offsetX, event.offsetY);
   canvas.addEventListener('click', (event) => {
     const r = hit(event);
     if (!r) return;
@@ -320,8 +334,8 @@ function wireFlame(canvas, rects, detail, view) {
     const r = hit(event);
     canvas.style.cursor = r ? 'pointer' : 'default';
     if (!r) return;
-    if (r.merged) showTooltip(event, mergedLines(r, view));
-    else showFlameFrame(event, r, detail, view);
+    if (r.merged) showTooltip(event, mergedLines(r, flameShown.view));
+    else showFlameFrame(event, r, detail, flameShown.view);
   });
   canvas.addEventListener('mouseleave', hideTooltip);
 }
