@@ -120,6 +120,11 @@ try {
   });
   let rows = await tableRows();
   if (rows && rows.rows > 300 && rows.drawn > 300) fail(`the stage table drew ${rows.drawn} of ${rows.rows} rows before any scrolling`);
+  // Scrolled past the table (to the flame graph below it), no more rows are drawn.
+  await page.evaluate(() => document.getElementById('flame-section').scrollIntoView({ block: 'start' }));
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  const past = await tableRows();
+  if (past && past.rows > 300 && past.drawn > 300) fail(`scrolled past the stage table, it drew ${past.drawn} of ${past.rows} rows`);
   for (let i = 0; rows && rows.drawn < rows.rows && i < rows.rows / 100 + 10; i++) {
     await page.evaluate(() => document.querySelector('#stage-table tbody tr:last-child').scrollIntoView({ block: 'end' }));
     await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));

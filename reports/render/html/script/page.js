@@ -38,9 +38,11 @@ function clear(node) {
   while (node.firstChild) node.removeChild(node.firstChild);
 }
 
-// Rows appended a slice at a time, the next when the reader scrolls near the last drawn:
-// a long run's thousands of stage rows would otherwise be laid out, all of them, before
-// the page answers. Called again on the same host (a re-sort), the old watcher is dropped.
+// Rows appended a slice at a time, the next when the last drawn comes into view or within
+// 600 px below it: a long run's thousands of stage rows would otherwise be laid out, all of
+// them, before the page answers. Only below: scrolled past, the last row stays above the
+// view as slices are added (scroll anchoring), and would pull in every row. Called again
+// on the same host (a re-sort), the old watcher is dropped.
 const sliceWatchers = new WeakMap();
 function appendInSlices(host, count, makeRow, slice = 150) {
   if (sliceWatchers.has(host)) sliceWatchers.get(host).disconnect();
@@ -49,7 +51,7 @@ function appendInSlices(host, count, makeRow, slice = 150) {
     if (!entries.some((e) => e.isIntersecting)) return;
     watcher.disconnect();
     more();
-  }, { rootMargin: '600px 0px' });
+  }, { rootMargin: '0px 0px 600px 0px' });
   const more = () => {
     const end = Math.min(count, next + slice);
     for (; next < end; next++) host.append(makeRow(next));
