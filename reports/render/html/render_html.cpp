@@ -670,7 +670,8 @@ void add_run(json& data, const Report& report) {
 }
 
 // The stage rows, the worst of them, and how instances were grouped into rows (past a
-// thousand, by path: reports/analysis/stage_rows.h).
+// thousand, by path: reports/analysis/stage_rows.h). A row's stacks at its peak are not
+// shown on the page, and were a seventh of a long run's page: they stay in report.json.
 void add_stages(json& data, const Report& report, std::vector<StackIndex>& used_stacks) {
   data["worst_stage"] = worst_stage(report.stages);
   data["stage_instances"] = report.stage_grouping ? report.stage_grouping->instances : report.stages.size();
@@ -688,8 +689,7 @@ void add_stages(json& data, const Report& report, std::vector<StackIndex>& used_
                       {"closed", s.closed},
                       {"retained_bytes", s.retained_bytes},
                       {"figures", memory_figures_json<json>(s.figures)},
-                      {"device", s.device ? device_figures_json<json>(*s.device) : json(nullptr)},
-                      {"top_stacks_at_peak", stack_bytes_json(s.top_stacks_at_peak, used_stacks)}});
+                      {"device", s.device ? device_figures_json<json>(*s.device) : json(nullptr)}});
   }
   data["stages"] = std::move(stages);
   data["top_stacks_at_peak"] = stack_bytes_json(report.top_stacks_at_peak, used_stacks);
