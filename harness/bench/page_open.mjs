@@ -30,7 +30,7 @@ const { chromium } = createRequire(path.join(path.resolve(modules), '..', 'x.js'
 // frame after that, every long task, and (once armed) every animation frame's time.
 function instrument() {
   // paused: the benchmark's own probing, whose tasks and frames are not the page's.
-  const m = { rendered: null, painted: null, longTasks: [], frames: [], arm: false, paused: [], skip: false };
+  const m = { rendered: null, painted: null, longTasks: [], frames: [], arm: false, paused: [], skip: 0 };
   window.__pageOpen = m;
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) m.longTasks.push({ start: e.startTime, duration: e.duration });
@@ -41,10 +41,13 @@ function instrument() {
       requestAnimationFrame(() => setTimeout(() => { m.painted = performance.now(); }, 0));
     }
   }).observe(document, { attributes: true, subtree: true, attributeFilter: ['data-rendered'] });
+  // A frame's time: between the starts of two frames' callbacks, read by the clock (a
+  // frame's own timestamp may be set before a long task that delays its callbacks).
   let last = 0;
-  const tick = (t) => {
-    if (m.arm && last && !m.skip) m.frames.push(t - last);
-    m.skip = false;
+  const tick = () => {
+    const t = performance.now();
+    if (m.arm && last && m.skip === 0) m.frames.push(t - last);
+    m.skip = Math.max(0, m.skip - 1);
     last = t;
     requestAnimationFrame(tick);
   };
@@ -71,7 +74,7 @@ async function zoomTarget(page) {
       return findTarget();
     } finally {
       m.paused.push([from, performance.now()]);
-      m.skip = true;
+      m.skip = 2;
     }
   })()`);
 }
