@@ -18,6 +18,7 @@
 #include "reports/model/thin_series.h"
 #include "reports/render/frame_label.h"
 #include "reports/render/model_json.h"
+#include "reports/render/html/column_table.h"
 #include "reports/render/html/html_assets.h"
 
 namespace memstage::reports {
@@ -691,7 +692,8 @@ void add_stages(json& data, const Report& report, std::vector<StackIndex>& used_
                       {"figures", memory_figures_json<json>(s.figures)},
                       {"device", s.device ? device_figures_json<json>(*s.device) : json(nullptr)}});
   }
-  data["stages"] = std::move(stages);
+  // As one table (column_table.h): a long run's thousands of rows repeat the same keys.
+  data["stages"] = column_table(stages);
   data["top_stacks_at_peak"] = stack_bytes_json(report.top_stacks_at_peak, used_stacks);
 }
 

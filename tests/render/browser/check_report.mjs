@@ -54,6 +54,8 @@ const require = process.env.MEMSTAGE_NODE_MODULES
   ? createRequire(path.join(path.resolve(process.env.MEMSTAGE_NODE_MODULES), '..', 'resolve-from-here.js'))
   : createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
+// The page's own reader of its stage rows (a column table), to read its data as it does.
+const { rowsOf } = createRequire(import.meta.url)(path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../../reports/render/html/script/common.js'));
 
 const failures = [];
 const fail = (message) => failures.push(message);
@@ -111,6 +113,7 @@ try {
     else if (!(b.width > 0 && b.height > 0)) fail(`zero size: ${selector} (${b.width}x${b.height})`);
   }
 
+  const pageStages = rowsOf(await page.evaluate(() => JSON.parse(document.getElementById('memstage-data').textContent).stages));
   // The stage table draws its rows a slice at a time as the reader scrolls: at first a
   // slice or two of a long table, every row once scrolled to its end.
   const tableRows = () => page.evaluate(() => {
@@ -134,14 +137,17 @@ try {
   await page.evaluate(() => window.scrollTo(0, 0));
   // Stage names appear as text in the stage table, exactly.
   const stageCheck = await page.evaluate(() => {
-    const data = JSON.parse(document.getElementById('memstage-data').textContent);
-    const shown = new Set([...document.querySelectorAll('#stage-table .stage-label')].map((e) => e.textContent));
-    return data.stages.filter((s) => !shown.has(s.name)).map((s) => s.name);
+    const shown = [...document.querySelectorAll('#stage-table .stage-label')].map((e) => e.textContent);
+    return shown;
+  }).then((shownNames) => {
+    const shown = new Set(shownNames);
+    return pageStages.filter((s) => !shown.has(s.name)).map((s) => s.name);
   });
   for (const name of stageCheck) fail(`stage name not shown as text in the stage table: ${JSON.stringify(name)}`);
   // Device memory: the figure and the stage table's column, read off the same data.
-  const device = await page.evaluate(() => {
+  const device = await page.evaluate((stages) => {
     const data = JSON.parse(document.getElementById('memstage-data').textContent);
+    data.stages = stages;
     const figure = [...document.querySelectorAll('#summary .figure')].find((f) => f.querySelector('.label').textContent === 'Peak device');
     const headers = [...document.querySelectorAll('#stage-table thead th')].map((th) => th.textContent);
     const column = headers.indexOf('Peak device');
@@ -155,7 +161,7 @@ try {
     }
     return { used: Boolean(data.device), figure: figure ? figure.querySelector('.value').textContent : null,
       column, highestCell, runPeak: data.device ? data.device.peak_bytes : 0, highest };
-  });
+  }, pageStages);
   if (expectDevice && !device.used) fail('--expect-device: the report has no device memory');
   if (device.used) {
     if (device.figure === null) fail('device: no "Peak device" figure');

@@ -118,7 +118,7 @@ function bytesTimeGrid({ yMax, step, yOf, t0, t1, xOf, margin, width, height, pl
 
 // ---------------------------------------------------------------- model
 
-const stages = data.stages || [];
+const stages = rowsOf(data.stages || []);
 const frames = data.frames || [];  // [label, function, file, line, module, module_offset, kind, inlined]
 const F_LABEL = 0, F_FUNCTION = 1, F_FILE = 2, F_LINE = 3, F_MODULE = 4, F_OFFSET = 5, F_KIND = 6, F_INLINED = 7,
   F_ALLOCATOR = 8;
