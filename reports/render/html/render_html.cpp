@@ -652,7 +652,7 @@ int worst_stage(const std::vector<StageReport>& stages) {
 
 // How the run went and how it was recorded, and the run's figures.
 void add_run(json& data, const Report& report) {
-  data["format"] = "memstage.html-data/1";
+  data["format"] = "memstage.html-data/2";  // 2: stage rows as a column table
   data["command"] = report.command;
   data["exit_code"] = optional_json<json>(report.exit_code);
   data["leaks_measured"] = report.leaks_measured;
