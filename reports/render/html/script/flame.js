@@ -236,7 +236,7 @@ function flameMatches(rects, search, zoom) {
   return { matched, matchValue };
 }
 
-// The hatching of merged callees: 3 px stripes at 45 degrees, made once per context.
+// The hatching of merged callees: 3 px stripes at 45 degrees, as the SVG pattern was.
 function mergedFill(ctx) {
   const tile = document.createElement('canvas');
   tile.width = 6;
