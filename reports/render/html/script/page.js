@@ -41,11 +41,9 @@ function clear(node) {
 // Rows appended a slice at a time, the next when the last drawn comes into view or within
 // 600 px below it: a long run's thousands of stage rows would otherwise be laid out, all of
 // them, before the page answers. Only below: scrolled past, the last row stays above the
-// view as slices are added (scroll anchoring), and would pull in every row. Called again
-// on the same host (a re-sort), the old watcher is dropped.
-const sliceWatchers = new WeakMap();
+// view as slices are added (scroll anchoring), and would pull in every row. A host thrown
+// away (a re-sort draws a new table body) takes its watcher along: its rows never show.
 function appendInSlices(host, count, makeRow, slice = 150) {
-  if (sliceWatchers.has(host)) sliceWatchers.get(host).disconnect();
   let next = 0;
   const watcher = new IntersectionObserver((entries) => {
     if (!entries.some((e) => e.isIntersecting)) return;
@@ -58,7 +56,6 @@ function appendInSlices(host, count, makeRow, slice = 150) {
     host.setAttribute('data-rows-drawn', String(next));
     if (next < count) watcher.observe(host.lastElementChild);
   };
-  sliceWatchers.set(host, watcher);
   host.setAttribute('data-rows', String(count));
   more();
 }
