@@ -10,6 +10,7 @@
 #include "reports/render/html/render_html.h"
 #include "reports/render/json/json_report.h"
 #include "tests/render/fixture_report.h"
+#include "tests/render/page_data.h"
 
 namespace {
 
@@ -24,7 +25,7 @@ json page_data(const memstage::reports::Report& report) {
   const auto begin = html.find(open);
   REQUIRE(begin != std::string::npos);
   const auto end = html.find("</script", begin);
-  return json::parse(html.substr(begin + open.size(), end - begin - open.size()));
+  return memstage::tests::parse_page_data(html.substr(begin + open.size(), end - begin - open.size()));
 }
 
 // The Chrome trace's stage slices, by path.

@@ -10,6 +10,7 @@
 #include "reports/analysis/stage_rows.h"
 #include "reports/render/html/render_html.h"
 #include "tests/render/fixture_report.h"
+#include "tests/render/page_data.h"
 
 namespace {
 
@@ -53,7 +54,7 @@ TEST_CASE("HTML report carries hostile names only escaped, inside its data block
   CHECK(count(html, "</script>") == 2);
 
   // The escapes decode back to the exact names.
-  const json data = json::parse(block);
+  const json data = memstage::tests::parse_page_data(block);
   bool hostile_found = false;
   for (const auto& stage : data["stages"]) hostile_found |= stage["name"] == memstage::tests::kHostileStageName;
   CHECK(hostile_found);
@@ -64,7 +65,7 @@ TEST_CASE("HTML report carries hostile names only escaped, inside its data block
 
 TEST_CASE("HTML report holds what its sections need", "[html]") {
   const auto report = memstage::tests::make_fixture_report();
-  const json data = json::parse(data_block(render_html(report)));
+  const json data = memstage::tests::parse_page_data(data_block(render_html(report)));
   CHECK(data["stages"].size() == report.stages.size());
   CHECK(data["timeline"]["t_s"].size() == report.timeline.size());
   CHECK(data["worst_stage"] == 4);  // toarray holds the densified matrix
@@ -99,7 +100,7 @@ TEST_CASE("HTML report holds what its sections need", "[html]") {
 
 TEST_CASE("HTML report: top allocation sites are program frames, one row each", "[html]") {
   const auto report = memstage::tests::make_fixture_report();
-  const json data = json::parse(data_block(render_html(report)));
+  const json data = memstage::tests::parse_page_data(data_block(render_html(report)));
   const auto& frames = data["frames"];
   const auto& sites = data["top_sites"];
   // The fixture's stacks pass through operator new, malloc, std::__new_allocator,
@@ -147,7 +148,7 @@ TEST_CASE("HTML report: top allocation sites are program frames, one row each", 
 
 TEST_CASE("HTML report of an empty Report renders", "[html]") {
   const std::string html = render_html(memstage::reports::Report{});
-  const json data = json::parse(data_block(html));
+  const json data = memstage::tests::parse_page_data(data_block(html));
   CHECK(data["stages"].empty());
   CHECK(data["worst_stage"] == -1);
   CHECK(data["flame"]["figures"].empty());
@@ -161,7 +162,7 @@ TEST_CASE("HTML report stays small and quick with 100,000 distinct stacks", "[ht
   const auto start = std::chrono::steady_clock::now();
   const std::string html = render_html(report);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const json data = json::parse(data_block(html));
+  const json data = memstage::tests::parse_page_data(data_block(html));
   INFO("render_html took " << seconds << " s, " << html.size() << " bytes, "
                            << data["flame"]["parent"].size() << " flame nodes of " << data["flame"]["total_nodes"]);
   CHECK(seconds < 20);
@@ -181,7 +182,7 @@ TEST_CASE("HTML report stays small however many stage instances a long run marks
   const size_t fixture_stages = report.stages.size();
   memstage::tests::add_loop_stages(report, 50000);  // 50 s of 1 ms batches, each two stages
   const std::string page = render_html(report);
-  const json data = json::parse(data_block(page));
+  const json data = memstage::tests::parse_page_data(data_block(page));
   // The analysis's rows (stage_rows.h): the first instances and each path's highest peak on
   // their own, the other instances of each path one row. The page grows by about a hundred
   // rows, not 100,000.

@@ -18,6 +18,7 @@
 #include "reports/model/thin_series.h"
 #include "reports/render/frame_label.h"
 #include "reports/render/model_json.h"
+#include "reports/render/html/column_table.h"
 #include "reports/render/html/html_assets.h"
 
 namespace memstage::reports {
@@ -651,7 +652,7 @@ int worst_stage(const std::vector<StageReport>& stages) {
 
 // How the run went and how it was recorded, and the run's figures.
 void add_run(json& data, const Report& report) {
-  data["format"] = "memstage.html-data/1";
+  data["format"] = "memstage.html-data/2";  // 2: stage rows as a column table
   data["command"] = report.command;
   data["exit_code"] = optional_json<json>(report.exit_code);
   data["leaks_measured"] = report.leaks_measured;
@@ -670,7 +671,8 @@ void add_run(json& data, const Report& report) {
 }
 
 // The stage rows, the worst of them, and how instances were grouped into rows (past a
-// thousand, by path: reports/analysis/stage_rows.h).
+// thousand, by path: reports/analysis/stage_rows.h). A row's stacks at its peak are not
+// shown on the page, and were a seventh of a long run's page: they stay in report.json.
 void add_stages(json& data, const Report& report, std::vector<StackIndex>& used_stacks) {
   data["worst_stage"] = worst_stage(report.stages);
   data["stage_instances"] = report.stage_grouping ? report.stage_grouping->instances : report.stages.size();
@@ -688,10 +690,10 @@ void add_stages(json& data, const Report& report, std::vector<StackIndex>& used_
                       {"closed", s.closed},
                       {"retained_bytes", s.retained_bytes},
                       {"figures", memory_figures_json<json>(s.figures)},
-                      {"device", s.device ? device_figures_json<json>(*s.device) : json(nullptr)},
-                      {"top_stacks_at_peak", stack_bytes_json(s.top_stacks_at_peak, used_stacks)}});
+                      {"device", s.device ? device_figures_json<json>(*s.device) : json(nullptr)}});
   }
-  data["stages"] = std::move(stages);
+  // As one table (column_table.h): a long run's thousands of rows repeat the same keys.
+  data["stages"] = column_table(stages);
   data["top_stacks_at_peak"] = stack_bytes_json(report.top_stacks_at_peak, used_stacks);
 }
 

@@ -3,7 +3,8 @@
 // and checks that it works offline and safely:
 //   node check_report.mjs REPORT.html SCREENSHOT.png [--expect-text FILE] [--expect-job] [--expect-device]
 // - no console errors, no page errors, no network requests, no dialogs;
-// - timeline, stage table and flame graph drawn with a non-zero size;
+// - timeline, stage table and flame graph drawn with a non-zero size; a long stage table
+//   drawn a slice at a time as it is scrolled, the flame graph one canvas;
 // - clicking a flame-graph frame zooms into it; dragging across the timeline zooms it;
 // - a chart per growing stack (growth over time), or a note saying why there is none;
 // - top allocation sites are program frames (no malloc, operator new, std:: plumbing), each
@@ -53,6 +54,8 @@ const require = process.env.MEMSTAGE_NODE_MODULES
   ? createRequire(path.join(path.resolve(process.env.MEMSTAGE_NODE_MODULES), '..', 'resolve-from-here.js'))
   : createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
+// The page's own reader of its stage rows (a column table), to read its data as it does.
+const { rowsOf } = createRequire(import.meta.url)(path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../../reports/render/html/script/common.js'));
 
 const failures = [];
 const fail = (message) => failures.push(message);
@@ -103,23 +106,48 @@ try {
     const data = JSON.parse(document.getElementById('memstage-data').textContent);
     return Boolean(data.flame && data.flame.figures && data.flame.figures.length);
   });
-  const required = ['#summary', '#timeline svg', '#stage-table', '#flame-section', hasStacks ? '#flame svg' : '#flame'];
+  const required = ['#summary', '#timeline svg', '#stage-table', '#flame-section', hasStacks ? '#flame canvas' : '#flame'];
   for (const selector of required) {
     const b = await box(selector);
     if (!b) fail(`missing: ${selector}`);
     else if (!(b.width > 0 && b.height > 0)) fail(`zero size: ${selector} (${b.width}x${b.height})`);
   }
 
+  const pageStages = rowsOf(await page.evaluate(() => JSON.parse(document.getElementById('memstage-data').textContent).stages));
+  // The stage table draws its rows a slice at a time as the reader scrolls: at first a
+  // slice or two of a long table, every row once scrolled to its end.
+  const tableRows = () => page.evaluate(() => {
+    const body = document.querySelector('#stage-table tbody');
+    return body && body.hasAttribute('data-rows')
+      ? { drawn: Number(body.getAttribute('data-rows-drawn')), rows: Number(body.getAttribute('data-rows')) } : null;
+  });
+  let rows = await tableRows();
+  if (rows && rows.rows > 300 && rows.drawn > 300) fail(`the stage table drew ${rows.drawn} of ${rows.rows} rows before any scrolling`);
+  // Scrolled past the table (to the flame graph below it), no more rows are drawn.
+  await page.evaluate(() => document.getElementById('flame-section').scrollIntoView({ block: 'start' }));
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  const past = await tableRows();
+  if (past && past.rows > 300 && past.drawn > 300) fail(`scrolled past the stage table, it drew ${past.drawn} of ${past.rows} rows`);
+  for (let i = 0; rows && rows.drawn < rows.rows && i < rows.rows / 100 + 10; i++) {
+    await page.evaluate(() => document.querySelector('#stage-table tbody tr:last-child').scrollIntoView({ block: 'end' }));
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    rows = await tableRows();
+  }
+  if (rows && rows.drawn !== rows.rows) fail(`the stage table drew ${rows.drawn} of ${rows.rows} rows scrolled to its end`);
+  await page.evaluate(() => window.scrollTo(0, 0));
   // Stage names appear as text in the stage table, exactly.
   const stageCheck = await page.evaluate(() => {
-    const data = JSON.parse(document.getElementById('memstage-data').textContent);
-    const shown = new Set([...document.querySelectorAll('#stage-table .stage-label')].map((e) => e.textContent));
-    return data.stages.filter((s) => !shown.has(s.name)).map((s) => s.name);
+    const shown = [...document.querySelectorAll('#stage-table .stage-label')].map((e) => e.textContent);
+    return shown;
+  }).then((shownNames) => {
+    const shown = new Set(shownNames);
+    return pageStages.filter((s) => !shown.has(s.name)).map((s) => s.name);
   });
   for (const name of stageCheck) fail(`stage name not shown as text in the stage table: ${JSON.stringify(name)}`);
   // Device memory: the figure and the stage table's column, read off the same data.
-  const device = await page.evaluate(() => {
+  const device = await page.evaluate((stages) => {
     const data = JSON.parse(document.getElementById('memstage-data').textContent);
+    data.stages = stages;
     const figure = [...document.querySelectorAll('#summary .figure')].find((f) => f.querySelector('.label').textContent === 'Peak device');
     const headers = [...document.querySelectorAll('#stage-table thead th')].map((th) => th.textContent);
     const column = headers.indexOf('Peak device');
@@ -133,7 +161,7 @@ try {
     }
     return { used: Boolean(data.device), figure: figure ? figure.querySelector('.value').textContent : null,
       column, highestCell, runPeak: data.device ? data.device.peak_bytes : 0, highest };
-  });
+  }, pageStages);
   if (expectDevice && !device.used) fail('--expect-device: the report has no device memory');
   if (device.used) {
     if (device.figure === null) fail('device: no "Peak device" figure');
@@ -191,26 +219,27 @@ try {
   if (markup.handlers.length) fail(`inline event handlers on the page: ${markup.handlers.slice(0, 5).join(', ')}`);
   if (markup.scripts !== 2) fail(`expected 2 script elements (data, code), found ${markup.scripts}`);
 
-  // Clicking a flame-graph frame zooms into it: the frame widens to the full width.
+  // Clicking a flame-graph frame zooms into it: the frame widens to the full width. The
+  // graph is one canvas whatever the number of frames drawn; its frames are found by
+  // pointing at them (the detail line names the frame under the pointer).
   if (hasStacks) {
-    const target = await page.evaluate(() => {
-      const svgWidth = document.querySelector('#flame svg').getBoundingClientRect().width;
-      const candidates = [...document.querySelectorAll('#flame g.frame:not(.ancestor)')]
-        .map((g) => ({ node: g.getAttribute('data-node'), width: g.querySelector('rect').getBoundingClientRect().width }))
-        .filter((c) => c.node !== '0' && c.width > 12 && c.width < svgWidth * 0.6);
-      candidates.sort((a, b) => b.width - a.width);
-      return candidates[0] || null;
-    });
+    const flameDom = await page.evaluate(() => ({ elements: document.querySelectorAll('#flame *').length,
+      drawn: Number(document.querySelector('#flame canvas').getAttribute('data-frames-drawn')) }));
+    if (flameDom.elements !== 1) fail(`the flame graph holds ${flameDom.elements} elements, not one canvas`);
+    if (!(flameDom.drawn > 0)) fail('the flame graph drew no frames');
+    await page.evaluate(() => document.getElementById('flame-section').scrollIntoView({ block: 'start' }));
+    const frames = await flameFrames(page);
+    const canvasWidth = await page.evaluate(() => document.querySelector('#flame canvas').getBoundingClientRect().width);
+    const target = frames.filter((f) => f.node !== '0' && f.width > 12 && f.width < canvasWidth * 0.6)
+      .sort((a, b) => b.width - a.width)[0];
     if (!target) {
       console.log('check_report: no flame-graph frame narrow enough to zoom into; skipping the zoom check');
     } else {
-      await page.click(`#flame g.frame[data-node="${target.node}"] rect`);
-      const after = await page.evaluate((node) => {
-        const g = document.querySelector(`#flame g.frame[data-node="${node}"] rect`);
-        return { zoom: document.body.getAttribute('data-flame-zoom'), width: g ? g.getBoundingClientRect().width : 0 };
-      }, target.node);
-      if (after.zoom !== target.node) fail(`flame graph zoom is ${after.zoom} after clicking node ${target.node}`);
-      if (!(after.width > target.width * 1.2)) fail(`flame frame did not widen on click: ${target.width} -> ${after.width}`);
+      await page.mouse.click(target.clientX, target.clientY);
+      const zoom = await page.evaluate(() => document.body.getAttribute('data-flame-zoom'));
+      const after = (await flameFrames(page)).find((f) => f.node === target.node);
+      if (zoom !== target.node) fail(`flame graph zoom is ${zoom} after clicking node ${target.node}`);
+      if (!after || !(after.width > target.width * 1.2)) fail(`flame frame did not widen on click: ${target.width} -> ${after ? after.width : 'gone'}`);
       await page.screenshot({ path: screenshotPath.replace(/\.png$/, '') + '-flame-zoomed.png', fullPage: false,
         clip: await page.evaluate(() => { const r = document.getElementById('flame-section').getBoundingClientRect(); return { x: 0, y: r.top + window.scrollY, width: window.innerWidth, height: Math.min(700, r.height) }; }) }).catch(() => {});
       await page.click('#flame-reset');
@@ -329,6 +358,29 @@ async function checkJob(page, { processes, job }) {
     const note = await page.evaluate(() => { const n = document.getElementById('job-shared-note'); return n && !n.hidden ? n.textContent : ''; });
     if (!note.includes('overstates')) fail('job: summed RSS is well over summed PSS and the page does not say so');
   }
+}
+
+// The flame graph's frames in its first rows, found by moving the pointer over the canvas
+// every 3 px: each frame's node, its x and width on the canvas and a point inside it.
+async function flameFrames(page) {
+  return page.evaluate(() => {
+    const canvas = document.querySelector('#flame canvas');
+    const detail = document.getElementById('flame-detail');
+    const box = canvas.getBoundingClientRect();
+    const found = new Map();
+    for (let depth = 0; depth < 6 && depth * 19 < box.height; depth++) {
+      for (let x = 1; x < box.width; x += 3) {
+        const clientX = box.left + x, clientY = box.top + depth * 19 + 9;
+        detail.removeAttribute('data-node');
+        canvas.dispatchEvent(new MouseEvent('mousemove', { clientX, clientY, bubbles: true }));
+        const node = detail.getAttribute('data-node');
+        if (node === null || found.has(node)) continue;
+        found.set(node, { node, depth, x: Number(detail.getAttribute('data-x')), width: Number(detail.getAttribute('data-width')), clientX, clientY });
+      }
+    }
+    document.getElementById('tooltip').hidden = true;
+    return [...found.values()];
+  });
 }
 
 for (const e of consoleErrors) fail(`console error: ${e}`);

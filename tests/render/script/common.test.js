@@ -128,3 +128,20 @@ test('flameValuesOf: figures summed per node, then rolled up into the parents', 
   assert.deepEqual([...common.flameValuesOf(parent, figures, 3, null)], [10, 7, 5, 3]);
   assert.deepEqual([...common.flameValuesOf(parent, figures, 2, new Set([1]))], [11, 11, 1, 0]);
 });
+
+test('rowsOf makes a column table\'s objects again, absent objects null and nothing under them', () => {
+  const table = {
+    keys: [['name'], ['device'], ['figures', 'peak'], ['figures', 'split', 'a'], ['device', 'peak'], ['empty'], ['list']],
+    rows: [
+      ['a', null, 1, 2, null, {}, [1, 2]],
+      ['b', null, 3, null, 7, {}, []],
+      ['c', null, null, null, null, null, null],
+    ],
+  };
+  assert.deepEqual(common.rowsOf(table), [
+    { name: 'a', device: null, figures: { peak: 1, split: { a: 2 } }, empty: {}, list: [1, 2] },
+    { name: 'b', device: { peak: 7 }, figures: { peak: 3, split: { a: null } }, empty: {}, list: [] },
+    { name: 'c', device: null, figures: { peak: null, split: { a: null } }, empty: null, list: null },
+  ]);
+  assert.deepEqual(common.rowsOf([{ name: 'x' }]), [{ name: 'x' }]);
+});

@@ -121,9 +121,39 @@ function flameValuesOf(parent, figures, column, stageSet) {
   return values;
 }
 
+// The objects of a column table (reports/render/html/column_table.h): each row's leaves set
+// at their paths; a null sets its leaf only where no shorter path of the row was null (an
+// object absent from the row leaves nothing under it).
+function rowsOf(table) {
+  if (Array.isArray(table)) return table;
+  const { keys, rows } = table;
+  const byLength = keys.map((_, k) => k).sort((a, b) => keys[a].length - keys[b].length);
+  return rows.map((values) => {
+    const row = {};
+    keys.forEach((path, k) => {
+      if (values[k] !== null) setAtPath(row, path, values[k]);
+    });
+    for (const k of byLength) if (values[k] === null) nullAtPath(row, keys[k]);
+    return row;
+  });
+}
+function setAtPath(row, path, value) {
+  let o = row;
+  for (let i = 0; i < path.length - 1; i++) o = o[path[i]] || (o[path[i]] = {});
+  o[path[path.length - 1]] = value;
+}
+function nullAtPath(row, path) {
+  let o = row;
+  for (let i = 0; i < path.length - 1; i++) {
+    if (o[path[i]] === null) return;
+    o = o[path[i]] || (o[path[i]] = {});
+  }
+  if (!(path[path.length - 1] in o)) o[path[path.length - 1]] = null;
+}
+
 // Node's test runner requires this file; the page has no `module` (an element's id could name one,
 // never with `exports`).
 if (typeof module === 'object' && module && module.exports) {
   module.exports = { byteUnit, fmtBytes, fmtCount, fmtExactCount, fmtSeconds, fmtPercent, hashString, basename, niceStep,
-    visibleRange, nearestIndex, rssParts, stageSubtree, flameValuesOf };
+    visibleRange, nearestIndex, rssParts, stageSubtree, flameValuesOf, rowsOf };
 }

@@ -69,10 +69,9 @@ function renderFlameControls() {
     metrics.append(b);
   });
   const select = document.getElementById('flame-stage');
-  select.append(el('option', { value: 'all' }, 'all stages'));
-  if (flame.figures.some((f) => f[1] < 0)) select.append(el('option', { value: '-1' }, '(outside any stage)'));
-  stages.forEach((s, i) => select.append(el('option', { value: String(i) }, '\u00a0\u00a0'.repeat(s.depth) + s.name)));
-  select.value = flameState.stage;
+  fillStageSelect(select, false);
+  // The whole list when the reader reaches for it (a pointer or the keyboard focuses it first).
+  for (const type of ['pointerdown', 'focus']) select.addEventListener(type, () => fillStageSelect(select, true));
   select.addEventListener('change', () => {
     flameState.stage = select.value;
     flameState.zoom = 0;
@@ -89,20 +88,41 @@ function renderFlameControls() {
   });
 }
 
+// The stage choices: until `all` is asked for, only those before the stages and the one
+// chosen, since a select of a long run's thousands of rows took a third of a second to lay out.
+function fillStageSelect(select, all) {
+  if (select.options.length > 0 && (!all || select.getAttribute('data-filled') === 'all')) return;
+  clear(select);
+  select.append(el('option', { value: 'all' }, 'all stages'));
+  if (flame.figures.some((f) => f[1] < 0)) select.append(el('option', { value: '-1' }, '(outside any stage)'));
+  stages.forEach((s, i) => {
+    if (all || String(i) === flameState.stage) select.append(el('option', { value: String(i) }, '\u00a0\u00a0'.repeat(s.depth) + s.name));
+  });
+  select.value = flameState.stage;
+  select.setAttribute('data-filled', all || !stages.length ? 'all' : 'chosen');
+}
+
 function updateFlame() {
   computeFlameValues();
   renderFlame();
 }
 
+// One canvas, not an element per frame (a zoom rebuilt thousands of SVG groups, seconds of
+// style and layout on a large run's page), kept and wired once; what it shows now.
+const flameCanvas = el('canvas', { role: 'img', 'aria-label': 'flame graph' });
+let flameShown = { frameAt: () => null, view: null };
+let flameWired = false;
+
 function renderFlame() {
   const host = document.getElementById('flame');
   const note = document.getElementById('flame-note');
   const detail = document.getElementById('flame-detail');
-  clear(host);
   clear(note);
   clear(detail);
+  for (const a of ['data-node', 'data-x', 'data-width', 'data-depth']) detail.removeAttribute(a);
   document.body.setAttribute('data-flame-zoom', String(flameState.zoom));
   if (nodeCount <= 1 || !flame.figures.length) {
+    clear(host);
     host.append(el('div', { class: 'empty' }, data.mode === 'stats'
       ? 'This run was traced in stats mode, which records no stacks; trace in full mode to see where memory was allocated.'
       : 'No stacks were recorded.'));
@@ -110,19 +130,41 @@ function renderFlame() {
   }
   const zoom = flameState.zoom;
   const view = { metric: METRICS[flameState.metric], total: flameValues[0], zoom, zoomValue: flameValues[zoom],
-    search: flameState.search, rowHeight: 19, font: '11.5px sans-serif' };
+    search: flameState.search, rowHeight: 19, font: `11.5px ${getComputedStyle(host).fontFamily}` };
   const width = Math.max(320, host.clientWidth || 900);
   const layout = flameLayout(width, zoom);
   const { matched, matchValue } = flameMatches(layout.rects, view.search, zoom);
-  const height = (layout.maxDepth + 1) * view.rowHeight + 2;
-  const root = svg('svg', { viewBox: `0 0 ${width} ${height}`, height, role: 'img', 'aria-label': 'flame graph' });
-  root.append(svg('defs', {}, svg('pattern', { id: 'flame-merged', width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' },
-    svg('rect', { width: 6, height: 6, fill: '#eceff3' }), svg('rect', { width: 3, height: 6, fill: '#d7dce3' }))));
-  drawFlameRects(root, layout.rects, matched, view);
-  host.append(root);
+  if (flameCanvas.parentNode !== host) {
+    clear(host);
+    host.append(flameCanvas);
+  }
+  const ctx = sizedCanvas(flameCanvas, width, (layout.maxDepth + 1) * view.rowHeight + 2);
+  view.hatch = mergedFill(ctx);
+  for (const r of layout.rects) drawFlameRect(ctx, r, matched, view);
+  flameCanvas.setAttribute('data-frames-drawn', String(layout.rects.length));
+  flameShown = { frameAt: flameHitTest(layout.rects, view.rowHeight), view };
   writeFlameNote(note, view, layout, matchValue);
   detail.append('Hover a frame for its details.');
-  wireFlame(root, detail, view);
+  if (!flameWired) wireFlame(flameCanvas, detail);
+  flameWired = true;
+}
+
+// The canvas sized to `width` x `height` CSS pixels, backed by device pixels, and cleared;
+// its context in CSS pixels. Its bitmap is made anew only when the size changes.
+function sizedCanvas(canvas, width, height) {
+  const scale = window.devicePixelRatio || 1;
+  const w = Math.round(width * scale), h = Math.round(height * scale);
+  if (canvas.width !== w || canvas.height !== h) {
+    canvas.width = w;
+    canvas.height = h;
+    canvas.style.width = width + 'px';
+    canvas.style.height = height + 'px';
+  }
+  const ctx = canvas.getContext('2d');
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  ctx.clearRect(0, 0, w, h);
+  ctx.setTransform(scale, 0, 0, scale, 0, 0);
+  return ctx;
 }
 
 // What is drawn at this zoom: the zoomed node's ancestors across the whole width, then its
@@ -194,26 +236,64 @@ function flameMatches(rects, search, zoom) {
   return { matched, matchValue };
 }
 
-function drawFlameRects(root, rects, matched, view) {
+// The hatching of merged callees: 3 px stripes at 45 degrees, as the SVG pattern was.
+function mergedFill(ctx) {
+  const tile = document.createElement('canvas');
+  tile.width = 6;
+  tile.height = 6;
+  const t = tile.getContext('2d');
+  t.fillStyle = '#eceff3';
+  t.fillRect(0, 0, 6, 6);
+  t.fillStyle = '#d7dce3';
+  t.fillRect(0, 0, 3, 6);
+  const pattern = ctx.createPattern(tile, 'repeat');
+  pattern.setTransform(new DOMMatrix().rotate(45));
+  return pattern;
+}
+
+// A frame as the page's SVG drew it: a rounded box with a white edge, dimmed when a search
+// leaves it out, pink when it matches; a merged block hatched; the label cut to fit.
+function drawFlameRect(ctx, r, matched, view) {
   const { rowHeight, font, search, total } = view;
-  for (const r of rects) {
-    if (r.merged) {
-      const g = svg('g', { class: 'merged', 'data-merged-into': r.n, 'data-merged-count': r.merged, 'data-merged-value': r.mergedValue, transform: `translate(${r.x.toFixed(2)},${r.depth * rowHeight})` });
-      g.append(svg('rect', { width: Math.max(0.5, r.w - 0.5).toFixed(2), height: rowHeight - 1, rx: 1.5, fill: 'url(#flame-merged)' }));
-      const label = fitText(`${fmtExactCount(r.merged)} smaller frames`, r.w - 8, font);
-      if (label) g.append(svg('text', { x: 4, y: rowHeight - 6 }, label));
-      root.append(g);
-      continue;
-    }
-    const classes = ['frame'];
-    if (r.ancestor) classes.push('ancestor');
-    if (search) classes.push(matched[r.n] ? 'match' : 'dim');
-    const g = svg('g', { class: classes.join(' '), 'data-node': r.n, transform: `translate(${r.x.toFixed(2)},${r.depth * rowHeight})` });
-    g.append(svg('rect', { width: Math.max(0.5, r.w - 0.5).toFixed(2), height: rowHeight - 1, rx: 1.5, fill: r.ancestor ? '#d5dae2' : frameColor(r.n, r.depth) }));
-    const label = fitText(r.n === 0 ? `all: ${fmtMetric(total)}` : nodeLabel(r.n), r.w - 8, font);
-    if (label) g.append(svg('text', { x: 4, y: rowHeight - 6 }, label));
-    root.append(g);
+  const y = r.depth * rowHeight;
+  const w = Math.max(0.5, r.w - 0.5);
+  ctx.globalAlpha = search && !r.merged && !matched[r.n] ? 0.25 : 1;
+  if (r.merged) ctx.fillStyle = view.hatch;
+  else ctx.fillStyle = search && matched[r.n] ? '#e64980' : r.ancestor ? '#d5dae2' : frameColor(r.n, r.depth);
+  ctx.beginPath();
+  ctx.roundRect(r.x, y, w, rowHeight - 1, 1.5);
+  ctx.fill();
+  if (!r.merged) {
+    ctx.strokeStyle = '#fff';
+    ctx.lineWidth = 0.5;
+    ctx.stroke();
   }
+  ctx.globalAlpha = 1;
+  if (r.w - 8 < 14) return;  // too narrow for any label (fitText)
+  const text = r.merged ? `${fmtExactCount(r.merged)} smaller frames` : r.n === 0 ? `all: ${fmtMetric(total)}` : nodeLabel(r.n);
+  const label = fitText(text, r.w - 8, font);
+  if (!label) return;
+  ctx.font = r.merged ? font.replace('11.5px', '11px') : font;
+  ctx.fillStyle = r.merged ? '#5f6b7a' : '#1a1a1a';
+  ctx.fillText(label, r.x + 4, y + rowHeight - 6);
+}
+
+// The drawn frame under a point of the canvas (CSS pixels), or null: rows by depth, each
+// searched by x.
+function flameHitTest(rects, rowHeight) {
+  const rows = [];
+  for (const r of rects) (rows[r.depth] || (rows[r.depth] = [])).push(r);
+  for (const row of rows) if (row) row.sort((a, b) => a.x - b.x);
+  return (x, y) => {
+    const row = rows[Math.floor(y / rowHeight)];
+    if (!row) return null;
+    let lo = 0, hi = row.length - 1, found = null;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (row[mid].x <= x) { found = row[mid]; lo = mid + 1; } else hi = mid - 1;
+    }
+    return found && x < found.x + found.w ? found : null;
+  };
 }
 
 // What the view shows and what it leaves out (frames pruned by the renderer, or too narrow).
@@ -237,44 +317,45 @@ function writeFlameNote(note, view, layout, matchValue) {
   }
 }
 
-// A click zooms into a frame (out again on the zoomed one); hovering gives its figures.
-function wireFlame(root, detail, view) {
-  const { total } = view;
-  root.addEventListener('click', (event) => {
-    const m = event.target.closest('[data-merged-into]');
-    if (m) {
-      flameState.zoom = Number(m.getAttribute('data-merged-into'));
-      hideTooltip();
-      renderFlame();
-      return;
-    }
-    const g = event.target.closest('[data-node]');
-    if (!g) return;
-    const n = Number(g.getAttribute('data-node'));
-    flameState.zoom = n === flameState.zoom ? flame.parent[n] >= 0 ? flame.parent[n] : 0 : n;
+// A click zooms into a frame (out again on the zoomed one), a merged block into its
+// caller; hovering gives its figures, and the detail line says which frame and where.
+function wireFlame(canvas, detail) {
+  const hit = (event) => flameShown.frameAt(event.offsetX, event.offsetY);
+  canvas.addEventListener('click', (event) => {
+    const r = hit(event);
+    if (!r) return;
+    const n = r.n;
+    if (r.merged) flameState.zoom = n;
+    else flameState.zoom = n === flameState.zoom ? flame.parent[n] >= 0 ? flame.parent[n] : 0 : n;
     hideTooltip();
     renderFlame();
   });
-  root.addEventListener('mousemove', (event) => {
-    const m = event.target.closest('[data-merged-into]');
-    if (m) {
-      const into = Number(m.getAttribute('data-merged-into'));
-      const value = Number(m.getAttribute('data-merged-value'));
-      showTooltip(event, [[`${fmtExactCount(Number(m.getAttribute('data-merged-count')))} smaller frames`, 't-title'],
-        [`called from ${nodeLabel(into)}, each too small to show here`, ''],
-        [`${fmtMetric(value)} (${fmtPercent(value, total)} of all)` + (absorbed.has(into) ? `, with ${nodeLabel(into)}'s own` : ''), '']]);
-      return;
-    }
-    const g = event.target.closest('[data-node]');
-    if (!g) return;
-    const n = Number(g.getAttribute('data-node'));
-    const f = nodeFrame(n);
-    showTooltip(event, flameNodeLines(n, f, view));
-    clear(detail);
-    detail.append(`${nodeLabel(n)}  ${fmtMetric(flameValues[n])} (${fmtPercent(flameValues[n], total)})` +
-      (f && frameLocation(f) ? `  ${frameLocation(f)}` : '') + (f && f[F_MODULE] ? `  ${basename(f[F_MODULE])}` : ''));
+  canvas.addEventListener('mousemove', (event) => {
+    const r = hit(event);
+    canvas.style.cursor = r ? 'pointer' : 'default';
+    if (!r) return;
+    if (r.merged) showTooltip(event, mergedLines(r, flameShown.view));
+    else showFlameFrame(event, r, detail, flameShown.view);
   });
-  root.addEventListener('mouseleave', hideTooltip);
+  canvas.addEventListener('mouseleave', hideTooltip);
+}
+
+function mergedLines(r, view) {
+  return [[`${fmtExactCount(r.merged)} smaller frames`, 't-title'],
+    [`called from ${nodeLabel(r.n)}, each too small to show here`, ''],
+    [`${fmtMetric(r.mergedValue)} (${fmtPercent(r.mergedValue, view.total)} of all)` + (absorbed.has(r.n) ? `, with ${nodeLabel(r.n)}'s own` : ''), '']];
+}
+
+// A frame's tooltip and detail line; the detail keeps the frame's node and place on the
+// canvas as attributes (what a browser check reads, the canvas holding no elements).
+function showFlameFrame(event, r, detail, view) {
+  const n = r.n;
+  const f = nodeFrame(n);
+  showTooltip(event, flameNodeLines(n, f, view));
+  clear(detail);
+  detail.append(`${nodeLabel(n)}  ${fmtMetric(flameValues[n])} (${fmtPercent(flameValues[n], view.total)})` +
+    (f && frameLocation(f) ? `  ${frameLocation(f)}` : '') + (f && f[F_MODULE] ? `  ${basename(f[F_MODULE])}` : ''));
+  setAttrs(detail, { 'data-node': n, 'data-x': r.x.toFixed(1), 'data-width': r.w.toFixed(1), 'data-depth': r.depth });
 }
 
 // The tooltip's lines for node n (frame f): where it is, its value, and its own share.

@@ -38,6 +38,28 @@ function clear(node) {
   while (node.firstChild) node.removeChild(node.firstChild);
 }
 
+// Rows appended a slice at a time, the next when the last drawn comes into view or within
+// 600 px below it: a long run's thousands of stage rows would otherwise be laid out, all of
+// them, before the page answers. Only below: scrolled past, the last row stays above the
+// view as slices are added (scroll anchoring), and would pull in every row. A host thrown
+// away (a re-sort draws a new table body) takes its watcher along: its rows never show.
+function appendInSlices(host, count, makeRow, slice = 150) {
+  let next = 0;
+  const watcher = new IntersectionObserver((entries) => {
+    if (!entries.some((e) => e.isIntersecting)) return;
+    watcher.disconnect();
+    more();
+  }, { rootMargin: '0px 0px 600px 0px' });
+  const more = () => {
+    const end = Math.min(count, next + slice);
+    for (; next < end; next++) host.append(makeRow(next));
+    host.setAttribute('data-rows-drawn', String(next));
+    if (next < count) watcher.observe(host.lastElementChild);
+  };
+  host.setAttribute('data-rows', String(count));
+  more();
+}
+
 const tooltip = document.getElementById('tooltip');
 // lines: [[text, className], ...]
 function showTooltip(event, lines) {
@@ -93,7 +115,7 @@ function bytesTimeGrid({ yMax, step, yOf, t0, t1, xOf, margin, width, height, pl
 
 // ---------------------------------------------------------------- model
 
-const stages = data.stages || [];
+const stages = rowsOf(data.stages || []);
 const frames = data.frames || [];  // [label, function, file, line, module, module_offset, kind, inlined]
 const F_LABEL = 0, F_FUNCTION = 1, F_FILE = 2, F_LINE = 3, F_MODULE = 4, F_OFFSET = 5, F_KIND = 6, F_INLINED = 7,
   F_ALLOCATOR = 8;

@@ -38,6 +38,15 @@ function renderStageTable() {
     return;
   }
   const column = STAGE_COLUMNS.find((c) => c.key === stageSort.key) || STAGE_COLUMNS[0];
+  const order = stageOrder(column);
+  const maxPeak = Math.max(1, ...stages.map((s) => s.figures.peak_heap_bytes));
+  const body = el('tbody', {});
+  table.append(el('thead', {}, stageHead()), body);
+  appendInSlices(body, order.length, (k) => stageRow(order[k], maxPeak));
+}
+
+// The header row: a click sorts by its column, again reverses.
+function stageHead() {
   const head = el('tr', {});
   for (const c of STAGE_COLUMNS) {
     const sorted = c.key === stageSort.key ? (stageSort.descending ? 'descending' : 'ascending') : null;
@@ -52,7 +61,11 @@ function renderStageTable() {
     });
     head.append(th);
   }
-  // Siblings sort among themselves; children stay under their parent.
+  return head;
+}
+
+// The rows in table order: siblings sort among themselves; children stay under their parent.
+function stageOrder(column) {
   const children = new Map();
   stages.forEach((s, i) => {
     const p = s.parent >= 0 && s.parent < stages.length ? s.parent : -1;
@@ -72,33 +85,32 @@ function renderStageTable() {
     }
   };
   visit(-1, 0);
-  const maxPeak = Math.max(1, ...stages.map((s) => s.figures.peak_heap_bytes));
-  const body = el('tbody', {});
-  for (const i of order) {
-    const s = stages[i];
-    const row = el('tr', { 'data-stage': i, class: i === data.worst_stage ? 'worst' : null });
-    for (const c of STAGE_COLUMNS) {
-      if (c.key === 'name') {
-        row.append(el('td', { class: 'stage-name', style: `padding-left: ${10 + 18 * s.depth}px`, title: s.path },
-          el('span', { class: 'stage-dot', style: `background: ${stageColor(i)}` }), el('span', { class: 'stage-label' }, s.name),
-          s.closed === false ? el('span', { class: 'badge open' }, 'not ended') : null,
-          s.instances > 1 ? el('span', { class: 'badge', title: 'instances of this stage path grouped into one row: first start to last end, the highest peak, summed counts and durations' },
-            `×${fmtExactCount(s.instances)}`) : null,
-          i === data.worst_stage ? el('span', { class: 'badge worst' }, 'worst') : null));
-      } else {
-        const td = el('td', { class: c.bar ? 'cell-bar' : null }, c.show(s));
-        if (c.bar) {
-          const bar = el('span', { class: 'bar' });
-          bar.style.width = (100 * c.value(s)) / maxPeak + '%';
-          td.append(bar);
-        }
-        row.append(td);
+  return order;
+}
+
+function stageRow(i, maxPeak) {
+  const s = stages[i];
+  const row = el('tr', { 'data-stage': i, class: i === data.worst_stage ? 'worst' : null });
+  for (const c of STAGE_COLUMNS) {
+    if (c.key === 'name') {
+      row.append(el('td', { class: 'stage-name', style: `padding-left: ${10 + 18 * s.depth}px`, title: s.path },
+        el('span', { class: 'stage-dot', style: `background: ${stageColor(i)}` }), el('span', { class: 'stage-label' }, s.name),
+        s.closed === false ? el('span', { class: 'badge open' }, 'not ended') : null,
+        s.instances > 1 ? el('span', { class: 'badge', title: 'instances of this stage path grouped into one row: first start to last end, the highest peak, summed counts and durations' },
+          `×${fmtExactCount(s.instances)}`) : null,
+        i === data.worst_stage ? el('span', { class: 'badge worst' }, 'worst') : null));
+    } else {
+      const td = el('td', { class: c.bar ? 'cell-bar' : null }, c.show(s));
+      if (c.bar) {
+        const bar = el('span', { class: 'bar' });
+        bar.style.width = (100 * c.value(s)) / maxPeak + '%';
+        td.append(bar);
       }
+      row.append(td);
     }
-    row.addEventListener('click', () => zoomToStage(i));
-    body.append(row);
   }
-  table.append(el('thead', {}, head), body);
+  row.addEventListener('click', () => zoomToStage(i));
+  return row;
 }
 
 
@@ -120,36 +132,40 @@ function sharesText(sh) {
 function renderRss() {
   const legend = document.getElementById('rss-legend');
   for (const s of RSS_SEGMENTS) legend.append(el('span', { class: 'legend' }, el('span', { class: 'swatch ' + s.cls }), s.title));
-  const host = document.getElementById('rss');
   const rows = [{ name: 'whole run', path: 'whole run', figures: totals, depth: 0, index: -1 }]
-    .concat(stages.map((s, i) => ({ name: s.name, path: s.path, figures: s.figures, depth: s.depth, index: i })));
-  const maxTotal = Math.max(1, ...rows.map((r) => rssParts(r.figures.rss_breakdown || {}).reduce((a, b) => a + b, 0)));
-  for (const r of rows) {
-    const b = r.figures.rss_breakdown;
-    if (!b) continue;
-    const parts = rssParts(b);
-    const bar = el('div', { class: 'rss-bar' });
-    parts.forEach((v, k) => {
-      if (v <= 0) return;
-      const seg = el('span', { class: k === 4 ? 'tracer' : RSS_SEGMENTS[k].cls, title: `${RSS_SEGMENTS[k].title}: ${fmtBytes(v)}` });
-      seg.style.width = (100 * v) / maxTotal + '%';
-      bar.append(seg);
-    });
-    bar.addEventListener('mousemove', (event) => showTooltip(event, [[r.path, 't-title'],
-      [`live ${fmtBytes(b.live_bytes)} → in use ${fmtBytes(b.allocator_in_use_bytes)} → resident ${fmtBytes(b.allocator_resident_bytes)} → RSS ${fmtBytes(b.rss_bytes)}`, ''],
-      [`tracer's own: ${fmtBytes(b.tracer_bytes)}`, ''], b.estimated ? ['estimated: the allocator gave no figures', ''] : ['', '']]
-      .concat(b.shares ? [[sharesText(b.shares), '']] : [])));
-    bar.addEventListener('mouseleave', hideTooltip);
-    const frag = r.figures.fragmentation || { ratio: 0, estimated: true };
-    host.append(el('div', { class: 'rss-row', 'data-stage': r.index },
-      el('div', { class: 'name', title: r.path, style: `padding-left: ${14 * r.depth}px` },
-        r.index === -1 ? el('strong', {}, r.name) : r.name,
-        b.estimated ? el('span', { class: 'badge estimated', title: 'the allocator gave no figures; derived from RSS' }, 'estimated') : null),
-      bar,
-      el('div', { class: 'numbers' }, `live ${fmtBytes(b.live_bytes)} · RSS ${fmtBytes(b.rss_bytes)} · fragmentation ${(100 * frag.ratio).toFixed(1)}%` +
-        (frag.estimated && !b.estimated ? ' (est.)' : ''))));
-    if (r.index === -1 && b.shares) host.append(el('div', { class: 'rss-shares note' }, sharesText(b.shares)));
-  }
+    .concat(stages.map((s, i) => ({ name: s.name, path: s.path, figures: s.figures, depth: s.depth, index: i })))
+    .filter((r) => r.figures.rss_breakdown);
+  const maxTotal = Math.max(1, ...rows.map((r) => rssParts(r.figures.rss_breakdown).reduce((a, b) => a + b, 0)));
+  appendInSlices(document.getElementById('rss'), rows.length, (k) => rssRow(rows[k], maxTotal));
+}
+
+// One row: the name, the bar of RSS by part, the numbers; the whole run's with its shares.
+function rssRow(r, maxTotal) {
+  const b = r.figures.rss_breakdown;
+  const bar = el('div', { class: 'rss-bar' });
+  rssParts(b).forEach((v, k) => {
+    if (v <= 0) return;
+    const seg = el('span', { class: k === 4 ? 'tracer' : RSS_SEGMENTS[k].cls, title: `${RSS_SEGMENTS[k].title}: ${fmtBytes(v)}` });
+    seg.style.width = (100 * v) / maxTotal + '%';
+    bar.append(seg);
+  });
+  bar.addEventListener('mousemove', (event) => showTooltip(event, [[r.path, 't-title'],
+    [`live ${fmtBytes(b.live_bytes)} → in use ${fmtBytes(b.allocator_in_use_bytes)} → resident ${fmtBytes(b.allocator_resident_bytes)} → RSS ${fmtBytes(b.rss_bytes)}`, ''],
+    [`tracer's own: ${fmtBytes(b.tracer_bytes)}`, ''], b.estimated ? ['estimated: the allocator gave no figures', ''] : ['', '']]
+    .concat(b.shares ? [[sharesText(b.shares), '']] : [])));
+  bar.addEventListener('mouseleave', hideTooltip);
+  const frag = r.figures.fragmentation || { ratio: 0, estimated: true };
+  const row = el('div', { class: 'rss-row', 'data-stage': r.index },
+    el('div', { class: 'name', title: r.path, style: `padding-left: ${14 * r.depth}px` },
+      r.index === -1 ? el('strong', {}, r.name) : r.name,
+      b.estimated ? el('span', { class: 'badge estimated', title: 'the allocator gave no figures; derived from RSS' }, 'estimated') : null),
+    bar,
+    el('div', { class: 'numbers' }, `live ${fmtBytes(b.live_bytes)} · RSS ${fmtBytes(b.rss_bytes)} · fragmentation ${(100 * frag.ratio).toFixed(1)}%` +
+      (frag.estimated && !b.estimated ? ' (est.)' : '')));
+  if (r.index !== -1 || !b.shares) return row;
+  const both = document.createDocumentFragment();
+  both.append(row, el('div', { class: 'rss-shares note' }, sharesText(b.shares)));
+  return both;
 }
 
 // ---------------------------------------------------------------- stacks as tables
@@ -209,8 +225,14 @@ function renderLeaks() {
       el('span', {}, `${fmtExactCount(g.blocks)} blocks`),
       el('span', { class: 'frame-name' }, siteName(g)),
       el('span', { class: 'badge' }, g.stages.map(stagePath).join(', ')),
-      g.runtime ? el('span', { class: 'badge' }, 'runtime') : null),
-    framesTable(g.stack));
+      g.runtime ? el('span', { class: 'badge' }, 'runtime') : null));
+    // A stack is built when its group is opened: two hundred long stacks were most of a
+    // page's elements while closed.
+    const fill = () => {
+      if (d.open && d.children.length === 1) d.append(framesTable(g.stack));
+    };
+    fill();
+    d.addEventListener('toggle', fill);
     host.append(d);
   });
 }

@@ -68,21 +68,56 @@ function timelineChart(width) {
 
 // Stages: a band per nesting level above the plot, and the top level's spans behind it.
 function drawStageBands(c, plotted, bands) {
-  const { margin, width, bandRow, plotHeight, xOf } = c;
-  stages.forEach((s, i) => {
-    const x0 = Math.max(margin.left, xOf(s.start_s));
-    const x1 = Math.min(width - margin.right, xOf(s.end_s));
-    if (x1 <= x0) return;
-    if (s.depth === 0) {
-      plotted.append(svg('rect', { x: x0, y: margin.top, width: x1 - x0, height: plotHeight, fill: stageColor(i, 0.13) }));
-    }
+  const { margin, bandRow, plotHeight } = c;
+  const shown = shownStageBands(c);
+  for (const { i, x0, x1 } of shown.spans) {
+    plotted.append(svg('rect', { x: x0, y: margin.top, width: x1 - x0, height: plotHeight, fill: stageColor(i, 0.13) }));
+  }
+  for (const { i, x0, x1 } of shown.bands) {
+    const s = stages[i];
     const y = 8 + s.depth * bandRow;
     const g = svg('g', { 'data-stage': i });
     g.append(svg('rect', { x: x0, y, width: x1 - x0, height: bandRow - 2, rx: 2, fill: stageColor(i) }));
     const label = fitText(s.name, x1 - x0 - 8, '11px sans-serif');
     if (label) g.append(svg('text', { x: x0 + 4, y: y + bandRow - 6 }, label));
     bands.append(g);
-  });
+  }
+}
+
+// The bands and spans that show, in drawing order. Later stages are drawn over earlier
+// ones, so of a long run's thousands of rows (grouped rows span the run) most are hidden.
+// Looked at at each pixel column's centre (a band under a pixel wide, at its column): an
+// opaque band shows where no later band of its depth does, a translucent span (alpha
+// 0.13) where fewer than 40 later ones do (0.87^40 < 1/255). So at most a band per column
+// and depth is drawn, and 40 spans per column.
+function shownStageBands(c) {
+  const { margin, width, xOf } = c;
+  const columns = Math.ceil(width) + 1;
+  const covered = new Map();  // depth -> per pixel column, whether a later band shows there
+  const layers = new Uint8Array(columns);  // translucent spans over each column
+  const bands = [], spans = [];
+  for (let i = stages.length - 1; i >= 0; i--) {
+    const s = stages[i];
+    const x0 = Math.max(margin.left, xOf(s.start_s));
+    const x1 = Math.min(width - margin.right, xOf(s.end_s));
+    if (x1 <= x0) continue;
+    if (!covered.has(s.depth)) covered.set(s.depth, new Uint8Array(columns));
+    const cover = covered.get(s.depth);
+    if (drawnOver(cover, x0, x1, (v) => v === 0, () => 1)) bands.push({ i, x0, x1 });
+    if (s.depth === 0 && drawnOver(layers, x0, x1, (v) => v < 40, (v) => Math.min(255, v + 1))) spans.push({ i, x0, x1 });
+  }
+  return { bands: bands.reverse(), spans: spans.reverse() };
+}
+
+// Whether something from x0 to x1 shows at a column `shows` says yes to; if so each of its
+// columns becomes `next` of itself. Its columns: those whose centre it covers, else its own.
+function drawnOver(columns, x0, x1, shows, next) {
+  let first = Math.ceil(x0 - 0.5), last = Math.floor(x1 - 0.5);
+  if (last < first) first = last = Math.floor(x0);
+  let drawn = false;
+  for (let col = first; col <= last && !drawn; col++) drawn = shows(columns[col]);
+  if (drawn) for (let col = first; col <= last; col++) columns[col] = next(columns[col]);
+  return drawn;
 }
 
 // RSS and heap as areas with lines (the points given drawn in order), device memory, the heap peak.
