@@ -1,5 +1,6 @@
 #include "reports/analysis/aggregate_capture.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace memstage::reports {
@@ -34,15 +35,15 @@ void apply_aggregate(FirstPass& pass) {
     pass.bytes_allocated = pass.agg_snapshot->bytes_allocated;
     pass.sites.set_temporary_allocations(pass.agg_snapshot->temporary_allocations);
   }
-  for (const auto& [key, site] : pass.agg_sites) {
-    pass.sites.set(site.stack, site.stage, site.allocations, site.bytes_allocated, site.temporary_allocations);
-    if (site.stage >= 0 && static_cast<size_t>(site.stage) < pass.stages.instances.size()) {
-      StageInstance& s = pass.stages.instances[site.stage];
-      s.allocations += site.allocations;
-      s.bytes_allocated += site.bytes_allocated;
-      s.temporary_allocations += site.temporary_allocations;
-    }
+  const size_t stages = std::min(pass.agg_stage_counts.size(), pass.stages.instances.size());
+  for (size_t stage = 0; stage < stages; ++stage) {
+    const FirstPass::AggStageCounts& counts = pass.agg_stage_counts[stage];
+    StageInstance& s = pass.stages.instances[stage];
+    s.allocations += static_cast<uint64_t>(counts.allocations);
+    s.bytes_allocated += static_cast<uint64_t>(counts.bytes_allocated);
+    s.temporary_allocations += static_cast<uint64_t>(counts.temporary_allocations);
   }
+  std::vector<FirstPass::AggStageCounts>().swap(pass.agg_stage_counts);
   for (const auto& [stage, r] : pass.agg_stages) {
     if (stage >= pass.stages.instances.size()) continue;
     pass.stages.instances[stage].frees = r.frees;

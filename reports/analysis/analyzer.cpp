@@ -166,8 +166,8 @@ std::vector<Leak> count_leaks(FirstPass& pass, StackResolver& stacks, const Stag
     count_leaked(block.stack, block.stage, blocks * block.size, blocks_counted(block, blocks));
   }
   pass.heap = LiveHeap();
-  for (const auto& [key, site] : pass.agg_sites) {
-    if (site.live_blocks) count_leaked(site.stack, site.stage, site.live_bytes, site.live_blocks);
+  for (const auto& [key, site] : pass.agg_live_sites) {
+    if (site.blocks) count_leaked(site.stack, site.stage, site.bytes, site.blocks);
   }
   std::vector<Leak> leaks;
   leaks.reserve(leaks_by_key.size());
@@ -976,8 +976,8 @@ void add_held_now(const FirstPass& pass, StackResolver& stacks, const AnalysisOp
     const AllocationInfo& block = pass.heap.info(static_cast<uint32_t>(i));
     held(block.stack, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i]));
   }
-  for (const auto& [key, site] : pass.agg_sites) {
-    if (site.live_blocks) held(site.stack, site.live_bytes, site.live_blocks);
+  for (const auto& [key, site] : pass.agg_live_sites) {
+    if (site.blocks) held(site.stack, site.bytes, site.blocks);
   }
   std::vector<StackBytes> largest;
   largest.reserve(by_stack.size());

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 
 #include "profiler/trace/trace_reader.h"
@@ -123,9 +124,21 @@ class FirstPass : public trace::TraceVisitor {
   bool replays_growth() const { return have_info && (info.mode == trace::Mode::kFull || info.mode == trace::Mode::kSample); }
 
   // Aggregate mode: the heap as kAggHeap records say, and the latest figures of each
-  // site, stage and the run's peak (the kAgg* records carry absolute figures).
+  // site, stage and the run's peak. A site's counts go to `sites` as they come; its live
+  // bytes and blocks are kept while it holds any, and the counts it adds to its stage
+  // instance until the stages are made (apply_aggregate).
   uint64_t agg_live_bytes = 0;
-  std::unordered_map<uint64_t, trace::AggSiteRecord> agg_sites;  // by figure_key
+  struct AggSiteLive {
+    uint32_t stack = 0;
+    int32_t stage = -1;
+    uint64_t bytes = 0;
+    uint64_t blocks = 0;
+  };
+  absl::flat_hash_map<uint64_t, AggSiteLive> agg_live_sites;  // by figure_key
+  struct AggStageCounts {
+    int64_t allocations = 0, bytes_allocated = 0, temporary_allocations = 0;
+  };
+  std::vector<AggStageCounts> agg_stage_counts;  // by stage instance
   std::unordered_map<uint32_t, trace::AggStageRecord> agg_stages;
   std::unordered_map<uint64_t, trace::AggPeakSiteRecord> agg_run_peak;  // by figure_key
   std::vector<trace::AggPeakSiteRecord> agg_run_peak_pending;  // until their snapshot closes
@@ -315,14 +328,35 @@ class FirstPass : public trace::TraceVisitor {
   }
   // Each snapshot's sites feed growth over time: live bytes per stack at its moment.
   void on_agg_site(const trace::AggSiteRecord& r) override {
-    trace::AggSiteRecord& site = agg_sites[figure_key(r.stack, r.stage)];
-    stack_live.add(r.stack, static_cast<int64_t>(r.live_bytes) - static_cast<int64_t>(site.live_bytes));
-    const trace::AggSiteRecord before = site;
-    site = r;
-    if (!r.increments) return;
-    site.allocations += before.allocations;
-    site.bytes_allocated += before.bytes_allocated;
-    site.temporary_allocations += before.temporary_allocations;
+    note_agg_site_live(r);
+    AggStageCounts added{static_cast<int64_t>(r.allocations), static_cast<int64_t>(r.bytes_allocated),
+                         static_cast<int64_t>(r.temporary_allocations)};
+    if (r.increments) {
+      sites.add(r.stack, r.stage, r.allocations, r.bytes_allocated, r.temporary_allocations);
+    } else {  // before format 5: totals so far
+      const StackStageFigures before = sites.figures_of(r.stack, r.stage);
+      added.allocations -= static_cast<int64_t>(before.allocations);
+      added.bytes_allocated -= static_cast<int64_t>(before.bytes_allocated);
+      added.temporary_allocations -= static_cast<int64_t>(before.temporary_allocations);
+      sites.set(r.stack, r.stage, r.allocations, r.bytes_allocated, r.temporary_allocations);
+    }
+    if (r.stage < 0) return;
+    if (static_cast<size_t>(r.stage) >= agg_stage_counts.size()) agg_stage_counts.resize(r.stage + 1);
+    AggStageCounts& stage = agg_stage_counts[r.stage];
+    stage.allocations += added.allocations;
+    stage.bytes_allocated += added.bytes_allocated;
+    stage.temporary_allocations += added.temporary_allocations;
+  }
+  void note_agg_site_live(const trace::AggSiteRecord& r) {
+    const uint64_t key = figure_key(r.stack, r.stage);
+    const auto it = agg_live_sites.find(key);
+    const uint64_t bytes_before = it == agg_live_sites.end() ? 0 : it->second.bytes;
+    stack_live.add(r.stack, static_cast<int64_t>(r.live_bytes) - static_cast<int64_t>(bytes_before));
+    if (r.live_bytes || r.live_blocks) {
+      agg_live_sites[key] = AggSiteLive{r.stack, r.stage, r.live_bytes, r.live_blocks};
+    } else if (it != agg_live_sites.end()) {
+      agg_live_sites.erase(it);
+    }
   }
   void on_agg_stage(const trace::AggStageRecord& r) override { agg_stages[r.stage] = r; }
   void on_agg_peak_site(const trace::AggPeakSiteRecord& r) override { agg_run_peak_pending.push_back(r); }

@@ -28,6 +28,15 @@ StackStageFigures& SiteAggregator::at(uint32_t stack, int stage) {
   return f;
 }
 
+StackStageFigures SiteAggregator::figures_of(uint32_t stack, int stage) const {
+  const uint64_t key = figure_key(stack, stage);
+  const auto listed = std::lower_bound(sorted_.begin(), sorted_.end(), key,
+                                       [](const StackStageFigures& f, uint64_t k) { return key_of(f) < k; });
+  if (listed != sorted_.end() && key_of(*listed) == key) return *listed;
+  const auto it = unsorted_.find(key);
+  return it != unsorted_.end() ? it->second : StackStageFigures{stack, stage};
+}
+
 void SiteAggregator::flush_info(uint32_t id, const AllocationInfo& info) {
   if (id >= per_info_.size()) return;
   const InfoCounts n = std::exchange(per_info_[id], InfoCounts{});

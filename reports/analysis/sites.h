@@ -52,6 +52,15 @@ class SiteAggregator {
     f.bytes_allocated = bytes;
     f.temporary_allocations = temporaries;
   }
+  // Aggregate mode from format 5: counts since the site's previous record.
+  void add(uint32_t stack, int stage, uint64_t allocations, uint64_t bytes, uint64_t temporaries) {
+    StackStageFigures& f = at(stack, stage);
+    f.allocations += allocations;
+    f.bytes_allocated += bytes;
+    f.temporary_allocations += temporaries;
+  }
+  // A site's figures so far (all zero for a site not met).
+  StackStageFigures figures_of(uint32_t stack, int stage) const;
   void set_temporary_allocations(uint64_t n) { temporary_allocations_ = n; }
 
   uint64_t temporary_allocations() const { return temporary_allocations_; }

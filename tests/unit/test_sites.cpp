@@ -108,3 +108,17 @@ TEST_CASE("the sites so far, while events still come, are what the end gives for
   CHECK(find(at_end, 6, 0)->allocations == 2);
   CHECK(find(at_end, 1, 0)->allocations == so_far[0].allocations);
 }
+
+TEST_CASE("aggregate mode's increments add up; a site's figures so far are read back") {
+  SiteAggregator sites;
+  sites.add(3, 2, 4, 400, 1);
+  sites.add(3, 2, 6, 600, 0);
+  CHECK(sites.figures_of(3, 2).allocations == 10);
+  CHECK(sites.figures_of(3, 2).bytes_allocated == 1000);
+  CHECK(sites.figures_of(8, -1).allocations == 0);  // never met
+  sites.finish({});
+  CHECK(sites.figures_of(3, 2).temporary_allocations == 1);  // from the sorted list now
+  const auto list = sites.take_by_row([](int stage) { return stage; });
+  REQUIRE(list.size() == 1);
+  CHECK(list[0].allocations == 10);
+}
