@@ -74,18 +74,41 @@ class SiteAggregator {
   // for the rest of the analysis.
   template <typename RowOf>
   std::vector<StackStageFigures> take_by_row(RowOf row_of) {
+    std::vector<StackStageFigures> out = by_row(figures_, row_of);
+    decltype(figures_)().swap(figures_);
+    return out;
+  }
+
+  // The same of a pass still reading (TraceBeingWritten::so_far), nothing taken or flushed:
+  // the counts not yet in the sites' figures added to a copy. Its cost is the sites and
+  // the infos, not the events.
+  template <typename RowOf>
+  std::vector<StackStageFigures> by_row_so_far(const std::vector<AllocationInfo>& infos, RowOf row_of) const {
+    Figures figures = figures_;
+    for (uint32_t id = 0; id < per_info_.size() && id < infos.size(); ++id) {
+      add_counts(figures, per_info_[id], infos[id]);
+    }
+    return by_row(figures, row_of);
+  }
+
+ private:
+  // Open addressing, the figures inline: a torch import's trace has ~7e5 sites, each
+  // touched by the allocations of its stack.
+  using Figures = absl::flat_hash_map<uint64_t, StackStageFigures>;
+
+  template <typename RowOf>
+  static std::vector<StackStageFigures> by_row(const Figures& figures, RowOf row_of) {
     // Placed by stack id (dense: a count per stack, then each site in its stack's place),
     // then the few rows of each stack sorted, cheaper than sorting the whole list.
-    std::vector<uint32_t> place(stack_ids() + 1, 0);
-    for (const auto& [key, f] : figures_) ++place[stack_of_key(key) + 1];
+    std::vector<uint32_t> place(stack_ids(figures) + 1, 0);
+    for (const auto& [key, f] : figures) ++place[stack_of_key(key) + 1];
     for (size_t i = 1; i < place.size(); ++i) place[i] += place[i - 1];
-    std::vector<StackStageFigures> out(figures_.size());
-    for (const auto& [key, f] : figures_) {
+    std::vector<StackStageFigures> out(figures.size());
+    for (const auto& [key, f] : figures) {
       StackStageFigures& placed = out[place[stack_of_key(key)]++];
       placed = f;
       placed.stage = row_of(stage_of_key(key));
     }
-    decltype(figures_)().swap(figures_);
     const auto key_of = [](const StackStageFigures& f) { return figure_key(f.stack, f.stage); };
     for (size_t begin = 0; begin < out.size();) {
       size_t end = begin + 1;
@@ -112,23 +135,22 @@ class SiteAggregator {
     return out;
   }
 
- private:
   // One more than the highest stack id of a site (0 with none): the size of a table by id.
-  size_t stack_ids() const {
-    if (figures_.empty()) return 0;
+  size_t stack_ids() const { return stack_ids(figures_); }
+  static size_t stack_ids(const Figures& figures) {
+    if (figures.empty()) return 0;
     uint32_t highest = 0;
-    for (const auto& [key, f] : figures_) highest = std::max(highest, stack_of_key(key));
+    for (const auto& [key, f] : figures) highest = std::max(highest, stack_of_key(key));
     return size_t{highest} + 1;
   }
-  StackStageFigures& at(uint32_t stack, int stage) {
-    StackStageFigures& f = figures_[figure_key(stack, stage)];
+  static StackStageFigures& at(Figures& figures, uint32_t stack, int stage) {
+    StackStageFigures& f = figures[figure_key(stack, stage)];
     f.stack = stack;
     f.stage = stage;
     return f;
   }
-  // Open addressing, the figures inline: a torch import's trace has ~7e5 sites, each
-  // touched by the allocations of its stack.
-  absl::flat_hash_map<uint64_t, StackStageFigures> figures_;
+  StackStageFigures& at(uint32_t stack, int stage) { return at(figures_, stack, stage); }
+  Figures figures_;
   // 8 bytes an info (a torch import's trace has ~8e5): flushed before either count wraps.
   struct InfoCounts {
     uint32_t allocations = 0;
@@ -141,9 +163,11 @@ class SiteAggregator {
   std::vector<InfoCounts> per_info_;  // not yet in figures_
   void flush_info(uint32_t id, const AllocationInfo& info) {
     if (id >= per_info_.size()) return;
-    const InfoCounts n = std::exchange(per_info_[id], InfoCounts{});
+    add_counts(figures_, std::exchange(per_info_[id], InfoCounts{}), info);
+  }
+  static void add_counts(Figures& figures, const InfoCounts& n, const AllocationInfo& info) {
     if (n.allocations == 0 && n.temporaries == 0) return;
-    StackStageFigures& f = at(info.stack, info.stage);
+    StackStageFigures& f = at(figures, info.stack, info.stage);
     f.allocations += uint64_t{n.allocations} * blocks_counted(info, 1);
     f.bytes_allocated += uint64_t{n.allocations} * info.size;
     f.temporary_allocations += n.temporaries;

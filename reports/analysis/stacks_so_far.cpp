@@ -1,0 +1,73 @@
+#include "reports/analysis/stacks_so_far.h"
+
+#include <algorithm>
+
+#include <absl/container/flat_hash_map.h>
+
+#include "reports/analysis/runtime_leaks.h"
+#include "reports/analysis/sites.h"
+
+namespace memstage::reports {
+namespace {
+
+// Live bytes and blocks per (trace stack, stage row), from the live heap's blocks and
+// aggregate mode's sites.
+absl::flat_hash_map<uint64_t, StackBytes> held_by_site(const FirstPass& pass, const StageRows& stage_rows) {
+  absl::flat_hash_map<uint64_t, StackBytes> by_key;
+  const auto held = [&](uint32_t stack, int stage, uint64_t bytes, uint64_t blocks) {
+    StackBytes& s = by_key[figure_key(stack, stage_rows.row_of(stage))];
+    s.stack = stack;
+    s.bytes += bytes;
+    s.blocks += blocks;
+  };
+  const std::vector<uint64_t>& live_blocks = pass.heap.live_blocks();
+  for (size_t i = 0; i < live_blocks.size(); ++i) {
+    if (!live_blocks[i]) continue;
+    const AllocationInfo& block = pass.heap.info(static_cast<uint32_t>(i));
+    held(block.stack, block.stage, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i]));
+  }
+  for (const auto& [key, site] : pass.agg_sites) {
+    if (site.live_blocks) held(site.stack, site.stage, site.live_bytes, site.live_blocks);
+  }
+  return by_key;
+}
+
+// Aggregate mode's site figures as its latest records say (apply_aggregate puts them into
+// the sites at the analysis's end), per (trace stack, stage row).
+std::vector<StackStageFigures> aggregate_figures_so_far(const FirstPass& pass, const StageRows& stage_rows) {
+  absl::flat_hash_map<uint64_t, StackStageFigures> by_key;
+  for (const auto& [key, site] : pass.agg_sites) {
+    const int row = stage_rows.row_of(site.stage);
+    StackStageFigures& f = by_key[figure_key(site.stack, row)];
+    f.stack = site.stack;
+    f.stage = row;
+    f.allocations += site.allocations;
+    f.bytes_allocated += site.bytes_allocated;
+    f.temporary_allocations += site.temporary_allocations;
+  }
+  std::vector<StackStageFigures> out;
+  out.reserve(by_key.size());
+  for (const auto& [key, f] : by_key) out.push_back(f);
+  return out;
+}
+
+}  // namespace
+
+void add_every_stack_so_far(const FirstPass& pass, const StageRows& stage_rows, StackResolver& stacks,
+                            const AnalysisOptions& options, Report& report) {
+  RuntimeLeaks runtime(report, report.python.has_value() && !pass.python_codes.empty(), options.leak_suppressions);
+  for (const auto& [key, held] : held_by_site(pass, stage_rows)) {
+    const StackIndex stack = stacks.index_of(held.stack);
+    report.leaks.push_back(Leak{held.bytes, held.blocks, stage_of_key(key), stack, runtime.is_runtime(stack)});
+  }
+  std::sort(report.leaks.begin(), report.leaks.end(), [](const Leak& a, const Leak& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack != b.stack ? a.stack < b.stack : a.stage < b.stage;
+  });
+  report.stack_figures = pass.aggregate_mode() ? aggregate_figures_so_far(pass, stage_rows)
+                                               : pass.sites.by_row_so_far(pass.heap.infos(), [&](int stage) {
+                                                   return stage_rows.row_of(stage);
+                                                 });
+  for (StackStageFigures& f : report.stack_figures) f.stack = stacks.index_of(f.stack);
+}
+
+}  // namespace memstage::reports
