@@ -60,12 +60,6 @@ void push_rss_if_high(ThreadState* ts) {
   if (rss > g_tracer.rss_high_written_bytes.load(std::memory_order_relaxed)) push_rss_read(ts, rss);
 }
 
-bool heap_high_unwritten(ThreadState* ts) {
-  fold_heap_bytes(ts);
-  return g_tracer.heap_high_bytes.load(std::memory_order_relaxed) >
-         g_tracer.heap_high_written_bytes.load(std::memory_order_relaxed);
-}
-
 void push_rss_high_water(ThreadState* ts) {
   const uint64_t high_water = read_rss_high_water_bytes();
   if (high_water) push_record(ts, records::RssHighWater{trace_time_ns(), high_water});
@@ -96,7 +90,6 @@ void push_heap_counters(ThreadState* ts) {
   const int64_t live = g_tracer.heap_live_bytes.load(std::memory_order_relaxed);
   const int64_t high = g_tracer.heap_high_bytes.exchange(live, std::memory_order_relaxed);
   const auto positive = [](int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : 0; };
-  raise_to(g_tracer.heap_high_written_bytes, high > live ? high : live);
   push_record(ts, records::HeapCounters{trace_time_ns(), positive(live), positive(high > live ? high : live)});
   push_counters(ts);
 }

@@ -20,9 +20,6 @@ void push_rss(ThreadState* ts);
 // The same, only where RSS is above every RSS written so far (a wait once the timeline
 // coarsens: the run's peak RSS stays exact, a steady service's waits write nothing).
 void push_rss_if_high(ThreadState* ts);
-// Stats and sample modes: whether the heap went above every figure written so far, the
-// calling thread's own change folded first (then the next wait writes its samples).
-bool heap_high_unwritten(ThreadState* ts);
 // The kernel's high-water mark of RSS, at the trace's end: a peak between two samples
 // (inline sampling, on the program's own calls, is less even than the writer thread's
 // ticks) still shows in the report's peak RSS.

@@ -227,7 +227,6 @@ void after_fork_child() {
   }
   g_tracer.heap_live_bytes.store(0);
   g_tracer.heap_high_bytes.store(0);
-  g_tracer.heap_high_written_bytes.store(0);
   g_tracer.rss_high_written_bytes.store(0);
   if (sample_mode()) g_tracer.sampled_blocks.mark_inherited();
   set_recording(g_tracer.options.follow_fork);

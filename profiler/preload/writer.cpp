@@ -847,12 +847,14 @@ void stop_compressor() {
   pthread_join(compressor.thread, nullptr);
 }
 
-// A long sleep ticks first, with what the heap holds then. Once the timeline coarsens, only
-// where the heap went above every figure written (its peak stays exact if the sleep ends in
-// a kill), and otherwise RSS only above its high: a service sleeping between requests
-// would write a tick a sleep (a chunk each: docs/performance.md).
+// A long sleep ticks first, with what the heap holds then; once the timeline coarsens, only
+// RSS above its high: a service sleeping between requests wrote a tick and a chunk a sleep
+// (docs/performance.md), a leaking one a new heap high at each. The heap's highs between
+// ticks are written where they come, 1/64 of the heap apart (sample_records.h,
+// note_live_bytes): a kill in the sleep loses at most that much of the peak, as a kill
+// between two ticks of a writer thread does.
 void force_tick_before_sleep(ThreadState* self) {
-  if (!timeline_coarse() || !self || (counting_mode() && heap_high_unwritten(self))) {
+  if (!timeline_coarse() || !self) {
     g_tracer.writer_next_round_ns.store(0, std::memory_order_relaxed);
   } else if (!writer_round_due(monotonic_ns())) {
     push_rss_if_high(self);
