@@ -97,8 +97,10 @@ class TraceBeingWritten {
   // The run so far, as the followed traces stand at their latest chunk, for a view drawn
   // again every second (memstage live, run --live): pass one's figures (peaks, stages,
   // timeline, processes) with the stacks holding most now as `leaks` and those growing
-  // fastest as `growth`, not the stacks at the peaks (no pass two). Its cost is the live
-  // blocks and the stacks it names, not the events. None while no trace has begun.
+  // fastest as `growth`, not the stacks at the peaks (no pass two); with SoFarStacks::kEvery
+  // every stack held now and every site's allocation figures (the endpoint's). Its cost is
+  // the live blocks, the sites and the stacks it names, not the events. None while no trace
+  // has begun.
   // Not after the analysis took the traces (analyze with this as `read_ahead`).
   std::optional<Report> so_far(const AnalysisOptions& options, SoFarStacks which = SoFarStacks::kTopHeld);
 
