@@ -58,7 +58,13 @@ void add_every_stack_so_far(const FirstPass& pass, const StageRows& stage_rows, 
   RuntimeLeaks runtime(report, report.python.has_value() && !pass.python_codes.empty(), options.leak_suppressions);
   for (const auto& [key, held] : held_by_site(pass, stage_rows)) {
     const StackIndex stack = stacks.index_of(held.stack);
-    report.leaks.push_back(Leak{held.bytes, held.blocks, stage_of_key(key), stack, runtime.is_runtime(stack)});
+    const bool runtime_held = runtime.is_runtime(stack);
+    report.leaks.push_back(Leak{held.bytes, held.blocks, stage_of_key(key), stack, runtime_held});
+    // As the analysis of the traces so far counts them (its leaks step): held now.
+    uint64_t& bytes = runtime_held ? report.runtime_held.bytes : report.totals.leaked_bytes;
+    uint64_t& blocks = runtime_held ? report.runtime_held.blocks : report.totals.leaked_blocks;
+    bytes += held.bytes;
+    blocks += held.blocks;
   }
   std::sort(report.leaks.begin(), report.leaks.end(), [](const Leak& a, const Leak& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack != b.stack ? a.stack < b.stack : a.stage < b.stage;

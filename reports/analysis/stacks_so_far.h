@@ -14,7 +14,8 @@
 namespace memstage::reports {
 
 // Fills `report.leaks` with every (stack, stage row) holding memory now, largest first
-// (/debug/pprof/heap's inuse_space), the runtime's marked as the analysis marks its leaks,
+// (/debug/pprof/heap's inuse_space), the runtime's marked as the analysis marks its leaks
+// and counted as it counts them (the totals' leaked and runtime_held: held now),
 // and `report.stack_figures` with each site's allocations and bytes allocated so far
 // (/debug/pprof/allocs). Its cost is the live allocation infos and the sites, not the events.
 void add_every_stack_so_far(const FirstPass& pass, const StageRows& stage_rows, StackResolver& stacks,

@@ -560,6 +560,8 @@ TEST_CASE("the run so far with every stack: what the analysis says of its sites 
   CHECK(figures(*r).size() == 4);  // stacks 0 and 1 in "load", 0 and 2 outside
   CHECK(held(*r) == held(plain));  // held now at the end: the leaks, per stack and stage row
   CHECK(r->leaks[0].bytes == 5000);  // largest first
+  CHECK(r->totals.leaked_bytes == plain.totals.leaked_bytes);
+  CHECK(r->totals.leaked_blocks == plain.totals.leaked_blocks);
   std::filesystem::remove_all(dir);
 }
 
