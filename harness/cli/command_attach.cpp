@@ -384,12 +384,12 @@ int attach(const AttachFlags& flags) {
                               std::to_string(flags.max_depth) +
                               "\nsample_interval_ms=" + std::to_string(flags.sample_interval_ms) +
                               "\nsample_rate_bytes=" + std::to_string(sample_rate_bytes);
-  start_serving(server.get(), dir, flags.quiet);
-  start_tracer(gdb, pid, preload, options);
-  const double attached_at_s = now_s();
-  // The trace is read as the tracer writes it, as `memstage run` does.
+  // The trace is read as the tracer writes it, as `memstage run` does; --serve reads it there.
   const std::unique_ptr<reports::TraceBeingWritten> read_ahead =
       read_traces_ahead(dir, flags.mode != "stats");
+  start_serving(server.get(), dir, flags.quiet, read_ahead.get());
+  start_tracer(gdb, pid, preload, options);
+  const double attached_at_s = now_s();
   if (!flags.quiet) {
     char until[64] = "until Ctrl-C";
     if (flags.duration_s > 0) snprintf(until, sizeof(until), "for %g s", flags.duration_s);

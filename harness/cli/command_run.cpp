@@ -187,7 +187,6 @@ int run(const RunFlags& flags) {
                               .lexically_normal()
                               .string();
   prepare_output_dir(dir);
-  start_serving(server.get(), dir, flags.quiet, checked.ram_limit_bytes);
   // The traces' first passes are read while their processes run: by the command's end,
   // most of the analysis is done (reports/analysis/analyzer.h, TraceBeingWritten).
   std::unique_ptr<reports::TraceBeingWritten> read_ahead;
@@ -197,6 +196,8 @@ int run(const RunFlags& flags) {
   std::jthread live_view;
   const ChildResult child = run_child(flags.command, tracer_environment(flags, checked, preload, dir), [&](uint64_t) {
     if (!flags.read_after_exit) read_ahead = read_traces_ahead(dir, flags.mode != "stats");
+    // --serve: from the same followers where the run has them (the traces are read once).
+    start_serving(server.get(), dir, flags.quiet, read_ahead.get(), checked.ram_limit_bytes);
     if (flags.live) live_view = std::jthread([&] { show_live_view(dir, read_ahead.get(), child_running); });
   });
   child_running = false;

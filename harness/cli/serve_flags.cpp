@@ -34,10 +34,12 @@ std::unique_ptr<ReportServer> bind_server(const std::optional<ServeOptions>& opt
   return std::make_unique<ReportServer>(*options, find_memstage_library(kHttpModuleName), command + ": --serve");
 }
 
-void start_serving(ReportServer* server, const std::string& dir, bool quiet, uint64_t ram_limit_bytes) {
+void start_serving(ReportServer* server, const std::string& dir, bool quiet, reports::TraceBeingWritten* followers,
+                   uint64_t ram_limit_bytes) {
   if (!server) return;
-  server->start([dir, ram_limit_bytes] {
-    std::optional<reports::Report> report = report_so_far(dir);
+  auto run = std::make_shared<RunSoFar>(dir, followers);
+  server->start([run, ram_limit_bytes] {
+    std::optional<reports::Report> report = run->report();
     if (report && ram_limit_bytes) reports::note_ram_limit(*report, ram_limit_bytes);
     return report;
   });

@@ -11,6 +11,7 @@
 
 #include "harness/serve/report_server.h"
 #include "harness/serve/serve_options.h"
+#include "reports/analysis/analyzer.h"
 
 namespace memstage::harness {
 
@@ -31,7 +32,10 @@ std::optional<ServeOptions> check_serve_flags(const ServeFlags& flags, const std
 std::unique_ptr<ReportServer> bind_server(const std::optional<ServeOptions>& options, const std::string& command);
 
 // The server, if any, serving the run written into `dir` from now on; says where unless `quiet`.
+// `followers`: the run's read-ahead of its traces, if it has one (lent: it outlives the
+// server), which the served reports are read from (run_so_far.h); else followers of their own.
 // `ram_limit_bytes`: the run's --ram-limit (0: none), in the reports it serves.
-void start_serving(ReportServer* server, const std::string& dir, bool quiet, uint64_t ram_limit_bytes = 0);
+void start_serving(ReportServer* server, const std::string& dir, bool quiet, reports::TraceBeingWritten* followers,
+                   uint64_t ram_limit_bytes = 0);
 
 }  // namespace memstage::harness

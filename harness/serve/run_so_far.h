@@ -1,22 +1,34 @@
 // The run so far, as the endpoint serves it: the one place that says where the figures of
-// a run still being written come from (today: the analysis of its traces as written until
-// now, anew each time), so that a faster source (TraceBeingWritten::so_far, the live view's)
-// replaces this function alone.
+// a run still being written come from. The traces' followers (TraceBeingWritten, the live
+// view's too) read each chunk once, as it is written; each refresh is their pass one as it
+// stands (TraceBeingWritten::so_far), so its cost is the live blocks, the sites and the
+// stacks it names, not the capture's length (docs/performance.md).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "reports/analysis/analyzer.h"
 #include "reports/model/report_model.h"
 
 namespace memstage::harness {
 
 // What the routes read of it: processes, timeline, totals, stages and growth (/metrics);
-// every stack held now as `leaks` (/debug/pprof/heap's in use) and `stack_figures`
-// (/debug/pprof/allocs). A source that names only the largest stacks held, or leaves out
-// the stack figures (so_far has no pass two), serves a partial heap profile and no allocs.
-// The report of the run being written into `dir`; nothing while it has no trace yet.
-// Throws what the analysis throws (a trace it cannot read).
-std::optional<reports::Report> report_so_far(const std::string& dir);
+// every stack held now as `leaks` (/debug/pprof/heap's inuse) and every site's allocation
+// figures as `stack_figures` (/debug/pprof/allocs): SoFarStacks::kEvery. No pass two: the
+// stacks at the peaks are the final report's.
+class RunSoFar {
+ public:
+  // The run being written into `dir`, read by `followers` where the run has them (memstage
+  // run's and attach's read-ahead, lent: it outlives this), else by followers of its own.
+  RunSoFar(const std::string& dir, reports::TraceBeingWritten* followers);
+  // Nothing while no trace has begun. Throws what reading a trace threw.
+  std::optional<reports::Report> report();
+
+ private:
+  std::unique_ptr<reports::TraceBeingWritten> own_;
+  reports::TraceBeingWritten* followers_;
+};
 
 }  // namespace memstage::harness

@@ -141,6 +141,9 @@ struct Tracer {
   // kHeapCounters. Sample mode: the sampled blocks that may be live.
   std::atomic<int64_t> heap_live_bytes{0};
   std::atomic<int64_t> heap_high_bytes{0};
+  // The highest RSS written so far: once the timeline coarsens, a wait writes RSS only
+  // above it, so that the run's peak RSS stays exact however few the ticks.
+  std::atomic<uint64_t> rss_high_written_bytes{0};
   SampledBlocks sampled_blocks;
 
   std::atomic<uint64_t> lost_events{0};

@@ -26,13 +26,17 @@ uint64_t tracer_bytes_at(uint64_t t_ns) {
   return now;
 }
 
-}  // namespace
+template <class T>
+void raise_to(std::atomic<T>& high, T value) {
+  T seen = high.load(std::memory_order_relaxed);
+  while (value > seen && !high.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
 
-void push_rss(ThreadState* ts) {
-  g_tracer.rss_sampled_at_ns.store(monotonic_ns(), std::memory_order_relaxed);
+void push_rss_read(ThreadState* ts, uint64_t rss) {
   const uint64_t t_ns = trace_time_ns();
-  const uint64_t rss = read_rss_bytes();
   const uint64_t tracer = tracer_bytes_at(t_ns);
+  raise_to(g_tracer.rss_high_written_bytes, rss);
   push_record(ts, records::Rss{t_ns, rss, tracer});
   // The machine being played runs the program, not the tracer: its own memory is left out.
   const uint64_t program_rss = rss > tracer ? rss - tracer : 0;
@@ -41,6 +45,19 @@ void push_rss(ThreadState* ts) {
     push_record(ts, records::RamLimit{t_ns, program_rss, limit});
     wake_writer();  // the writer stops the program once this is written
   }
+}
+
+}  // namespace
+
+void push_rss(ThreadState* ts) {
+  g_tracer.rss_sampled_at_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  push_rss_read(ts, read_rss_bytes());
+}
+
+void push_rss_if_high(ThreadState* ts) {
+  g_tracer.rss_sampled_at_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  const uint64_t rss = read_rss_bytes();
+  if (rss > g_tracer.rss_high_written_bytes.load(std::memory_order_relaxed)) push_rss_read(ts, rss);
 }
 
 void push_rss_high_water(ThreadState* ts) {

@@ -17,6 +17,9 @@ void push_samples(ThreadState* ts, bool with_allocator_stats, bool at_end = fals
 void push_counters(ThreadState* ts);
 // One RSS record (and the RAM limit's, when passed).
 void push_rss(ThreadState* ts);
+// The same, only where RSS is above every RSS written so far (a wait once the timeline
+// coarsens: the run's peak RSS stays exact, a steady service's waits write nothing).
+void push_rss_if_high(ThreadState* ts);
 // The kernel's high-water mark of RSS, at the trace's end: a peak between two samples
 // (inline sampling, on the program's own calls, is less even than the writer thread's
 // ticks) still shows in the report's peak RSS.

@@ -227,6 +227,7 @@ void after_fork_child() {
   }
   g_tracer.heap_live_bytes.store(0);
   g_tracer.heap_high_bytes.store(0);
+  g_tracer.rss_high_written_bytes.store(0);
   if (sample_mode()) g_tracer.sampled_blocks.mark_inherited();
   set_recording(g_tracer.options.follow_fork);
   writer_after_fork_child(g_tracer.options.follow_fork);
@@ -251,14 +252,21 @@ uint64_t before_wait(uint64_t wait_ns) {
   if (round_due) {
     writer_serve_inline(long_wait ? ServePoint::kLongWait : ServePoint::kWait);
   } else if (ThreadState* ts = current_thread_state()) {
-    push_rss(ts);
+    // Once the timeline coarsens a wait writes RSS only above its high (writer.cpp,
+    // force_tick_before_sleep): an event loop's waits come by the thousand a second.
+    if (writer_tick_interval_ns() > g_tracer.options.sample_interval_ms * 1'000'000ull) {
+      push_rss_if_high(ts);
+    } else {
+      push_rss(ts);
+    }
   }
   return now;
 }
 
 void after_wait(uint64_t started_ns) {
   if (started_ns == 0 || t_thread.in_tracer || !recording() || writer_thread_running()) return;
-  if (monotonic_ns() - started_ns < g_tracer.options.sample_interval_ms * 1'000'000ull) return;
+  // The wake is dated only after a wait of a (coarsened) tick or more, as a tick would.
+  if (monotonic_ns() - started_ns < writer_tick_interval_ns()) return;
   if (in_child_sharing_memory()) return;
   RecordingGuard guard;
   KeepErrno keep;

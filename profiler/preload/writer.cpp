@@ -534,12 +534,21 @@ void tick(ThreadState* self, AskAllocator allocator = AskAllocator::kAsDue) {
   push_samples(self, high_pending || allocator == AskAllocator::kNow);
 }
 
-// Aggregate mode's timeline coarsens as the run ages (samplers.h, aged_tick_interval_ns); a
-// RAM limit is still checked at every interval.
+// The timeline coarsens as the run ages (samplers.h, aged_tick_interval_ns) in every mode
+// but full, whose ticks date its events; a RAM limit is still checked at every interval.
 uint64_t tick_interval_ns() {
   const uint64_t base_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
-  if (!aggregate_mode() || g_tracer.options.ram_limit_bytes) return base_ns;
+  if (g_tracer.options.mode == trace::Mode::kFull || g_tracer.options.ram_limit_bytes) return base_ns;
   return aged_tick_interval_ns(base_ns, trace_time_ns(), g_tracer.options.timeline_full_rate_ticks);
+}
+bool timeline_coarse() { return tick_interval_ns() > g_tracer.options.sample_interval_ms * 1'000'000ull; }
+
+// A chunk carries ~40 bytes of its own (header, chunk start, zstd's frame): written at most
+// once a tick once ticks space out, so that a service's few sampled events a second do not
+// each make one. What waits is in the shared buffers, which a SIGKILL leaves (pending_buffers.h).
+uint64_t flush_every_ns() {
+  const uint64_t tick_ns = tick_interval_ns();
+  return tick_ns > kFlushEveryNs ? tick_ns : kFlushEveryNs;
 }
 
 // Aggregate mode's snapshots space out as the run ages too (the first 600 at the set
@@ -574,7 +583,7 @@ void writer_round(ThreadState* self, bool write_now = false, AskAllocator alloca
       w.next_snapshot_ns = monotonic_ns() + snapshot_interval_ns();
     }
   } else if (w.raw_used >= kFlushAtRawBytes ||
-             (w.raw_used > 0 && (write_now || monotonic_ns() - w.last_write_ns >= kFlushEveryNs))) {
+             (w.raw_used > 0 && (write_now || monotonic_ns() - w.last_write_ns >= flush_every_ns()))) {
     write_chunk();
   }
   if (write_now) wait_for_chunks_written();
@@ -838,7 +847,23 @@ void stop_compressor() {
   pthread_join(compressor.thread, nullptr);
 }
 
+// A long sleep ticks first, with what the heap holds then; once the timeline coarsens, only
+// RSS above its high: a service sleeping between requests wrote a tick and a chunk a sleep
+// (docs/performance.md), a leaking one a new heap high at each. The heap's highs between
+// ticks are written where they come, 1/64 of the heap apart (sample_records.h,
+// note_live_bytes): a kill in the sleep loses at most that much of the peak, as a kill
+// between two ticks of a writer thread does.
+void force_tick_before_sleep(ThreadState* self) {
+  if (!timeline_coarse() || !self) {
+    g_tracer.writer_next_round_ns.store(0, std::memory_order_relaxed);
+  } else if (!writer_round_due(monotonic_ns())) {
+    push_rss_if_high(self);
+  }
+}
+
 }  // namespace
+
+uint64_t writer_tick_interval_ns() { return tick_interval_ns(); }
 
 bool writer_start_thread(bool with_compressor) {
   // Claimed first: two threads that both find the writer missing start one.
@@ -874,9 +899,11 @@ void writer_serve_inline(ServePoint point, bool allocator_safe) {
     const AskAllocator allocator = !outside_signal_handlers() ? AskAllocator::kNever
                                    : long_wait               ? AskAllocator::kNow
                                                              : AskAllocator::kAsDue;
-    if (long_wait) g_tracer.writer_next_round_ns.store(0, std::memory_order_relaxed);
-    // Written before the program blocks: a kill while it waits loses nothing.
-    writer_round(current_thread_state(), true, allocator);
+    if (long_wait) force_tick_before_sleep(current_thread_state());
+    // Written before the program blocks, for the readers that follow the trace (a kill
+    // loses nothing drained: pending_buffers.h); once the ticks space out, once a tick.
+    const bool write_now = !timeline_coarse() || now - w.last_write_ns >= flush_every_ns();
+    writer_round(current_thread_state(), write_now, allocator);
   }
   unlock_writer();
 }

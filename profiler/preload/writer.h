@@ -27,6 +27,9 @@ bool writer_start_thread(bool with_compressor);
 // interval: a round with a tick, written at once. kSleeping: between two slices of a long
 // sleep (tracer.h, sleep_sliced): the writer thread's periodic round.
 enum class ServePoint { kCall, kWait, kLongWait, kSleeping };
+// The writer's sampling interval now: --sample-interval, longer as the run ages but in
+// full mode or with a RAM limit (samplers.h, aged_tick_interval_ns).
+uint64_t writer_tick_interval_ns();
 // Without a writer thread: one round of its work on the calling thread; nothing when the
 // thread runs or a round is already in progress.
 // `allocator_safe` (kSleeping): the caller knows it is outside signal handlers.

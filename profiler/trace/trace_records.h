@@ -479,6 +479,8 @@ class FieldSource {
  public:
   FieldSource(const uint8_t* begin, const uint8_t* end) : pos_(begin), end_(end) {}
   bool done() const { return pos_ == end_; }
+  // Where the next field starts: a record's bytes are the span its decode moved this over.
+  const uint8_t* position() const { return pos_; }
   const char* error = nullptr;
 
   bool get_tag(uint8_t& tag) {

@@ -28,6 +28,7 @@
 #include "reports/analysis/resident_shares.h"
 #include "reports/analysis/runtime_leaks.h"
 #include "reports/analysis/stack_resolver.h"
+#include "reports/analysis/stacks_so_far.h"
 #include "reports/analysis/stage_rows.h"
 #include "reports/analysis/suffix_sums.h"
 
@@ -999,7 +1000,8 @@ void add_held_now(const FirstPass& pass, StackResolver& stacks, const AnalysisOp
 
 }  // namespace
 
-Report report_so_far(std::vector<const TraceFile*> files, const AnalysisOptions& options, Symbolizer& symbolizer) {
+Report report_so_far(std::vector<const TraceFile*> files, const AnalysisOptions& options, Symbolizer& symbolizer,
+                     SoFarStacks which) {
   const size_t main = order_and_find_main(files);
   const FirstPass& pass = files[main]->pass;
   Report report = describe_run(pass, std::nullopt);
@@ -1009,7 +1011,11 @@ Report report_so_far(std::vector<const TraceFile*> files, const AnalysisOptions&
   StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize,
                        std::move(symbolizer));
   fill_totals(pass, report.totals);
-  add_held_now(pass, stacks, options, report);
+  if (which == SoFarStacks::kEvery) {
+    add_every_stack_so_far(pass, stage_rows, stacks, options, report);
+  } else {
+    add_held_now(pass, stacks, options, report);
+  }
   add_stages(pass, stage_paths, stage_rows, StacksAtPeaks{}, stacks, options, report);
   add_growth(pass, stacks, report);
   add_timeline(pass, stage_rows, options.max_timeline_points, report);

@@ -72,6 +72,11 @@ std::vector<std::string> find_traces(const std::string& dir);
 // process the program starts, done by the time the program ends, on cores the program
 // leaves idle, instead of reading them all afterwards. The analysis it is handed to takes
 // those passes as its own (the report is the same).
+// Which stacks the run so far names (TraceBeingWritten::so_far): the few held most now
+// (`top_stacks`, a view), or every stack held now and every site's allocation figures (the
+// endpoint's heap and allocs profiles: reports/analysis/stacks_so_far.h).
+enum class SoFarStacks { kTopHeld, kEvery };
+
 class TraceBeingWritten {
  public:
   // Watches `dir`, the run's folder, and follows each trace (trace.*.mst) that appears in
@@ -92,10 +97,12 @@ class TraceBeingWritten {
   // The run so far, as the followed traces stand at their latest chunk, for a view drawn
   // again every second (memstage live, run --live): pass one's figures (peaks, stages,
   // timeline, processes) with the stacks holding most now as `leaks` and those growing
-  // fastest as `growth`, not the stacks at the peaks (no pass two). Its cost is the live
-  // blocks and the stacks it names, not the events. None while no trace has begun.
+  // fastest as `growth`, not the stacks at the peaks (no pass two); with SoFarStacks::kEvery
+  // every stack held now and every site's allocation figures (the endpoint's). Its cost is
+  // the live blocks, the sites and the stacks it names, not the events. None while no trace
+  // has begun.
   // Not after the analysis took the traces (analyze with this as `read_ahead`).
-  std::optional<Report> so_far(const AnalysisOptions& options);
+  std::optional<Report> so_far(const AnalysisOptions& options, SoFarStacks which = SoFarStacks::kTopHeld);
 
   struct State;  // trace_being_written.cpp
 

@@ -13,6 +13,7 @@ namespace memstage::reports {
 
 // `files`: the traces with a process record, none of them changing meanwhile. `symbolizer`
 // is lent for the stacks named and given back, its modules open for the next call.
-Report report_so_far(std::vector<const TraceFile*> files, const AnalysisOptions& options, Symbolizer& symbolizer);
+Report report_so_far(std::vector<const TraceFile*> files, const AnalysisOptions& options, Symbolizer& symbolizer,
+                     SoFarStacks which = SoFarStacks::kTopHeld);
 
 }  // namespace memstage::reports

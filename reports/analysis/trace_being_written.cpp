@@ -239,11 +239,11 @@ std::unique_ptr<TraceFile> TraceBeingWritten::take(const std::string& trace_path
 
 Symbolizer TraceBeingWritten::take_symbolizer() { return state_->take_symbolizer(); }
 
-std::optional<Report> TraceBeingWritten::so_far(const AnalysisOptions& options) {
+std::optional<Report> TraceBeingWritten::so_far(const AnalysisOptions& options, SoFarStacks which) {
   std::lock_guard lock(state_->so_far_mutex);
   return state_->with_passes([&](const std::vector<const TraceFile*>& files) -> std::optional<Report> {
     if (files.empty()) return std::nullopt;
-    return report_so_far(files, options, state_->so_far_symbolizer);
+    return report_so_far(files, options, state_->so_far_symbolizer, which);
   });
 }
 

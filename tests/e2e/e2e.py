@@ -1683,6 +1683,32 @@ def scenario_aggregate_aging(s):
 
 
 @scenario
+def scenario_timeline_aging_counting(s):
+    """Stats and sample modes' timeline coarsens as the run ages too (MEMSTAGE_TIMELINE_TICKS=50): a run 4 x as
+    long writes under 2.5 x the timeline points (~1.7 x; every tick kept, ~4 x) and fewer bytes than with every
+    tick kept, with the same peaks and stage edges."""
+    for mode in ("stats", "sample"):
+        runs = {}
+        for ticks, steps in (("0", 80), ("50", 20), ("50", 80)):
+            name = "aging-%s.%s.%d" % (mode, ticks, steps)
+            env = dict(os.environ, MEMSTAGE_TIMELINE_TICKS=ticks)
+            out, report = s.traced(name, [s.program("aging"), s.truth_file(name), str(steps)], mode=mode, env=env)
+            runs[(ticks, steps)] = (trace_bytes(out), report)
+        (full_bytes, full), (short_bytes, short), (long_bytes, aged) = runs[("0", 80)], runs[("50", 20)], runs[("50", 80)]
+        points = [len(r["timeline"]) for r in (full, short, aged)]
+        print("%s: capture bytes every tick %d, aged %d (a quarter as long %d); timeline points %r"
+              % (mode, full_bytes, long_bytes, short_bytes, points))
+        s.check(points[2] < 2.5 * points[1], "%s: 4 x as long, %d points < 2.5 x %d" % (mode, points[2], points[1]))
+        s.check(points[2] < 0.6 * points[0], "%s: aged %d points < 0.6 x every tick's %d" % (mode, points[2], points[0]))
+        s.check(long_bytes < full_bytes, "%s: aged capture %d bytes < every tick's %d" % (mode, long_bytes, full_bytes))
+        s.eq(aged["totals"]["peak_heap_bytes"], full["totals"]["peak_heap_bytes"], "%s: the run's peak heap" % mode)
+        for stage in ("early", "late"):
+            a, f = stage_by_path(aged, stage), stage_by_path(full, stage)
+            if s.check(a is not None and f is not None, "%s: stage %s in both runs" % (mode, stage)):
+                s.eq(a["peak_heap_bytes"], f["peak_heap_bytes"], "%s: stage %s's peak heap, aged and not" % (mode, stage))
+
+
+@scenario
 def scenario_sigkill_threaded(s):
     """As sigkill, the chunks written by the tracer's writer and compressor threads (a second thread
     churned first)."""

@@ -2,8 +2,12 @@
 // sampled: a stage "early" holding 8 MiB (the run's peak) at the start, then small blocks
 // now and then, and a stage "late" holding 4 MiB near the end. Run in aggregate mode with
 // and without the timeline coarsening as it ages (MEMSTAGE_TIMELINE_TICKS): the peaks and
-// stages must be the same, the capture smaller.
+// stages must be the same, the capture smaller. e2e.timeline_aging_counting runs it in stats
+// and sample modes at two lengths: an optional STEPS (50) sets how many 50 ms steps.
+//   aging TRUTH_FILE [STEPS]
 #include <time.h>
+
+#include <cstdlib>
 
 #include <memstage/stage.h>
 
@@ -31,8 +35,9 @@ E2E_FRAME void hold(const char* stage, size_t bytes, long ms) {
 
 int main(int argc, char** argv) {
   const char* truth_file = truth_path(argc, argv);
+  const int steps = argc > 2 ? atoi(argv[2]) : 50;
   hold("early", 8 * kMiB, 50);
-  for (int i = 0; i < 50; ++i) {  // 2.5 s of small blocks, one every 50 ms
+  for (int i = 0; i < steps; ++i) {  // small blocks, one every 50 ms
     void* p = malloc(1000);
     escape(p);
     sleep_ms(50);
