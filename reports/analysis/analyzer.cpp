@@ -160,16 +160,8 @@ std::vector<Leak> count_leaks(FirstPass& pass, StackResolver& stacks, const Stag
     l.blocks += blocks;
     pass.sites.leaked(stack, stage, bytes);
   };
-  for (size_t i = 0; i < pass.heap.infos().size(); ++i) {
-    uint64_t blocks = pass.heap.live_blocks()[i];
-    if (!blocks) continue;
-    const AllocationInfo& block = pass.heap.infos()[i];
-    count_leaked(block.stack, block.stage, blocks * block.size, blocks_counted(block, blocks));
-  }
+  pass.for_each_held(count_leaked);
   pass.heap = LiveHeap();
-  for (const auto& [key, site] : pass.agg_live_sites) {
-    if (site.blocks) count_leaked(site.stack, site.stage, site.bytes, site.blocks);
-  }
   std::vector<Leak> leaks;
   leaks.reserve(leaks_by_key.size());
   for (const auto& [key, l] : leaks_by_key) {
@@ -965,21 +957,12 @@ namespace {
 // (the runtime's marked, as at the end), from the live blocks or aggregate mode's sites.
 void add_held_now(const FirstPass& pass, StackResolver& stacks, const AnalysisOptions& options, Report& report) {
   absl::flat_hash_map<uint32_t, StackBytes> by_stack;
-  const auto held = [&](uint32_t stack, uint64_t bytes, uint64_t blocks) {
+  pass.for_each_held([&](uint32_t stack, int, uint64_t bytes, uint64_t blocks) {
     StackBytes& s = by_stack[stack];
     s.stack = stack;
     s.bytes += bytes;
     s.blocks += blocks;
-  };
-  const std::vector<uint64_t>& live_blocks = pass.heap.live_blocks();
-  for (size_t i = 0; i < live_blocks.size(); ++i) {
-    if (!live_blocks[i]) continue;
-    const AllocationInfo& block = pass.heap.info(static_cast<uint32_t>(i));
-    held(block.stack, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i]));
-  }
-  for (const auto& [key, site] : pass.agg_live_sites) {
-    if (site.blocks) held(site.stack, site.bytes, site.blocks);
-  }
+  });
   std::vector<StackBytes> largest;
   largest.reserve(by_stack.size());
   for (const auto& [stack, s] : by_stack) largest.push_back(s);

@@ -347,6 +347,20 @@ class FirstPass : public trace::TraceVisitor {
     stage.bytes_allocated += added.bytes_allocated;
     stage.temporary_allocations += added.temporary_allocations;
   }
+  // The blocks live now per site, as `held(stack, stage, bytes, blocks)`: full and sample
+  // mode's live heap (a sample standing for the blocks it estimates), aggregate mode's sites.
+  template <typename Held>
+  void for_each_held(Held held) const {
+    const std::vector<uint64_t>& live_blocks = heap.live_blocks();
+    for (size_t i = 0; i < live_blocks.size(); ++i) {
+      if (!live_blocks[i]) continue;
+      const AllocationInfo& block = heap.info(static_cast<uint32_t>(i));
+      held(block.stack, block.stage, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i]));
+    }
+    for (const auto& [key, site] : agg_live_sites) {
+      if (site.blocks) held(site.stack, site.stage, site.bytes, site.blocks);
+    }
+  }
   void note_agg_site_live(const trace::AggSiteRecord& r) {
     const uint64_t key = figure_key(r.stack, r.stage);
     const auto it = agg_live_sites.find(key);

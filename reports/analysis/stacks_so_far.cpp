@@ -14,21 +14,12 @@ namespace {
 // aggregate mode's sites.
 absl::flat_hash_map<uint64_t, StackBytes> held_by_site(const FirstPass& pass, const StageRows& stage_rows) {
   absl::flat_hash_map<uint64_t, StackBytes> by_key;
-  const auto held = [&](uint32_t stack, int stage, uint64_t bytes, uint64_t blocks) {
+  pass.for_each_held([&](uint32_t stack, int stage, uint64_t bytes, uint64_t blocks) {
     StackBytes& s = by_key[figure_key(stack, stage_rows.row_of(stage))];
     s.stack = stack;
     s.bytes += bytes;
     s.blocks += blocks;
-  };
-  const std::vector<uint64_t>& live_blocks = pass.heap.live_blocks();
-  for (size_t i = 0; i < live_blocks.size(); ++i) {
-    if (!live_blocks[i]) continue;
-    const AllocationInfo& block = pass.heap.info(static_cast<uint32_t>(i));
-    held(block.stack, block.stage, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i]));
-  }
-  for (const auto& [key, site] : pass.agg_live_sites) {
-    if (site.blocks) held(site.stack, site.stage, site.bytes, site.blocks);
-  }
+  });
   return by_key;
 }
 
