@@ -137,7 +137,13 @@ ConversionSummary write_replay_ops(const std::string& trace_path, const std::str
   const trace::ReadSummary read = trace::read_trace(trace_path, writer);
   ConversionSummary summary = writer.finish();
   if (read.truncated) summary.warnings.push_back(trace_path + " is truncated (" + read.truncation + "); replayed up to there");
-  if (!read.damage.spans.empty()) summary.warnings.push_back(trace_path + " is damaged: the chunks lost are not replayed");
+  if (!read.damage.spans.empty()) {
+    const trace::DamagedSpan& first = read.damage.spans.front();
+    throw std::runtime_error(fmt::format(
+        "{} is damaged ({} bytes at offset {}: {}): the allocations and frees in them are lost, and a replay needs "
+        "every one in order (a truncated trace, whose end alone is missing, is replayed up to there)",
+        trace_path, read.damage.skipped_bytes(), first.offset, first.why));
+  }
   if (summary.unmatched_frees) {
     summary.warnings.push_back(fmt::format("{} frees of blocks the trace never saw allocated were left out",
                                            summary.unmatched_frees));

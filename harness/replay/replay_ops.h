@@ -49,7 +49,8 @@ struct ConversionSummary {
 };
 
 // Writes `trace_path`'s sequence to `ops_path`. Throws std::runtime_error with one line for a
-// trace that is not a full-mode one (the other modes do not hold the sequence) or cannot be read.
+// trace that is not a full-mode one (the other modes do not hold the sequence), that cannot be
+// read, or that is damaged (its lost chunks' allocations and frees would shift every later one).
 ConversionSummary write_replay_ops(const std::string& trace_path, const std::string& ops_path);
 
 }  // namespace memstage::replay

@@ -124,3 +124,45 @@ TEST_CASE("replay ops: a trace of another mode is refused, naming the mode that 
   std::remove(trace.c_str());
   std::remove(ops.c_str());
 }
+
+TEST_CASE("replay ops: a damaged trace is refused in one line; a truncated one replays up to its end") {
+  const std::string trace = temp_trace_path("replay_damaged.mst");
+  const std::string ops = temp_trace_path("replay_damaged.ops");
+  TraceBuilder b;
+  b.process().stack({0x1000}).alloc(0xa0, 100).chunk();
+  for (uint64_t i = 0; i < 64; ++i) b.alloc(0x1000 + i * 16, 32 + i);
+  b.chunk();
+  b.free(0xa0).end(10);
+  std::string bytes = b.bytes();
+  // A byte in the middle chunk's payload: its checksum fails, the reader reads on from the last.
+  const size_t second_chunk = bytes.find(std::string(reinterpret_cast<const char*>(&trace::kChunkMagic), 4), 100);
+  REQUIRE(second_chunk != std::string::npos);
+  std::string damaged = bytes;
+  damaged[second_chunk + sizeof(trace::ChunkHeader) + 10] ^= 0x5a;
+  {
+    FILE* f = fopen(trace.c_str(), "wb");
+    fwrite(damaged.data(), 1, damaged.size(), f);
+    fclose(f);
+  }
+  try {
+    replay::write_replay_ops(trace, ops);
+    FAIL("a damaged trace was converted");
+  } catch (const std::runtime_error& e) {
+    const std::string why = e.what();
+    CHECK(why.find("is damaged") != std::string::npos);
+    CHECK(why.find('\n') == std::string::npos);
+  }
+
+  // The same trace cut inside its last chunk: what came before is a sequence of its own.
+  {
+    FILE* f = fopen(trace.c_str(), "wb");
+    fwrite(bytes.data(), 1, bytes.size() - 5, f);
+    fclose(f);
+  }
+  const replay::ConversionSummary summary = replay::write_replay_ops(trace, ops);
+  CHECK(summary.allocations == 65);
+  REQUIRE(summary.warnings.size() == 1);
+  CHECK(summary.warnings[0].find("truncated") != std::string::npos);
+  std::remove(trace.c_str());
+  std::remove(ops.c_str());
+}
