@@ -340,8 +340,10 @@ class FirstPass : public trace::TraceVisitor {
       added.temporary_allocations -= static_cast<int64_t>(before.temporary_allocations);
       sites.set(r.stack, r.stage, r.allocations, r.bytes_allocated, r.temporary_allocations);
     }
-    if (r.stage < 0) return;
-    if (static_cast<size_t>(r.stage) >= agg_stage_counts.size()) agg_stage_counts.resize(r.stage + 1);
+    // A stage instance begins before its sites' records; one never begun (a stage dropped
+    // at the limits, a damaged trace) has no instance to count in.
+    if (r.stage < 0 || static_cast<size_t>(r.stage) >= stages.instances.size()) return;
+    if (static_cast<size_t>(r.stage) >= agg_stage_counts.size()) agg_stage_counts.resize(stages.instances.size());
     AggStageCounts& stage = agg_stage_counts[r.stage];
     stage.allocations += added.allocations;
     stage.bytes_allocated += added.bytes_allocated;
