@@ -84,6 +84,7 @@ std::vector<StackStageFigures> SiteAggregator::sorted_sites(const std::vector<Al
 }
 
 void SiteAggregator::finish(const std::vector<AllocationInfo>& infos) {
+  if (finished_) return;  // the counts are gone into sorted_: a second finish would drop them
   sorted_ = sorted_sites(infos);
   decltype(unsorted_)().swap(unsorted_);
   std::vector<InfoCounts>().swap(per_info_);

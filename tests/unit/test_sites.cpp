@@ -122,3 +122,14 @@ TEST_CASE("aggregate mode's increments add up; a site's figures so far are read 
   REQUIRE(list.size() == 1);
   CHECK(list[0].allocations == 10);
 }
+
+TEST_CASE("finishing twice keeps the sites") {
+  const std::vector<AllocationInfo> infos{info(16, 1, -1)};
+  SiteAggregator sites;
+  sites.allocated_as(0, infos[0]);
+  sites.finish(infos);
+  sites.finish(infos);
+  const auto list = sites.take_by_row([](int stage) { return stage; });
+  REQUIRE(list.size() == 1);
+  CHECK(list[0].allocations == 1);
+}
