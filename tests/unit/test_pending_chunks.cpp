@@ -94,9 +94,7 @@ struct PendingFile {
 
 std::string write_file(const std::string& name, const std::string& bytes) {
   const std::string path = memstage::testing::temp_trace_path(name);
-  FILE* f = fopen(path.c_str(), "wb");
-  fwrite(bytes.data(), 1, bytes.size(), f);
-  fclose(f);
+  memstage::testing::write_bytes(path, bytes);
   return path;
 }
 

@@ -114,13 +114,8 @@ TEST_CASE("replay ops: a trace of another mode is refused, naming the mode that 
   const std::string ops = temp_trace_path("replay_sample.ops");
   TraceBuilder b;
   b.process(100, trace::Mode::kSample).end(1).write(trace);
-  try {
-    replay::write_replay_ops(trace, ops);
-    FAIL("a sample-mode trace was converted");
-  } catch (const std::runtime_error& e) {
-    CHECK(std::string(e.what()).find("sample-mode trace") != std::string::npos);
-    CHECK(std::string(e.what()).find("--mode full") != std::string::npos);
-  }
+  CHECK_THROWS_WITH(replay::write_replay_ops(trace, ops),
+                    Catch::Contains("sample-mode trace") && Catch::Contains("--mode full"));
   std::remove(trace.c_str());
   std::remove(ops.c_str());
 }
@@ -139,26 +134,12 @@ TEST_CASE("replay ops: a damaged trace is refused in one line; a truncated one r
   REQUIRE(second_chunk != std::string::npos);
   std::string damaged = bytes;
   damaged[second_chunk + sizeof(trace::ChunkHeader) + 10] ^= 0x5a;
-  {
-    FILE* f = fopen(trace.c_str(), "wb");
-    fwrite(damaged.data(), 1, damaged.size(), f);
-    fclose(f);
-  }
-  try {
-    replay::write_replay_ops(trace, ops);
-    FAIL("a damaged trace was converted");
-  } catch (const std::runtime_error& e) {
-    const std::string why = e.what();
-    CHECK(why.find("is damaged") != std::string::npos);
-    CHECK(why.find('\n') == std::string::npos);
-  }
+  memstage::testing::write_bytes(trace, damaged);
+  CHECK_THROWS_WITH(replay::write_replay_ops(trace, ops),
+                    Catch::Contains("is damaged") && !Catch::Contains("\n"));
 
   // The same trace cut inside its last chunk: what came before is a sequence of its own.
-  {
-    FILE* f = fopen(trace.c_str(), "wb");
-    fwrite(bytes.data(), 1, bytes.size() - 5, f);
-    fclose(f);
-  }
+  memstage::testing::write_bytes(trace, bytes.substr(0, bytes.size() - 5));
   const replay::ConversionSummary summary = replay::write_replay_ops(trace, ops);
   CHECK(summary.allocations == 65);
   REQUIRE(summary.warnings.size() == 1);

@@ -12,6 +12,7 @@
 #include "tests/unit/trace_builder.h"
 
 using memstage::testing::TraceBuilder;
+using memstage::testing::write_bytes;
 namespace trace = memstage::trace;
 
 namespace {
@@ -33,12 +34,6 @@ struct Counting : trace::TraceVisitor {
 
 std::string temp_path(const std::string& name) {
   return memstage::testing::temp_trace_path(name);
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  FILE* f = fopen(path.c_str(), "wb");
-  fwrite(bytes.data(), 1, bytes.size(), f);
-  fclose(f);
 }
 
 // Three chunks: 2 allocations, 1 allocation + 1 free, end.

@@ -24,6 +24,13 @@ inline std::string temp_trace_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("memstage_unit_" + std::to_string(getpid()) + "_" + name)).string();
 }
 
+// `bytes` as the whole of the file at `path` (a trace cut or damaged by a test).
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  FILE* f = fopen(path.c_str(), "wb");
+  fwrite(bytes.data(), 1, bytes.size(), f);
+  fclose(f);
+}
+
 class TraceBuilder {
  public:
   TraceBuilder& process(uint64_t pid = 100, trace::Mode mode = trace::Mode::kFull) {
@@ -140,12 +147,7 @@ class TraceBuilder {
     chunk();
     return file_;
   }
-  void write(const std::string& path) {
-    const std::string b = bytes();
-    FILE* f = fopen(path.c_str(), "wb");
-    fwrite(b.data(), 1, b.size(), f);
-    fclose(f);
-  }
+  void write(const std::string& path) { write_bytes(path, bytes()); }
 
   // `version`: an older format's, for tests that read one (before 4: no chunk starts).
   explicit TraceBuilder(uint32_t version = trace::kFormatVersion) : version_(version) {
