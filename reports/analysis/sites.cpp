@@ -15,13 +15,16 @@ void add_figures(StackStageFigures& to, const StackStageFigures& f) {
 
 }  // namespace
 
+// The site's place in the sorted list (empty before finish()), or the list's size.
+size_t SiteAggregator::listed(uint64_t key) const {
+  const auto it = std::lower_bound(sorted_.begin(), sorted_.end(), key,
+                                   [](const StackStageFigures& f, uint64_t k) { return key_of(f) < k; });
+  return it != sorted_.end() && key_of(*it) == key ? static_cast<size_t>(it - sorted_.begin()) : sorted_.size();
+}
+
 StackStageFigures& SiteAggregator::at(uint32_t stack, int stage) {
   const uint64_t key = figure_key(stack, stage);
-  if (finished_) {
-    const auto it = std::lower_bound(sorted_.begin(), sorted_.end(), key,
-                                     [](const StackStageFigures& f, uint64_t k) { return key_of(f) < k; });
-    if (it != sorted_.end() && key_of(*it) == key) return *it;
-  }
+  if (const size_t place = listed(key); place < sorted_.size()) return sorted_[place];
   StackStageFigures& f = unsorted_[key];
   f.stack = stack;
   f.stage = stage;
@@ -30,9 +33,7 @@ StackStageFigures& SiteAggregator::at(uint32_t stack, int stage) {
 
 StackStageFigures SiteAggregator::figures_of(uint32_t stack, int stage) const {
   const uint64_t key = figure_key(stack, stage);
-  const auto listed = std::lower_bound(sorted_.begin(), sorted_.end(), key,
-                                       [](const StackStageFigures& f, uint64_t k) { return key_of(f) < k; });
-  if (listed != sorted_.end() && key_of(*listed) == key) return *listed;
+  if (const size_t place = listed(key); place < sorted_.size()) return sorted_[place];
   const auto it = unsorted_.find(key);
   return it != unsorted_.end() ? it->second : StackStageFigures{stack, stage};
 }

@@ -97,6 +97,7 @@ class SiteAggregator {
   std::vector<StackStageFigures> take_sorted();
   // One more than the highest stack id of a site before finish() (0 with none).
   size_t stack_ids(const std::vector<AllocationInfo>& infos) const;
+  size_t listed(uint64_t key) const;
   StackStageFigures& at(uint32_t stack, int stage);
   void flush_info(uint32_t id, const AllocationInfo& info);
 
