@@ -15,7 +15,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 
 #include "profiler/trace/trace_reader.h"
@@ -134,7 +133,9 @@ class FirstPass : public trace::TraceVisitor {
     uint64_t bytes = 0;
     uint64_t blocks = 0;
   };
-  absl::flat_hash_map<uint64_t, AggSiteLive> agg_live_sites;  // by figure_key
+  // Walked in an order that is the same in every run (absl's tables salt theirs per table):
+  // the leaks step numbers stacks as it meets them.
+  std::unordered_map<uint64_t, AggSiteLive> agg_live_sites;  // by figure_key
   struct AggStageCounts {
     int64_t allocations = 0, bytes_allocated = 0, temporary_allocations = 0;
   };
