@@ -2,7 +2,11 @@
 // small malloc/free pairs, shaped like a program's: object sizes from a small skewed set,
 // half of the blocks temporaries freed at once, the rest kept in a sliding window.
 // `random` as third argument draws sizes uniformly from 16..527 bytes instead, the
-// worst case for trace compression.
+// worst case for trace compression; `forked` runs the work in a forked child (what a
+// DataLoader worker pays), the parent waiting.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -46,7 +50,16 @@ void churn(unsigned seed, long iterations, unsigned long* checksum) {
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? atoi(argv[1]) : 2;
   const long iterations = argc > 2 ? atol(argv[2]) : 2'000'000;
-  g_random_sizes = argc > 3 && std::string(argv[3]) == "random";
+  const std::string variant = argc > 3 ? argv[3] : "";
+  g_random_sizes = variant == "random";
+  if (variant == "forked") {
+    const pid_t child = fork();
+    if (child < 0) return 1;
+    if (child > 0) {
+      int status = 0;
+      return waitpid(child, &status, 0) == child && WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
+  }
   std::vector<std::thread> pool;
   std::vector<unsigned long> sums(threads);
   for (int t = 0; t < threads; ++t) pool.emplace_back(churn, 12345u + t, iterations, &sums[t]);

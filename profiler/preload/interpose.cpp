@@ -181,6 +181,23 @@ __attribute__((noinline)) void free_counted_fast(void* p, const void* caller) {
   g_real.free(p);
 }
 
+// A forked child of the counting modes: the fast paths' counting, and the child's table of
+// its own blocks (counted_alloc, counted_free), without the general paths' checks.
+__attribute__((noinline)) void* malloc_counted_child(size_t size, const void* caller) {
+  ThreadState* ts = counting_thread(caller);
+  if (__builtin_expect(!ts, 0)) return malloc_general(size, caller);
+  void* p = g_real.malloc(size);
+  if (__builtin_expect(p != nullptr, 1)) counted_alloc(ts, p, size, false);
+  return p;
+}
+
+__attribute__((noinline)) void free_counted_child(void* p, const void* caller) {
+  ThreadState* ts = counting_thread(caller);
+  if (__builtin_expect(!ts, 0)) return free_general(p, caller);
+  counted_free(ts, p);  // before the real free, as in free_general
+  g_real.free(p);
+}
+
 }  // namespace
 
 MEMSTAGE_EXPORT void* malloc(size_t size) {
@@ -189,6 +206,7 @@ MEMSTAGE_EXPORT void* malloc(size_t size) {
   if (state == Recording::kSampleGlibc) return malloc_counted<true, true>(size, __builtin_return_address(0));
   if (state == Recording::kStats) return malloc_counted<false, false>(size, __builtin_return_address(0));
   if (state == Recording::kSample) return malloc_counted<true, false>(size, __builtin_return_address(0));
+  if (state == Recording::kCountedChild) return malloc_counted_child(size, __builtin_return_address(0));
   return malloc_general(size, __builtin_return_address(0));
 }
 
@@ -199,6 +217,7 @@ MEMSTAGE_EXPORT void free(void* p) {
   if (state == Recording::kSampleGlibc) return free_counted_fast<true, true>(p, __builtin_return_address(0));
   if (state == Recording::kStats) return free_counted_fast<false, false>(p, __builtin_return_address(0));
   if (state == Recording::kSample) return free_counted_fast<true, false>(p, __builtin_return_address(0));
+  if (state == Recording::kCountedChild) return free_counted_child(p, __builtin_return_address(0));
   free_general(p, __builtin_return_address(0));
 }
 

@@ -156,6 +156,23 @@ void sample_free_rest(ThreadState* ts, void* p, unsigned due) {
   if (due & kFoldDue) fold_heap_bytes(ts);
 }
 
+void note_own_block(void* p) {
+  RecordingGuard guard;  // defers a signal whose handler would spin on the shard's lock
+  g_tracer.own_blocks.add(reinterpret_cast<uint64_t>(p));
+}
+
+bool free_is_own(void* p) {
+  RecordingGuard guard;
+  const uint64_t address = reinterpret_cast<uint64_t>(p);
+  if (g_tracer.own_blocks.take(address)) return true;
+  // The table gave up since the block came: it may be the child's own, counted as before.
+  if (!g_tracer.own_blocks.active()) return true;
+  // The parent's sampled block: forgotten here too, so that a block of the child's own at
+  // the same address later is not taken for it.
+  if (sample_mode()) g_tracer.sampled_blocks.take(address);
+  return false;
+}
+
 void record_alloc(void* p, size_t size, bool from_realloc) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;

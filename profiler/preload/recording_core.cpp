@@ -160,6 +160,7 @@ void set_recording(bool on) {
       case trace::Mode::kSample: state = glibc_allocator() ? Recording::kSampleGlibc : Recording::kSample; break;
       default: state = Recording::kTraced; break;
     }
+    if (counting_mode() && g_tracer.own_blocks.active()) state = Recording::kCountedChild;
   }
   g_process_mark.recording.store(state);
 }

@@ -20,6 +20,7 @@
 #include "profiler/preload/frame_walker.h"
 #include "profiler/preload/options.h"
 #include "profiler/preload/recording.h"
+#include "profiler/preload/own_blocks.h"
 #include "profiler/preload/sampled_blocks.h"
 #include "profiler/preload/stack_table.h"
 #include "profiler/preload/tracer_memory.h"
@@ -75,6 +76,9 @@ enum class Recording : uint8_t {
   kTraced,       // full and aggregate modes: every call recorded under the re-entry guard
   kStatsGlibc,   // kStats with glibc's allocator
   kSampleGlibc,  // kSample with glibc's allocator
+  // kStats or kSample in a forked child: it tells its own blocks from those it inherited
+  // (OwnBlocks), which the parent's fast path does not look up (malloc_counted_child).
+  kCountedChild,
 };
 
 // Whether this process records, on a page of its own mapped MADV_WIPEONFORK: a child made
@@ -145,6 +149,8 @@ struct Tracer {
   // above it, so that the run's peak RSS stays exact however few the ticks.
   std::atomic<uint64_t> rss_high_written_bytes{0};
   SampledBlocks sampled_blocks;
+  // Stats and sample modes, in a forked child only: the blocks it allocated itself.
+  OwnBlocks own_blocks;
 
   std::atomic<uint64_t> lost_events{0};
   std::atomic<bool> ram_limit_passed{false};
@@ -164,7 +170,8 @@ extern Tracer g_tracer __attribute__((visibility("hidden")));
 // and in a child the fork handlers did not see.
 inline Recording recording_state() { return g_process_mark.recording.load(std::memory_order_relaxed); }
 inline bool recording() { return recording_state() != Recording::kOff; }
-// Starts recording (in the value of the mode of the options) or stops it.
+// Starts recording (in the value of the mode of the options and, in a forked child of the
+// counting modes, of its own blocks' table) or stops it.
 void set_recording(bool on);
 // Stops recording; true for the one caller that found it on.
 bool stop_recording_once();
@@ -204,7 +211,7 @@ inline bool counting_mode() { return stats_mode() || sample_mode(); }
 inline bool recording_counted() {
   const Recording state = recording_state();
   return state == Recording::kStats || state == Recording::kSample || state == Recording::kStatsGlibc ||
-         state == Recording::kSampleGlibc;
+         state == Recording::kSampleGlibc || state == Recording::kCountedChild;
 }
 
 inline bool writer_thread_running() { return g_tracer.writer_thread_running.load(std::memory_order_acquire); }

@@ -91,6 +91,7 @@ void push_heap_counters(ThreadState* ts) {
   const int64_t high = g_tracer.heap_high_bytes.exchange(live, std::memory_order_relaxed);
   const auto positive = [](int64_t v) { return v > 0 ? static_cast<uint64_t>(v) : 0; };
   push_record(ts, records::HeapCounters{trace_time_ns(), positive(live), positive(high > live ? high : live)});
+  if (g_tracer.own_blocks.take_gave_up()) push_record(ts, records::InheritedFreesUntold{trace_time_ns()});
   push_counters(ts);
 }
 

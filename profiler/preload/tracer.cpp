@@ -219,8 +219,8 @@ void after_fork_child() {
   g_tracer.allocator_sample_pending.store(false);
   // Stats and sample modes count the child's heap from zero, as full and aggregate modes do:
   // the blocks it inherits are its parent's, counted there (docs/jobs.md); so are the
-  // uncounted changes of every thread. Sample mode knows its sampled blocks, all those of
-  // the sampling rate or more among them, as the parent's.
+  // uncounted changes of every thread. Its frees of them are left out (OwnBlocks); should
+  // that table give up, sample mode still knows its sampled blocks as the parent's.
   for (uint32_t i = 0; i < n; ++i) {
     g_tracer.threads[i]->heap_unfolded_bytes = 0;
     g_tracer.threads[i]->heap_unfolded_high_bytes = 0;
@@ -229,6 +229,8 @@ void after_fork_child() {
   g_tracer.heap_high_bytes.store(0);
   g_tracer.rss_high_written_bytes.store(0);
   if (sample_mode()) g_tracer.sampled_blocks.mark_inherited();
+  // From here the child tells each free of its inheritance from one of its own blocks.
+  if (counting_mode() && g_tracer.options.follow_fork) g_tracer.own_blocks.start_in_child();
   set_recording(g_tracer.options.follow_fork);
   writer_after_fork_child(g_tracer.options.follow_fork);
   t_thread.deferred_signal = 0;  // the parent's, caught while it forked

@@ -116,10 +116,17 @@ template <bool kSampling>
 inline void counted_free_as(ThreadState* ts, void* p) {
   if (const unsigned due = free_counted<kSampling>(ts, p, live_block_usable_size(p))) free_rest<kSampling>(ts, p, due);
 }
+// A forked child's own blocks (OwnBlocks) are kept on the general paths only, where these
+// two are called; the parent's fast path never reads the table.
+void note_own_block(void* p);
+// False for a forked child's free of a block it inherited: left out (docs/jobs.md).
+bool free_is_own(void* p);
 inline void counted_alloc(ThreadState* ts, void* p, size_t size, bool from_realloc) {
+  if (__builtin_expect(g_tracer.own_blocks.active(), 0)) note_own_block(p);
   sample_mode() ? counted_alloc_as<true>(ts, p, size, from_realloc) : counted_alloc_as<false>(ts, p, size, from_realloc);
 }
 inline void counted_free(ThreadState* ts, void* p) {
+  if (__builtin_expect(g_tracer.own_blocks.active(), 0) && !free_is_own(p)) return;
   sample_mode() ? counted_free_as<true>(ts, p) : counted_free_as<false>(ts, p);
 }
 

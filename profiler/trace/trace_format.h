@@ -29,7 +29,7 @@
 //
 // Version 2 stores stacks as a tree (kStackNode); version 1 stored each stack whole
 // (kStack). The reader reads both and hands the analysis whole stacks either way. Version 3
-// adds kTemporary, version 4 kChunkStart.
+// adds kTemporary, version 4 kChunkStart, version 6 kInheritedFreesUntold.
 //
 // Times are nanoseconds since the process's trace started (ProcessInfo.start_*_ns).
 // Allocation events carry no time of their own: each happened at or after the latest
@@ -47,7 +47,10 @@ inline constexpr double kNsPerS = 1e9;  // trace times are nanoseconds; reports 
 // program it runs writes trace.<pid>.mst, the n-th one it exec's trace.<pid>.<n>.mst.
 inline constexpr char kTracePathFormat[] = "%s/trace.%ld.mst";
 inline constexpr char kExecTracePathFormat[] = "%s/trace.%ld.%d.mst";
-inline constexpr uint32_t kFormatVersion = 5;
+inline constexpr uint32_t kFormatVersion = 6;
+// From this version a forked child of stats and sample modes leaves out its frees of
+// inherited blocks, but where kInheritedFreesUntold says otherwise.
+inline constexpr uint32_t kFirstVersionTellingInheritedFrees = 6;
 inline constexpr uint32_t kFirstVersionWithChunkStarts = 4;
 // From this version kAggPeakSite records are changes (kAggPeakSite below).
 inline constexpr uint32_t kFirstVersionWithPeakSiteChanges = 4;
@@ -227,6 +230,10 @@ enum class Tag : uint8_t {
   // fatal signal). RSS is sampled at ticks and heap highs, which a short spike between two
   // samples escapes; the peak RSS is never below this. Its time is unknown.
   kRssHighWater = 38,
+  // Stats and sample modes, a forked child (version 6 on): from here its frees of the blocks
+  // it inherited count against its heap, its table of its own blocks given up (out of
+  // memory). Before it, and in every version-6 child without it, they are left out.
+  kInheritedFreesUntold = 39,
 
   // Aggregate mode (Mode::kAggregate) writes no kAllocInfo, kAlloc, kFree, kRealloc or
   // kFreeLast; these records stand for them. Tags between the kinds are unused.

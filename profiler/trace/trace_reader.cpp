@@ -249,6 +249,7 @@ class ChunkDecoder {
   }
   void handle(const records::Rss& r) { v_.on_rss(r.t_ns, r.rss_bytes, r.tracer_bytes); }
   void handle(const records::RssHighWater& r) { v_.on_rss_high_water(r.t_ns, r.rss_bytes); }
+  void handle(const records::InheritedFreesUntold& r) { v_.on_inherited_frees_untold(r.t_ns); }
   void handle(const records::AllocatorStats& r) {
     v_.on_allocator_stats(AllocatorStatsRecord{r.t_ns, r.in_use_bytes, r.resident_bytes, r.mapped_bytes});
   }
@@ -594,6 +595,7 @@ ReadSummary read_trace(const std::string& path, TraceVisitor& visitor,
                          std::to_string(kFormatVersion));
   }
 
+  summary.version = header.version;
   ChunkReader chunk(f.get());
   ChunkDecoder decoder(visitor, header.version, summary.damage);
   uint64_t offset = sizeof(header);

@@ -178,6 +178,7 @@ class TraceVisitor {
   virtual void on_stage_end(uint64_t /*t_ns*/) {}
   virtual void on_rss(uint64_t /*t_ns*/, uint64_t /*rss_bytes*/, uint64_t /*tracer_bytes*/) {}
   virtual void on_rss_high_water(uint64_t /*t_ns*/, uint64_t /*rss_bytes*/) {}
+  virtual void on_inherited_frees_untold(uint64_t /*t_ns*/) {}
   virtual void on_allocator_stats(const AllocatorStatsRecord&) {}
   virtual void on_counters(const CountersRecord&) {}
   virtual void on_end(uint64_t /*t_ns*/) {}
@@ -229,6 +230,7 @@ struct DamageLoss {
 };
 
 struct ReadSummary {
+  uint32_t version = 0;  // the file's format version
   uint64_t chunks = 0;
   uint64_t records = 0;
   uint64_t file_bytes = 0;

@@ -140,6 +140,11 @@ struct RssHighWater {
   uint64_t t_ns = 0, rss_bytes = 0;
   MEMSTAGE_RECORD_FIELDS(t_ns, rss_bytes)
 };
+struct InheritedFreesUntold {
+  static constexpr Tag kTag = Tag::kInheritedFreesUntold;
+  uint64_t t_ns = 0;
+  MEMSTAGE_RECORD_FIELDS(t_ns)
+};
 struct AllocatorStats {
   static constexpr Tag kTag = Tag::kAllocatorStats;
   uint64_t t_ns = 0, in_use_bytes = 0, resident_bytes = 0, mapped_bytes = 0;
@@ -342,7 +347,7 @@ using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Re
                               End, Signal, Lost, AllocInfo, FreeLast, RamLimit, PythonCode, PythonInfo,
                               DeepBindRemoved, StageLimitHit, DeviceAlloc, DeviceFree, DeviceCache,
                               StackNode, Exec, MmapReserved, Mprotect, MemoryShares, JobPlace, Sampling, HeapCounters,
-                              RssHighWater,
+                              RssHighWater, InheritedFreesUntold,
                               AggHeap, AggSnapshot, AggSite, AggStage, AggPeakSite, AggRamLimitStacks, Attached,
                               Temporary, ChunkStart>;
 

@@ -97,18 +97,23 @@ uint64_t inherited_heap_bytes(const std::vector<std::unique_ptr<TraceFile>>& fil
   return heap;
 }
 
-// Stats and sample modes count a forked child's heap from the fork as every mode does, but
-// know its frees of inherited blocks only where they keep a table of blocks: sample mode's of
-// its sampled blocks (all those of the rate or more), stats mode none. Said once a run.
-void note_inherited_frees(const FirstPass& child, uint64_t inherited, Report& report) {
-  if (!inherited || !child.counts_from_counters()) return;
-  const std::string note = child.stats_mode()
-      ? "stats mode: a forked child's heap counts from the fork (what it inherited is its parent's), but stats mode "
-        "keeps no table of blocks and cannot tell a free of an inherited block from one of the child's own: a child "
-        "that freed some of what it inherited reads that much low, at most what it inherited"
-      : "sample mode: a forked child's heap counts from the fork (what it inherited is its parent's); its frees of "
-        "inherited blocks are told from its own where sample mode kept the block (all blocks of the sampling rate "
-        "or more), so a child that freed smaller inherited blocks reads that much low";
+// Stats and sample modes count a forked child's heap from the fork as every mode does, and
+// leave out its frees of inherited blocks by a table of the blocks it allocated itself; an
+// older tracer kept none (sample mode knew its sampled blocks only), and a table out of
+// memory gives up (kInheritedFreesUntold). Said once a run where either happened.
+void note_inherited_frees(const TraceFile& child, uint64_t inherited, Report& report) {
+  const FirstPass& pass = child.pass;
+  if (!inherited || !pass.counts_from_counters()) return;
+  const bool older = child.summary.version < trace::kFirstVersionTellingInheritedFrees;
+  if (!older && !pass.inherited_frees_untold) return;
+  const std::string why = older ? fmt::format("its tracer (trace format {}) keeps no table of them", child.summary.version)
+                                : "its table of its own blocks ran out of memory";
+  const std::string note = fmt::format(
+      "{} mode: a forked child's heap counts from the fork (what it inherited is its parent's), but {} could not "
+      "tell all of its frees of inherited blocks from frees of its own ({}{}): a child that freed some of what it "
+      "inherited reads that much low, at most what it inherited",
+      pass.stats_mode() ? "stats" : "sample", older ? "this trace" : "a child", why,
+      pass.sample_mode() && older ? "; sampled blocks, all of the sampling rate or more, excepted" : "");
   for (const std::string& n : report.capture_notes) {
     if (n == note) return;
   }
@@ -846,7 +851,7 @@ void add_processes(const Traces& traces, const JobPlan& job, Report& report) {
   for (const auto& f : traces.files) {
     const uint64_t inherited = inherited_heap_bytes(traces.files, *f);
     warn_if_outside_malloc(*f, inherited, report.warnings);
-    note_inherited_frees(f->pass, inherited, report);
+    note_inherited_frees(*f, inherited, report);
   }
 }
 

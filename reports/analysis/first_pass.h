@@ -153,6 +153,9 @@ class FirstPass : public trace::TraceVisitor {
   uint64_t samples = 0;
   uint64_t counted_live_bytes = 0;
   bool heap_counted = false;
+  // A forked child's frees of its inheritance counted against it from some point (stats and
+  // sample modes, kInheritedFreesUntold).
+  bool inherited_frees_untold = false;
 
   int innermost() const { return stages.innermost(); }
 
@@ -429,6 +432,10 @@ class FirstPass : public trace::TraceVisitor {
   void on_rss_high_water(uint64_t t, uint64_t rss) override {
     now_ns = std::max(now_ns, t);
     peaks.rss_high_water(rss);
+  }
+  void on_inherited_frees_untold(uint64_t t) override {
+    now_ns = std::max(now_ns, t);
+    inherited_frees_untold = true;
   }
 
   void on_allocator_stats(const trace::AllocatorStatsRecord& r) override {
