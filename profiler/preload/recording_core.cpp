@@ -105,6 +105,24 @@ void wake_writer() {
   if (g_tracer.writer_wake_word.exchange(1, std::memory_order_relaxed) == 0) futex_wake(&g_tracer.writer_wake_word, 1);
 }
 
+void wait_for_writer_round() {
+  if (t_thread.state == g_tracer.writer_thread_state.load(std::memory_order_relaxed)) return;
+  // The events published before it: a store, then this load, which x86 may swap without a fence.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const uint32_t begun = g_tracer.writer_rounds_begun.load(std::memory_order_seq_cst);
+  wake_writer();
+  const uint64_t deadline_ns = monotonic_ns() + kWriterRoundWaitNs;
+  for (;;) {
+    const uint32_t done = g_tracer.writer_rounds_done.load(std::memory_order_acquire);
+    if (static_cast<int32_t>(done - begun) >= 1 || !writer_thread_running()) return;
+    const uint64_t now_ns = monotonic_ns();
+    if (now_ns >= deadline_ns) return;
+    g_tracer.writer_round_waiters.fetch_add(1, std::memory_order_seq_cst);
+    futex_wait(&g_tracer.writer_rounds_done, done, deadline_ns - now_ns);
+    g_tracer.writer_round_waiters.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
 void raise_deferred_signal() {
   const int signo = t_thread.deferred_signal;
   t_thread.deferred_signal = 0;

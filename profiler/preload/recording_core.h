@@ -162,6 +162,12 @@ struct Tracer {
   std::atomic<bool> writer_thread_running{false};
   std::atomic<uint32_t> writer_wake_word{0};
   std::atomic<uint64_t> writer_next_round_ns{0};
+  // The writer thread's rounds begun and done, and the threads waiting for one to end
+  // (wait_for_writer_round).
+  std::atomic<uint32_t> writer_rounds_begun{0};
+  std::atomic<uint32_t> writer_rounds_done{0};
+  std::atomic<uint32_t> writer_round_waiters{0};
+  std::atomic<const ThreadState*> writer_thread_state{nullptr};  // its rounds' own highs never wait
 };
 
 extern Tracer g_tracer __attribute__((visibility("hidden")));
@@ -223,6 +229,12 @@ inline bool writer_round_due(uint64_t now_ns) {
 // writer clears the word when it wakes, and until then a wake is pending (the producers of
 // full rings each ask, many times a drain when many threads allocate).
 void wake_writer();
+// Wakes the writer thread and waits until a round begun after this call has ended: the
+// events this thread published are then in the pending file, which a SIGKILL leaves
+// (pending_buffers.h). At most kWriterRoundWaitNs: a writer held up (a fork, a stop) never
+// holds the program up longer.
+inline constexpr uint64_t kWriterRoundWaitNs = 10'000'000;
+void wait_for_writer_round();
 
 // While the program has one thread there is no writer thread (writer.h): the writer's
 // rounds run on the program's thread, at serve points on its own path where it holds none

@@ -77,11 +77,11 @@ void note_live_bytes(ThreadState* ts, int64_t live) {
     g_tracer.allocator_sample_pending.store(!allocator_due, std::memory_order_relaxed);
     push_samples(ts, allocator_due);
     // Without a writer thread, the samples of a new high (and a RAM limit passed) are
-    // written now, not only after the next kServeEvery events; with one, it is woken to
-    // write them (and the allocation before them), where a SIGKILL cannot take them
-    // (pending_buffers.h), not a tick later.
+    // written now, not only after the next kServeEvery events; with one, this thread waits
+    // for it to write them (and the allocation before them) where a SIGKILL cannot take
+    // them (pending_buffers.h): a kill right after the wake came before the writer ran.
     serve_point();
-    if (writer_thread_running()) wake_writer();
+    if (writer_thread_running() && !in_child_sharing_memory()) wait_for_writer_round();
   }
 }
 

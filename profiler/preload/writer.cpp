@@ -609,11 +609,15 @@ bool outside_signal_handlers() {
 void* writer_main(void*) {
   t_thread.in_tracer = true;  // whatever this thread calls is the tracer's, never the program's
   ThreadState* self = current_thread_state();
+  g_tracer.writer_thread_state.store(self, std::memory_order_relaxed);
   const uint64_t interval_ns = g_tracer.options.sample_interval_ms * 1'000'000ull;
   while (!w.stop.load(std::memory_order_acquire)) {
     wait_for_tick_or_wake(interval_ns);
     lock_writer();
+    const uint32_t round = g_tracer.writer_rounds_begun.fetch_add(1, std::memory_order_seq_cst) + 1;
     writer_round(self);
+    g_tracer.writer_rounds_done.store(round, std::memory_order_seq_cst);
+    if (g_tracer.writer_round_waiters.load(std::memory_order_seq_cst)) futex_wake(&g_tracer.writer_rounds_done, INT32_MAX);
     unlock_writer();
   }
   return nullptr;

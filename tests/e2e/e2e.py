@@ -1875,15 +1875,17 @@ def scenario_sample_sigkill(s):
             % (report["totals"]["allocations"], before))
 
 
-def kill_at(s, mode, name, delay_s, memstage_too=False):
+def kill_at(s, mode, name, delay_s, memstage_too=False, threaded=False):
     """memstage run --mode MODE of kill_schedule, SIGKILLed delay_s after it started allocating:
     (report, truth) with truth as the program left it in its mapped file at its death. memstage_too: memstage is
-    killed first, and the report is `memstage report` of the folder afterwards."""
+    killed first, and the report is `memstage report` of the folder afterwards. threaded: the program makes a
+    second thread first, so the tracer's writer thread writes what it records."""
     out = os.path.join(s.work, name)
     progress_path = os.path.join(s.work, name + ".progress")
     with open(progress_path, "wb") as f:
         f.write(bytes(8192))
     argv = [s.memstage, "run", "-q", "-o", out, "--mode", mode, "--", s.program("kill_schedule"), progress_path]
+    argv += ["threaded"] if threaded else []
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     fields = ("pid", "block_size", "usable_size", "blocks", "asked", "held", "finished", "rss_high_water_bytes")
     read = lambda: dict(zip(fields, struct.unpack_from("<8q", open(progress_path, "rb").read())))
@@ -1922,15 +1924,17 @@ def scenario_sigkill_random(s):
     peak heap reported is what the program held at its death (its own count, kept in a mapped file), the peak RSS
     at least the kernel's high-water mark it read last, and in full mode the blocks are held at the peak by their
     stack; once per mode memstage is killed first and `memstage report` of the folder says the same. MEMSTAGE_E2E_KILLS instants per mode
-    (default 20), drawn from MEMSTAGE_E2E_SEED."""
+    (default 20), drawn from MEMSTAGE_E2E_SEED; every other one with a second thread in the program, so that the
+    tracer's writer thread is the one that writes (a thread at a new heap high waits for its round)."""
     kills = int(os.environ.get("MEMSTAGE_E2E_KILLS", "20"))
     rng = random.Random(int(os.environ.get("MEMSTAGE_E2E_SEED", "20261206")))
     for mode in ("full", "aggregate", "stats", "sample"):
         for i in range(kills + 1):
             delay_s = rng.uniform(0.0, 0.25)
             memstage_too = i == kills  # once per mode, memstage dies first: `memstage report` drains
-            name = "%s-%d" % (mode, i) if not memstage_too else "%s-memstage-killed" % mode
-            report, t = kill_at(s, mode, name, delay_s, memstage_too)
+            threaded = i % 2 == 1
+            name = "%s-%d%s" % (mode, i, "-threaded" if threaded else "") if not memstage_too else "%s-memstage-killed" % mode
+            report, t = kill_at(s, mode, name, delay_s, memstage_too, threaded)
             # Requested sizes in full and aggregate mode, usable ones in stats and sample mode (docs/modes.md).
             size = t["block_size"] if mode in ("full", "aggregate") else t["usable_size"]
             truths = sorted({t["held"] * size, t["asked"] * size})  # two while the kill came inside a malloc
