@@ -248,16 +248,18 @@ MEMSTAGE_EXPORT void* realloc(void* p, size_t size) {
   if (!should_record_call(__builtin_return_address(0))) return g_real.realloc(p, size);
   RecordingGuard guard;
   if (!p) return traced_alloc_result(g_real.realloc(nullptr, size), size);
+  bool freed_counted;
   {
     KeepErrno keep;
-    record_free(p);
+    freed_counted = record_free(p);
   }
   void* q = g_real.realloc(p, size);
   KeepErrno keep;  // realloc's
   if (q) {
     record_alloc(q, size, true);
-  } else if (size != 0) {
-    // Failed: p is still the program's. Its size is known here only as usable size.
+  } else if (size != 0 && freed_counted) {
+    // Failed: p is still the program's (or, left out, still its parent's). Its size is
+    // known here only as usable size.
     record_alloc(p, real_usable_size(p), true);
   }
   return q;

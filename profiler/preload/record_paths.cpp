@@ -186,15 +186,16 @@ void record_alloc(void* p, size_t size, bool from_realloc) {
   track_live_bytes(ts, static_cast<int64_t>(usable));
 }
 
-void record_free(void* p) {
+bool record_free(void* p) {
   ThreadState* ts = current_thread_state();
-  if (!ts) return;
+  if (!ts) return true;
   if (counting_mode()) return counted_free(ts, p);
   const size_t usable = live_block_usable_size(p);
   // A large block goes back to the OS at once: sample RSS while it still counts.
   if (usable >= kSampleBeforeFreeBytes) push_rss(ts);
   track_live_bytes(ts, -static_cast<int64_t>(usable));
   push_event(ts, EventKind::kFree, reinterpret_cast<uint64_t>(p), 0, 0, true);
+  return true;
 }
 
 void record_mmap(void* p, size_t length, bool reserved) {

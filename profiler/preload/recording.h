@@ -69,7 +69,8 @@ void flush_trace();
 
 // With the guard set, after the allocator returned p (or before it frees it).
 void record_alloc(void* p, size_t size, bool from_realloc);
-void record_free(void* p);
+// False where the free is left out: a forked child's free of a block it inherited.
+bool record_free(void* p);
 // `reserved`: address space only (PROT_NONE or MAP_NORESERVE), not memory.
 void record_mmap(void* p, size_t length, bool reserved);
 void record_mprotect(void* p, size_t length, bool accessible);

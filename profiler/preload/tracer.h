@@ -125,9 +125,10 @@ inline void counted_alloc(ThreadState* ts, void* p, size_t size, bool from_reall
   if (__builtin_expect(g_tracer.own_blocks.active(), 0)) note_own_block(p);
   sample_mode() ? counted_alloc_as<true>(ts, p, size, from_realloc) : counted_alloc_as<false>(ts, p, size, from_realloc);
 }
-inline void counted_free(ThreadState* ts, void* p) {
-  if (__builtin_expect(g_tracer.own_blocks.active(), 0) && !free_is_own(p)) return;
+inline bool counted_free(ThreadState* ts, void* p) {
+  if (__builtin_expect(g_tracer.own_blocks.active(), 0) && !free_is_own(p)) return false;
   sample_mode() ? counted_free_as<true>(ts, p) : counted_free_as<false>(ts, p);
+  return true;
 }
 
 }  // namespace memstage::preload
