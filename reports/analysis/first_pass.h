@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 
 #include "profiler/trace/trace_reader.h"
@@ -133,15 +134,15 @@ class FirstPass : public trace::TraceVisitor {
     uint64_t bytes = 0;
     uint64_t blocks = 0;
   };
-  // Walked in an order that is the same in every run (absl's tables salt theirs per table):
-  // the leaks step numbers stacks as it meets them.
-  std::unordered_map<uint64_t, AggSiteLive> agg_live_sites;  // by figure_key
+  // A flat table, one lookup a site record; walked by key (for_each_held), as absl's tables
+  // salt their order per table and the leaks step numbers stacks as it meets them.
+  absl::flat_hash_map<uint64_t, AggSiteLive> agg_live_sites;  // by figure_key
   struct AggStageCounts {
     int64_t allocations = 0, bytes_allocated = 0, temporary_allocations = 0;
   };
   std::vector<AggStageCounts> agg_stage_counts;  // by stage instance
   std::unordered_map<uint32_t, trace::AggStageRecord> agg_stages;
-  std::unordered_map<uint64_t, trace::AggPeakSiteRecord> agg_run_peak;  // by figure_key
+  absl::flat_hash_map<uint64_t, trace::AggPeakSiteRecord> agg_run_peak;  // by figure_key
   std::vector<trace::AggPeakSiteRecord> agg_run_peak_pending;  // until their snapshot closes
   std::optional<trace::AggSnapshotRecord> agg_snapshot;
   std::optional<std::vector<trace::AggStackBytes>> agg_ram_limit_stacks;
@@ -360,18 +361,25 @@ class FirstPass : public trace::TraceVisitor {
       const AllocationInfo& block = heap.info(static_cast<uint32_t>(i));
       held(block.stack, block.stage, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i]));
     }
-    for (const auto& [key, site] : agg_live_sites) {
-      if (site.blocks) held(site.stack, site.stage, site.bytes, site.blocks);
+    if (agg_live_sites.empty()) return;
+    std::vector<std::pair<uint64_t, const AggSiteLive*>> by_key;
+    by_key.reserve(agg_live_sites.size());
+    for (const auto& [key, site] : agg_live_sites) by_key.emplace_back(key, &site);
+    std::sort(by_key.begin(), by_key.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [key, site] : by_key) {
+      if (site->blocks) held(site->stack, site->stage, site->bytes, site->blocks);
     }
   }
   void note_agg_site_live(const trace::AggSiteRecord& r) {
-    const uint64_t key = figure_key(r.stack, r.stage);
-    const auto it = agg_live_sites.find(key);
+    const bool live = r.live_bytes || r.live_blocks;
+    const auto it = live ? agg_live_sites.try_emplace(figure_key(r.stack, r.stage)).first
+                         : agg_live_sites.find(figure_key(r.stack, r.stage));
     const uint64_t bytes_before = it == agg_live_sites.end() ? 0 : it->second.bytes;
     stack_live.add(r.stack, static_cast<int64_t>(r.live_bytes) - static_cast<int64_t>(bytes_before));
-    if (r.live_bytes || r.live_blocks) {
-      agg_live_sites[key] = AggSiteLive{r.stack, r.stage, r.live_bytes, r.live_blocks};
-    } else if (it != agg_live_sites.end()) {
+    if (it == agg_live_sites.end()) return;  // held nothing, holds nothing
+    if (live) {
+      it->second = AggSiteLive{r.stack, r.stage, r.live_bytes, r.live_blocks};
+    } else {
       agg_live_sites.erase(it);
     }
   }
