@@ -68,7 +68,7 @@ void HeapAggregate::reset() {
   depth_ = 0;
   saved_outer_level_ = -1;
   live_bytes_ = interval_high_bytes_ = run_peak_bytes_ = 0;
-  heap_moved_ = run_copy_pending_ = stage_copy_pending_ = run_peak_moved_ = peak_unwritten_lost_ = false;
+  heap_moved_ = run_copy_pending_ = stage_copy_pending_ = run_peak_moved_ = false;
   allocations_ = frees_ = bytes_allocated_ = temporary_allocations_ = 0;
 }
 
@@ -120,7 +120,7 @@ uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, Record
 bool HeapAggregate::idle(const Site& site) const {
   const size_t place = static_cast<size_t>(&site - &sites_[0]);
   return site.stack != kForgotten && site.live_blocks == 0 && site.peak_blocks == 0 &&
-         (!stages_began_ || saved_[place].blocks == 0) && !site.peak_unwritten && !peak_unwritten_lost_;
+         (!stages_began_ || saved_[place].blocks == 0) && !site.peak_unwritten;
 }
 
 void HeapAggregate::forget_idle_sites(RecordSink& out) {
@@ -149,7 +149,8 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
   grow_before_forgetting_ = forgotten * 8 < sites_.size();
 }
 
-void HeapAggregate::drop_forgotten(TracerArray<uint32_t>& list) {
+void HeapAggregate::drop_forgotten(PlaceList& places) {
+  TracerArray<uint32_t>& list = places.listed();
   size_t kept = 0;
   for (size_t i = 0; i < list.size(); ++i) {
     if (sites_[list[i]].stack != kForgotten) list[kept++] = list[i];
@@ -169,14 +170,17 @@ void HeapAggregate::write_site(Site& site, RecordSink& out) {
 // Every change is listed once per copy: what the next copy or snapshot must look at.
 void HeapAggregate::note_change(Site& site) {
   const auto index = static_cast<uint32_t>(&site - &sites_[0]);
-  if (!site.changed && changed_sites_.push_back(index)) site.changed = 1;
-  if (!site.peak_stale && peak_stale_sites_.push_back(index)) site.peak_stale = 1;
-  if (depth_ == 0 || site.stage_stale) return;
-  if (stage_stale_sites_.push_back(index)) {
-    site.stage_stale = 1;
-  } else {
-    stage_copy_all_ = true;  // out of tracer memory for the list
+  if (!site.changed) {
+    site.changed = 1;
+    changed_sites_.add(index, sites_.size());
   }
+  if (!site.peak_stale) {
+    site.peak_stale = 1;
+    peak_stale_sites_.add(index, sites_.size());
+  }
+  if (depth_ == 0 || site.stage_stale) return;
+  site.stage_stale = 1;
+  stage_stale_sites_.add(index, sites_.size());
 }
 
 bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one,
@@ -240,21 +244,18 @@ bool HeapAggregate::free(uint64_t address, bool temporary) {
 
 void HeapAggregate::make_copies_current() {
   if (run_copy_pending_) {
-    for (size_t i = 0; i < peak_stale_sites_.size(); ++i) {
+    for (size_t i = 0; i < peak_stale_sites_.count(sites_.size()); ++i) {
       Site& site = sites_[peak_stale_sites_[i]];
+      if (!site.peak_stale) continue;
       site.peak_stale = 0;
       if (site.peak_bytes == site.live_bytes && site.peak_blocks == site.live_blocks) continue;
       site.peak_bytes = site.live_bytes;
       site.peak_blocks = site.live_blocks;
       if (site.peak_unwritten) continue;
-      // Out of tracer memory for the list: the next snapshot writes every site instead.
-      if (peak_unwritten_sites_.push_back(peak_stale_sites_[i])) {
-        site.peak_unwritten = 1;
-      } else {
-        peak_unwritten_lost_ = true;
-      }
+      site.peak_unwritten = 1;
+      peak_unwritten_sites_.add(peak_stale_sites_[i], sites_.size());
     }
-    peak_stale_sites_.clear_keeping_memory();
+    peak_stale_sites_.clear();
     run_copy_pending_ = false;
     run_peak_moved_ = true;
   }
@@ -263,14 +264,15 @@ void HeapAggregate::make_copies_current() {
     // peak it holds lists its stacks first.
     if (saved_outer_level_ >= 0) list_saved_level(levels_[saved_outer_level_]);
     saved_outer_level_ = -1;
-    const size_t count = stage_copy_all_ ? sites_.size() : stage_stale_sites_.size();
+    const bool all = stage_copy_all_ || stage_stale_sites_.every_flagged();
+    const size_t count = all ? sites_.size() : stage_stale_sites_.count(sites_.size());
     for (size_t i = 0; i < count; ++i) {
-      const size_t place = stage_copy_all_ ? i : stage_stale_sites_[i];
+      const size_t place = all ? i : stage_stale_sites_[i];
       Site& site = sites_[place];
       saved_[place] = SavedCopy{site.live_bytes, site.live_blocks};
       site.stage_stale = 0;
     }
-    stage_stale_sites_.clear_keeping_memory();
+    stage_stale_sites_.clear();
     stage_copy_all_ = stage_copy_pending_ = false;
   }
 }
@@ -391,12 +393,13 @@ void HeapAggregate::ram_limit(RecordSink& out) {
 void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
   before_record(out);
   make_copies_current();
-  for (size_t i = 0; i < changed_sites_.size(); ++i) {
+  for (size_t i = 0; i < changed_sites_.count(sites_.size()); ++i) {
     Site& site = sites_[changed_sites_[i]];
+    if (!site.changed) continue;
     site.changed = 0;
     write_site(site, out);
   }
-  changed_sites_.clear_keeping_memory();
+  changed_sites_.clear();
   // The open stages as if they ended now, as the analysis ends them: an inner stage's
   // peak passes to the stage around it when higher (the levels themselves stay as they are).
   records::AggStackBytes carried[kTopStacks];
@@ -425,16 +428,15 @@ void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
 // The reader applies them at the next kAggSnapshot, in order.
 void HeapAggregate::write_run_peak(RecordSink& out) {
   if (run_peak_moved_) {
-    const size_t count = peak_unwritten_lost_ ? sites_.size() : peak_unwritten_sites_.size();
-    for (size_t i = 0; i < count; ++i) {
-      Site& site = sites_[peak_unwritten_lost_ ? static_cast<uint32_t>(i) : peak_unwritten_sites_[i]];
-      if (site.stack == kForgotten) continue;
+    for (size_t i = 0; i < peak_unwritten_sites_.count(sites_.size()); ++i) {
+      Site& site = sites_[peak_unwritten_sites_[i]];
+      if (site.stack == kForgotten || !site.peak_unwritten) continue;
       site.peak_unwritten = 0;
       const records::AggPeakSite record{site.stack, site.stage_plus_one, site.peak_bytes, site.peak_blocks};
       out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggPeakSite>()), record));
     }
-    peak_unwritten_sites_.clear_keeping_memory();
-    peak_unwritten_lost_ = run_peak_moved_ = false;
+    peak_unwritten_sites_.clear();
+    run_peak_moved_ = false;
   }
 }
 

@@ -67,6 +67,42 @@ class TracerArray {
   size_t capacity_ = 0;
 };
 
+// Places in the aggregate's array of sites to visit later, each marked by a flag of its
+// own in the site. Past an eighth of the sites (or out of tracer memory) it lists none and
+// says to visit every site whose flag is set: a list that long costs the traced program
+// more memory than the scan costs the writer time, and a scan after as many changes is
+// still amortised O(1) a change.
+class PlaceList {
+ public:
+  // The first places are listed whatever the sites' count: a small program scans nothing.
+  static constexpr size_t kAlwaysListed = 1024;
+  void add(uint32_t place, size_t site_count) {
+    if (every_flagged_) return;
+    const size_t limit = site_count / 8 > kAlwaysListed ? site_count / 8 : kAlwaysListed;
+    if (places_.size() >= limit || !places_.push_back(place)) {
+      every_flagged_ = true;
+      places_.clear_keeping_memory();
+    }
+  }
+  bool every_flagged() const { return every_flagged_; }
+  // The places to visit: the listed ones, or all `site_count` (their flags say which).
+  size_t count(size_t site_count) const { return every_flagged_ ? site_count : places_.size(); }
+  uint32_t operator[](size_t i) const { return every_flagged_ ? static_cast<uint32_t>(i) : places_[i]; }
+  void clear() {
+    places_.clear_keeping_memory();
+    every_flagged_ = false;
+  }
+  void release() {
+    places_.release();
+    every_flagged_ = false;
+  }
+  TracerArray<uint32_t>& listed() { return places_; }
+
+ private:
+  TracerArray<uint32_t> places_;
+  bool every_flagged_ = false;
+};
+
 class HeapAggregate {
  public:
   // The most stacks listed at a stage's peak or at the RAM limit (the analysis lists 20
@@ -147,7 +183,7 @@ class HeapAggregate {
   // which are then the same as sites never met (kAggSite's counts are increments).
   void forget_idle_sites(RecordSink& out);
   bool idle(const Site& site) const;
-  void drop_forgotten(TracerArray<uint32_t>& list);
+  void drop_forgotten(PlaceList& list);
   void write_site(Site& site, RecordSink& out);
   void write_run_peak(RecordSink& out);
   void note_change(Site& site);
@@ -169,11 +205,12 @@ class HeapAggregate {
   SiteSlots slots_;
   TracerArray<uint32_t> forgotten_sites_;  // places in sites_ free for reuse
   bool grow_before_forgetting_ = false;    // the last forgetting freed little
-  TracerArray<uint32_t> changed_sites_;
-  TracerArray<uint32_t> peak_stale_sites_;
-  TracerArray<uint32_t> peak_unwritten_sites_;  // what the next snapshot writes of the run peak
-  // Listed only while a stage is open; on the first begin the whole copy is stale.
-  TracerArray<uint32_t> stage_stale_sites_;
+  PlaceList changed_sites_;
+  PlaceList peak_stale_sites_;
+  PlaceList peak_unwritten_sites_;  // what the next snapshot writes of the run peak
+  // Listed only while a stage is open; on the first begin the whole copy is stale (every
+  // site copied, flagged or not).
+  PlaceList stage_stale_sites_;
   bool stage_copy_all_ = false;
   TracerArray<StageFigures> stages_;
   Level* levels_ = nullptr;  // kMaxStageDepth, mapped on the first stage
@@ -187,7 +224,6 @@ class HeapAggregate {
   bool run_copy_pending_ = false;    // a new run high since the copy was made current
   bool stage_copy_pending_ = false;  // a new high of the innermost stage, likewise
   bool run_peak_moved_ = false;      // since the last snapshot wrote it
-  bool peak_unwritten_lost_ = false;  // a change missed peak_unwritten_sites_: write them all
   uint64_t allocations_ = 0, frees_ = 0, bytes_allocated_ = 0, temporary_allocations_ = 0;
 };
 
