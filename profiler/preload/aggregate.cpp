@@ -93,9 +93,17 @@ uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, Record
     place = forgotten_sites_[forgotten_sites_.size() - 1];
     forgotten_sites_.pop_back();
   } else {
-    if (!sites_.push_back(Site{})) return UINT32_MAX;
+    // The index's slots hold places below kMaxPlaces: past them the event is lost.
+    if (sites_.size() >= SiteSlots::kMaxPlaces || !sites_.push_back(Site{})) return UINT32_MAX;
     place = static_cast<uint32_t>(sites_.size() - 1);
   }
+  // The key first: the index finds a slot's place to probe from by its site's key.
+  sites_[place].stack = stack;
+  sites_[place].stage_plus_one = stage_plus_one;
+  slots_.use_hashes(&sites_, [](const void* sites, uint32_t i) {
+    const Site& site = (*static_cast<const TracerArray<Site>*>(sites))[i];
+    return SiteSlots::hash(site.stack, site.stage_plus_one);
+  });
   if (!slots_.insert(SiteSlots::hash(stack, stage_plus_one), place)) {
     sites_[place].stack = kForgotten;
     forgotten_sites_.push_back(place);  // its place was taken from there: there is room
