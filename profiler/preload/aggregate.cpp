@@ -14,8 +14,9 @@ bool TracerArray<T>::resize(size_t n) {
   if (n <= size_) return true;
   if (n > capacity_) {
     size_t capacity = capacity_ ? capacity_ : 4096 / sizeof(T) + 1;
-    // By half again, not double: the site array's size is the tracer's at a peak.
-    while (capacity < n) capacity += capacity / 2 + 1;
+    // By a quarter, not double: the site array's size is the tracer's at a peak, and the
+    // sites met since it last grew are what the next forgetting frees.
+    while (capacity < n) capacity += capacity / 4 + 1;
     auto* bigger = static_cast<T*>(tracer_map(capacity * sizeof(T)));
     if (!bigger) return false;
     if (data_) {
