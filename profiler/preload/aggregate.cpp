@@ -167,9 +167,13 @@ void HeapAggregate::drop_forgotten(PlaceList& places) {
   list.resize_down(kept);
 }
 
-void HeapAggregate::write_site(Site& site, RecordSink& out) {
-  const records::AggSite record{site.stack,           site.stage_plus_one,       site.allocations,
-                                site.bytes_allocated, site.temporary_allocations, site.live_bytes,
+void HeapAggregate::write_site(Site& site, RecordSink& out, uint64_t more_bytes) {
+  const records::AggSite record{site.stack,
+                                site.stage_plus_one,
+                                site.allocations,
+                                site.bytes_allocated + more_bytes,
+                                site.temporary_allocations,
+                                site.live_bytes,
                                 site.live_blocks};
   out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSite>()), record));
   site.allocations = site.temporary_allocations = 0;
@@ -199,11 +203,15 @@ bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, ui
   if (index == UINT32_MAX) return false;
   Site& site = sites_[index];
   if (site.live_blocks == UINT32_MAX) return false;
-  if (site.allocations == kMaxCountSinceWritten) write_site(site, out);
+  if (site.allocations == kMaxCountSinceWritten || size > UINT32_MAX - site.bytes_allocated) write_site(site, out);
   ++site.allocations;
-  site.bytes_allocated += size;
   site.live_bytes += size;
   ++site.live_blocks;
+  if (size > UINT32_MAX) {
+    write_site(site, out, size);  // 4 GiB or more: its bytes are written at once
+  } else {
+    site.bytes_allocated += static_cast<uint32_t>(size);
+  }
   note_change(site);
   if (stage_plus_one) stages_[stage_plus_one - 1].live_self_bytes += static_cast<int64_t>(size);
   ++allocations_;
