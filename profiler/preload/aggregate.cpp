@@ -57,7 +57,7 @@ void HeapAggregate::reset() {
   scratch_.release();
   grow_before_forgetting_ = false;
   slots_.clear();
-  forgotten_sites_.release();
+  first_forgotten_plus_one_ = 0;
   changed_sites_.release();
   peak_stale_sites_.release();
   peak_unwritten_sites_.release();
@@ -82,7 +82,7 @@ uint32_t HeapAggregate::site_of(uint32_t stack, uint32_t stage_plus_one, RecordS
 }
 
 uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, RecordSink& out) {
-  if (forgotten_sites_.size() == 0 && sites_.size() > 0 && sites_.size() == sites_.capacity()) {
+  if (first_forgotten_plus_one_ == 0 && sites_.size() > 0 && sites_.size() == sites_.capacity()) {
     if (grow_before_forgetting_) {
       grow_before_forgetting_ = false;
     } else {
@@ -90,9 +90,9 @@ uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, Record
     }
   }
   uint32_t place;
-  if (forgotten_sites_.size() > 0) {
-    place = forgotten_sites_[forgotten_sites_.size() - 1];
-    forgotten_sites_.pop_back();
+  if (first_forgotten_plus_one_ > 0) {
+    place = first_forgotten_plus_one_ - 1;
+    first_forgotten_plus_one_ = sites_[place].allocations;
   } else {
     // The index's slots hold places below kMaxPlaces: past them the event is lost.
     if (sites_.size() >= SiteSlots::kMaxPlaces || !sites_.push_back(Site{})) return UINT32_MAX;
@@ -106,14 +106,12 @@ uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, Record
     return SiteSlots::hash(site.stack, site.stage_plus_one);
   });
   if (!slots_.insert(SiteSlots::hash(stack, stage_plus_one), place)) {
-    sites_[place].stack = kForgotten;
-    forgotten_sites_.push_back(place);  // its place was taken from there: there is room
+    forget_place(place);
     return UINT32_MAX;
   }
   if (stages_began_ && !saved_.resize(sites_.size())) {
     slots_.erase(SiteSlots::hash(stack, stage_plus_one), place);
-    sites_[place].stack = kForgotten;
-    forgotten_sites_.push_back(place);
+    forget_place(place);
     return UINT32_MAX;
   }
   if (stages_began_) saved_[place] = SavedCopy{};
@@ -142,11 +140,10 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
   for (size_t i = 0; i < sites_.size(); ++i) {
     Site& site = sites_[i];
     if (!idle(site)) continue;
-    if (!forgotten_sites_.push_back(static_cast<uint32_t>(i))) break;  // the rest stay
     if (site.changed) write_site(site, out);
     slots_.erase(SiteSlots::hash(site.stack, site.stage_plus_one), static_cast<uint32_t>(i));
-    site.stack = kForgotten;
     site.changed = site.peak_stale = site.stage_stale = 0;
+    forget_place(static_cast<uint32_t>(i));
     ++forgotten;
   }
   // The lists name sites by place: the forgotten ones leave them before a place is reused.
@@ -156,6 +153,14 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
   // Fewer than an eighth forgotten: sites_ grows the next time it is full, so that each
   // site met is scanned here a bounded number of times (8 at most on average).
   grow_before_forgetting_ = forgotten * 8 < sites_.size();
+}
+
+// The place goes on the list of places free for reuse, linked through their sites.
+void HeapAggregate::forget_place(uint32_t place) {
+  Site& site = sites_[place];
+  site.stack = kForgotten;
+  site.allocations = first_forgotten_plus_one_;
+  first_forgotten_plus_one_ = place + 1;
 }
 
 void HeapAggregate::drop_forgotten(PlaceList& places) {

@@ -184,6 +184,7 @@ class HeapAggregate {
   // which are then the same as sites never met (kAggSite's counts are increments).
   void forget_idle_sites(RecordSink& out);
   bool idle(const Site& site) const;
+  void forget_place(uint32_t place);
   void drop_forgotten(PlaceList& list);
   // `more_bytes`: of an allocation too large for the site's count, written with it.
   void write_site(Site& site, RecordSink& out, uint64_t more_bytes = 0);
@@ -205,7 +206,9 @@ class HeapAggregate {
   bool stages_began_ = false;
   TracerArray<trace::records::AggStackBytes> scratch_;  // top_stacks' sums per stack
   SiteSlots slots_;
-  TracerArray<uint32_t> forgotten_sites_;  // places in sites_ free for reuse
+  // The places in sites_ free for reuse: the first's, and in each its Site::allocations the
+  // next one's (0: none), so that forgetting needs no memory of its own.
+  uint32_t first_forgotten_plus_one_ = 0;
   bool grow_before_forgetting_ = false;    // the last forgetting freed little
   PlaceList changed_sites_;
   PlaceList peak_stale_sites_;
