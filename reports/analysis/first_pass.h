@@ -129,9 +129,9 @@ class FirstPass : public trace::TraceVisitor {
   // finish() hands the counts to `sites`; the counts it adds to its stage instance until
   // the stages are made (apply_aggregate).
   uint64_t agg_live_bytes = 0;
+  // Its stack and stage are its key's: the table is most of what a first pass of an
+  // aggregate trace touches, each byte of it fresh memory.
   struct AggSite {
-    uint32_t stack = 0;
-    int32_t stage = -1;
     uint64_t live_bytes = 0;
     uint64_t live_blocks = 0;
     uint64_t allocations = 0, bytes_allocated = 0, temporary_allocations = 0;
@@ -333,7 +333,7 @@ class FirstPass : public trace::TraceVisitor {
   }
   // Each snapshot's sites feed growth over time: live bytes per stack at its moment.
   void on_agg_site(const trace::AggSiteRecord& r) override {
-    AggSite& site = agg_sites.try_emplace(figure_key(r.stack, r.stage), AggSite{r.stack, r.stage}).first->second;
+    AggSite& site = agg_sites[figure_key(r.stack, r.stage)];
     stack_live.add(r.stack, static_cast<int64_t>(r.live_bytes) - static_cast<int64_t>(site.live_bytes));
     site.live_bytes = r.live_bytes;
     site.live_blocks = r.live_blocks;
@@ -364,7 +364,8 @@ class FirstPass : public trace::TraceVisitor {
     std::vector<StackStageFigures> counted;
     counted.reserve(agg_sites.size());
     for (const auto& [key, s] : agg_sites) {
-      counted.push_back(StackStageFigures{s.stack, s.stage, s.allocations, s.bytes_allocated, s.temporary_allocations});
+      counted.push_back(StackStageFigures{stack_of_key(key), stage_of_key(key), s.allocations, s.bytes_allocated,
+                                          s.temporary_allocations});
     }
     return counted;
   }
@@ -395,7 +396,7 @@ class FirstPass : public trace::TraceVisitor {
       if (site.live_blocks) by_key.emplace_back(key, &site);
     }
     std::sort(by_key.begin(), by_key.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [key, site] : by_key) held(site->stack, site->stage, site->live_bytes, site->live_blocks);
+    for (const auto& [key, site] : by_key) held(stack_of_key(key), stage_of_key(key), site->live_bytes, site->live_blocks);
   }
   void on_agg_stage(const trace::AggStageRecord& r) override { agg_stages[r.stage] = r; }
   void on_agg_peak_site(const trace::AggPeakSiteRecord& r) override { agg_run_peak_pending.push_back(r); }
