@@ -52,7 +52,6 @@ bool ranks_before(const records::AggStackBytes& a, const records::AggStackBytes&
 
 void HeapAggregate::reset() {
   blocks_.clear();
-  big_sizes_.clear();
   sites_.release();
   scratch_.release();
   grow_before_forgetting_ = false;
@@ -221,8 +220,7 @@ bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, ui
   if (stage_plus_one) stages_[stage_plus_one - 1].live_self_bytes += static_cast<int64_t>(size);
   ++allocations_;
   bytes_allocated_ += size;
-  if (size >= kBigSize) big_sizes_.put(address, size);
-  blocks_.put(address, Block{index, size >= kBigSize ? kBigSize : static_cast<uint32_t>(size)});
+  blocks_.put(address, index, size);
 
   live_bytes_ += size;
   heap_moved_ = true;
@@ -242,13 +240,12 @@ bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, ui
 }
 
 bool HeapAggregate::free(uint64_t address, bool temporary) {
-  Block block;
-  if (!blocks_.take(address, block)) return false;
-  uint64_t size = block.size;
-  if (block.size == kBigSize) big_sizes_.take(address, size);
+  uint32_t place;
+  uint64_t size;
+  if (!blocks_.take(address, place, size)) return false;
   // The heap is at a high until now: the copies must hold it before it goes down.
   make_copies_current();
-  Site& site = sites_[block.site];
+  Site& site = sites_[place];
   site.live_bytes -= size;
   --site.live_blocks;
   note_change(site);

@@ -23,7 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "profiler/preload/address_index.h"
+#include "profiler/preload/block_slots.h"
 #include "profiler/preload/site_slots.h"
 #include "profiler/trace/trace_format.h"
 #include "profiler/trace/trace_records.h"
@@ -130,13 +130,6 @@ class HeapAggregate {
   void snapshot(uint64_t t_ns, RecordSink& out);
 
  private:
-  // A live block in 8 bytes, its slot 16 as full mode's (address_index.h): a size of 4 GiB
-  // or more is kBigSize here and whole in big_sizes_.
-  static constexpr uint32_t kBigSize = UINT32_MAX;
-  struct Block {
-    uint32_t site;
-    uint32_t size;
-  };
   // Packed to 44 bytes, its 8-byte figures unaligned (x86-64 and arm64 read those whole):
   // the sites are most of the tracer's memory in aggregate mode.
   struct __attribute__((packed)) Site {
@@ -199,8 +192,7 @@ class HeapAggregate {
   void write_stage(uint32_t instance, bool closed, const trace::records::AggStackBytes* top, uint32_t count,
                    RecordSink& out);
 
-  AddressMap<Block> blocks_;
-  AddressIndex big_sizes_;  // address -> size, of the blocks of kBigSize or more
+  BlockSlots blocks_;
   TracerArray<Site> sites_;
   TracerArray<SavedCopy> saved_;  // empty until the first stage begins
   bool stages_began_ = false;
