@@ -263,17 +263,17 @@ bool HeapAggregate::free(uint64_t address, bool temporary) {
 
 void HeapAggregate::make_copies_current() {
   if (run_copy_pending_) {
-    for (size_t i = 0; i < peak_stale_sites_.count(sites_.size()); ++i) {
-      Site& site = sites_[peak_stale_sites_[i]];
-      if (!site.peak_stale) continue;
+    peak_stale_sites_.for_each(sites_.size(), [&](uint32_t place) {
+      Site& site = sites_[place];
+      if (!site.peak_stale) return;
       site.peak_stale = 0;
-      if (site.peak_bytes == site.live_bytes && site.peak_blocks == site.live_blocks) continue;
+      if (site.peak_bytes == site.live_bytes && site.peak_blocks == site.live_blocks) return;
       site.peak_bytes = site.live_bytes;
       site.peak_blocks = site.live_blocks;
-      if (site.peak_unwritten) continue;
+      if (site.peak_unwritten) return;
       site.peak_unwritten = 1;
-      peak_unwritten_sites_.add(peak_stale_sites_[i], sites_.size());
-    }
+      peak_unwritten_sites_.add(place, sites_.size());
+    });
     peak_stale_sites_.clear();
     run_copy_pending_ = false;
     run_peak_moved_ = true;
@@ -283,13 +283,15 @@ void HeapAggregate::make_copies_current() {
     // peak it holds lists its stacks first.
     if (saved_outer_level_ >= 0) list_saved_level(levels_[saved_outer_level_]);
     saved_outer_level_ = -1;
-    const bool all = stage_copy_all_ || stage_stale_sites_.every_flagged();
-    const size_t count = all ? sites_.size() : stage_stale_sites_.count(sites_.size());
-    for (size_t i = 0; i < count; ++i) {
-      const size_t place = all ? i : stage_stale_sites_[i];
+    const auto copy = [&](uint32_t place) {
       Site& site = sites_[place];
       saved_[place] = SavedCopy{site.live_bytes, site.live_blocks};
       site.stage_stale = 0;
+    };
+    if (stage_copy_all_) {
+      for (size_t i = 0; i < sites_.size(); ++i) copy(static_cast<uint32_t>(i));
+    } else {
+      stage_stale_sites_.for_each(sites_.size(), copy);  // a copy of a site not stale is the same
     }
     stage_stale_sites_.clear();
     stage_copy_all_ = stage_copy_pending_ = false;
@@ -412,12 +414,12 @@ void HeapAggregate::ram_limit(RecordSink& out) {
 void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
   before_record(out);
   make_copies_current();
-  for (size_t i = 0; i < changed_sites_.count(sites_.size()); ++i) {
-    Site& site = sites_[changed_sites_[i]];
-    if (!site.changed) continue;
+  changed_sites_.for_each(sites_.size(), [&](uint32_t place) {
+    Site& site = sites_[place];
+    if (!site.changed) return;
     site.changed = 0;
     write_site(site, out);
-  }
+  });
   changed_sites_.clear();
   // The open stages as if they ended now, as the analysis ends them: an inner stage's
   // peak passes to the stage around it when higher (the levels themselves stay as they are).
@@ -447,13 +449,13 @@ void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
 // The reader applies them at the next kAggSnapshot, in order.
 void HeapAggregate::write_run_peak(RecordSink& out) {
   if (run_peak_moved_) {
-    for (size_t i = 0; i < peak_unwritten_sites_.count(sites_.size()); ++i) {
-      Site& site = sites_[peak_unwritten_sites_[i]];
-      if (site.stack == kForgotten || !site.peak_unwritten) continue;
+    peak_unwritten_sites_.for_each(sites_.size(), [&](uint32_t place) {
+      Site& site = sites_[place];
+      if (site.stack == kForgotten || !site.peak_unwritten) return;
       site.peak_unwritten = 0;
       const records::AggPeakSite record{site.stack, site.stage_plus_one, site.peak_bytes, site.peak_blocks};
       out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggPeakSite>()), record));
-    }
+    });
     peak_unwritten_sites_.clear();
     run_peak_moved_ = false;
   }

@@ -68,39 +68,70 @@ class TracerArray {
 };
 
 // Places in the aggregate's array of sites to visit later, each marked by a flag of its
-// own in the site. Past an eighth of the sites (or out of tracer memory) it lists none and
-// says to visit every site whose flag is set: a list that long costs the traced program
-// more memory than the scan costs the writer time, and a scan after as many changes is
-// still amortised O(1) a change.
+// own in the site. Past an eighth of the sites it lists none and sets a bit a place
+// instead: a list that long cost the traced program more memory than the bits, and a walk
+// of the bits costs the writer a word for 64 sites. Out of tracer memory for either, every
+// site is visited (their flags say which).
 class PlaceList {
  public:
-  // The first places are listed whatever the sites' count: a small program scans nothing.
+  // The first places are listed whatever the sites' count: a small program has no bits.
   static constexpr size_t kAlwaysListed = 1024;
   void add(uint32_t place, size_t site_count) {
-    if (every_flagged_) return;
-    const size_t limit = site_count / 8 > kAlwaysListed ? site_count / 8 : kAlwaysListed;
-    if (places_.size() >= limit || !places_.push_back(place)) {
-      every_flagged_ = true;
-      places_.clear_keeping_memory();
+    if (mode_ == Mode::kList) {
+      const size_t limit = site_count / 8 > kAlwaysListed ? site_count / 8 : kAlwaysListed;
+      if (places_.size() < limit && places_.push_back(place)) return;
+      to_bits(site_count);
+    }
+    if (mode_ == Mode::kBits && !set_bit(place)) mode_ = Mode::kEverySite;
+  }
+  // Calls visit(place) for each place added since clear() (and, from the bits or all
+  // sites, places whose site's flag may be clear: the visit checks it).
+  template <class Visit>
+  void for_each(size_t site_count, Visit visit) const {
+    if (mode_ == Mode::kList) {
+      for (size_t i = 0; i < places_.size(); ++i) visit(places_[i]);
+    } else if (mode_ == Mode::kEverySite) {
+      for (size_t i = 0; i < site_count; ++i) visit(static_cast<uint32_t>(i));
+    } else {
+      for (size_t word = 0; word < bits_.size(); ++word) {
+        for (uint64_t w = bits_[word]; w; w &= w - 1) visit(static_cast<uint32_t>(word * 64 + __builtin_ctzll(w)));
+      }
     }
   }
-  bool every_flagged() const { return every_flagged_; }
-  // The places to visit: the listed ones, or all `site_count` (their flags say which).
-  size_t count(size_t site_count) const { return every_flagged_ ? site_count : places_.size(); }
-  uint32_t operator[](size_t i) const { return every_flagged_ ? static_cast<uint32_t>(i) : places_[i]; }
   void clear() {
     places_.clear_keeping_memory();
-    every_flagged_ = false;
+    if (mode_ != Mode::kList) {
+      for (size_t word = 0; word < bits_.size(); ++word) bits_[word] = 0;
+    }
+    mode_ = Mode::kList;
   }
   void release() {
     places_.release();
-    every_flagged_ = false;
+    bits_.release();
+    mode_ = Mode::kList;
   }
   TracerArray<uint32_t>& listed() { return places_; }
 
  private:
+  enum class Mode : uint8_t { kList, kBits, kEverySite };
+  void to_bits(size_t site_count) {
+    mode_ = Mode::kBits;
+    if (!bits_.resize(site_count / 64 + 1)) {
+      mode_ = Mode::kEverySite;
+      return;
+    }
+    for (size_t i = 0; i < places_.size(); ++i) set_bit(places_[i]);
+    places_.clear_keeping_memory();
+  }
+  bool set_bit(uint32_t place) {
+    if (place / 64 >= bits_.size() && !bits_.resize(place / 64 + 1)) return false;
+    bits_[place / 64] |= uint64_t{1} << (place % 64);
+    return true;
+  }
+
   TracerArray<uint32_t> places_;
-  bool every_flagged_ = false;
+  TracerArray<uint64_t> bits_;  // a bit a place, once past the list's limit
+  Mode mode_ = Mode::kList;
 };
 
 class HeapAggregate {
