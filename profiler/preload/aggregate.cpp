@@ -145,7 +145,8 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
     forget_place(static_cast<uint32_t>(i));
     ++forgotten;
   }
-  // The lists name sites by place: the forgotten ones leave them before a place is reused.
+  // The lists name sites by place: the forgotten ones leave them before a place is reused
+  // (their bits may stay: a visit checks the site's flag, which forgetting cleared).
   drop_forgotten(changed_sites_);
   drop_forgotten(peak_stale_sites_);
   drop_forgotten(stage_stale_sites_);

@@ -14,13 +14,13 @@ namespace memstage::preload {
 
 class BlockSlots {
  public:
-  static constexpr uint64_t kMaxPackedSize = (1u << 24) - 1;
+  static constexpr uint64_t kMaxPackedBytes = (1u << 24) - 1;
   static constexpr uint64_t kAddressMask = (uint64_t{1} << 48) - 1;
 
   // Records that `address` holds a block of `size` bytes of the site at `place`, replacing
   // what it held before. False when out of memory for the slots.
   bool put(uint64_t address, uint32_t place, uint64_t size) {
-    const bool packed = size <= kMaxPackedSize && (address & ~kAddressMask) == 0;
+    const bool packed = size <= kMaxPackedBytes && (address & ~kAddressMask) == 0;
     // The address may be held in the other table (a block whose free was missed).
     BlockAside discarded;
     if (packed) {

@@ -218,7 +218,7 @@ TEST_CASE("aggregate mode's site counts add up from format 5 and are the latest 
 TEST_CASE("aggregate mode's live blocks give back each block's place and size, packed or aside") {
   preload::BlockSlots blocks;
   const uint64_t high_address = uint64_t{1} << 50 | 0x1000;  // past the slots' 48 bits
-  const uint64_t big = preload::BlockSlots::kMaxPackedSize + 1;
+  const uint64_t big = preload::BlockSlots::kMaxPackedBytes + 1;
   for (uint32_t i = 0; i < 5000; ++i) {
     REQUIRE(blocks.put(0x10000 + 16 * uint64_t{i}, (1u << 24) - 2 - i, 1 + i % 4096));
   }
