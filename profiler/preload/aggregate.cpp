@@ -14,8 +14,9 @@ bool TracerArray<T>::resize(size_t n) {
   if (n <= size_) return true;
   if (n > capacity_) {
     size_t capacity = capacity_ ? capacity_ : 4096 / sizeof(T) + 1;
-    // By half again, not double: the site array's size is the tracer's at a peak.
-    while (capacity < n) capacity += capacity / 2 + 1;
+    // By a quarter, not double: the site array's size is the tracer's at a peak, and the
+    // sites met since it last grew are what the next forgetting frees.
+    while (capacity < n) capacity += capacity / 4 + 1;
     auto* bigger = static_cast<T*>(tracer_map(capacity * sizeof(T)));
     if (!bigger) return false;
     if (data_) {
@@ -51,12 +52,11 @@ bool ranks_before(const records::AggStackBytes& a, const records::AggStackBytes&
 
 void HeapAggregate::reset() {
   blocks_.clear();
-  big_sizes_.clear();
   sites_.release();
   scratch_.release();
   grow_before_forgetting_ = false;
   slots_.clear();
-  forgotten_sites_.release();
+  first_forgotten_plus_one_ = 0;
   changed_sites_.release();
   peak_stale_sites_.release();
   peak_unwritten_sites_.release();
@@ -68,7 +68,7 @@ void HeapAggregate::reset() {
   depth_ = 0;
   saved_outer_level_ = -1;
   live_bytes_ = interval_high_bytes_ = run_peak_bytes_ = 0;
-  heap_moved_ = run_copy_pending_ = stage_copy_pending_ = run_peak_moved_ = peak_unwritten_lost_ = false;
+  heap_moved_ = run_copy_pending_ = stage_copy_pending_ = run_peak_moved_ = false;
   allocations_ = frees_ = bytes_allocated_ = temporary_allocations_ = 0;
 }
 
@@ -81,7 +81,7 @@ uint32_t HeapAggregate::site_of(uint32_t stack, uint32_t stage_plus_one, RecordS
 }
 
 uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, RecordSink& out) {
-  if (forgotten_sites_.size() == 0 && sites_.size() > 0 && sites_.size() == sites_.capacity()) {
+  if (first_forgotten_plus_one_ == 0 && sites_.size() > 0 && sites_.size() == sites_.capacity()) {
     if (grow_before_forgetting_) {
       grow_before_forgetting_ = false;
     } else {
@@ -89,22 +89,28 @@ uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, Record
     }
   }
   uint32_t place;
-  if (forgotten_sites_.size() > 0) {
-    place = forgotten_sites_[forgotten_sites_.size() - 1];
-    forgotten_sites_.pop_back();
+  if (first_forgotten_plus_one_ > 0) {
+    place = first_forgotten_plus_one_ - 1;
+    first_forgotten_plus_one_ = sites_[place].allocations;
   } else {
-    if (!sites_.push_back(Site{})) return UINT32_MAX;
+    // The index's slots hold places below kMaxPlaces: past them the event is lost.
+    if (sites_.size() >= SiteSlots::kMaxPlaces || !sites_.push_back(Site{})) return UINT32_MAX;
     place = static_cast<uint32_t>(sites_.size() - 1);
   }
+  // The key first: the index finds a slot's place to probe from by its site's key.
+  sites_[place].stack = stack;
+  sites_[place].stage_plus_one = stage_plus_one;
+  slots_.use_hashes(&sites_, [](const void* sites, uint32_t i) {
+    const Site& site = (*static_cast<const TracerArray<Site>*>(sites))[i];
+    return SiteSlots::hash(site.stack, site.stage_plus_one);
+  });
   if (!slots_.insert(SiteSlots::hash(stack, stage_plus_one), place)) {
-    sites_[place].stack = kForgotten;
-    forgotten_sites_.push_back(place);  // its place was taken from there: there is room
+    forget_place(place);
     return UINT32_MAX;
   }
   if (stages_began_ && !saved_.resize(sites_.size())) {
     slots_.erase(SiteSlots::hash(stack, stage_plus_one), place);
-    sites_[place].stack = kForgotten;
-    forgotten_sites_.push_back(place);
+    forget_place(place);
     return UINT32_MAX;
   }
   if (stages_began_) saved_[place] = SavedCopy{};
@@ -120,7 +126,7 @@ uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, Record
 bool HeapAggregate::idle(const Site& site) const {
   const size_t place = static_cast<size_t>(&site - &sites_[0]);
   return site.stack != kForgotten && site.live_blocks == 0 && site.peak_blocks == 0 &&
-         (!stages_began_ || saved_[place].blocks == 0) && !site.peak_unwritten && !peak_unwritten_lost_;
+         (!stages_began_ || saved_[place].blocks == 0) && !site.peak_unwritten;
 }
 
 void HeapAggregate::forget_idle_sites(RecordSink& out) {
@@ -133,14 +139,14 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
   for (size_t i = 0; i < sites_.size(); ++i) {
     Site& site = sites_[i];
     if (!idle(site)) continue;
-    if (!forgotten_sites_.push_back(static_cast<uint32_t>(i))) break;  // the rest stay
     if (site.changed) write_site(site, out);
     slots_.erase(SiteSlots::hash(site.stack, site.stage_plus_one), static_cast<uint32_t>(i));
-    site.stack = kForgotten;
     site.changed = site.peak_stale = site.stage_stale = 0;
+    forget_place(static_cast<uint32_t>(i));
     ++forgotten;
   }
-  // The lists name sites by place: the forgotten ones leave them before a place is reused.
+  // The lists name sites by place: the forgotten ones leave them before a place is reused
+  // (their bits may stay: a visit checks the site's flag, which forgetting cleared).
   drop_forgotten(changed_sites_);
   drop_forgotten(peak_stale_sites_);
   drop_forgotten(stage_stale_sites_);
@@ -149,7 +155,16 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
   grow_before_forgetting_ = forgotten * 8 < sites_.size();
 }
 
-void HeapAggregate::drop_forgotten(TracerArray<uint32_t>& list) {
+// The place goes on the list of places free for reuse, linked through their sites.
+void HeapAggregate::forget_place(uint32_t place) {
+  Site& site = sites_[place];
+  site.stack = kForgotten;
+  site.allocations = first_forgotten_plus_one_;
+  first_forgotten_plus_one_ = place + 1;
+}
+
+void HeapAggregate::drop_forgotten(PlaceList& places) {
+  TracerArray<uint32_t>& list = places.listed();
   size_t kept = 0;
   for (size_t i = 0; i < list.size(); ++i) {
     if (sites_[list[i]].stack != kForgotten) list[kept++] = list[i];
@@ -157,9 +172,13 @@ void HeapAggregate::drop_forgotten(TracerArray<uint32_t>& list) {
   list.resize_down(kept);
 }
 
-void HeapAggregate::write_site(Site& site, RecordSink& out) {
-  const records::AggSite record{site.stack,           site.stage_plus_one,       site.allocations,
-                                site.bytes_allocated, site.temporary_allocations, site.live_bytes,
+void HeapAggregate::write_site(Site& site, RecordSink& out, uint64_t more_bytes) {
+  const records::AggSite record{site.stack,
+                                site.stage_plus_one,
+                                site.allocations,
+                                site.bytes_allocated + more_bytes,
+                                site.temporary_allocations,
+                                site.live_bytes,
                                 site.live_blocks};
   out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggSite>()), record));
   site.allocations = site.temporary_allocations = 0;
@@ -169,14 +188,17 @@ void HeapAggregate::write_site(Site& site, RecordSink& out) {
 // Every change is listed once per copy: what the next copy or snapshot must look at.
 void HeapAggregate::note_change(Site& site) {
   const auto index = static_cast<uint32_t>(&site - &sites_[0]);
-  if (!site.changed && changed_sites_.push_back(index)) site.changed = 1;
-  if (!site.peak_stale && peak_stale_sites_.push_back(index)) site.peak_stale = 1;
-  if (depth_ == 0 || site.stage_stale) return;
-  if (stage_stale_sites_.push_back(index)) {
-    site.stage_stale = 1;
-  } else {
-    stage_copy_all_ = true;  // out of tracer memory for the list
+  if (!site.changed) {
+    site.changed = 1;
+    changed_sites_.add(index, sites_.size());
   }
+  if (!site.peak_stale) {
+    site.peak_stale = 1;
+    peak_stale_sites_.add(index, sites_.size());
+  }
+  if (depth_ == 0 || site.stage_stale) return;
+  site.stage_stale = 1;
+  stage_stale_sites_.add(index, sites_.size());
 }
 
 bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, uint32_t stage_plus_one,
@@ -186,17 +208,20 @@ bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, ui
   if (index == UINT32_MAX) return false;
   Site& site = sites_[index];
   if (site.live_blocks == UINT32_MAX) return false;
-  if (site.allocations == kMaxCountSinceWritten) write_site(site, out);
+  if (site.allocations == kMaxCountSinceWritten || size > UINT32_MAX - site.bytes_allocated) write_site(site, out);
   ++site.allocations;
-  site.bytes_allocated += size;
   site.live_bytes += size;
   ++site.live_blocks;
+  if (size > UINT32_MAX) {
+    write_site(site, out, size);  // 4 GiB or more: its bytes are written at once
+  } else {
+    site.bytes_allocated += static_cast<uint32_t>(size);
+  }
   note_change(site);
   if (stage_plus_one) stages_[stage_plus_one - 1].live_self_bytes += static_cast<int64_t>(size);
   ++allocations_;
   bytes_allocated_ += size;
-  if (size >= kBigSize) big_sizes_.put(address, size);
-  blocks_.put(address, Block{index, size >= kBigSize ? kBigSize : static_cast<uint32_t>(size)});
+  blocks_.put(address, index, size);
 
   live_bytes_ += size;
   heap_moved_ = true;
@@ -216,13 +241,12 @@ bool HeapAggregate::allocate(uint64_t address, uint64_t size, uint32_t stack, ui
 }
 
 bool HeapAggregate::free(uint64_t address, bool temporary) {
-  Block block;
-  if (!blocks_.take(address, block)) return false;
-  uint64_t size = block.size;
-  if (block.size == kBigSize) big_sizes_.take(address, size);
+  uint32_t place;
+  uint64_t size;
+  if (!blocks_.take(address, place, size)) return false;
   // The heap is at a high until now: the copies must hold it before it goes down.
   make_copies_current();
-  Site& site = sites_[block.site];
+  Site& site = sites_[place];
   site.live_bytes -= size;
   --site.live_blocks;
   note_change(site);
@@ -240,21 +264,18 @@ bool HeapAggregate::free(uint64_t address, bool temporary) {
 
 void HeapAggregate::make_copies_current() {
   if (run_copy_pending_) {
-    for (size_t i = 0; i < peak_stale_sites_.size(); ++i) {
-      Site& site = sites_[peak_stale_sites_[i]];
+    peak_stale_sites_.for_each(sites_.size(), [&](uint32_t place) {
+      Site& site = sites_[place];
+      if (!site.peak_stale) return;
       site.peak_stale = 0;
-      if (site.peak_bytes == site.live_bytes && site.peak_blocks == site.live_blocks) continue;
+      if (site.peak_bytes == site.live_bytes && site.peak_blocks == site.live_blocks) return;
       site.peak_bytes = site.live_bytes;
       site.peak_blocks = site.live_blocks;
-      if (site.peak_unwritten) continue;
-      // Out of tracer memory for the list: the next snapshot writes every site instead.
-      if (peak_unwritten_sites_.push_back(peak_stale_sites_[i])) {
-        site.peak_unwritten = 1;
-      } else {
-        peak_unwritten_lost_ = true;
-      }
-    }
-    peak_stale_sites_.clear_keeping_memory();
+      if (site.peak_unwritten) return;
+      site.peak_unwritten = 1;
+      peak_unwritten_sites_.add(place, sites_.size());
+    });
+    peak_stale_sites_.clear();
     run_copy_pending_ = false;
     run_peak_moved_ = true;
   }
@@ -263,14 +284,17 @@ void HeapAggregate::make_copies_current() {
     // peak it holds lists its stacks first.
     if (saved_outer_level_ >= 0) list_saved_level(levels_[saved_outer_level_]);
     saved_outer_level_ = -1;
-    const size_t count = stage_copy_all_ ? sites_.size() : stage_stale_sites_.size();
-    for (size_t i = 0; i < count; ++i) {
-      const size_t place = stage_copy_all_ ? i : stage_stale_sites_[i];
+    const auto copy = [&](uint32_t place) {
       Site& site = sites_[place];
       saved_[place] = SavedCopy{site.live_bytes, site.live_blocks};
       site.stage_stale = 0;
+    };
+    if (stage_copy_all_) {
+      for (size_t i = 0; i < sites_.size(); ++i) copy(static_cast<uint32_t>(i));
+    } else {
+      stage_stale_sites_.for_each(sites_.size(), copy);  // a copy of a site not stale is the same
     }
-    stage_stale_sites_.clear_keeping_memory();
+    stage_stale_sites_.clear();
     stage_copy_all_ = stage_copy_pending_ = false;
   }
 }
@@ -391,12 +415,13 @@ void HeapAggregate::ram_limit(RecordSink& out) {
 void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
   before_record(out);
   make_copies_current();
-  for (size_t i = 0; i < changed_sites_.size(); ++i) {
-    Site& site = sites_[changed_sites_[i]];
+  changed_sites_.for_each(sites_.size(), [&](uint32_t place) {
+    Site& site = sites_[place];
+    if (!site.changed) return;
     site.changed = 0;
     write_site(site, out);
-  }
-  changed_sites_.clear_keeping_memory();
+  });
+  changed_sites_.clear();
   // The open stages as if they ended now, as the analysis ends them: an inner stage's
   // peak passes to the stage around it when higher (the levels themselves stay as they are).
   records::AggStackBytes carried[kTopStacks];
@@ -425,16 +450,15 @@ void HeapAggregate::snapshot(uint64_t t_ns, RecordSink& out) {
 // The reader applies them at the next kAggSnapshot, in order.
 void HeapAggregate::write_run_peak(RecordSink& out) {
   if (run_peak_moved_) {
-    const size_t count = peak_unwritten_lost_ ? sites_.size() : peak_unwritten_sites_.size();
-    for (size_t i = 0; i < count; ++i) {
-      Site& site = sites_[peak_unwritten_lost_ ? static_cast<uint32_t>(i) : peak_unwritten_sites_[i]];
-      if (site.stack == kForgotten) continue;
+    peak_unwritten_sites_.for_each(sites_.size(), [&](uint32_t place) {
+      Site& site = sites_[place];
+      if (site.stack == kForgotten || !site.peak_unwritten) return;
       site.peak_unwritten = 0;
       const records::AggPeakSite record{site.stack, site.stage_plus_one, site.peak_bytes, site.peak_blocks};
       out.commit(records::encode(out.reserve(records::max_encoded_bytes<records::AggPeakSite>()), record));
-    }
-    peak_unwritten_sites_.clear_keeping_memory();
-    peak_unwritten_lost_ = run_peak_moved_ = false;
+    });
+    peak_unwritten_sites_.clear();
+    run_peak_moved_ = false;
   }
 }
 

@@ -23,7 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "profiler/preload/address_index.h"
+#include "profiler/preload/block_slots.h"
 #include "profiler/preload/site_slots.h"
 #include "profiler/trace/trace_format.h"
 #include "profiler/trace/trace_records.h"
@@ -67,6 +67,73 @@ class TracerArray {
   size_t capacity_ = 0;
 };
 
+// Places in the aggregate's array of sites to visit later, each marked by a flag of its
+// own in the site. Past an eighth of the sites it lists none and sets a bit a place
+// instead: a list that long cost the traced program more memory than the bits, and a walk
+// of the bits costs the writer a word for 64 sites. Out of tracer memory for either, every
+// site is visited (their flags say which).
+class PlaceList {
+ public:
+  // The first places are listed whatever the sites' count: a small program has no bits.
+  static constexpr size_t kAlwaysListed = 1024;
+  void add(uint32_t place, size_t site_count) {
+    if (mode_ == Mode::kList) {
+      const size_t limit = site_count / 8 > kAlwaysListed ? site_count / 8 : kAlwaysListed;
+      if (places_.size() < limit && places_.push_back(place)) return;
+      to_bits(site_count);
+    }
+    if (mode_ == Mode::kBits && !set_bit(place)) mode_ = Mode::kEverySite;
+  }
+  // Calls visit(place) for each place added since clear() (and, from the bits or all
+  // sites, places whose site's flag may be clear: the visit checks it).
+  template <class Visit>
+  void for_each(size_t site_count, Visit visit) const {
+    if (mode_ == Mode::kList) {
+      for (size_t i = 0; i < places_.size(); ++i) visit(places_[i]);
+    } else if (mode_ == Mode::kEverySite) {
+      for (size_t i = 0; i < site_count; ++i) visit(static_cast<uint32_t>(i));
+    } else {
+      for (size_t word = 0; word < bits_.size(); ++word) {
+        for (uint64_t w = bits_[word]; w; w &= w - 1) visit(static_cast<uint32_t>(word * 64 + __builtin_ctzll(w)));
+      }
+    }
+  }
+  void clear() {
+    places_.clear_keeping_memory();
+    if (mode_ != Mode::kList) {
+      for (size_t word = 0; word < bits_.size(); ++word) bits_[word] = 0;
+    }
+    mode_ = Mode::kList;
+  }
+  void release() {
+    places_.release();
+    bits_.release();
+    mode_ = Mode::kList;
+  }
+  TracerArray<uint32_t>& listed() { return places_; }
+
+ private:
+  enum class Mode : uint8_t { kList, kBits, kEverySite };
+  void to_bits(size_t site_count) {
+    mode_ = Mode::kBits;
+    if (!bits_.resize(site_count / 64 + 1)) {
+      mode_ = Mode::kEverySite;
+      return;
+    }
+    for (size_t i = 0; i < places_.size(); ++i) set_bit(places_[i]);
+    places_.clear_keeping_memory();
+  }
+  bool set_bit(uint32_t place) {
+    if (place / 64 >= bits_.size() && !bits_.resize(place / 64 + 1)) return false;
+    bits_[place / 64] |= uint64_t{1} << (place % 64);
+    return true;
+  }
+
+  TracerArray<uint32_t> places_;
+  TracerArray<uint64_t> bits_;  // a bit a place, once past the list's limit
+  Mode mode_ = Mode::kList;
+};
+
 class HeapAggregate {
  public:
   // The most stacks listed at a stage's peak or at the RAM limit (the analysis lists 20
@@ -94,35 +161,29 @@ class HeapAggregate {
   void snapshot(uint64_t t_ns, RecordSink& out);
 
  private:
-  // A live block in 8 bytes, its slot 16 as full mode's (address_index.h): a size of 4 GiB
-  // or more is kBigSize here and whole in big_sizes_.
-  static constexpr uint32_t kBigSize = UINT32_MAX;
-  struct Block {
-    uint32_t site;
-    uint32_t size;
-  };
-  // 48 bytes: ~200,000 of them are held at torch_small.py's peak.
-  struct Site {
+  // Packed to 44 bytes, its 8-byte figures unaligned (x86-64 and arm64 read those whole):
+  // the sites are most of the tracer's memory in aggregate mode.
+  struct __attribute__((packed)) Site {
     uint32_t stack;
     uint32_t stage_plus_one;
     uint32_t live_blocks, peak_blocks;
     // The counts since its last kAggSite record (trace_format.h: from version 5 these are
-    // increments), written before they pass kMaxCountSinceWritten.
+    // increments), written before they pass kMaxCountSinceWritten or 4 GiB.
     uint32_t allocations;
     uint32_t temporary_allocations : 28;
     uint32_t changed : 1;         // since the last snapshot, listed in changed_sites_
     uint32_t peak_stale : 1;      // since the run peak's copy, listed in peak_stale_sites_
     uint32_t peak_unwritten : 1;  // its copy at the run peak changed since a snapshot wrote it
     uint32_t stage_stale : 1;     // since the stage peak's copy, listed in stage_stale_sites_
-    uint64_t bytes_allocated;
+    uint32_t bytes_allocated;
     uint64_t live_bytes;
     uint64_t peak_bytes;  // the copy at the run's peak
   };
-  static_assert(sizeof(Site) == 48);
+  static_assert(sizeof(Site) == 44);
   static constexpr uint32_t kMaxCountSinceWritten = (1u << 28) - 2;  // a temporary may add one more
   // A site's copy at the innermost stage's peak, beside sites_ (same places) once a stage
-  // began: a program without stages does without.
-  struct SavedCopy {
+  // began: a program without stages does without. Packed as the sites are.
+  struct __attribute__((packed)) SavedCopy {
     uint64_t bytes;
     uint32_t blocks;
   };
@@ -147,8 +208,10 @@ class HeapAggregate {
   // which are then the same as sites never met (kAggSite's counts are increments).
   void forget_idle_sites(RecordSink& out);
   bool idle(const Site& site) const;
-  void drop_forgotten(TracerArray<uint32_t>& list);
-  void write_site(Site& site, RecordSink& out);
+  void forget_place(uint32_t place);
+  void drop_forgotten(PlaceList& list);
+  // `more_bytes`: of an allocation too large for the site's count, written with it.
+  void write_site(Site& site, RecordSink& out, uint64_t more_bytes = 0);
   void write_run_peak(RecordSink& out);
   void note_change(Site& site);
   void make_copies_current();
@@ -160,20 +223,22 @@ class HeapAggregate {
   void write_stage(uint32_t instance, bool closed, const trace::records::AggStackBytes* top, uint32_t count,
                    RecordSink& out);
 
-  AddressMap<Block> blocks_;
-  AddressIndex big_sizes_;  // address -> size, of the blocks of kBigSize or more
+  BlockSlots blocks_;
   TracerArray<Site> sites_;
   TracerArray<SavedCopy> saved_;  // empty until the first stage begins
   bool stages_began_ = false;
   TracerArray<trace::records::AggStackBytes> scratch_;  // top_stacks' sums per stack
   SiteSlots slots_;
-  TracerArray<uint32_t> forgotten_sites_;  // places in sites_ free for reuse
+  // The places in sites_ free for reuse: the first's, and in each its Site::allocations the
+  // next one's (0: none), so that forgetting needs no memory of its own.
+  uint32_t first_forgotten_plus_one_ = 0;
   bool grow_before_forgetting_ = false;    // the last forgetting freed little
-  TracerArray<uint32_t> changed_sites_;
-  TracerArray<uint32_t> peak_stale_sites_;
-  TracerArray<uint32_t> peak_unwritten_sites_;  // what the next snapshot writes of the run peak
-  // Listed only while a stage is open; on the first begin the whole copy is stale.
-  TracerArray<uint32_t> stage_stale_sites_;
+  PlaceList changed_sites_;
+  PlaceList peak_stale_sites_;
+  PlaceList peak_unwritten_sites_;  // what the next snapshot writes of the run peak
+  // Listed only while a stage is open; on the first begin the whole copy is stale (every
+  // site copied, flagged or not).
+  PlaceList stage_stale_sites_;
   bool stage_copy_all_ = false;
   TracerArray<StageFigures> stages_;
   Level* levels_ = nullptr;  // kMaxStageDepth, mapped on the first stage
@@ -187,7 +252,6 @@ class HeapAggregate {
   bool run_copy_pending_ = false;    // a new run high since the copy was made current
   bool stage_copy_pending_ = false;  // a new high of the innermost stage, likewise
   bool run_peak_moved_ = false;      // since the last snapshot wrote it
-  bool peak_unwritten_lost_ = false;  // a change missed peak_unwritten_sites_: write them all
   uint64_t allocations_ = 0, frees_ = 0, bytes_allocated_ = 0, temporary_allocations_ = 0;
 };
 

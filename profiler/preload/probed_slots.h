@@ -1,8 +1,9 @@
 // The slots of the tracer's open-addressing tables (address_index.h, site_slots.h): in the
 // tracer's own memory (tracer_map_table), probed linearly from each slot's home, emptied by
 // backward shift (no tombstones: every probe chain stays unbroken), twice the size once
-// three quarters full. `Traits::used(slot)` says whether a slot holds anything (an empty
-// one is a value-initialized Slot) and `Traits::home(slot, mask)` where its probe starts.
+// three quarters full. `traits.used(slot)` says whether a slot holds anything (an empty
+// one is a value-initialized Slot) and `traits.home(slot, mask)` where its probe starts;
+// a Traits may hold what it needs for that (traits()).
 // Writer thread only.
 #pragma once
 
@@ -21,6 +22,7 @@ class ProbedSlots {
   uint64_t next(uint64_t i) const { return (i + 1) & mask(); }
   Slot& operator[](uint64_t i) { return slots_[i]; }
   const Slot& operator[](uint64_t i) const { return slots_[i]; }
+  Traits& traits() { return traits_; }
 
   // Room for one slot more, grown when three quarters are used; false when out of memory.
   bool make_room() { return (count_ + 1) * 4 <= capacity_ * 3 || grow(); }
@@ -35,8 +37,8 @@ class ProbedSlots {
   // back into it, and the hole moves on to where it was.
   void remove(uint64_t i) {
     uint64_t hole = i;
-    for (uint64_t j = next(i); Traits::used(slots_[j]); j = next(j)) {
-      const uint64_t home = Traits::home(slots_[j], mask());
+    for (uint64_t j = next(i); traits_.used(slots_[j]); j = next(j)) {
+      const uint64_t home = traits_.home(slots_[j], mask());
       const bool movable = hole <= j ? (home <= hole || home > j) : (home <= hole && home > j);
       if (movable) {
         slots_[hole] = slots_[j];
@@ -63,15 +65,16 @@ class ProbedSlots {
     slots_ = bigger;
     capacity_ = new_capacity;
     for (uint64_t i = 0; i < old_capacity; ++i) {
-      if (!Traits::used(old[i])) continue;
-      uint64_t j = Traits::home(old[i], mask());
-      while (Traits::used(slots_[j])) j = next(j);
+      if (!traits_.used(old[i])) continue;
+      uint64_t j = traits_.home(old[i], mask());
+      while (traits_.used(slots_[j])) j = next(j);
       slots_[j] = old[i];
     }
     if (old) tracer_unmap_table(old, old_capacity * sizeof(Slot));
     return true;
   }
 
+  Traits traits_{};
   Slot* slots_ = nullptr;
   uint64_t capacity_ = 0;
   uint64_t count_ = 0;

@@ -1,8 +1,10 @@
 // Aggregate mode's index from a site's key, (stack, stage instance + 1), to its place in
-// the aggregate's array of sites (aggregate.h): open addressing in 8-byte slots, the place
-// and the key's hash (compared before the site itself is read). Sites are removed when the
-// aggregate forgets them, so it holds the sites kept, not every one ever met.
-// Writer thread only; memory from tracer_map_table.
+// the aggregate's array of sites (aggregate.h): open addressing in 4-byte slots, the place
+// and the top bits of the key's hash (compared before the site itself is read). Where a
+// slot's probe starts is found from its site's key again (hash_of), which the index does
+// only when it grows or closes a gap: a slot half the size of one holding the whole hash.
+// Sites are removed when the aggregate forgets them, so it holds the sites kept, not every
+// one ever met. Writer thread only; memory from tracer_map_table.
 #pragma once
 
 #include <cstdint>
@@ -13,35 +15,46 @@ namespace memstage::preload {
 
 class SiteSlots {
  public:
+  // Places from 0 to kMaxPlaces - 1 (the bits of a slot left beside the hash's).
+  static constexpr uint32_t kPlaceBits = 24;
+  static constexpr uint32_t kMaxPlaces = (1u << kPlaceBits) - 1;
+
   static uint32_t hash(uint32_t stack, uint32_t stage_plus_one) {
     const uint64_t h = (static_cast<uint64_t>(stack) << 32 | stage_plus_one) * 0x9e3779b97f4a7c15ull;
     return static_cast<uint32_t>(h >> 32);
+  }
+
+  // The hash of the site at a place, as hash() gave it when the site was inserted.
+  using HashOf = uint32_t (*)(const void* sites, uint32_t place);
+  void use_hashes(const void* sites, HashOf hash_of) {
+    slots_.traits().sites = sites;
+    slots_.traits().hash_of = hash_of;
   }
 
   // The place of the site with this hash for which `same(place)` holds, or UINT32_MAX.
   template <class Same>
   uint32_t find(uint32_t hash, Same same) const {
     if (slots_.capacity() == 0) return UINT32_MAX;
-    for (uint64_t i = hash & slots_.mask(); slots_[i].place_plus_one; i = slots_.next(i)) {
-      if (slots_[i].hash == hash && same(slots_[i].place_plus_one - 1)) return slots_[i].place_plus_one - 1;
+    for (uint64_t i = hash & slots_.mask(); slots_[i]; i = slots_.next(i)) {
+      if (slots_[i] >> kPlaceBits == hash >> kPlaceBits && same(place_of(slots_[i]))) return place_of(slots_[i]);
     }
     return UINT32_MAX;
   }
 
-  // A site not in it yet; false when out of memory.
+  // A site not in it yet, its key already at its place; false when out of memory.
   bool insert(uint32_t hash, uint32_t place) {
     if (!slots_.make_room()) return false;
     uint64_t i = hash & slots_.mask();
-    while (slots_[i].place_plus_one) i = slots_.next(i);
-    slots_.fill(i, Slot{place + 1, hash});
+    while (slots_[i]) i = slots_.next(i);
+    slots_.fill(i, (hash >> kPlaceBits) << kPlaceBits | (place + 1));
     return true;
   }
 
   void erase(uint32_t hash, uint32_t place) {
     if (slots_.capacity() == 0) return;
     uint64_t i = hash & slots_.mask();
-    while (slots_[i].place_plus_one != place + 1) {
-      if (!slots_[i].place_plus_one) return;
+    while (place_of(slots_[i]) != place) {
+      if (!slots_[i]) return;
       i = slots_.next(i);
     }
     slots_.remove(i);
@@ -50,15 +63,16 @@ class SiteSlots {
   void clear() { slots_.clear(); }
 
  private:
-  struct Slot {
-    uint32_t place_plus_one;  // 0: empty
-    uint32_t hash;
-  };
+  // 0: empty; else the hash's top bits over place + 1.
+  using Slot = uint32_t;
+  static uint32_t place_of(Slot s) { return (s & kMaxPlaces) - 1; }
   struct Traits {
-    static bool used(const Slot& s) { return s.place_plus_one != 0; }
-    static uint64_t home(const Slot& s, uint64_t mask) { return s.hash & mask; }
+    const void* sites = nullptr;
+    HashOf hash_of = nullptr;
+    static bool used(Slot s) { return s != 0; }
+    uint64_t home(Slot s, uint64_t mask) const { return hash_of(sites, place_of(s)) & mask; }
   };
-  ProbedSlots<Slot, Traits, 1u << 9> slots_;
+  ProbedSlots<Slot, Traits, 1u << 10> slots_;
 };
 
 }  // namespace memstage::preload

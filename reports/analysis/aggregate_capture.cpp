@@ -7,6 +7,7 @@ namespace memstage::reports {
 
 StacksAtPeaks stacks_at_peaks_of_aggregate(const FirstPass& pass, size_t top_stacks) {
   StacksAtPeaks out;
+  out.run_peak.reserve(pass.agg_run_peak.size());  // one entry a site, the same keys
   for (const auto& [key, p] : pass.agg_run_peak) {
     StackBytes& s = out.run_peak[figure_key(p.stack, p.stage)];
     s.stack = p.stack;

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 
 #include "profiler/trace/trace_reader.h"
@@ -123,25 +124,28 @@ class FirstPass : public trace::TraceVisitor {
   bool replays_growth() const { return have_info && (info.mode == trace::Mode::kFull || info.mode == trace::Mode::kSample); }
 
   // Aggregate mode: the heap as kAggHeap records say, and the latest figures of each
-  // site, stage and the run's peak. A site's counts go to `sites` as they come; its live
-  // bytes and blocks are kept while it holds any, and the counts it adds to its stage
-  // instance until the stages are made (apply_aggregate).
+  // site, stage and the run's peak. Each site's live bytes and blocks and, from format 5,
+  // the counts its records add up are kept in one place (one lookup a record) until
+  // finish() hands the counts to `sites`; the counts it adds to its stage instance until
+  // the stages are made (apply_aggregate).
   uint64_t agg_live_bytes = 0;
-  struct AggSiteLive {
-    uint32_t stack = 0;
-    int32_t stage = -1;
-    uint64_t bytes = 0;
-    uint64_t blocks = 0;
+  // Its stack and stage are its key's: the table is most of what a first pass of an
+  // aggregate trace touches, each byte of it fresh memory.
+  struct AggSite {
+    uint64_t live_bytes = 0;
+    uint64_t live_blocks = 0;
+    uint64_t allocations = 0, bytes_allocated = 0, temporary_allocations = 0;
   };
-  // Walked in an order that is the same in every run (absl's tables salt theirs per table):
-  // the leaks step numbers stacks as it meets them.
-  std::unordered_map<uint64_t, AggSiteLive> agg_live_sites;  // by figure_key
+  // Every site met until finish(), then those holding blocks. Walked by key
+  // (for_each_held): absl's tables salt their order per table, and the leaks step numbers
+  // stacks as it meets them.
+  absl::flat_hash_map<uint64_t, AggSite> agg_sites;  // by figure_key
   struct AggStageCounts {
     int64_t allocations = 0, bytes_allocated = 0, temporary_allocations = 0;
   };
   std::vector<AggStageCounts> agg_stage_counts;  // by stage instance
   std::unordered_map<uint32_t, trace::AggStageRecord> agg_stages;
-  std::unordered_map<uint64_t, trace::AggPeakSiteRecord> agg_run_peak;  // by figure_key
+  absl::flat_hash_map<uint64_t, trace::AggPeakSiteRecord> agg_run_peak;  // by figure_key
   std::vector<trace::AggPeakSiteRecord> agg_run_peak_pending;  // until their snapshot closes
   std::optional<trace::AggSnapshotRecord> agg_snapshot;
   std::optional<std::vector<trace::AggStackBytes>> agg_ram_limit_stacks;
@@ -332,11 +336,16 @@ class FirstPass : public trace::TraceVisitor {
   }
   // Each snapshot's sites feed growth over time: live bytes per stack at its moment.
   void on_agg_site(const trace::AggSiteRecord& r) override {
-    note_agg_site_live(r);
+    AggSite& site = agg_sites[figure_key(r.stack, r.stage)];
+    stack_live.add(r.stack, static_cast<int64_t>(r.live_bytes) - static_cast<int64_t>(site.live_bytes));
+    site.live_bytes = r.live_bytes;
+    site.live_blocks = r.live_blocks;
     AggStageCounts added{static_cast<int64_t>(r.allocations), static_cast<int64_t>(r.bytes_allocated),
                          static_cast<int64_t>(r.temporary_allocations)};
     if (r.increments) {
-      sites.add(r.stack, r.stage, r.allocations, r.bytes_allocated, r.temporary_allocations);
+      site.allocations += r.allocations;
+      site.bytes_allocated += r.bytes_allocated;
+      site.temporary_allocations += r.temporary_allocations;
     } else {  // before format 5: totals so far
       const StackStageFigures before = sites.figures_of(r.stack, r.stage);
       added.allocations -= static_cast<int64_t>(before.allocations);
@@ -353,6 +362,27 @@ class FirstPass : public trace::TraceVisitor {
     stage.bytes_allocated += added.bytes_allocated;
     stage.temporary_allocations += added.temporary_allocations;
   }
+  // Aggregate mode's sites with the counts their records added up, as `sites` takes them.
+  std::vector<StackStageFigures> agg_site_counts() const {
+    std::vector<StackStageFigures> counted;
+    counted.reserve(agg_sites.size());
+    for (const auto& [key, s] : agg_sites) {
+      counted.push_back(StackStageFigures{stack_of_key(key), stage_of_key(key), s.allocations, s.bytes_allocated,
+                                          s.temporary_allocations});
+    }
+    return counted;
+  }
+  // The counts go to `sites`; the sites holding blocks are all the leaks step needs.
+  void hand_over_agg_sites() {
+    if (agg_sites.empty()) return;
+    std::vector<StackStageFigures> counted = agg_site_counts();
+    decltype(agg_sites) holding;
+    for (const auto& [key, s] : agg_sites) {
+      if (s.live_blocks) holding.emplace(key, s);
+    }
+    agg_sites = std::move(holding);  // the table of every site goes back before the sites' list is made
+    sites.add_counted(std::move(counted));
+  }
   // The blocks live now per site, as `held(stack, stage, bytes, blocks)`: full and sample
   // mode's live heap (a sample standing for the blocks it estimates), aggregate mode's sites.
   template <typename Held>
@@ -363,20 +393,13 @@ class FirstPass : public trace::TraceVisitor {
       const AllocationInfo& block = heap.info(static_cast<uint32_t>(i));
       held(block.stack, block.stage, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i]));
     }
-    for (const auto& [key, site] : agg_live_sites) {
-      if (site.blocks) held(site.stack, site.stage, site.bytes, site.blocks);
+    if (agg_sites.empty()) return;
+    std::vector<std::pair<uint64_t, const AggSite*>> by_key;
+    for (const auto& [key, site] : agg_sites) {
+      if (site.live_blocks) by_key.emplace_back(key, &site);
     }
-  }
-  void note_agg_site_live(const trace::AggSiteRecord& r) {
-    const uint64_t key = figure_key(r.stack, r.stage);
-    const auto it = agg_live_sites.find(key);
-    const uint64_t bytes_before = it == agg_live_sites.end() ? 0 : it->second.bytes;
-    stack_live.add(r.stack, static_cast<int64_t>(r.live_bytes) - static_cast<int64_t>(bytes_before));
-    if (r.live_bytes || r.live_blocks) {
-      agg_live_sites[key] = AggSiteLive{r.stack, r.stage, r.live_bytes, r.live_blocks};
-    } else if (it != agg_live_sites.end()) {
-      agg_live_sites.erase(it);
-    }
+    std::sort(by_key.begin(), by_key.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [key, site] : by_key) held(stack_of_key(key), stage_of_key(key), site->live_bytes, site->live_blocks);
   }
   void on_agg_stage(const trace::AggStageRecord& r) override { agg_stages[r.stage] = r; }
   void on_agg_peak_site(const trace::AggPeakSiteRecord& r) override { agg_run_peak_pending.push_back(r); }
@@ -509,6 +532,7 @@ class FirstPass : public trace::TraceVisitor {
     // 32 MiB on a torch import's trace) are not needed again. Both let go before the
     // sites' list is made, so that it is never held beside them.
     stack_live = StackLiveBytesReplay();
+    hand_over_agg_sites();
     sites.finish(heap.infos());
     device.count_leaks();
     while (innermost() >= 0) close_innermost(false);

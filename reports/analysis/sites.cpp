@@ -48,8 +48,10 @@ void SiteAggregator::flush_info(uint32_t id, const AllocationInfo& info) {
   f.temporary_allocations += n.temporaries;
 }
 
-size_t SiteAggregator::stack_ids(const std::vector<AllocationInfo>& infos) const {
+size_t SiteAggregator::stack_ids(const std::vector<AllocationInfo>& infos,
+                                 std::span<const StackStageFigures> counted) const {
   size_t ids = 0;
+  for (const StackStageFigures& f : counted) ids = std::max<size_t>(ids, size_t{f.stack} + 1);
   for (const auto& [key, f] : unsorted_) ids = std::max<size_t>(ids, size_t{stack_of_key(key)} + 1);
   for (uint32_t id = 0; id < per_info_.size() && id < infos.size(); ++id) {
     if (per_info_[id].allocations || per_info_[id].temporaries) ids = std::max<size_t>(ids, size_t{infos[id].stack} + 1);
@@ -59,17 +61,20 @@ size_t SiteAggregator::stack_ids(const std::vector<AllocationInfo>& infos) const
 
 // Placed by stack id (a count per stack, then each site in its stack's place), so that the
 // list comes out grouped by stack without sorting it whole, and is allocated once.
-std::vector<StackStageFigures> SiteAggregator::sorted_sites(const std::vector<AllocationInfo>& infos) const {
+std::vector<StackStageFigures> SiteAggregator::sorted_sites(const std::vector<AllocationInfo>& infos,
+                                                            std::span<const StackStageFigures> counted_sites) const {
   const size_t counted_infos = std::min(per_info_.size(), infos.size());
   const auto counted = [&](uint32_t id) { return per_info_[id].allocations || per_info_[id].temporaries; };
-  std::vector<uint32_t> place(stack_ids(infos) + 1, 0);
+  std::vector<uint32_t> place(stack_ids(infos, counted_sites) + 1, 0);
   for (const auto& [key, f] : unsorted_) ++place[stack_of_key(key) + 1];
+  for (const StackStageFigures& f : counted_sites) ++place[f.stack + 1];
   for (uint32_t id = 0; id < counted_infos; ++id) {
     if (counted(id)) ++place[infos[id].stack + 1];
   }
   for (size_t i = 1; i < place.size(); ++i) place[i] += place[i - 1];
   std::vector<StackStageFigures> sites(place.back());
   for (const auto& [key, f] : unsorted_) sites[place[f.stack]++] = f;
+  for (const StackStageFigures& f : counted_sites) sites[place[f.stack]++] = f;
   for (uint32_t id = 0; id < counted_infos; ++id) {
     if (!counted(id)) continue;
     const AllocationInfo& info = infos[id];
@@ -86,8 +91,9 @@ std::vector<StackStageFigures> SiteAggregator::sorted_sites(const std::vector<Al
 
 void SiteAggregator::finish(const std::vector<AllocationInfo>& infos) {
   if (finished_) return;  // the counts are gone into sorted_: a second finish would drop them
-  sorted_ = sorted_sites(infos);
+  sorted_ = sorted_sites(infos, counted_);
   decltype(unsorted_)().swap(unsorted_);
+  std::vector<StackStageFigures>().swap(counted_);
   std::vector<InfoCounts>().swap(per_info_);
   finished_ = true;
 }

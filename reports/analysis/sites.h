@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -59,6 +60,10 @@ class SiteAggregator {
     f.bytes_allocated += bytes;
     f.temporary_allocations += temporaries;
   }
+  // Aggregate mode from format 5: every site met, each once, with the counts its records
+  // added up (the first pass keeps them beside the site's live figures: one lookup a
+  // record); before finish(), which places them with the rest.
+  void add_counted(std::vector<StackStageFigures> sites) { counted_ = std::move(sites); }
   // A site's figures so far (all zero for a site not met).
   StackStageFigures figures_of(uint32_t stack, int stage) const;
   void set_temporary_allocations(uint64_t n) { temporary_allocations_ = n; }
@@ -78,9 +83,11 @@ class SiteAggregator {
   // The same of a pass still reading (TraceBeingWritten::so_far), nothing taken or
   // finished: the list made anew from the counts so far. Its cost is the sites and the
   // infos, not the events.
+  // `counted`: aggregate mode's sites as add_counted() takes them, still the pass's.
   template <typename RowOf>
-  std::vector<StackStageFigures> by_row_so_far(const std::vector<AllocationInfo>& infos, RowOf row_of) const {
-    return by_row(finished_ ? sorted_ : sorted_sites(infos), row_of);
+  std::vector<StackStageFigures> by_row_so_far(const std::vector<AllocationInfo>& infos, RowOf row_of,
+                                               std::span<const StackStageFigures> counted = {}) const {
+    return by_row(finished_ ? sorted_ : sorted_sites(infos, counted), row_of);
   }
 
  private:
@@ -91,12 +98,13 @@ class SiteAggregator {
     return sites;
   }
   // The sites of the counts and figures so far, sorted by key, equal keys added up.
-  std::vector<StackStageFigures> sorted_sites(const std::vector<AllocationInfo>& infos) const;
+  std::vector<StackStageFigures> sorted_sites(const std::vector<AllocationInfo>& infos,
+                                             std::span<const StackStageFigures> counted) const;
   // Sorts each stack's run of a list grouped by stack by key and adds up equal keys' figures.
   static void merge_equal_keys(std::vector<StackStageFigures>& grouped);
   std::vector<StackStageFigures> take_sorted();
   // One more than the highest stack id of a site before finish() (0 with none).
-  size_t stack_ids(const std::vector<AllocationInfo>& infos) const;
+  size_t stack_ids(const std::vector<AllocationInfo>& infos, std::span<const StackStageFigures> counted) const;
   size_t listed(uint64_t key) const;
   StackStageFigures& at(uint32_t stack, int stage);
   void flush_info(uint32_t id, const AllocationInfo& info);
@@ -105,6 +113,7 @@ class SiteAggregator {
   // an info's counts about to wrap). After: the sites not in `sorted_` (none but where a
   // trace is inconsistent), kept apart rather than inserted in order.
   absl::flat_hash_map<uint64_t, StackStageFigures> unsorted_;
+  std::vector<StackStageFigures> counted_;  // add_counted's, until finish()
   std::vector<StackStageFigures> sorted_;  // by (stack, stage), after finish()
   bool finished_ = false;
   // 8 bytes an info (a torch import's trace has ~8e5): flushed before either count wraps.

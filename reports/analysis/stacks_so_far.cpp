@@ -41,9 +41,9 @@ void add_every_stack_so_far(const FirstPass& pass, const StageRows& stage_rows, 
   std::sort(report.leaks.begin(), report.leaks.end(), [](const Leak& a, const Leak& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack != b.stack ? a.stack < b.stack : a.stage < b.stage;
   });
-  // Every mode's site figures are the sites' (aggregate mode's put there as its records come).
-  report.stack_figures =
-      pass.sites.by_row_so_far(pass.heap.infos(), [&](int stage) { return stage_rows.row_of(stage); });
+  // Every mode's site figures are the sites' (aggregate mode's counts still the pass's).
+  report.stack_figures = pass.sites.by_row_so_far(
+      pass.heap.infos(), [&](int stage) { return stage_rows.row_of(stage); }, pass.agg_site_counts());
   for (StackStageFigures& f : report.stack_figures) f.stack = stacks.index_of(f.stack);
 }
 

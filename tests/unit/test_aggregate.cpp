@@ -213,3 +213,34 @@ TEST_CASE("aggregate mode's site counts add up from format 5 and are the latest 
   CHECK(f.temporary_allocations == 1u * (version >= 5));
   CHECK(f.leaked_bytes == 150u);
 }
+
+// The live blocks' 12-byte slots, and the map beside them for what does not fit.
+TEST_CASE("aggregate mode's live blocks give back each block's place and size, packed or aside") {
+  preload::BlockSlots blocks;
+  const uint64_t high_address = uint64_t{1} << 50 | 0x1000;  // past the slots' 48 bits
+  const uint64_t big = preload::BlockSlots::kMaxPackedBytes + 1;
+  for (uint32_t i = 0; i < 5000; ++i) {
+    REQUIRE(blocks.put(0x10000 + 16 * uint64_t{i}, (1u << 24) - 2 - i, 1 + i % 4096));
+  }
+  REQUIRE(blocks.put(0x900000, 7, big));
+  REQUIRE(blocks.put(high_address, 8, 32));
+  REQUIRE(blocks.put(0x10000, 9, big));  // replaces a packed block: its free was missed
+  uint32_t place = 0;
+  uint64_t size = 0;
+  REQUIRE(blocks.take(0x10000, place, size));
+  CHECK((place == 9 && size == big));
+  CHECK_FALSE(blocks.take(0x10000, place, size));
+  REQUIRE(blocks.put(0x900000, 10, 64));  // replaces a block aside
+  REQUIRE(blocks.take(0x900000, place, size));
+  CHECK((place == 10 && size == 64));
+  CHECK_FALSE(blocks.take(0x900000, place, size));
+  REQUIRE(blocks.take(high_address, place, size));
+  CHECK((place == 8 && size == 32));
+  for (uint32_t i = 1; i < 5000; ++i) {
+    REQUIRE(blocks.take(0x10000 + 16 * uint64_t{i}, place, size));
+    CHECK(place == (1u << 24) - 2 - i);
+    CHECK(size == 1 + i % 4096);
+  }
+  CHECK_FALSE(blocks.take(0x10010, place, size));
+  blocks.clear();
+}

@@ -565,6 +565,53 @@ TEST_CASE("the run so far with every stack: what the analysis says of its sites 
   std::filesystem::remove_all(dir);
 }
 
+// Aggregate mode's site counts stay with the first pass until the trace ends: the run so
+// far takes them from there.
+TEST_CASE("the run so far of an aggregate trace: its sites' counts and what they hold") {
+  const std::string dir = memstage::testing::temp_trace_path("analyzer_so_far_aggregate");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory(dir);
+  const std::string path = dir + "/trace.100.mst";
+  TraceBuilder b;
+  b.process(100, trace::Mode::kAggregate).stack({0x10}).stack({0x20, 0x10});
+  const auto first = static_cast<uint32_t>(b.stack_node(0));
+  const auto second = static_cast<uint32_t>(b.stack_node(1));
+  b.record(trace::records::AggSite{first, 0, 3, 300, 1, 100, 1});
+  b.record(trace::records::AggSite{second, 0, 1, 64, 0, 0, 0});
+  b.record(trace::records::AggSnapshot{1000, 4, 3, 364, 1});
+  b.record(trace::records::AggSite{first, 0, 2, 250, 0, 150, 2});
+  b.record(trace::records::AggSnapshot{2000, 6, 4, 614, 1});
+  b.end(3000);
+  {
+    FILE* f = fopen(path.c_str(), "wb");
+    const std::string bytes = b.bytes();
+    fwrite(bytes.data(), 1, bytes.size(), f);
+    fclose(f);
+  }
+  reports::AnalysisOptions options;
+  options.symbolize = false;
+  reports::TraceBeingWritten ahead(dir, options);
+  std::optional<reports::Report> r;
+  for (int tries = 0; tries < 500 && (!r || r->leaks.size() != 1 || r->stack_figures.size() != 2); ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    r = ahead.so_far(options, reports::SoFarStacks::kEvery);
+  }
+  REQUIRE(r);
+  const auto plain = reports::analyze({path}, std::nullopt, options);
+  const auto figures = [](const reports::Report& report) {
+    std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> out;
+    for (const auto& f : report.stack_figures) out.emplace_back(f.allocations, f.bytes_allocated, f.temporary_allocations);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  CHECK(figures(*r) == figures(plain));
+  CHECK(figures(plain) == std::vector<std::tuple<uint64_t, uint64_t, uint64_t>>{{1, 64, 0}, {5, 550, 1}});
+  REQUIRE(r->leaks.size() == 1);
+  CHECK(r->leaks[0].bytes == 150);
+  CHECK(r->leaks[0].blocks == 2);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("traces to be read ahead that never appear leave the analysis as it was") {
   TraceBuilder b;
   b.process().stack({0x10}).alloc(0x1000, 64, 0).end(1'000'000);
