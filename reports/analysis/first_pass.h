@@ -502,6 +502,7 @@ class FirstPass : public trace::TraceVisitor {
     // 32 MiB on a torch import's trace) are not needed again. Both let go before the
     // sites' list is made, so that it is never held beside them.
     stack_live = StackLiveBytesReplay();
+    heap.shrink_to_fit();
     sites.finish(heap.infos());
     device.count_leaks();
     while (innermost() >= 0) close_innermost(false);
