@@ -604,6 +604,8 @@ StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& sta
   // read the trace again) is not held through the rest.
   PeakSnapshots snapshots(peak_targets(pass, job, stage_rows), pass.heap.infos().size(), pass.events);
   snapshots.top_stacks = top_stacks;
+  // Before the replay borrows the infos.
+  const std::vector<uint32_t> site_stacks = pass.sites.stacks(pass.heap.infos());
   std::exception_ptr pass_two_failed;
   {
     std::jthread replay([&] {
@@ -613,7 +615,6 @@ StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& sta
         pass_two_failed = std::current_exception();
       }
     });
-    const std::vector<uint32_t> site_stacks = pass.sites.stacks();
     stacks.reserve(site_stacks.size());
     for (const uint32_t stack : site_stacks) stacks.index_of(stack);
   }
@@ -937,6 +938,10 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize,
                        read_ahead ? read_ahead->take_symbolizer() : Symbolizer());
   const StacksAtPeaks at_peaks = pass_two(main, job, stage_rows, stacks, options.top_stacks, read_progress);
+  // Every site's stack is resolved: the sites' list is made in the room the resolution's
+  // walk state leaves (the same memory, not more).
+  stacks.forget_walks();
+  pass.sites.finish(pass.heap.infos());
   fill_totals(pass, report.totals);
   add_leaks(pass, stacks, stage_rows, options, report);
   add_stages(pass, stage_paths, stage_rows, at_peaks, stacks, options, report);

@@ -498,12 +498,11 @@ class FirstPass : public trace::TraceVisitor {
     add_timeline_point();
     if (replays_growth()) stack_live.flush(now_ns / kNsPerS, growth);
     growth.finish();
-    // The growth series hold what it replayed: its per-stack counts (8 bytes a stack id,
-    // 32 MiB on a torch import's trace) are not needed again. Both let go before the
-    // sites' list is made, so that it is never held beside them.
+    // The growth series hold what it replayed: its per-stack counts (a stack id's 8 bytes)
+    // are not needed again. The sites' list is made after pass two (analyzer.cpp), so that
+    // it is never held beside pass two's stack resolution.
     stack_live = StackLiveBytesReplay();
     heap.shrink_to_fit();
-    sites.finish(heap.infos());
     device.count_leaks();
     while (innermost() >= 0) close_innermost(false);
   }

@@ -39,6 +39,11 @@ class StackResolver {
     report_.stack_nodes.reserve(report_.stack_nodes.size() + tree_.size());
   }
 
+  // Lets go of the report node of each trace node (as much as the report's nodes) once
+  // most stacks are resolved. A stack resolved after walks its whole path again, its
+  // nodes made anew: the same frames, so the same stack to every reader.
+  void forget_walks() { std::vector<Resolved>().swap(resolved_); }
+
   // The symbolizer, its modules open, for another resolver (the run so far, a second later).
   Symbolizer take_symbolizer() { return std::move(symbolizer_); }
 
