@@ -928,6 +928,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   Traces traces = read_traces(trace_paths, run, kept_text, options.max_event_log_bytes, read_progress, take_read_ahead);
   find_main_trace(traces);
+  // Pass one's reading (chunks, growth tables) is freed; pass two's lists are larger.
+  if (options.return_freed_pages) options.return_freed_pages();
   TraceFile& main = traces.main();
   FirstPass& pass = main.pass;
   Report report = describe_run(pass, run);
@@ -941,6 +943,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   // Every site's stack is resolved: the sites' list is made in the room the resolution's
   // walk state leaves (the same memory, not more).
   stacks.forget_walks();
+  if (options.return_freed_pages) options.return_freed_pages();
   pass.sites.finish(pass.heap.infos());
   fill_totals(pass, report.totals);
   add_leaks(pass, stacks, stage_rows, options, report);
