@@ -622,6 +622,14 @@ StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& sta
   return std::move(static_cast<StacksAtPeaks&>(snapshots));
 }
 
+// Whether every stack the steps after pass two name is a site's, resolved in pass two: in
+// full and sample modes the leaks, the peaks' stacks and the growing stacks are those of
+// allocations, each counted in its site. Not device memory's stacks, nor aggregate mode's
+// records', nor in stats mode (no sites).
+bool names_only_sites_after_pass_two(const FirstPass& pass) {
+  return (pass.info.mode == trace::Mode::kFull || pass.sample_mode()) && !pass.device.used();
+}
+
 // The allocator is asked at each new heap high, at stage edges, start and exit: the run's
 // breakdown is the sample taken at the highest heap (the nearest to the peak in time among
 // equals). One far below the peak (a program whose heap never grew enough to be sampled)
@@ -942,7 +950,12 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   const StacksAtPeaks at_peaks = pass_two(main, job, stage_rows, stacks, options.top_stacks, read_progress);
   // Every site's stack is resolved: the sites' list is made in the room the resolution's
   // walk state leaves (the same memory, not more).
-  stacks.forget_walks();
+  if (names_only_sites_after_pass_two(pass)) {
+    stacks.forget_tree();
+    pass.stacks = StackTree();
+  } else {
+    stacks.forget_walks();
+  }
   if (options.return_freed_pages) options.return_freed_pages();
   pass.sites.finish(pass.heap.infos());
   fill_totals(pass, report.totals);

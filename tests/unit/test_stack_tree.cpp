@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -203,6 +204,25 @@ TEST_CASE("stack resolver: each trace stack resolved once, a stack outside the t
   std::vector<uint64_t> addresses;
   for (const auto f : r.frames_of(r.stacks.at(inner))) addresses.push_back(r.frames.at(f).address);
   CHECK(addresses == std::vector<uint64_t>{0x11, 0xa1});
+}
+
+TEST_CASE("stack resolver: after the tree is let go, the stacks resolved before keep their index") {
+  using namespace memstage::reports;
+  StackTree tree;
+  tree.add_node(1, 0, 0xa1, -1);
+  tree.add_node(2, 1, 0x11, -1);
+  tree.add_node(3, 1, 0x12, -1);
+  const std::vector<std::vector<memstage::trace::Module>> no_modules;
+  const std::unordered_map<uint64_t, memstage::trace::PythonCode> no_python;
+  Report r;
+  StackResolver resolver(tree, no_modules, no_python, r, false);
+  const StackIndex inner = resolver.index_of(2);
+  resolver.forget_tree();
+  tree = StackTree();
+  CHECK(resolver.index_of(2) == inner);
+  CHECK(r.stacks.at(inner).innermost != 0);
+  CHECK(r.stacks.at(resolver.index_of(1u << 30)).innermost == 0);  // outside the tree, as before
+  CHECK_THROWS_AS(resolver.index_of(3), std::logic_error);  // in the tree, never resolved
 }
 
 TEST_CASE("a stack's frames are those of its own module list, and shared with earlier stacks where they agree") {
