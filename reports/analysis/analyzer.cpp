@@ -46,12 +46,16 @@ void replay_events(TraceFile& file, PeakSnapshots& snapshots,
                    const std::function<void(uint64_t, uint64_t)>& progress) {
   if (!file.pass.event_log.complete()) {
     trace::read_trace(file.path, snapshots, progress);
-    return;
+  } else {
+    snapshots.borrow_infos(file.pass.heap);
+    file.pass.event_log.replay(snapshots);
+    snapshots.give_back_infos(file.pass.heap);
+    if (progress) progress(file.summary.file_bytes, file.summary.file_bytes);
   }
-  snapshots.borrow_infos(file.pass.heap);
-  file.pass.event_log.replay(snapshots);
-  snapshots.give_back_infos(file.pass.heap);
-  if (progress) progress(file.summary.file_bytes, file.summary.file_bytes);
+  // Each trace is replayed once: its log and the replay's counts are not held beside the
+  // stack resolution still running.
+  file.pass.event_log = EventLog();
+  snapshots.let_go_of_replay();
 }
 
 Fragmentation fragmentation_of(const RssBreakdown& b) {
