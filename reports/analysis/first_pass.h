@@ -498,9 +498,8 @@ class FirstPass : public trace::TraceVisitor {
     add_timeline_point();
     if (replays_growth()) stack_live.flush(now_ns / kNsPerS, growth);
     growth.finish();
-    // The growth series hold what it replayed: its per-stack counts (a stack id's 8 bytes)
-    // are not needed again. The sites' list is made after pass two (analyzer.cpp), so that
-    // it is never held beside pass two's stack resolution.
+    // The growth series hold what it replayed: its per-stack counts are not needed again.
+    // The sites' list is made after pass two (analyzer.cpp), never beside its resolution.
     stack_live = StackLiveBytesReplay();
     heap.shrink_to_fit();
     device.count_leaks();

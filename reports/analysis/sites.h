@@ -41,7 +41,7 @@ class SiteAggregator {
   // The events have ended and the sites' figures are asked for: every site's figures go
   // into one list sorted by (stack, stage), sized once (where a hash table of them took
   // half as much again, and twice that while it grew). Until then a site is its infos'
-  // counts, 8 bytes an info where a listed site takes 48.
+  // counts, a fraction of its place in the list.
   void finish(const std::vector<AllocationInfo>& infos);
 
   void leaked(uint32_t stack, int stage, uint64_t bytes) { at(stack, stage).leaked_bytes += bytes; }

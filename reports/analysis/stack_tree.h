@@ -39,8 +39,8 @@ class StackTree {
   size_t size() const { return nodes_.size(); }  // nodes, node 0 included
 
  private:
-  // 12 bytes, not 16: the address in two halves keeps it 4-aligned. The tree is the
-  // analysis's largest table, held until the end of pass two.
+  // The address in two halves keeps a node 4-aligned, so no padding follows the parent:
+  // the tree is the analysis's largest table, held until the end of pass two.
   struct Node {
     uint32_t parent = 0;
     uint32_t address_low = 0;
