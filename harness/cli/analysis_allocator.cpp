@@ -10,3 +10,16 @@ extern "C" {
 // NOLINTNEXTLINE: the name jemalloc looks up.
 const char* malloc_conf = "thp:always,metadata_thp:auto";
 }
+
+#include "harness/cli/analysis_allocator.h"
+
+#include <jemalloc/jemalloc.h>
+
+namespace memstage::harness {
+
+void return_freed_pages() {
+  static_assert(MALLCTL_ARENAS_ALL == 4096, "the name below says every arena");
+  mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
+}
+
+}  // namespace memstage::harness

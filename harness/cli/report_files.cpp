@@ -10,6 +10,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "harness/cli/analysis_allocator.h"
 #include "harness/cli/cli_error.h"
 #include "harness/cli/progress_bar.h"
 #include "harness/files/input_files.h"
@@ -142,6 +143,7 @@ reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbol
   options.leak_suppressions = choices.leak_suppressions;
   if (choices.top_stacks) options.top_stacks = *choices.top_stacks;
   options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
+  if (return_freed_pages) options.return_freed_pages = return_freed_pages;
   try {
     reports::Report report = reports::analyze(traces, run ? run : read_run_info(dir), options, read_ahead);
     if (paths.size() > 1) warn_if_runs_apart(report);

@@ -46,12 +46,16 @@ void replay_events(TraceFile& file, PeakSnapshots& snapshots,
                    const std::function<void(uint64_t, uint64_t)>& progress) {
   if (!file.pass.event_log.complete()) {
     trace::read_trace(file.path, snapshots, progress);
-    return;
+  } else {
+    snapshots.borrow_infos(file.pass.heap);
+    file.pass.event_log.replay(snapshots);
+    snapshots.give_back_infos(file.pass.heap);
+    if (progress) progress(file.summary.file_bytes, file.summary.file_bytes);
   }
-  snapshots.borrow_infos(file.pass.heap);
-  file.pass.event_log.replay(snapshots);
-  snapshots.give_back_infos(file.pass.heap);
-  if (progress) progress(file.summary.file_bytes, file.summary.file_bytes);
+  // Each trace is replayed once: its log and the replay's counts are not held beside the
+  // stack resolution still running.
+  file.pass.event_log = EventLog();
+  snapshots.let_go_of_replay();
 }
 
 Fragmentation fragmentation_of(const RssBreakdown& b) {
@@ -609,6 +613,8 @@ StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& sta
   // read the trace again) is not held through the rest.
   PeakSnapshots snapshots(peak_targets(pass, job, stage_rows), pass.heap.infos().size(), pass.events);
   snapshots.top_stacks = top_stacks;
+  // Before the replay borrows the infos.
+  const std::vector<uint32_t> site_stacks = pass.sites.stacks(pass.heap.infos());
   std::exception_ptr pass_two_failed;
   {
     std::jthread replay([&] {
@@ -618,12 +624,19 @@ StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& sta
         pass_two_failed = std::current_exception();
       }
     });
-    const std::vector<uint32_t> site_stacks = pass.sites.stacks();
     stacks.reserve(site_stacks.size());
     for (const uint32_t stack : site_stacks) stacks.index_of(stack);
   }
   if (pass_two_failed) std::rethrow_exception(pass_two_failed);
   return std::move(static_cast<StacksAtPeaks&>(snapshots));
+}
+
+// Whether every stack the steps after pass two name is a site's, resolved in pass two: in
+// full and sample modes the leaks, the peaks' stacks and the growing stacks are those of
+// allocations, each counted in its site. Not device memory's stacks, nor aggregate mode's
+// records', nor in stats mode (no sites).
+bool names_only_sites_after_pass_two(const FirstPass& pass) {
+  return (pass.info.mode == trace::Mode::kFull || pass.sample_mode()) && !pass.device.used();
 }
 
 // The allocator is asked at each new heap high, at stage edges, start and exit: the run's
@@ -932,6 +945,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
 
   Traces traces = read_traces(trace_paths, run, kept_text, options.max_event_log_bytes, read_progress, take_read_ahead);
   find_main_trace(traces);
+  // Pass one's reading (chunks, growth tables) is freed; pass two's lists are larger.
+  if (options.return_freed_pages) options.return_freed_pages();
   TraceFile& main = traces.main();
   FirstPass& pass = main.pass;
   Report report = describe_run(pass, run);
@@ -942,6 +957,16 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize,
                        read_ahead ? read_ahead->take_symbolizer() : Symbolizer());
   const StacksAtPeaks at_peaks = pass_two(main, job, stage_rows, stacks, options.top_stacks, read_progress);
+  // Every site's stack is resolved: the sites' list is made in the room the resolution's
+  // walk state leaves (the same memory, not more).
+  if (names_only_sites_after_pass_two(pass)) {
+    stacks.forget_tree();
+    pass.stacks = StackTree();
+  } else {
+    stacks.forget_walks();
+  }
+  if (options.return_freed_pages) options.return_freed_pages();
+  pass.sites.finish(pass.heap.infos());
   fill_totals(pass, report.totals);
   add_leaks(pass, stacks, stage_rows, options, report);
   add_stages(pass, stage_paths, stage_rows, at_peaks, stacks, options, report);

@@ -55,6 +55,9 @@ struct AnalysisOptions {
   std::vector<std::string> leak_suppressions;
   // Called with (bytes done, bytes in all) as the traces are read.
   std::function<void(uint64_t, uint64_t)> progress;
+  // Called where the analysis has let go of much and is about to make its next large lists:
+  // gives the freed pages back to the kernel (harness/cli/analysis_allocator.h).
+  std::function<void()> return_freed_pages;
 };
 
 // A trace describes more than the analysis will keep (AnalysisOptions::max_kept_text_bytes).

@@ -528,12 +528,11 @@ class FirstPass : public trace::TraceVisitor {
     add_timeline_point();
     if (replays_growth()) stack_live.flush(now_ns / kNsPerS, growth);
     growth.finish();
-    // The growth series hold what it replayed: its per-stack counts (8 bytes a stack id,
-    // 32 MiB on a torch import's trace) are not needed again. Both let go before the
-    // sites' list is made, so that it is never held beside them.
+    // The growth series hold what it replayed: its per-stack counts are not needed again.
+    // The sites' list is made after pass two (analyzer.cpp), never beside its resolution.
     stack_live = StackLiveBytesReplay();
-    hand_over_agg_sites();
-    sites.finish(heap.infos());
+    hand_over_agg_sites();  // aggregate mode's counts, to the sites' list made after pass two
+    heap.shrink_to_fit();
     device.count_leaks();
     while (innermost() >= 0) close_innermost(false);
   }

@@ -57,6 +57,12 @@ class LiveHeap {
     return true;
   }
   uint64_t live_bytes() const { return live_bytes_; }
+  // No more infos will come: the room the doubling lists kept for more (up to half their
+  // size, held through pass two) is given back.
+  void shrink_to_fit() {
+    infos_.shrink_to_fit();
+    live_blocks_.shrink_to_fit();
+  }
   // Pass two replays pass one's log over pass one's infos, with live counts of its own:
   // the infos are lent for the replay and given back after, not copied (24 MiB on a torch
   // import's trace, at the analysis's highest). `from` has none meanwhile.

@@ -69,6 +69,12 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
   // one's heap lends them (LiveHeap::borrow_infos) until give_back_infos.
   void borrow_infos(LiveHeap& pass_one) { heap_.borrow_infos(pass_one); }
   void give_back_infos(LiveHeap& pass_one) { heap_.give_back_infos(pass_one); }
+  // The replay is over: its live counts go, its snapshots stay.
+  void let_go_of_replay() {
+    heap_ = LiveHeap();
+    std::vector<StackBytes>().swap(stack_live_);
+    stacks_by_bytes_.clear();
+  }
   void on_sampling(uint64_t rate_bytes) override { sample_rate_bytes_ = rate_bytes; }
   void on_alloc(uint32_t info, bool) override {
     ++events_;

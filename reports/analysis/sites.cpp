@@ -119,8 +119,22 @@ void SiteAggregator::merge_equal_keys(std::vector<StackStageFigures>& grouped) {
   grouped.resize(kept);
 }
 
-std::vector<uint32_t> SiteAggregator::stacks() const {
+// Before finish(), marked by stack id: a flag a stack id, where sorting the infos' stacks
+// would move them all.
+std::vector<uint32_t> SiteAggregator::stacks(const std::vector<AllocationInfo>& infos) const {
   std::vector<uint32_t> out;
+  if (!finished_) {
+    std::vector<bool> site(stack_ids(infos, counted_), false);
+    for (uint32_t id = 0; id < per_info_.size() && id < infos.size(); ++id) {
+      if (per_info_[id].allocations || per_info_[id].temporaries) site[infos[id].stack] = true;
+    }
+    for (const auto& [key, f] : unsorted_) site[stack_of_key(key)] = true;
+    for (const StackStageFigures& f : counted_) site[f.stack] = true;
+    for (uint32_t stack = 0; stack < site.size(); ++stack) {
+      if (site[stack]) out.push_back(stack);
+    }
+    return out;
+  }
   for (const StackStageFigures& f : sorted_) {
     if (out.empty() || out.back() != f.stack) out.push_back(f.stack);
   }

@@ -39,9 +39,10 @@ class SiteAggregator {
     ++temporary_allocations_;
     if (++counts_of(id).temporaries == UINT32_MAX) flush_info(id, info);
   }
-  // The events have ended: every site's figures go into one list sorted by (stack, stage),
-  // sized once (7e5 sites on a torch import's trace, 34 MB, where a hash table of them
-  // took 57 MiB and twice that while it grew).
+  // The events have ended and the sites' figures are asked for: every site's figures go
+  // into one list sorted by (stack, stage), sized once (where a hash table of them took
+  // half as much again, and twice that while it grew). Until then a site is its infos'
+  // counts, a fraction of its place in the list.
   void finish(const std::vector<AllocationInfo>& infos);
 
   void leaked(uint32_t stack, int stage, uint64_t bytes) { at(stack, stage).leaked_bytes += bytes; }
@@ -70,8 +71,8 @@ class SiteAggregator {
 
   uint64_t temporary_allocations() const { return temporary_allocations_; }
 
-  // The stacks of all sites, each once, ascending (after finish()).
-  std::vector<uint32_t> stacks() const;
+  // The stacks of all sites, each once, ascending, before finish() or after.
+  std::vector<uint32_t> stacks(const std::vector<AllocationInfo>& infos) const;
 
   // The figures per stack and stage row (stage_rows.h), sorted by (stack, row); stacks are
   // still the trace's. Taken out: the aggregator holds none after.
@@ -83,11 +84,13 @@ class SiteAggregator {
   // The same of a pass still reading (TraceBeingWritten::so_far), nothing taken or
   // finished: the list made anew from the counts so far. Its cost is the sites and the
   // infos, not the events.
-  // `counted`: aggregate mode's sites as add_counted() takes them, still the pass's.
+  // `counted`: aggregate mode's sites as add_counted() takes them, still the pass's (once
+  // the pass ended and handed them over, add_counted's).
   template <typename RowOf>
   std::vector<StackStageFigures> by_row_so_far(const std::vector<AllocationInfo>& infos, RowOf row_of,
                                                std::span<const StackStageFigures> counted = {}) const {
-    return by_row(finished_ ? sorted_ : sorted_sites(infos, counted), row_of);
+    if (finished_) return by_row(sorted_, row_of);
+    return by_row(sorted_sites(infos, counted_.empty() ? counted : std::span<const StackStageFigures>(counted_)), row_of);
   }
 
  private:

@@ -1,6 +1,7 @@
 #include "reports/analysis/stack_resolver.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "reports/analysis/allocator_frames.h"
 
@@ -19,13 +20,15 @@ StackResolver::StackResolver(const StackTree& tree, const std::vector<std::vecto
 
 StackIndex StackResolver::index_of(uint32_t trace_stack) {
   StackIndex* index = nullptr;
-  if (tree_.contains(trace_stack)) {
-    if (index_of_stack_.size() < tree_.stacks()) index_of_stack_.resize(tree_.stacks(), kNoIndex);
+  const bool known = contains(trace_stack);
+  if (known) {
+    if (index_of_stack_.size() < tree_stacks()) index_of_stack_.resize(tree_stacks(), kNoIndex);
     index = &index_of_stack_[trace_stack];
   } else {
     index = &index_of_unknown_stack_.try_emplace(trace_stack, kNoIndex).first->second;
   }
   if (*index != kNoIndex) return *index;
+  if (known && tree_forgotten_) throw std::logic_error("a stack named after the stack tree was let go");
   *index = static_cast<StackIndex>(report_.stacks.size());
   report_.stacks.push_back(Stack{resolve(trace_stack)});
   return *index;

@@ -39,6 +39,18 @@ class StackResolver {
     report_.stack_nodes.reserve(report_.stack_nodes.size() + tree_.size());
   }
 
+  // Lets go of the report node of each trace node (as much as the report's nodes) once
+  // most stacks are resolved. A stack resolved after walks its whole path again, its
+  // nodes made anew: the same frames, so the same stack to every reader.
+  void forget_walks() { std::vector<Resolved>().swap(resolved_); }
+  // The caller is about to let go of the tree: every stack named from here on was resolved
+  // before. Naming another is a logic error, not a damaged trace (those are unknown stacks).
+  void forget_tree() {
+    forget_walks();
+    tree_stacks_ = tree_.stacks();
+    tree_forgotten_ = true;
+  }
+
   // The symbolizer, its modules open, for another resolver (the run so far, a second later).
   Symbolizer take_symbolizer() { return std::move(symbolizer_); }
 
@@ -54,7 +66,13 @@ class StackResolver {
   // Whether report node `node` is the frames (first, count) of frame_ids_ called from `caller`.
   bool is_node_of(StackNodeIndex node, StackNodeIndex caller, uint32_t first, uint32_t count) const;
 
+  // Whether the tree holds `stack`, asked of the tree while it is there.
+  bool contains(uint32_t stack) const { return tree_forgotten_ ? stack < tree_stacks_ : tree_.contains(stack); }
+  size_t tree_stacks() const { return tree_forgotten_ ? tree_stacks_ : tree_.stacks(); }
+
   const StackTree& tree_;
+  bool tree_forgotten_ = false;
+  size_t tree_stacks_ = 0;  // the tree's stacks when it was let go
   const std::unordered_map<uint64_t, trace::PythonCode>& python_codes_;
   Report& report_;
   bool symbolize_;

@@ -10,7 +10,7 @@ void StackTree::add_node(uint32_t id, uint32_t parent, uint64_t return_address, 
   if (id != nodes_.size() || parent >= id || whole_stacks_) {
     throw std::runtime_error("corrupt trace: stack tree node out of order");
   }
-  nodes_.push_back(Node{return_address, parent, nodes_[parent].depth + 1});
+  nodes_.push_back(Node::of(parent, return_address));
   while (snapshot >= static_cast<int>(first_node_of_snapshot_.size())) first_node_of_snapshot_.push_back(id);
 }
 
@@ -23,7 +23,7 @@ void StackTree::add_stack(uint32_t id, std::span<const uint64_t> return_addresse
   for (size_t i = return_addresses.size(); i > 0; --i) {
     auto [it, added] = children_.try_emplace(std::pair{node, return_addresses[i - 1]},
                                              static_cast<uint32_t>(nodes_.size()));
-    if (added) nodes_.push_back(Node{return_addresses[i - 1], node, nodes_[node].depth + 1});
+    if (added) nodes_.push_back(Node::of(node, return_addresses[i - 1]));
     node = it->second;
   }
   node_of_stack_.push_back(node);

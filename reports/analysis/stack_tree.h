@@ -17,7 +17,7 @@ namespace memstage::reports {
 
 class StackTree {
  public:
-  StackTree() { nodes_.push_back(Node{0, 0, 0}); }  // node 0: the empty stack
+  StackTree() { nodes_.push_back(Node{}); }  // node 0: the empty stack
 
   // Version 2: node `id` (the next one) and its caller stack. `snapshot`: the module
   // list current when it was defined, to resolve its address in.
@@ -33,17 +33,22 @@ class StackTree {
   uint32_t node_of(uint32_t stack) const { return whole_stacks_ ? node_of_stack_[stack] : stack; }
   int snapshot_of(uint32_t stack) const;
 
-  // Node 0 is the empty stack: depth 0, no address.
-  uint64_t return_address(uint32_t node) const { return nodes_[node].return_address; }
+  // Node 0 is the empty stack: no address.
+  uint64_t return_address(uint32_t node) const { return nodes_[node].return_address(); }
   uint32_t parent(uint32_t node) const { return nodes_[node].parent; }
-  uint32_t depth(uint32_t node) const { return nodes_[node].depth; }
   size_t size() const { return nodes_.size(); }  // nodes, node 0 included
 
  private:
+  // The address in two halves keeps a node 4-aligned, so no padding follows the parent:
+  // the tree is the analysis's largest table, held until the end of pass two.
   struct Node {
-    uint64_t return_address;
-    uint32_t parent;
-    uint32_t depth;  // frames from the outermost: 1 for a node of the root
+    uint32_t parent = 0;
+    uint32_t address_low = 0;
+    uint32_t address_high = 0;
+    static Node of(uint32_t parent, uint64_t return_address) {
+      return Node{parent, static_cast<uint32_t>(return_address), static_cast<uint32_t>(return_address >> 32)};
+    }
+    uint64_t return_address() const { return (static_cast<uint64_t>(address_high) << 32) | address_low; }
   };
   BlockVector<Node> nodes_;  // millions on a large trace
   // Version 2: the first node defined under each module snapshot (they only grow).

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -60,19 +61,19 @@ TEST_CASE("block vector: the first block grows to the block's size, keeping what
 }
 
 TEST_CASE("stack tree: a chain of nodes longer than its storage's blocks") {
-  // 2e5 nodes of 16 bytes: four blocks of 1 MiB.
+  // 2e5 nodes: four of its blocks of 65,536.
   StackTree tree;
   constexpr uint32_t kNodes = 200'000;
   for (uint32_t id = 1; id <= kNodes; ++id) tree.add_node(id, id - 1, 0x1000 + id, 0);
   CHECK(tree.size() == kNodes + 1);
   bool all = true;
   for (uint32_t id : {1u, 65'535u, 65'536u, 65'537u, 131'072u, kNodes}) {
-    all = all && tree.depth(id) == id && tree.parent(id) == id - 1 && tree.return_address(id) == 0x1000 + id;
+    all = all && addresses_of(tree, id).size() == id && tree.parent(id) == id - 1 && tree.return_address(id) == 0x1000 + id;
   }
   CHECK(all);
 }
 
-TEST_CASE("stack tree: version 2 nodes, depths and the module snapshot each was defined under") {
+TEST_CASE("stack tree: version 2 nodes, their stacks and the module snapshot each was defined under") {
   StackTree tree;
   tree.add_node(1, 0, 0xa1, -1);  // before any module list
   tree.add_node(2, 1, 0xa2, 0);
@@ -82,9 +83,7 @@ TEST_CASE("stack tree: version 2 nodes, depths and the module snapshot each was 
   CHECK(addresses_of(tree, 3) == std::vector<uint64_t>{0x11, 0xa2, 0xa1});
   CHECK(addresses_of(tree, 4) == std::vector<uint64_t>{0x12, 0xa2, 0xa1});
   CHECK(addresses_of(tree, 0).empty());
-  CHECK(tree.depth(0) == 0);
-  CHECK(tree.depth(3) == 3);
-  CHECK(tree.depth(5) == 2);
+  CHECK(addresses_of(tree, 5).size() == 2);
   CHECK(tree.parent(3) == tree.parent(4));  // the shared frames are one node
   CHECK(tree.snapshot_of(0) == -1);
   CHECK(tree.snapshot_of(1) == -1);
@@ -205,6 +204,25 @@ TEST_CASE("stack resolver: each trace stack resolved once, a stack outside the t
   std::vector<uint64_t> addresses;
   for (const auto f : r.frames_of(r.stacks.at(inner))) addresses.push_back(r.frames.at(f).address);
   CHECK(addresses == std::vector<uint64_t>{0x11, 0xa1});
+}
+
+TEST_CASE("stack resolver: after the tree is let go, the stacks resolved before keep their index") {
+  using namespace memstage::reports;
+  StackTree tree;
+  tree.add_node(1, 0, 0xa1, -1);
+  tree.add_node(2, 1, 0x11, -1);
+  tree.add_node(3, 1, 0x12, -1);
+  const std::vector<std::vector<memstage::trace::Module>> no_modules;
+  const std::unordered_map<uint64_t, memstage::trace::PythonCode> no_python;
+  Report r;
+  StackResolver resolver(tree, no_modules, no_python, r, false);
+  const StackIndex inner = resolver.index_of(2);
+  resolver.forget_tree();
+  tree = StackTree();
+  CHECK(resolver.index_of(2) == inner);
+  CHECK(r.stacks.at(inner).innermost != 0);
+  CHECK(r.stacks.at(resolver.index_of(1u << 30)).innermost == 0);  // outside the tree, as before
+  CHECK_THROWS_AS(resolver.index_of(3), std::logic_error);  // in the tree, never resolved
 }
 
 TEST_CASE("a stack's frames are those of its own module list, and shared with earlier stacks where they agree") {
