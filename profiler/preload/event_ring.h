@@ -44,7 +44,11 @@ struct RawEvent {
   uint64_t b;
   uint32_t stack_or_length;
   EventKind kind;
-  uint8_t padding[3];
+  // kAlloc, kRealloc: the call (trace::AllocCall) and log2 of the alignment it asked, in
+  // what was padding: the trace says them at no cost of space.
+  uint8_t call;
+  uint8_t align_log2;
+  uint8_t padding;
 };
 static_assert(sizeof(RawEvent) == 32);
 

@@ -185,6 +185,17 @@ class ChunkDecoder {
     v_.on_alloc_info(next_info_id_++, r.size, static_cast<uint32_t>(r.stack),
                      static_cast<int32_t>(r.stage_plus_one) - 1);
   }
+  void handle(const records::CallAllocInfo& r) {
+    handle(records::AllocInfo{r.size, r.stack, r.stage_plus_one});
+    if (alloc_call_of(r.call) > AllocCall{kMaxAllocCall} || align_log2_of(r.call) >= 64 || r.call >> 16) {
+      throw CorruptRecord("allocation info of an unknown call");
+    }
+    v_.on_alloc_call(next_info_id_ - 1, alloc_call_of(r.call), align_log2_of(r.call));
+  }
+  void handle(const records::Thread& r) {
+    if (r.thread >= kMaxTraceThreads) throw CorruptRecord("a thread number past the tracer's");
+    v_.on_thread(static_cast<uint32_t>(r.thread));
+  }
   void handle(const records::Alloc& r) { on_alloc(r.info, false); }
   void handle(const records::Realloc& r) { on_alloc(r.info, true); }
   void on_alloc(uint64_t info, bool realloc) {
