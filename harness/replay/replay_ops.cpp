@@ -32,6 +32,7 @@ struct Stream {
   std::optional<uint32_t> pending_free;  // a realloc's free half, if a kRealloc follows
   std::vector<uint32_t> free_slots;      // freed by this thread: taken again by it alone
   std::vector<uint64_t> waited;          // by thread: the progress of it already waited for
+  uint64_t epoch = 0;                    // the latest mark of the trace's order its ops wait for
 };
 
 // Where one thread's op must come after another's: that thread's progress past `mark` ops.
@@ -71,6 +72,7 @@ class OpsWriter : public trace::TraceVisitor {
   }
   void on_alloc(uint32_t info, bool realloc) override {
     if (info >= sizes_.size()) return;  // an info a damaged chunk lost
+    count_event();
     Stream& s = streams_[current_];
     if (realloc && s.pending_free) {
       const uint32_t slot = *std::exchange(s.pending_free, std::nullopt);
@@ -87,6 +89,7 @@ class OpsWriter : public trace::TraceVisitor {
     ++summary_.allocations;
   }
   void on_free(uint32_t info, bool) override {
+    count_event();
     flush_free(current_);
     if (info >= live_.size() || live_[info].empty()) {
       ++summary_.unmatched_frees;
@@ -154,9 +157,23 @@ class OpsWriter : public trace::TraceVisitor {
     write(current_, op);
     barrier_ = Mark{current_, streams_[current_].count};
   }
+  // Every kEpochEvents events of the trace: the streams' lengths, which every thread's later
+  // ops wait for (replay_ops.h).
+  void count_event() {
+    if (++events_ % kEpochEvents != 0 || streams_.size() < 2) return;
+    epoch_marks_.resize(streams_.size());
+    for (uint32_t t = 0; t < streams_.size(); ++t) epoch_marks_[t] = streams_[t].count;
+    ++epoch_;
+  }
   // Appends `op` to `thread`'s stream after the waits its order needs.
   void write(uint32_t thread, const Op& op) {
     if (barrier_.thread != thread) wait_for(thread, barrier_);
+    if (streams_[thread].epoch != epoch_) {
+      streams_[thread].epoch = epoch_;
+      for (uint32_t t = 0; t < epoch_marks_.size(); ++t) {
+        if (t != thread) wait_for(thread, Mark{t, epoch_marks_[t]});
+      }
+    }
     const bool on_slot = op.kind == OpKind::kMalloc || op.kind == OpKind::kFree || op.kind == OpKind::kRealloc;
     if (on_slot && touched_[op.slot].thread != thread) wait_for(thread, touched_[op.slot]);
     put_op(thread, op);
@@ -202,6 +219,8 @@ class OpsWriter : public trace::TraceVisitor {
   std::vector<Stream> streams_;
   uint32_t current_ = 0;
   Mark barrier_;  // the latest stage edge
+  uint64_t events_ = 0, epoch_ = 0;
+  std::vector<uint64_t> epoch_marks_;  // by thread: its stream's length at the latest mark
   std::vector<std::string> names_;
   ConversionSummary summary_;
 };

@@ -11,7 +11,12 @@
 // holds a kWait for another's progress: a block freed or reallocated by another thread than
 // the one that made it waits for its allocation, a stage edge waits for every thread's ops
 // before it, and every thread's next op waits for the stage edge. A freed slot is taken
-// again only by the thread that freed it, so that the reuse of a slot never waits.
+// again only by the thread that freed it, so that the reuse of a slot never waits. And no
+// thread runs ahead of the trace's order by much: every kEpochEvents allocation events
+// the streams' lengths are marked, and each thread's ops after a mark wait for every
+// other's before it. What a program's threads hold back one another by (a bounded queue
+// whose producer waits for its consumer, a lock) is not in the trace; without the marks a
+// producer's replay would allocate all its blocks before its consumer freed any.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +27,10 @@ namespace memstage::replay {
 
 inline constexpr char kOpsMagic[8] = {'M', 'S', 'R', 'E', 'P', 'L', 'A', 'Y'};
 inline constexpr uint32_t kOpsVersion = 2;
+// How far apart the marks of the trace's order are (above): a thread's ops run at most about
+// two of these ahead of another's. Larger lets threads wait less, smaller keeps the heap
+// closer to the program's at each instant.
+inline constexpr uint64_t kEpochEvents = 1024;
 
 enum class OpKind : uint8_t {
   kMalloc = 1,      // slot <- the call's allocation of value bytes, its pages touched (not calloc's)

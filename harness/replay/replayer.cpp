@@ -197,11 +197,13 @@ void deallocate(void* p, const Op& op) {
 // A thread's ops run so far, on a cache line of its own: what another's kWait looks at.
 struct alignas(64) Progress {
   std::atomic<uint64_t> done{0};
-  std::atomic<uint32_t> sleepers{0};
+  std::atomic<uint64_t> wanted{0};  // the lowest count a sleeper waits for; 0: none
 };
 
 // Spins a little (the op waited for is usually close), then sleeps on the futex of the
-// counter's low half, which advance() wakes.
+// counter's low half, saying the count it wants: advance() wakes the sleepers only once it
+// is reached, not at every op (a wake at every op took more system time than the replay
+// itself). A wake missed in a race is made up by the sleep's 1 ms limit.
 void wait_for(Progress& p, uint64_t mark) {
   for (int spin = 0; spin < 256; ++spin) {
     if (p.done.load(std::memory_order_acquire) >= mark) return;
@@ -210,16 +212,22 @@ void wait_for(Progress& p, uint64_t mark) {
 #endif
   }
   for (;;) {
-    p.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    uint64_t wanted = p.wanted.load(std::memory_order_seq_cst);
+    while ((wanted == 0 || wanted > mark) && !p.wanted.compare_exchange_weak(wanted, mark, std::memory_order_seq_cst)) {
+    }
     const uint64_t seen = p.done.load(std::memory_order_seq_cst);
-    if (seen < mark) memstage::preload::futex_wait(&p.done, static_cast<uint32_t>(seen), 1'000'000);
-    p.sleepers.fetch_sub(1, std::memory_order_relaxed);
     if (seen >= mark) return;
+    memstage::preload::futex_wait(&p.done, static_cast<uint32_t>(seen), 1'000'000);
   }
 }
 void advance(Progress& p, uint64_t done) {
   p.done.store(done, std::memory_order_seq_cst);
-  if (p.sleepers.load(std::memory_order_seq_cst)) memstage::preload::futex_wake(&p.done, INT32_MAX);
+  const uint64_t wanted = p.wanted.load(std::memory_order_seq_cst);
+  if (wanted != 0 && done >= wanted) {
+    // Every sleeper wakes and says again what it wants, if it wants more.
+    p.wanted.store(0, std::memory_order_seq_cst);
+    memstage::preload::futex_wake(&p.done, INT32_MAX);
+  }
 }
 
 // What every replay thread shares: all mapped, outside the heap measured.
