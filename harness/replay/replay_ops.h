@@ -30,7 +30,7 @@ inline constexpr uint32_t kOpsVersion = 2;
 // How far apart the marks of the trace's order are (above): a thread's ops run at most about
 // two of these ahead of another's. Larger lets threads wait less, smaller keeps the heap
 // closer to the program's at each instant.
-inline constexpr uint64_t kEpochEvents = 256;
+inline constexpr uint64_t kEpochEvents = 64;
 
 enum class OpKind : uint8_t {
   kMalloc = 1,      // slot <- the call's allocation of value bytes, its pages touched (not calloc's)
