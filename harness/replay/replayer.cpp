@@ -9,6 +9,7 @@
 // the replay's heap).
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -127,8 +128,39 @@ void hold_non_heap(uint64_t bytes) {
   if (bytes) touch(map_zeroed(bytes), bytes);
 }
 
+// Module names (dl_iterate_phdr's), for defined_beyond(); the executable's, empty, left out.
+struct Modules {
+  static constexpr int kMost = 256;
+  const char* names[kMost];
+  int count = 0;
+};
+int collect_module(dl_phdr_info* info, size_t, void* data) {
+  auto* m = static_cast<Modules*>(data);
+  if (info->dlpi_name && info->dlpi_name[0] && m->count < Modules::kMost) m->names[m->count++] = info->dlpi_name;
+  return 0;
+}
+
+// Whether a loaded module other than the one at `own_base` (the tracer's) defines `name`.
+// The tracer's operator new alone, with no C++ runtime or allocator's behind it, looks for
+// one again at every call (a dlopen's file lookups each): 1.1 M of them took minutes.
+bool defined_beyond(const char* name, const void* own_base) {
+  Modules modules;
+  dl_iterate_phdr(collect_module, &modules);
+  for (int i = 0; i < modules.count; ++i) {
+    void* handle = dlopen(modules.names[i], RTLD_LAZY | RTLD_NOLOAD);
+    if (!handle) continue;
+    void* f = dlsym(handle, name);
+    dlclose(handle);
+    Dl_info info;
+    if (f && dladdr(f, &info) && info.dli_fbase != own_base) return true;
+  }
+  return false;
+}
+
 // The C++ operators where a loaded module defines them (a preloaded allocator's own, or
-// libstdc++'s where loaded); otherwise what libstdc++'s do: malloc, aligned_alloc, free.
+// libstdc++'s where loaded), called through the first definition (the tracer's, which
+// records them, under memstage run); otherwise what libstdc++'s do: malloc, aligned_alloc,
+// free.
 struct Operators {
   void* (*new_plain)(size_t) = nullptr;
   void* (*new_array)(size_t) = nullptr;
@@ -140,21 +172,32 @@ struct Operators {
   void (*delete_array_aligned)(void*, size_t) = nullptr;
   void* (*pvalloc)(size_t) = nullptr;  // not every allocator has one
   template <class F>
-  static void find(F& f, const char* name) {
+  static void find(F& f, const char* name, const void* tracer_base) {
     f = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+    Dl_info info;
+    if (f && tracer_base && dladdr(reinterpret_cast<void*>(f), &info) && info.dli_fbase == tracer_base &&
+        !defined_beyond(name, tracer_base)) {
+      f = nullptr;
+    }
   }
-  Operators() {
-    find(new_plain, "_Znwm");
-    find(new_array, "_Znam");
-    find(new_aligned, "_ZnwmSt11align_val_t");
-    find(new_array_aligned, "_ZnamSt11align_val_t");
-    find(delete_plain, "_ZdlPv");
-    find(delete_array, "_ZdaPv");
-    find(delete_aligned, "_ZdlPvSt11align_val_t");
-    find(delete_array_aligned, "_ZdaPvSt11align_val_t");
-    find(pvalloc, "pvalloc");
+  explicit Operators(const void* tracer_base) {
+    find(new_plain, "_Znwm", tracer_base);
+    find(new_array, "_Znam", tracer_base);
+    find(new_aligned, "_ZnwmSt11align_val_t", tracer_base);
+    find(new_array_aligned, "_ZnamSt11align_val_t", tracer_base);
+    find(delete_plain, "_ZdlPv", tracer_base);
+    find(delete_array, "_ZdaPv", tracer_base);
+    find(delete_aligned, "_ZdlPvSt11align_val_t", tracer_base);
+    find(delete_array_aligned, "_ZdaPvSt11align_val_t", tracer_base);
+    find(pvalloc, "pvalloc", nullptr);
   }
 };
+// The tracer's load address where memstage run preloaded it; null otherwise.
+const void* tracer_base() {
+  Dl_info info;
+  void* marker = dlsym(RTLD_DEFAULT, "memstage_tracer_stage_begin");
+  return marker && dladdr(marker, &info) ? info.dli_fbase : nullptr;
+}
 const Operators* g_operators = nullptr;
 
 // A block as the program asked for it: by its call, with its alignment.
@@ -324,7 +367,7 @@ int main(int argc, char** argv) {
   Replay* replay = read_replay(argv[1]);
   if (argc == 3) hold_non_heap(strtoull(argv[2], nullptr, 10));
   new (&replay->stages) Stages();
-  g_operators = new (map_zeroed(sizeof(Operators))) Operators();
+  g_operators = new (map_zeroed(sizeof(Operators))) Operators(tracer_base());
   g_replay = replay;
   const uint32_t threads = replay->header.threads;
   auto* ids = static_cast<pthread_t*>(map_zeroed(threads * sizeof(pthread_t)));
