@@ -128,33 +128,23 @@ void hold_non_heap(uint64_t bytes) {
   if (bytes) touch(map_zeroed(bytes), bytes);
 }
 
-// Module names (dl_iterate_phdr's), for defined_beyond(); the executable's, empty, left out.
-struct Modules {
-  static constexpr int kMost = 256;
-  const char* names[kMost];
-  int count = 0;
-};
-int collect_module(dl_phdr_info* info, size_t, void* data) {
-  auto* m = static_cast<Modules*>(data);
-  if (info->dlpi_name && info->dlpi_name[0] && m->count < Modules::kMost) m->names[m->count++] = info->dlpi_name;
-  return 0;
+// Whether a module loaded beside the tracer (at `data`, its base) may define the C++
+// operators: a C++ runtime, or a preloaded library (the allocator memstage replay preloads).
+int defines_operators(dl_phdr_info* info, size_t, void* data) {
+  const char* name = info->dlpi_name;
+  const bool tracer = reinterpret_cast<const void*>(info->dlpi_addr) == data || strstr(name ? name : "", "libmemstage_preload");
+  if (!name || !name[0] || tracer) return 0;
+  const char* preloaded = getenv("LD_PRELOAD");
+  const char* base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+  return strstr(name, "libstdc++") || strstr(name, "libc++.") || (preloaded && strstr(preloaded, base));
 }
 
-// Whether a loaded module other than the one at `own_base` (the tracer's) defines `name`.
 // The tracer's operator new alone, with no C++ runtime or allocator's behind it, looks for
-// one again at every call (a dlopen's file lookups each): 1.1 M of them took minutes.
-bool defined_beyond(const char* name, const void* own_base) {
-  Modules modules;
-  dl_iterate_phdr(collect_module, &modules);
-  for (int i = 0; i < modules.count; ++i) {
-    void* handle = dlopen(modules.names[i], RTLD_LAZY | RTLD_NOLOAD);
-    if (!handle) continue;
-    void* f = dlsym(handle, name);
-    dlclose(handle);
-    Dl_info info;
-    if (f && dladdr(f, &info) && info.dli_fbase != own_base) return true;
-  }
-  return false;
+// one again at every call (a dlopen's file lookups each: torch_small's replay took minutes);
+// malloc is what it would fall back to. Asked without dlopen or a failing dlsym: their
+// allocations would count in the replay's heap.
+bool operators_beyond(const void* tracer_base) {
+  return dl_iterate_phdr(defines_operators, const_cast<void*>(tracer_base)) != 0;
 }
 
 // The C++ operators where a loaded module defines them (a preloaded allocator's own, or
@@ -170,26 +160,21 @@ struct Operators {
   void (*delete_array)(void*) = nullptr;
   void (*delete_aligned)(void*, size_t) = nullptr;
   void (*delete_array_aligned)(void*, size_t) = nullptr;
-  void* (*pvalloc)(size_t) = nullptr;  // not every allocator has one
   template <class F>
-  static void find(F& f, const char* name, const void* tracer_base) {
-    f = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
-    Dl_info info;
-    if (f && tracer_base && dladdr(reinterpret_cast<void*>(f), &info) && info.dli_fbase == tracer_base &&
-        !defined_beyond(name, tracer_base)) {
-      f = nullptr;
-    }
+  static void find(F& f, const char* name, bool usable) {
+    f = usable ? reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name)) : nullptr;
   }
+  // `tracer_base`: where the tracer is loaded, or null.
   explicit Operators(const void* tracer_base) {
-    find(new_plain, "_Znwm", tracer_base);
-    find(new_array, "_Znam", tracer_base);
-    find(new_aligned, "_ZnwmSt11align_val_t", tracer_base);
-    find(new_array_aligned, "_ZnamSt11align_val_t", tracer_base);
-    find(delete_plain, "_ZdlPv", tracer_base);
-    find(delete_array, "_ZdaPv", tracer_base);
-    find(delete_aligned, "_ZdlPvSt11align_val_t", tracer_base);
-    find(delete_array_aligned, "_ZdaPvSt11align_val_t", tracer_base);
-    find(pvalloc, "pvalloc", nullptr);
+    const bool usable = !tracer_base || operators_beyond(tracer_base);
+    find(new_plain, "_Znwm", usable);
+    find(new_array, "_Znam", usable);
+    find(new_aligned, "_ZnwmSt11align_val_t", usable);
+    find(new_array_aligned, "_ZnamSt11align_val_t", usable);
+    find(delete_plain, "_ZdlPv", usable);
+    find(delete_array, "_ZdaPv", usable);
+    find(delete_aligned, "_ZdlPvSt11align_val_t", usable);
+    find(delete_array_aligned, "_ZdaPvSt11align_val_t", usable);
   }
 };
 // The tracer's load address where memstage run preloaded it; null otherwise.
@@ -212,7 +197,7 @@ void* allocate(const Op& op) {
     case AllocCall::kAlignedAlloc: return aligned_alloc(alignment, size);
     case AllocCall::kMemalign: return memalign(alignment, size);
     case AllocCall::kValloc: return valloc(size);
-    case AllocCall::kPvalloc: return o.pvalloc ? o.pvalloc(size) : memalign(kPageBytes, (size + kPageBytes - 1) & ~(kPageBytes - 1));
+    case AllocCall::kPvalloc: return pvalloc(size);
     case AllocCall::kNew:
       if (op.align_log2) return o.new_aligned ? o.new_aligned(size, alignment) : aligned_alloc(alignment, size);
       return o.new_plain ? o.new_plain(size) : malloc(size);
