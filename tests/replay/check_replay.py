@@ -18,7 +18,7 @@ Each scenario is one test replay.NAME:
   the queue did: unheld, they would allocate every message before the consumers freed one).
 - non_heap: by default the replayer holds the program's memory outside its heap (a Python
   program's, where that is much of its RSS): its peak RSS less the replayer's own, each in a
-  full-mode run under glibc less the tracer's memory (the replayer's in calibration/), said
+  run under glibc less the tracer's memory (the replayer's in calibration/, stats mode), said
   in the notes with those figures; its peak RSS is then higher than with --heap-only, whose
   notes say the figures are the heap's share; the heap's peak the same in both.
 - refusals: a stats-mode run, and a file that is not a trace: one line, exit 2.
