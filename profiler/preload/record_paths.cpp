@@ -162,8 +162,8 @@ void record_alloc(void* p, size_t size, uint16_t call, bool from_realloc) {
   if (counting_mode()) return counted_alloc(ts, p, size, from_realloc);
   const size_t usable = live_block_usable_size(p);
   const uint32_t stack = capture_stack(ts);
-  push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc,
-             reinterpret_cast<uint64_t>(p), size, stack, true, call);
+  push_alloc_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc, reinterpret_cast<uint64_t>(p), size, stack,
+                   call);
   // After the event: a new high's serve point (note_live_bytes) then writes it too, where
   // a kill cannot take it (pending_buffers.h).
   track_live_bytes(ts, static_cast<int64_t>(usable));

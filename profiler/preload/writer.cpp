@@ -380,8 +380,7 @@ uint8_t* note_thread(uint8_t* out, uint32_t thread) {
 // Full mode defines an info with its call (kCallAllocInfo), sample mode without.
 uint8_t* encode_alloc_info(uint8_t* out, const RawEvent& e, uint32_t stage_plus_one) {
   if (sample_mode()) return records::encode(out, records::AllocInfo{e.b, e.stack_or_length, stage_plus_one});
-  const uint64_t call = trace::encode_alloc_call(static_cast<trace::AllocCall>(e.call), e.align_log2);
-  return records::encode(out, records::CallAllocInfo{e.b, e.stack_or_length, stage_plus_one, call});
+  return records::encode(out, records::CallAllocInfo{e.b, e.stack_or_length, stage_plus_one, e.call});
 }
 
 // `thread`: the number of the ring the event is in (kThread).
@@ -404,8 +403,7 @@ void write_event(uint32_t thread, const EventRing& ring, uint64_t index) {
                              records::max_encoded_bytes<records::CallAllocInfo>() +
                              records::max_encoded_bytes<records::Alloc>());
       bool added = false;
-      const uint16_t call = static_cast<uint16_t>(e.call | e.align_log2 << 8);
-      const uint32_t info = w.infos.id_of(e.b, e.stack_or_length, stage_plus_one, call, added);
+      const uint32_t info = w.infos.id_of(e.b, e.stack_or_length, stage_plus_one, e.call, added);
       if (info == UINT32_MAX) {
         g_tracer.lost_events.fetch_add(1, std::memory_order_relaxed);
         break;
