@@ -369,12 +369,17 @@ __attribute__((always_inline)) inline void write_encoded_event(const EventRing& 
   if (ram_limit && aggregate_mode()) w.aggregate.ram_limit(raw_sink);
 }
 
-// Full mode: a kThread where the allocation events' thread changes, at `out`, in room the
-// caller reserved (the check after the reserve: a chunk begun there asks for it again).
-uint8_t* note_thread(uint8_t* out, uint32_t thread) {
-  if (thread == w.thread_written || sample_mode()) return out;
+// The kThread of note_thread, out of line: the thread changes every few hundred events.
+__attribute__((noinline)) uint8_t* write_thread(uint8_t* out, uint32_t thread) {
+  if (sample_mode()) return out;
   w.thread_written = thread;
   return records::encode(out, records::Thread{thread});
+}
+// Full mode: a kThread where the allocation events' thread changes, at `out`, in room the
+// caller reserved (the check after the reserve: a chunk begun there asks for it again).
+// Inlined: called, it cost the writer ~8 instructions an event in callgrind's count.
+__attribute__((always_inline)) inline uint8_t* note_thread(uint8_t* out, uint32_t thread) {
+  return __builtin_expect(thread == w.thread_written, 1) ? out : write_thread(out, thread);
 }
 
 // Full mode defines an info with its call (kCallAllocInfo), sample mode without.
