@@ -313,6 +313,7 @@ void* run_stream(void* thread_number) {
   size_t released_bytes = static_cast<size_t>(reinterpret_cast<const unsigned char*>(ops) - r.file.bytes) & ~(kPageBytes - 1);
   for (uint64_t i = 0; i < r.counts[thread]; ++i) {
     if (i % kReleaseEveryOps == 0 && i > 0) released_bytes = release_read(r.file, released_bytes, ops + i);
+    if (ops[i].kind == OpKind::kWait && ops[i].slot == thread) fail("a thread's op waits for the thread itself");
     run_op(r, ops[i]);
     advance(r.progress[thread], i + 1);
   }
