@@ -292,8 +292,8 @@ enum class Tag : uint8_t {
   // kTemporary) after it until the next kThread were made by this thread: the tracer's
   // number for it, small, reused by a thread that starts after its holder ended and the
   // writer drained it. Written only where the thread changes, and again first in every chunk
-  // that has such events (a reader may skip a damaged chunk). A kTemporary and a kFreeLast
-  // free on the thread of the allocation before them.
+  // that has such events (a reader may skip a damaged chunk). A kTemporary is one thread's
+  // allocation and free; a kFreeLast, like a kFree, frees on the thread named last.
   kThread = 72,
 };
 
