@@ -6,24 +6,30 @@
 # allocator (stats runs' median peak RSS of each) and whether the allocators come in the same
 # order.
 #   harness/bench/replay_vs_compare.sh [BUILD_DIR (build)] [WORK_DIR (/tmp/replay_vs_compare)] [REPEAT (3)]
+#                                      [PROGRAMS ("trainer window sqlite handoff")]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="$(cd "${1:-$here/../../build}" && pwd)"
 work="${2:-/tmp/replay_vs_compare}"
 repeat="${3:-3}"
+programs="${4:-trainer window sqlite handoff}"
 memstage="$build/bin/memstage"
 allocators=glibc,jemalloc,tcmalloc,mimalloc
 mkdir -p "$work"
 
 # The trainer's naive pipeline on a small corpus; the fragmenting sliding window of variable
-# sizes (tests/compare/programs/fragment.cpp); sqlite3's inserts (overhead.sh's workload).
+# sizes (tests/compare/programs/fragment.cpp); sqlite3's inserts (overhead.sh's workload);
+# threads handing blocks to one another through a bounded queue, freed by another thread than
+# their allocator's (tests/compare/programs/handoff.cpp: 4 producers, 2 consumers).
 corpus="$work/corpus.csv"
 [[ -f "$corpus" ]] || "$build/reference_trainer/memstage-corpus-gen" --lines 4000 -o "$corpus" >/dev/null
-for name in trainer window sqlite; do
+for name in $programs; do
   case "$name" in
     trainer) cmd=("$build/reference_trainer/memstage-trainer" --pipeline naive --data "$corpus" --epochs 1 --max-rows 2000) ;;
     window) cmd=("$build/tests/compare/programs/fragment" 40000) ;;
     sqlite) cmd=(sqlite3 :memory: ".read $here/sqlite_inserts.sql") ;;
+    handoff) cmd=("$build/tests/compare/programs/handoff" 30000 4 2) ;;
+    *) echo "replay_vs_compare.sh: no program $name" >&2; exit 2 ;;
   esac
   dir="$work/$name"
   rm -rf "$dir"
@@ -34,9 +40,9 @@ for name in trainer window sqlite; do
   "$memstage" replay "$dir/run" --heap-only --allocators "$allocators" --repeat "$repeat" -o "$dir/replay-heap" >/dev/null 2>&1
 done
 
-/usr/bin/python3 - "$work" <<'PY'
+/usr/bin/python3 - "$work" $programs <<'PY'
 import json, os, sys
-work = sys.argv[1]
+work, programs = sys.argv[1], sys.argv[2:]
 MiB = 1 << 20
 def medians(path):
     c = json.load(open(path))
@@ -44,7 +50,7 @@ def medians(path):
 print("| program | allocator | measured peak RSS (compare) | replayed peak RSS | replayed / measured | replayed, --heap-only | heap-only / measured |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
 orders = {}
-for name in ["trainer", "window", "sqlite"]:
+for name in programs:
     measured = medians(os.path.join(work, name, "compare", "compare.json"))
     replayed = medians(os.path.join(work, name, "replay", "compare.json"))
     heap = medians(os.path.join(work, name, "replay-heap", "compare.json"))

@@ -64,12 +64,16 @@ std::string trace_of(const std::string& run) {
 std::vector<std::string> replay_notes(const std::string& trace, const replay::ConversionSummary& summary,
                                       const std::string& non_heap) {
   return {non_heap,
-      fmt::format("replayed: {}'s {} allocations, {} frees and {} reallocs, in their order, by one thread, each block "
-                  "written whole once when allocated (the replay's heap figures are the program's)",
-                  trace, summary.allocations, summary.frees, summary.reallocs),
-      "not replayed: its threads (per-thread "
-      "arenas and caches are not exercised); its addresses (a free takes the block of its size, stack and stage "
-      "allocated last); calloc's zeroed pages and aligned allocations (replayed as malloc)"};
+      fmt::format("replayed: {}'s {} allocations, {} frees and {} reallocs, each by the call that made it (malloc, "
+                  "calloc, the memalign family, operator new) with its alignment, in their order on each of its {} "
+                  "threads, one replay thread each; across threads, a block freed by another thread than its "
+                  "allocator's waits for its allocation, and a stage edge for every thread ({} waits); each block "
+                  "written whole once when allocated, except calloc's (the replay's heap figures are the program's)",
+                  trace, summary.allocations, summary.frees, summary.reallocs, summary.threads,
+                  summary.cross_thread_waits),
+      "not replayed: its addresses (a free takes the block of its size, stack, stage and call allocated last); the "
+      "timing of its threads (each runs its ops as fast as it can, waiting only where the order across threads "
+      "says)"};
 }
 
 int replay(const ReplayFlags& flags) {
@@ -92,10 +96,10 @@ int replay(const ReplayFlags& flags) {
     throw CliError(std::string("replay: ") + e.what());
   }
   for (const std::string& warning : summary.warnings) fprintf(stderr, "memstage: replay: %s\n", warning.c_str());
-  fprintf(stderr, "memstage: replay: %s: %llu allocations, %llu frees, %llu reallocs, at most %u blocks live at once\n",
+  fprintf(stderr, "memstage: replay: %s: %llu allocations, %llu frees, %llu reallocs on %u threads, %u slots\n",
           trace.c_str(), static_cast<unsigned long long>(summary.allocations),
           static_cast<unsigned long long>(summary.frees), static_cast<unsigned long long>(summary.reallocs),
-          summary.slots);
+          summary.threads, summary.slots);
   compare.command = {replayer, ops};
   NonHeapHold hold{std::nullopt, "not held: the program's memory outside malloc (--heap-only), so each peak RSS here "
                                  "is the heap's share of the program's"};

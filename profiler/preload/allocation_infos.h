@@ -1,5 +1,5 @@
-// The writer's numbering of allocation infos, (size, stack, stage instance) triples:
-// every allocation is written as its info's id (trace_format.h, kAllocInfo).
+// The writer's numbering of allocation infos, (size, stack, stage instance, call): every
+// allocation is written as its info's id (trace_format.h, kAllocInfo, kCallAllocInfo).
 // Writer thread only.
 #pragma once
 
@@ -16,7 +16,9 @@ class AllocationInfos {
   // recently added where they collide): a triple forgotten and met again is defined
   // again under a new id, which the trace allows. A program with a million distinct
   // stacks (Python importing torch) would otherwise keep tens of MB here.
-  uint32_t id_of(uint64_t size, uint32_t stack, uint32_t stage_plus_one, bool& added) {
+  // `call`: the call and its alignment (kCallAllocInfo's field), which a call site keeps:
+  // left out of the hash.
+  uint32_t id_of(uint64_t size, uint32_t stack, uint32_t stage_plus_one, uint16_t call, bool& added) {
     added = false;
     if (!slots_ && !allocate()) return UINT32_MAX;
     if (count_ == UINT32_MAX - 1) return UINT32_MAX;
@@ -25,10 +27,12 @@ class AllocationInfos {
     for (uint32_t probe = 0; probe < kProbes; ++probe, i = (i + 1) & (kSlots - 1)) {
       const Slot& s = slots_[i];
       if (!s.id_plus_one) break;
-      if (s.size == size && s.stack == stack && s.stage_plus_one == stage_plus_one) return s.id_plus_one - 1;
+      if (s.size == size && s.stack == stack && s.stage_plus_one == stage_plus_one && s.call == call) {
+        return s.id_plus_one - 1;
+      }
     }
     if (slots_[i].id_plus_one) i = home;  // all probed slots taken: the newest replaces the home one
-    slots_[i] = Slot{size, stack, stage_plus_one, ++count_};
+    slots_[i] = Slot{size, stack, stage_plus_one, ++count_, call};
     added = true;
     return count_ - 1;
   }
@@ -55,7 +59,9 @@ class AllocationInfos {
     uint32_t stack;
     uint32_t stage_plus_one;
     uint32_t id_plus_one;  // 0: empty
+    uint16_t call;         // in what was padding: the slot stays 24 bytes
   };
+  static_assert(sizeof(Slot) == 24);
 
   static uint64_t hash(uint64_t size, uint32_t stack, uint32_t stage_plus_one) {
     uint64_t h = size * 0x9e3779b97f4a7c15ull;

@@ -65,7 +65,8 @@ inline bool should_record_call(const void* caller) {
 }
 
 // Inlined: one frame fewer for the unwinder to step through on every traced allocation.
-__attribute__((always_inline)) inline void* traced_alloc_result(void* p, size_t size) {
+// `call`: alloc_call_bits of the call made.
+__attribute__((always_inline)) inline void* traced_alloc_result(void* p, size_t size, uint16_t call) {
   if (counting_mode()) {
     ThreadState* ts = current_thread_state();
     if (p && ts) counted_alloc(ts, p, size, false);
@@ -73,7 +74,7 @@ __attribute__((always_inline)) inline void* traced_alloc_result(void* p, size_t 
   }
   if (p) {
     KeepErrno keep;
-    record_alloc(p, size, false);
+    record_alloc(p, size, call);
   }
   return p;
 }
@@ -99,6 +100,7 @@ __attribute__((destructor)) void memstage_preload_fini() {
 }  // namespace memstage::preload
 
 using namespace memstage::preload;
+using memstage::trace::AllocCall;
 
 namespace {
 
@@ -118,9 +120,9 @@ __attribute__((always_inline)) inline ThreadState* counting_thread(const void* c
 __attribute__((noinline)) void* malloc_general(size_t size, const void* caller) {
   if (!resolve()) return bootstrap_alloc(size, 16);
   if (!should_record_call(caller)) return g_real.malloc(size);
-  if (stats_mode()) return traced_alloc_result(g_real.malloc(size), size);
+  if (stats_mode()) return traced_alloc_result(g_real.malloc(size), size, alloc_call_bits(AllocCall::kMalloc));
   RecordingGuard guard;
-  return traced_alloc_result(g_real.malloc(size), size);
+  return traced_alloc_result(g_real.malloc(size), size, alloc_call_bits(AllocCall::kMalloc));
 }
 
 __attribute__((noinline)) void free_general(void* p, const void* caller) {
@@ -231,7 +233,7 @@ MEMSTAGE_EXPORT void* calloc(size_t count, size_t size) {
   if (!resolve()) return bootstrap_alloc(total, 16);  // static memory is zeroed
   if (!should_record_call(__builtin_return_address(0))) return g_real.calloc(count, size);
   RecordingGuard guard;
-  return traced_alloc_result(g_real.calloc(count, size), total);
+  return traced_alloc_result(g_real.calloc(count, size), total, alloc_call_bits(AllocCall::kCalloc));
 }
 
 MEMSTAGE_EXPORT void* realloc(void* p, size_t size) {
@@ -247,7 +249,7 @@ MEMSTAGE_EXPORT void* realloc(void* p, size_t size) {
   }
   if (!should_record_call(__builtin_return_address(0))) return g_real.realloc(p, size);
   RecordingGuard guard;
-  if (!p) return traced_alloc_result(g_real.realloc(nullptr, size), size);
+  if (!p) return traced_alloc_result(g_real.realloc(nullptr, size), size, alloc_call_bits(AllocCall::kRealloc));
   bool freed_counted;
   {
     KeepErrno keep;
@@ -256,11 +258,11 @@ MEMSTAGE_EXPORT void* realloc(void* p, size_t size) {
   void* q = g_real.realloc(p, size);
   KeepErrno keep;  // realloc's
   if (q) {
-    record_alloc(q, size, true);
+    record_alloc(q, size, alloc_call_bits(AllocCall::kRealloc), true);
   } else if (size != 0 && freed_counted) {
     // Failed: p is still the program's (or, left out, still its parent's). Its size is
     // known here only as usable size.
-    record_alloc(p, real_usable_size(p), true);
+    record_alloc(p, real_usable_size(p), alloc_call_bits(AllocCall::kRealloc), true);
   }
   return q;
 }
@@ -283,7 +285,7 @@ MEMSTAGE_EXPORT int posix_memalign(void** out, size_t alignment, size_t size) {
   if (!should_record_call(__builtin_return_address(0))) return g_real.posix_memalign(out, alignment, size);
   RecordingGuard guard;
   const int result = g_real.posix_memalign(out, alignment, size);
-  if (result == 0) traced_alloc_result(*out, size);
+  if (result == 0) traced_alloc_result(*out, size, alloc_call_bits(AllocCall::kPosixMemalign, alignment));
   return result;
 }
 
@@ -291,21 +293,21 @@ MEMSTAGE_EXPORT void* aligned_alloc(size_t alignment, size_t size) {
   if (!resolve()) return bootstrap_alloc(size, alignment);
   if (!should_record()) return g_real.aligned_alloc(alignment, size);
   RecordingGuard guard;
-  return traced_alloc_result(g_real.aligned_alloc(alignment, size), size);
+  return traced_alloc_result(g_real.aligned_alloc(alignment, size), size, alloc_call_bits(AllocCall::kAlignedAlloc, alignment));
 }
 
 MEMSTAGE_EXPORT void* memalign(size_t alignment, size_t size) {
   if (!resolve()) return bootstrap_alloc(size, alignment);
   if (!should_record_call(__builtin_return_address(0))) return g_real.memalign(alignment, size);
   RecordingGuard guard;
-  return traced_alloc_result(g_real.memalign(alignment, size), size);
+  return traced_alloc_result(g_real.memalign(alignment, size), size, alloc_call_bits(AllocCall::kMemalign, alignment));
 }
 
 MEMSTAGE_EXPORT void* valloc(size_t size) {
   if (!resolve()) return bootstrap_alloc(size, 4096);
   if (!should_record()) return g_real.valloc(size);
   RecordingGuard guard;
-  return traced_alloc_result(g_real.valloc(size), size);
+  return traced_alloc_result(g_real.valloc(size), size, alloc_call_bits(AllocCall::kValloc, 4096));
 }
 
 MEMSTAGE_EXPORT void* pvalloc(size_t size) {
@@ -317,7 +319,7 @@ MEMSTAGE_EXPORT void* pvalloc(size_t size) {
   };
   if (!should_record()) return call();
   RecordingGuard guard;
-  return traced_alloc_result(call(), size);
+  return traced_alloc_result(call(), size, alloc_call_bits(AllocCall::kPvalloc, page));
 }
 
 MEMSTAGE_EXPORT size_t malloc_usable_size(void* p) {

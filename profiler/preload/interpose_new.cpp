@@ -18,6 +18,8 @@
 namespace memstage::preload {
 namespace {
 
+using trace::AllocCall;
+
 using NewFn = void* (*)(size_t);
 using NewAlignedFn = void* (*)(size_t, size_t);
 using NewNothrowFn = void* (*)(size_t, const void*);
@@ -106,54 +108,57 @@ void* fallback_new(size_t size, size_t alignment, bool nothrow) {
 inline bool recording_now() { return !t_thread.in_tracer && recording(); }
 
 // Inlined: one frame fewer for the unwinder to step through on every traced allocation.
-__attribute__((always_inline)) inline void record_new(void* p, size_t size) {
+// `call`: kNew or kNewArray, asked for `alignment` (0: none).
+__attribute__((always_inline)) inline void record_new(void* p, size_t size, AllocCall call, size_t alignment) {
   if (!p) return;
   KeepErrno keep;
-  record_alloc(p, size, false);
+  record_alloc(p, size, alloc_call_bits(call, alignment));
 }
 
 // The throwing forms: tried as nothrow under the guard (no exception can pass through the
 // tracer's frames); on failure the real throwing form runs unguarded and does what it
 // does (new_handler, std::bad_alloc), its memory then seen through malloc if at all.
-void* traced_new(NewFn throwing, NewNothrowFn nothrow, size_t size) {
+void* traced_new(NewFn throwing, NewNothrowFn nothrow, size_t size, AllocCall call) {
   if (!throwing) return fallback_new(size, 0, false);
   if (!recording_now() || !nothrow) return throwing(size);
   void* p;
   {
     RecordingGuard guard;
     p = nothrow(size, nothrow_tag());
-    record_new(p, size);
+    record_new(p, size, call, 0);
   }
   return p ? p : throwing(size);
 }
 
-void* traced_new_aligned(NewAlignedFn throwing, NewAlignedNothrowFn nothrow, size_t size, size_t alignment) {
+void* traced_new_aligned(NewAlignedFn throwing, NewAlignedNothrowFn nothrow, size_t size, size_t alignment,
+                         AllocCall call) {
   if (!throwing) return fallback_new(size, alignment, false);
   if (!recording_now() || !nothrow) return throwing(size, alignment);
   void* p;
   {
     RecordingGuard guard;
     p = nothrow(size, alignment, nothrow_tag());
-    record_new(p, size);
+    record_new(p, size, call, alignment);
   }
   return p ? p : throwing(size, alignment);
 }
 
-void* traced_new_nothrow(NewNothrowFn nothrow, size_t size, const void* tag) {
+void* traced_new_nothrow(NewNothrowFn nothrow, size_t size, const void* tag, AllocCall call) {
   if (!nothrow) return fallback_new(size, 0, true);
   if (!recording_now()) return nothrow(size, tag);
   RecordingGuard guard;
   void* p = nothrow(size, tag);
-  record_new(p, size);
+  record_new(p, size, call, 0);
   return p;
 }
 
-void* traced_new_aligned_nothrow(NewAlignedNothrowFn nothrow, size_t size, size_t alignment, const void* tag) {
+void* traced_new_aligned_nothrow(NewAlignedNothrowFn nothrow, size_t size, size_t alignment, const void* tag,
+                                 AllocCall call) {
   if (!nothrow) return fallback_new(size, alignment, true);
   if (!recording_now()) return nothrow(size, alignment, tag);
   RecordingGuard guard;
   void* p = nothrow(size, alignment, tag);
-  record_new(p, size);
+  record_new(p, size, call, alignment);
   return p;
 }
 
@@ -181,7 +186,7 @@ MEMSTAGE_EXPORT void* _Znwm(size_t size) {
   if (counted_by_malloc(real_next)) return real(size);
   static NextDefinition real_nothrow_next;
   const auto real_nothrow = next<NewNothrowFn>(real_nothrow_next, "_ZnwmRKSt9nothrow_t");
-  return traced_new(real, real_nothrow, size);
+  return traced_new(real, real_nothrow, size, AllocCall::kNew);
 }
 MEMSTAGE_EXPORT void* _Znam(size_t size) {
   static NextDefinition real_next;
@@ -189,19 +194,19 @@ MEMSTAGE_EXPORT void* _Znam(size_t size) {
   if (counted_by_malloc(real_next)) return real(size);
   static NextDefinition real_nothrow_next;
   const auto real_nothrow = next<NewNothrowFn>(real_nothrow_next, "_ZnamRKSt9nothrow_t");
-  return traced_new(real, real_nothrow, size);
+  return traced_new(real, real_nothrow, size, AllocCall::kNewArray);
 }
 MEMSTAGE_EXPORT void* _ZnwmRKSt9nothrow_t(size_t size, const void* tag) {
   static NextDefinition real_next;
   const auto real = next<NewNothrowFn>(real_next, "_ZnwmRKSt9nothrow_t");
   if (counted_by_malloc(real_next)) return real(size, tag);
-  return traced_new_nothrow(real, size, tag);
+  return traced_new_nothrow(real, size, tag, AllocCall::kNew);
 }
 MEMSTAGE_EXPORT void* _ZnamRKSt9nothrow_t(size_t size, const void* tag) {
   static NextDefinition real_next;
   const auto real = next<NewNothrowFn>(real_next, "_ZnamRKSt9nothrow_t");
   if (counted_by_malloc(real_next)) return real(size, tag);
-  return traced_new_nothrow(real, size, tag);
+  return traced_new_nothrow(real, size, tag, AllocCall::kNewArray);
 }
 MEMSTAGE_EXPORT void* _ZnwmSt11align_val_t(size_t size, size_t alignment) {
   static NextDefinition real_next;
@@ -209,7 +214,7 @@ MEMSTAGE_EXPORT void* _ZnwmSt11align_val_t(size_t size, size_t alignment) {
   if (counted_by_malloc(real_next)) return real(size, alignment);
   static NextDefinition real_nothrow_next;
   const auto real_nothrow = next<NewAlignedNothrowFn>(real_nothrow_next, "_ZnwmSt11align_val_tRKSt9nothrow_t");
-  return traced_new_aligned(real, real_nothrow, size, alignment);
+  return traced_new_aligned(real, real_nothrow, size, alignment, AllocCall::kNew);
 }
 MEMSTAGE_EXPORT void* _ZnamSt11align_val_t(size_t size, size_t alignment) {
   static NextDefinition real_next;
@@ -217,19 +222,19 @@ MEMSTAGE_EXPORT void* _ZnamSt11align_val_t(size_t size, size_t alignment) {
   if (counted_by_malloc(real_next)) return real(size, alignment);
   static NextDefinition real_nothrow_next;
   const auto real_nothrow = next<NewAlignedNothrowFn>(real_nothrow_next, "_ZnamSt11align_val_tRKSt9nothrow_t");
-  return traced_new_aligned(real, real_nothrow, size, alignment);
+  return traced_new_aligned(real, real_nothrow, size, alignment, AllocCall::kNewArray);
 }
 MEMSTAGE_EXPORT void* _ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t alignment, const void* tag) {
   static NextDefinition real_next;
   const auto real = next<NewAlignedNothrowFn>(real_next, "_ZnwmSt11align_val_tRKSt9nothrow_t");
   if (counted_by_malloc(real_next)) return real(size, alignment, tag);
-  return traced_new_aligned_nothrow(real, size, alignment, tag);
+  return traced_new_aligned_nothrow(real, size, alignment, tag, AllocCall::kNew);
 }
 MEMSTAGE_EXPORT void* _ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t alignment, const void* tag) {
   static NextDefinition real_next;
   const auto real = next<NewAlignedNothrowFn>(real_next, "_ZnamSt11align_val_tRKSt9nothrow_t");
   if (counted_by_malloc(real_next)) return real(size, alignment, tag);
-  return traced_new_aligned_nothrow(real, size, alignment, tag);
+  return traced_new_aligned_nothrow(real, size, alignment, tag, AllocCall::kNewArray);
 }
 
 // delete, delete[]: plain, sized, aligned, sized and aligned, nothrow.

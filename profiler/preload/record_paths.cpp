@@ -173,14 +173,14 @@ bool free_is_own(void* p) {
   return false;
 }
 
-void record_alloc(void* p, size_t size, bool from_realloc) {
+void record_alloc(void* p, size_t size, uint16_t call, bool from_realloc) {
   ThreadState* ts = current_thread_state();
   if (!ts) return;
   if (counting_mode()) return counted_alloc(ts, p, size, from_realloc);
   const size_t usable = live_block_usable_size(p);
   const uint32_t stack = capture_stack(ts);
-  push_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc,
-             reinterpret_cast<uint64_t>(p), size, stack, true);
+  push_alloc_event(ts, from_realloc ? EventKind::kRealloc : EventKind::kAlloc, reinterpret_cast<uint64_t>(p), size, stack,
+                   call);
   // After the event: a new high's serve point (note_live_bytes) then writes it too, where
   // a kill cannot take it (pending_buffers.h).
   track_live_bytes(ts, static_cast<int64_t>(usable));

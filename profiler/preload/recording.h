@@ -67,8 +67,17 @@ void flush_before_exec(const char* path);
 // Writes everything recorded so far (memstage_tracer_flush: a notebook cell's report).
 void flush_trace();
 
-// With the guard set, after the allocator returned p (or before it frees it).
-void record_alloc(void* p, size_t size, bool from_realloc);
+// An allocation's call and the alignment it asked (0 or 1: none), as push_event and the
+// trace carry them: trace::AllocCall | ceil(log2(alignment)) << 8.
+inline uint16_t alloc_call_bits(trace::AllocCall call, size_t alignment = 0) {
+  const unsigned align_log2 = alignment <= 1 ? 0 : 64 - __builtin_clzll(alignment - 1);
+  return static_cast<uint16_t>(static_cast<unsigned>(call) | align_log2 << 8);
+}
+
+// With the guard set, after the allocator returned p (or before it frees it). `call`:
+// alloc_call_bits; from realloc (the allocation half of a successful one) when its call is
+// AllocCall::kRealloc and `from_realloc`.
+void record_alloc(void* p, size_t size, uint16_t call, bool from_realloc = false);
 // False where the free is left out: a forked child's free of a block it inherited.
 bool record_free(void* p);
 // `reserved`: address space only (PROT_NONE or MAP_NORESERVE), not memory.

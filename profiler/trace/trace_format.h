@@ -1,4 +1,4 @@
-// The memstage trace format, version 4. Writer: profiler/preload. Reader: trace_reader.h.
+// The memstage trace format, version 6. Writer: profiler/preload. Reader: trace_reader.h.
 //
 // A trace file is one process's record (a forked child or an exec'd program writes its
 // own file next to its parent's):
@@ -29,7 +29,9 @@
 //
 // Version 2 stores stacks as a tree (kStackNode); version 1 stored each stack whole
 // (kStack). The reader reads both and hands the analysis whole stacks either way. Version 3
-// adds kTemporary, version 4 kChunkStart, version 6 kInheritedFreesUntold.
+// adds kTemporary, version 4 kChunkStart, version 6 kInheritedFreesUntold, kCallAllocInfo and
+// kThread (what a replay needs: which call made each block, with what alignment, on which
+// thread).
 //
 // Times are nanoseconds since the process's trace started (ProcessInfo.start_*_ns).
 // Allocation events carry no time of their own: each happened at or after the latest
@@ -51,6 +53,9 @@ inline constexpr uint32_t kFormatVersion = 6;
 // From this version a forked child of stats and sample modes leaves out its frees of
 // inherited blocks, but where kInheritedFreesUntold says otherwise.
 inline constexpr uint32_t kFirstVersionTellingInheritedFrees = 6;
+// From this version full mode's allocation infos say their call (kCallAllocInfo) and the
+// allocation events their thread (kThread).
+inline constexpr uint32_t kFirstVersionWithCallsAndThreads = 6;
 inline constexpr uint32_t kFirstVersionWithChunkStarts = 4;
 // From this version kAggPeakSite records are changes (kAggPeakSite below).
 inline constexpr uint32_t kFirstVersionWithPeakSiteChanges = 4;
@@ -285,7 +290,44 @@ enum class Tag : uint8_t {
   // each as (instance, name id). A reader that skipped a damaged chunk takes its counters
   // from the next good chunk's kChunkStart; what the lost records defined is unknown.
   kChunkStart = 70,
+
+  // Version 6, full mode: kAllocInfo's fields, then the call that made the allocations of
+  // this info: AllocCall | log2(alignment asked) << 8 (0 for the calls that ask none). The
+  // tracer writes it in place of kAllocInfo; an info is a distinct (size, stack, stage,
+  // call), which a call site almost always keeps, so the infos hardly multiply.
+  kCallAllocInfo = 71,
+  // Version 6, full mode: the allocation events (kAlloc, kRealloc, kFree, kFreeLast,
+  // kTemporary) after it until the next kThread were made by this thread: the tracer's
+  // number for it, small, reused by a thread that starts after its holder ended and the
+  // writer drained it. Written only where the thread changes, and again first in every chunk
+  // that has such events (a reader may skip a damaged chunk). A kTemporary is one thread's
+  // allocation and free; a kFreeLast, like a kFree, frees on the thread named last.
+  kThread = 72,
 };
+
+// The call that made an allocation (kCallAllocInfo); kUnknown in traces before version 6.
+enum class AllocCall : uint8_t {
+  kUnknown = 0,
+  kMalloc = 1,
+  kCalloc = 2,  // zeroed: its pages are the kernel's zero pages until written
+  kRealloc = 3,  // reallocarray too
+  kPosixMemalign = 4,
+  kAlignedAlloc = 5,
+  kMemalign = 6,
+  kValloc = 7,
+  kPvalloc = 8,   // valloc of the size rounded up to whole pages
+  kNew = 9,       // operator new (any form; aligned ones with their alignment)
+  kNewArray = 10,  // operator new[]
+};
+inline constexpr uint8_t kMaxAllocCall = 10;
+// Thread numbers (kThread) are below this: the tracer's table of thread states is shorter.
+inline constexpr uint64_t kMaxTraceThreads = 1u << 16;
+// kCallAllocInfo's call field, and back.
+inline constexpr uint64_t encode_alloc_call(AllocCall call, uint8_t align_log2) {
+  return static_cast<uint64_t>(call) | static_cast<uint64_t>(align_log2) << 8;
+}
+inline constexpr AllocCall alloc_call_of(uint64_t field) { return static_cast<AllocCall>(field & 0xff); }
+inline constexpr uint8_t align_log2_of(uint64_t field) { return static_cast<uint8_t>(field >> 8); }
 
 // What a reader hands on for what a damaged chunk defined and a later record names: the
 // "return address" of a stack frame lost with it (bit 62: no user-space address has it,

@@ -33,6 +33,7 @@ class ChunkDecoder {
         chunk_starts_(version >= kFirstVersionWithChunkStarts),
         peak_site_changes_(version >= kFirstVersionWithPeakSiteChanges),
         site_increments_(version >= kFirstVersionWithSiteIncrements),
+        calls_and_threads_(version >= kFirstVersionWithCallsAndThreads),
         loss_(loss),
         stack_tree_(version >= 2) {
     if (stack_tree_) {  // the root: the empty stack
@@ -184,6 +185,19 @@ class ChunkDecoder {
     if (r.stage_plus_one > stage_instances_) throw CorruptRecord("allocation info of a stage not begun");
     v_.on_alloc_info(next_info_id_++, r.size, static_cast<uint32_t>(r.stack),
                      static_cast<int32_t>(r.stage_plus_one) - 1);
+  }
+  void handle(const records::CallAllocInfo& r) {
+    if (!calls_and_threads_) throw CorruptRecord("an allocation call in a trace before version 6");
+    handle(records::AllocInfo{r.size, r.stack, r.stage_plus_one});
+    if (alloc_call_of(r.call) > AllocCall{kMaxAllocCall} || align_log2_of(r.call) >= 64 || r.call >> 16) {
+      throw CorruptRecord("allocation info of an unknown call");
+    }
+    v_.on_alloc_call(next_info_id_ - 1, alloc_call_of(r.call), align_log2_of(r.call));
+  }
+  void handle(const records::Thread& r) {
+    if (!calls_and_threads_) throw CorruptRecord("a thread record in a trace before version 6");
+    if (r.thread >= kMaxTraceThreads) throw CorruptRecord("a thread number past the tracer's");
+    v_.on_thread(static_cast<uint32_t>(r.thread));
   }
   void handle(const records::Alloc& r) { on_alloc(r.info, false); }
   void handle(const records::Realloc& r) { on_alloc(r.info, true); }
@@ -442,6 +456,7 @@ class ChunkDecoder {
   const bool chunk_starts_;
   const bool peak_site_changes_;  // kAggPeakSite records are changes (version 4 on)
   const bool site_increments_;    // kAggSite's counts are increments (version 5 on)
+  const bool calls_and_threads_;  // kCallAllocInfo and kThread may appear (version 6 on)
   std::vector<std::pair<uint32_t, uint32_t>> lost_infos_;
   uint32_t lost_infos_end_ = 0;
   uint32_t lost_name_from_ = kNoName;

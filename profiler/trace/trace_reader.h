@@ -163,6 +163,11 @@ class TraceVisitor {
   // Allocation infos are numbered from 0 in definition order; `stage` is the stage
   // instance (numbered by the order stages begin, from 0) or -1 outside any stage.
   virtual void on_alloc_info(uint32_t /*id*/, uint64_t /*size*/, uint32_t /*stack*/, int32_t /*stage*/) {}
+  // Version 6 on, right after on_alloc_info: the call that made the info's allocations and
+  // the alignment it asked (log2; 0 for calls that ask none).
+  virtual void on_alloc_call(uint32_t /*info*/, AllocCall /*call*/, uint8_t /*align_log2*/) {}
+  // Version 6 on: the thread of the allocation events that follow (kThread).
+  virtual void on_thread(uint32_t /*thread*/) {}
   virtual void on_alloc(uint32_t /*info*/, bool /*realloc*/) {}
   // `temporary`: the block freed is the latest allocation, nothing allocated since.
   virtual void on_free(uint32_t /*info*/, bool /*temporary*/) {}

@@ -175,6 +175,16 @@ struct AllocInfo {
   uint64_t size = 0, stack = 0, stage_plus_one = 0;
   MEMSTAGE_RECORD_FIELDS(size, stack, stage_plus_one)
 };
+struct CallAllocInfo {
+  static constexpr Tag kTag = Tag::kCallAllocInfo;
+  uint64_t size = 0, stack = 0, stage_plus_one = 0, call = 0;  // call: encode_alloc_call
+  MEMSTAGE_RECORD_FIELDS(size, stack, stage_plus_one, call)
+};
+struct Thread {
+  static constexpr Tag kTag = Tag::kThread;
+  uint64_t thread = 0;
+  MEMSTAGE_RECORD_FIELDS(thread)
+};
 struct FreeLast {
   static constexpr Tag kTag = Tag::kFreeLast;
   std::tuple<> fields() const { return {}; }
@@ -349,7 +359,7 @@ using AllRecords = std::tuple<ProcessInfo, Time, Modules, Stack, Alloc, Free, Re
                               StackNode, Exec, MmapReserved, Mprotect, MemoryShares, JobPlace, Sampling, HeapCounters,
                               RssHighWater, InheritedFreesUntold,
                               AggHeap, AggSnapshot, AggSite, AggStage, AggPeakSite, AggRamLimitStacks, Attached,
-                              Temporary, ChunkStart>;
+                              Temporary, ChunkStart, CallAllocInfo, Thread>;
 
 namespace detail {
 // Tags are numbered in blocks reserved for kinds in the making, so they may leave gaps.

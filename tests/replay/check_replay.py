@@ -1,17 +1,24 @@
 #!/usr/bin/env python3
 """memstage replay against the run it replays, and its allocator settings (--tune, --suggest).
 
-    check_replay.py SCENARIO --memstage MEMSTAGE --work DIR --program MODES_PROGRAM
+    check_replay.py SCENARIO --memstage MEMSTAGE --work DIR --program MODES_PROGRAM --handoff HANDOFF
 
 MODES_PROGRAM is tests/e2e/programs/modes.cpp: nested stages; malloc, calloc, realloc, new[],
-posix_memalign; blocks freed by another thread. Each scenario is one test replay.NAME:
+posix_memalign; blocks freed by another thread. HANDOFF is tests/compare/programs/handoff.cpp:
+producer threads handing blocks through a bounded queue to consumer threads that free them.
+Each scenario is one test replay.NAME:
 - against_run: a full-mode run replayed under glibc and jemalloc: compare.json has both, says
   what a replay leaves out, and each replay's heap is the run's, the run's peak and every
   stage's peak to the byte (under jemalloc plus the 72,704 bytes of the pool libstdc++ makes
   at its start, which libjemalloc loads and the replayer does not).
+- threads: HANDOFF's run replayed under glibc and jemalloc, one replay thread per recorded
+  thread: the same allocations, frees and bytes; the stage after the threads joined peaks at
+  the run's heap to the byte (a stage edge waits for every thread); the threads' stage within
+  10 % of the run's peak heap (the marks of the trace's order hold the producers back, as
+  the queue did: unheld, they would allocate every message before the consumers freed one).
 - non_heap: by default the replayer holds the program's memory outside its heap (a Python
   program's, where that is much of its RSS): its peak RSS less the replayer's own, each in a
-  full-mode run under glibc less the tracer's memory (the replayer's in calibration/), said
+  run under glibc less the tracer's memory (the replayer's in calibration/, stats mode), said
   in the notes with those figures; its peak RSS is then higher than with --heap-only, whose
   notes say the figures are the heap's share; the heap's peak the same in both.
 - refusals: a stats-mode run, and a file that is not a trace: one line, exit 2.
@@ -79,6 +86,41 @@ def scenario_against_run(a):
         want = {path: peak + extra for path, peak in stage_peaks(original).items()}
         check(stage_peaks(replayed) == want, "%s: every stage's peak heap: %r, the run's %r"
               % (subject["name"], stage_peaks(replayed), want))
+
+
+@scenario
+def scenario_threads(a):
+    recorded = os.path.join(a.work, "run")
+    p = run([a.memstage, "run", "-q", "--mode", "full", "-o", recorded, "--", a.handoff, "5000", "3", "2"])
+    if not check(p.returncode == 0, "memstage run of handoff: %s" % p.stderr[-500:]):
+        return
+    original = read_report(os.path.join(recorded, "report.json"))
+    out = os.path.join(a.work, "replay")
+    p = run([a.memstage, "replay", recorded, "--allocators", "glibc,jemalloc", "--repeat", "1", "--heap-only", "-o", out])
+    if not check(p.returncode == 0, "memstage replay: exit %d, %s" % (p.returncode, p.stderr[-800:])):
+        return
+    compare = json.load(open(os.path.join(out, "compare.json")))
+    threads = [n for n in compare["notes"] if n.startswith("replayed:")]
+    check(threads and any(" of its %d threads" % n in threads[0] for n in range(6, 8)),
+          "the notes count the program's threads that allocate, 6 or 7 (main, 3 producers, 2 consumers, its "
+          "runtime's): %r" % threads)
+    run_totals = original["totals"]
+    run_peaks = stage_peaks(original)
+    for subject in compare["subjects"]:
+        replayed = read_report(os.path.join(out, subject["full_report"].replace("report.html", "report.json")))
+        totals = replayed["totals"]
+        # Under jemalloc, libstdc++'s start-up pool besides, as in against_run.
+        extra = 0 if subject["name"] == "glibc" else LIBSTDCXX_POOL_BYTES
+        want = {"allocations": run_totals["allocations"] + (1 if extra else 0), "frees": run_totals["frees"],
+                "bytes_allocated": run_totals["bytes_allocated"] + extra}
+        for key, value in want.items():
+            check(totals[key] == value, "%s: %s %d, the run's and the pool's %d" % (subject["name"], key, totals[key], value))
+        peaks = stage_peaks(replayed)
+        check(peaks.get("drain") == run_peaks["drain"] + extra, "%s: drain's peak heap %r, the run's %d + %d"
+              % (subject["name"], peaks.get("drain"), run_peaks["drain"], extra))
+        ratio = peaks.get("handoff", 0) / run_peaks["handoff"]
+        check(0.9 <= ratio <= 1.1, "%s: handoff's peak heap %r, %.3f of the run's %d"
+              % (subject["name"], peaks.get("handoff"), ratio, run_peaks["handoff"]))
 
 
 def replay_subject(a, recorded, out, *flags):
@@ -213,9 +255,11 @@ def scenario_suggest(a):
 
 
 def main():
-    function, a = SCENARIOS.parse("replay", __doc__.splitlines()[0],
-                                  lambda parser: parser.add_argument("--program", required=True))
-    a.memstage, a.program = os.path.abspath(a.memstage), os.path.abspath(a.program)
+    def arguments(parser):
+        parser.add_argument("--program", required=True)
+        parser.add_argument("--handoff", required=True)
+    function, a = SCENARIOS.parse("replay", __doc__.splitlines()[0], arguments)
+    a.memstage, a.program, a.handoff = os.path.abspath(a.memstage), os.path.abspath(a.program), os.path.abspath(a.handoff)
     a.work = fresh_folder(a.work)
     function(a)
     return CHECKS.summary()

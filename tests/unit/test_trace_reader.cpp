@@ -252,3 +252,46 @@ TEST_CASE("a chunk start that does not match the records before it is corruption
   CHECK(summary.truncation.find("does not match") != std::string::npos);
   CHECK(v.ends == 0);
 }
+
+namespace {
+// What version 6 adds: each info's call and alignment, each allocation event's thread.
+struct CallsAndThreads : trace::TraceVisitor {
+  std::vector<std::pair<trace::AllocCall, uint8_t>> calls;  // by info
+  std::vector<uint32_t> alloc_threads;                     // by allocation, in order
+  uint32_t thread = 0;
+  void on_alloc_call(uint32_t info, trace::AllocCall call, uint8_t align_log2) override {
+    if (calls.size() <= info) calls.resize(info + 1);
+    calls[info] = {call, align_log2};
+  }
+  void on_thread(uint32_t t) override { thread = t; }
+  void on_alloc(uint32_t, bool) override { alloc_threads.push_back(thread); }
+};
+}  // namespace
+
+TEST_CASE("version 6: each allocation info's call and alignment, each allocation's thread; refused before") {
+  TraceBuilder b;
+  b.process().stack({0x1000});
+  b.thread(3).call(trace::AllocCall::kCalloc).alloc(0xa0, 100);
+  b.thread(5).call(trace::AllocCall::kNew, 6).alloc(0xb0, 100).chunk();
+  b.alloc(0xc0, 100).end(5);  // a new chunk: the thread is as the last kThread said
+  const std::string path = temp_path("v6.mst");
+  write_bytes(path, b.bytes());
+  CallsAndThreads v;
+  const auto summary = trace::read_trace(path, v);
+  CHECK(summary.damage.spans.empty());
+  REQUIRE(v.calls.size() == 2);  // 0xa0's info and 0xb0's: one size and stack, two calls
+  CHECK(v.calls[0] == std::make_pair(trace::AllocCall::kCalloc, uint8_t{0}));
+  CHECK(v.calls[1] == std::make_pair(trace::AllocCall::kNew, uint8_t{6}));
+  CHECK(v.alloc_threads == std::vector<uint32_t>{3, 5, 5});
+
+  TraceBuilder old(5);  // a thread record where version 5 has none: corruption
+  old.process().stack({0x1000}).chunk();
+  old.thread(1).alloc(0xa0, 100).chunk();
+  old.end(5);
+  write_bytes(path, old.bytes());
+  CallsAndThreads v5;
+  const auto summary5 = trace::read_trace(path, v5);
+  CHECK(!summary5.damage.spans.empty());
+  CHECK(v5.alloc_threads.empty());
+  std::remove(path.c_str());
+}

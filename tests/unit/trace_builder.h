@@ -73,10 +73,7 @@ class TraceBuilder {
   // Blocks are named by address here, as the tracer sees them; the trace names them by
   // allocation info, as the tracer's writer does.
   TraceBuilder& alloc(uint64_t address, uint64_t size, uint32_t stack_id = 0, bool realloc = false) {
-    const uint64_t stage_plus_one = open_stages_.empty() ? 0 : open_stages_.back().instance + 1;
-    const auto key = std::make_tuple(size, stack_id, stage_plus_one);
-    auto [it, added] = infos_.try_emplace(key, infos_.size());
-    if (added) record(trace::records::AllocInfo{size, stack_node(stack_id), stage_plus_one});
+    const auto it = info_of(size, stack_id);
     live_[address] = it->second;
     last_alloc_ = address;
     last_was_alloc_ = true;
@@ -84,10 +81,7 @@ class TraceBuilder {
   }
   // An allocation freed at once, as the writer writes it since version 3 (kTemporary).
   TraceBuilder& temporary(uint64_t size, uint32_t stack_id = 0) {
-    const uint64_t stage_plus_one = open_stages_.empty() ? 0 : open_stages_.back().instance + 1;
-    const auto key = std::make_tuple(size, stack_id, stage_plus_one);
-    auto [it, added] = infos_.try_emplace(key, infos_.size());
-    if (added) record(trace::records::AllocInfo{size, stack_node(stack_id), stage_plus_one});
+    const auto it = info_of(size, stack_id);
     last_was_alloc_ = false;
     return record(trace::records::Temporary{it->second});
   }
@@ -100,6 +94,14 @@ class TraceBuilder {
     last_was_alloc_ = false;
     return temporary ? record(trace::records::FreeLast{}) : record(trace::records::Free{info});
   }
+  // The allocations after it are made by this call, asking this alignment (kCallAllocInfo);
+  // before any, by an unknown one (kAllocInfo, as before version 6).
+  TraceBuilder& call(trace::AllocCall call, uint8_t align_log2 = 0) {
+    call_ = trace::encode_alloc_call(call, align_log2);
+    return *this;
+  }
+  // The allocation events after it are this thread's (kThread), as the tracer's numbering.
+  TraceBuilder& thread(uint64_t number) { return record(trace::records::Thread{number}); }
   TraceBuilder& stage_name(const std::string& name) { return record(trace::records::StageName{name}); }
   TraceBuilder& stage_begin(uint32_t id, uint64_t t_ns) { return record(trace::records::StageBegin{id, t_ns}); }
   TraceBuilder& stage_end(uint64_t t_ns) { return record(trace::records::StageEnd{t_ns}); }
@@ -158,10 +160,20 @@ class TraceBuilder {
   }
 
  private:
+  // The info of (size, stack, the stage open, the call), defined where new.
+  std::map<std::tuple<uint64_t, uint32_t, uint64_t, uint64_t>, uint64_t>::iterator info_of(uint64_t size,
+                                                                                         uint32_t stack_id) {
+    const uint64_t stage_plus_one = open_stages_.empty() ? 0 : open_stages_.back().instance + 1;
+    auto [it, added] = infos_.try_emplace(std::make_tuple(size, stack_id, stage_plus_one, call_), infos_.size());
+    if (added && call_ == 0) record(trace::records::AllocInfo{size, stack_node(stack_id), stage_plus_one});
+    if (added && call_ != 0) record(trace::records::CallAllocInfo{size, stack_node(stack_id), stage_plus_one, call_});
+    return it;
+  }
   template <class R>
   void count_definitions(const R& r) {
     if constexpr (std::is_same_v<R, trace::records::StackNode>) ++next_stack_node_;
     if constexpr (std::is_same_v<R, trace::records::AllocInfo>) ++next_alloc_info_;
+    if constexpr (std::is_same_v<R, trace::records::CallAllocInfo>) ++next_alloc_info_;
     if constexpr (std::is_same_v<R, trace::records::StageName>) ++next_stage_name_;
     if constexpr (std::is_same_v<R, trace::records::StageBegin>) {
       open_stages_.push_back(trace::records::OpenStage{stage_instances_++, r.name_id});
@@ -186,7 +198,8 @@ class TraceBuilder {
 
   std::vector<uint8_t> raw_;
   std::string file_;
-  std::map<std::tuple<uint64_t, uint32_t, uint64_t>, uint64_t> infos_;  // (size, stack, stage+1) -> id
+  std::map<std::tuple<uint64_t, uint32_t, uint64_t, uint64_t>, uint64_t> infos_;  // (size, stack, stage+1, call) -> id
+  uint64_t call_ = 0;  // kCallAllocInfo's call field; 0: unknown
   std::map<uint64_t, uint64_t> live_;  // address -> info id
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> nodes_;  // (parent, address) -> node id
   std::map<uint64_t, uint64_t> node_address_{{0, 0}};
