@@ -517,6 +517,19 @@ TEST_CASE("the run so far: each chunk's figures as it is written, the final repo
   std::filesystem::remove_all(dir);
 }
 
+// The follower's run so far with every stack, once `read_enough` says it has read the
+// trace (tries for 5 s at most).
+template <typename ReadEnough>
+std::optional<reports::Report> every_stack_so_far(reports::TraceBeingWritten& ahead, const reports::AnalysisOptions& options,
+                                                  ReadEnough read_enough) {
+  std::optional<reports::Report> r;
+  for (int tries = 0; tries < 500 && (!r || !read_enough(*r)); ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    r = ahead.so_far(options, reports::SoFarStacks::kEvery);
+  }
+  return r;
+}
+
 TEST_CASE("the run so far with every stack: what the analysis says of its sites and leaks at the end") {
   const std::string dir = memstage::testing::temp_trace_path("analyzer_so_far_every");
   std::filesystem::remove_all(dir);
@@ -527,20 +540,12 @@ TEST_CASE("the run so far with every stack: what the analysis says of its sites 
   b.time(1'000'000).alloc(0x1000, 100, 0).alloc(0x1100, 40, 2).free(0x1100);
   b.stage_begin(0, 2'000'000).alloc(0x2000, 5000, 1).alloc(0x3000, 700, 1).alloc(0x4000, 30, 0);
   b.free(0x3000).stage_end(3'000'000).alloc(0x5000, 10, 0).end(4'000'000);
-  {
-    FILE* f = fopen(path.c_str(), "wb");
-    const std::string bytes = b.bytes();
-    fwrite(bytes.data(), 1, bytes.size(), f);
-    fclose(f);
-  }
+  b.write(path);
   reports::AnalysisOptions options;
   options.symbolize = false;
   reports::TraceBeingWritten ahead(dir, options);
-  std::optional<reports::Report> r;
-  for (int tries = 0; tries < 500 && (!r || r->leaks.size() != 3); ++tries) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    r = ahead.so_far(options, reports::SoFarStacks::kEvery);
-  }
+  const std::optional<reports::Report> r =
+      every_stack_so_far(ahead, options, [](const reports::Report& so_far) { return so_far.leaks.size() == 3; });
   REQUIRE(r);
   const auto plain = reports::analyze({path}, std::nullopt, options);
   // Per (stage row, allocations, bytes): stack numbers differ between the two reports.
@@ -582,20 +587,13 @@ TEST_CASE("the run so far of an aggregate trace: its sites' counts and what they
   b.record(trace::records::AggSite{first, 0, 2, 250, 0, 150, 2});
   b.record(trace::records::AggSnapshot{2000, 6, 4, 614, 1});
   b.end(3000);
-  {
-    FILE* f = fopen(path.c_str(), "wb");
-    const std::string bytes = b.bytes();
-    fwrite(bytes.data(), 1, bytes.size(), f);
-    fclose(f);
-  }
+  b.write(path);
   reports::AnalysisOptions options;
   options.symbolize = false;
   reports::TraceBeingWritten ahead(dir, options);
-  std::optional<reports::Report> r;
-  for (int tries = 0; tries < 500 && (!r || r->leaks.size() != 1 || r->stack_figures.size() != 2); ++tries) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    r = ahead.so_far(options, reports::SoFarStacks::kEvery);
-  }
+  const std::optional<reports::Report> r = every_stack_so_far(ahead, options, [](const reports::Report& so_far) {
+    return so_far.leaks.size() == 1 && so_far.stack_figures.size() == 2;
+  });
   REQUIRE(r);
   const auto plain = reports::analyze({path}, std::nullopt, options);
   const auto figures = [](const reports::Report& report) {
