@@ -272,7 +272,7 @@ inline bool wait_for_slots(ThreadState* ts, uint64_t slots) {
 // before a free), unlike the mmap family's, which allocators call from inside.
 // `call`: an allocation's trace::AllocCall and log2 of its alignment (alloc_call_bits).
 // Always inlined into the two below, each of six arguments: a copy of seven, out of line,
-// took its seventh from the stack, ~10 instructions an event in callgrind's count of a churn.
+// took its seventh from the stack on every event (docs/performance.md).
 __attribute__((always_inline)) inline void push_event_with_call(ThreadState* ts, EventKind kind, uint64_t a,
                                                                 uint64_t b, uint32_t stack, bool at_serve_point,
                                                                 uint16_t call) {
