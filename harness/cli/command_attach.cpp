@@ -309,11 +309,11 @@ std::string attach_output_dir(const AttachFlags& flags, const std::string& progr
 // Loads the tracer into the process through gdb and starts its recording.
 void start_tracer(const std::string& gdb, int pid, const std::string& preload, const std::string& options) {
   // dlopen is libc's (glibc 2.34 on); RTLD_NOW (2): every symbol bound before the first call.
-  const GdbResult started = gdb_batch(gdb, pid,
-                                      {"sharedlibrary libc\\.so", "call (void *) dlopen(" + gdb_string_literal(preload) + ", 2)",
-                                       "call (char *) dlerror()", "sharedlibrary libmemstage_preload",
-                                       "call (int) memstage_attach_start(" + gdb_string_literal(options) + ")"},
-                                      kGdbTimeoutS);
+  const GdbResult started = gdb_batch_outside_allocator(
+      gdb, pid,
+      {"call (void *) dlopen(" + gdb_string_literal(preload) + ", 2)", "call (char *) dlerror()",
+       "sharedlibrary libmemstage_preload", "call (int) memstage_attach_start(" + gdb_string_literal(options) + ")"},
+      kGdbTimeoutS);
   const std::vector<std::string>& values = started.values;
   if (values.empty()) gdb_failed(pid, started, "attaching to");
   if (values[0].ends_with(" 0x0")) {
@@ -346,8 +346,8 @@ RecordingEnd record(const AttachFlags& flags, const std::string& gdb, double att
     }
     usleep(20000);
   }
-  const GdbResult stopped =
-      gdb_batch(gdb, pid, {"sharedlibrary libmemstage_preload", "call (int) memstage_attach_stop()"}, kGdbTimeoutS);
+  const GdbResult stopped = gdb_batch_outside_allocator(
+      gdb, pid, {"sharedlibrary libmemstage_preload", "call (int) memstage_attach_stop()"}, kGdbTimeoutS);
   if (stopped.values.empty() || stopped.values[0] != "0") {
     if (!process_alive(pid)) {
       end.ended = true;

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -56,6 +57,48 @@ std::string gdb_string_literal(const std::string& text) {
     }
   }
   return out + "\"";
+}
+
+namespace {
+
+constexpr char kEveryThreadInAllocator[] = "memstage: every thread is inside the allocator";
+// Selects the first thread (by number) that is not the tracer's own and has no frame of the
+// allocator's (by the names of glibc's malloc family and its internals, and of the
+// tracer's hooks of them); else says so and detaches, so that no call that follows runs.
+// Not attached (no threads: ptrace refused), it does nothing, and the calls fail as they would.
+constexpr char kSelectThreadOutsideAllocator[] =
+    "python exec(\"import gdb\\n"
+    "NAMES = ('malloc', 'free', 'calloc', 'realloc', 'memalign', 'valloc', 'brk', 'tcache', '_int_', "
+    "'consolidate', 'systrim', 'mallinfo', 'mallopt', 'arena_get')\\n"
+    "def inside(t):\\n"
+    "  t.switch()\\n"
+    "  try:\\n"
+    "    f = gdb.newest_frame()\\n"
+    "    while f is not None:\\n"
+    "      if any(n in (f.name() or '') for n in NAMES): return True\\n"
+    "      f = f.older()\\n"
+    "  except gdb.error: pass\\n"
+    "  return False\\n"
+    "threads = sorted(gdb.selected_inferior().threads(), key=lambda t: t.num)\\n"
+    "safe = [t for t in threads if not (t.name or '').startswith('memstage') and not inside(t)]\\n"
+    "if safe: safe[0].switch()\\n"
+    "elif threads: print('%s'); gdb.execute('detach')\")";
+
+}  // namespace
+
+GdbResult gdb_batch_outside_allocator(const std::string& gdb, pid_t pid, const std::vector<std::string>& commands,
+                                      double timeout_s) {
+  std::vector<std::string> selected = {"sharedlibrary libc\\.so", ""};
+  char select[sizeof(kSelectThreadOutsideAllocator) + sizeof(kEveryThreadInAllocator)];
+  snprintf(select, sizeof(select), kSelectThreadOutsideAllocator, kEveryThreadInAllocator);
+  selected[1] = select;
+  selected.insert(selected.end(), commands.begin(), commands.end());
+  const double deadline_s = now_s() + timeout_s;
+  for (;;) {
+    GdbResult result = gdb_batch(gdb, pid, selected, deadline_s - now_s());
+    if (result.output.find(kEveryThreadInAllocator) == std::string::npos || now_s() + 0.02 >= deadline_s) return result;
+    usleep(20000);  // the program runs on, out of the allocator
+  }
 }
 
 GdbResult gdb_batch(const std::string& gdb, pid_t pid, const std::vector<std::string>& commands, double timeout_s) {

@@ -1305,6 +1305,30 @@ def attach_python_dies(s):
         s.eq(proc.returncode, -signal.SIGSEGV, "%s: the service died of SIGSEGV, as it does alone" % kind)
 
 
+@scenario
+def scenario_attach_in_allocator(s):
+    """memstage attach, in full and stats mode, to a program inside glibc's malloc and free much of the time:
+    gdb's calls (dlopen, the tracer's start and stop, which ask the allocator) wait for a moment when no thread
+    is inside it. Made on a thread stopped inside it, they corrupted the heap (glibc's assertion in sysmalloc) or
+    waited for its lock for ever. The program lives on through every attach, and each attach reports."""
+    for i, mode in enumerate(("full", "stats", "full", "stats")):
+        cwd = os.path.join(s.work, "busy%d" % i)
+        os.makedirs(cwd)
+        ready = os.path.join(cwd, "ready")
+        proc = subprocess.Popen([s.program("malloc_busy"), ready], cwd=cwd)
+        deadline = time.monotonic() + 20
+        while not os.path.exists(ready) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        out = os.path.join(cwd, "out")
+        attach = s.run([s.memstage, "attach", str(proc.pid), "-o", out, "--mode", mode, "--duration", "0.5"])
+        s.eq(proc.poll(), None, "attach %d (%s mode): the program is alive after it (stderr: %s)"
+             % (i, mode, attach.stderr.decode(errors="replace")[-300:]))
+        proc.kill()
+        proc.wait()
+        s.eq(attach.returncode, 0, "attach %d (%s mode): exit code" % (i, mode))
+        s.check(os.path.exists(os.path.join(out, "report.json")), "attach %d (%s mode): report.json written" % (i, mode))
+
+
 def attach_python_retry(s):
     """An attach that failed before recording (the tracer could not make its trace file: the folder is out of
     the process's reach) leaves the process to a later attach; one that recorded is the process's one."""
