@@ -1,6 +1,6 @@
 // A heap that only grows, on several threads: THREADS threads (8) each allocate 1 KiB blocks,
 // touching each, until the process holds MIB MiB (512), then free them all. Every 1/64 of
-// the heap is a new high, where a thread waits for the writer's round (wait_for_writer_round):
+// the heap is a new high, where a thread waits for the writer's drain (wait_for_writer_drain):
 // what those waits cost a program.
 //
 //   memstage_grow_threads [THREADS] [MIB]

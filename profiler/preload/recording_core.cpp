@@ -105,21 +105,30 @@ void wake_writer() {
   if (g_tracer.writer_wake_word.exchange(1, std::memory_order_relaxed) == 0) futex_wake(&g_tracer.writer_wake_word, 1);
 }
 
-void wait_for_writer_round() {
+void wait_for_writer_drain() {
   if (t_thread.state == g_tracer.writer_thread_state.load(std::memory_order_relaxed)) return;
   // The events published before it: a store, then this load, which x86 may swap without a fence.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  const uint32_t begun = g_tracer.writer_rounds_begun.load(std::memory_order_seq_cst);
+  const uint32_t begun = g_tracer.writer_drains_begun.load(std::memory_order_seq_cst);
+  // A wait ran out and no drain has ended since: the writer is still held up.
+  if (g_tracer.writer_drains_done.load(std::memory_order_acquire) ==
+      g_tracer.writer_drains_done_at_timeout.load(std::memory_order_relaxed)) {
+    wake_writer();
+    return;
+  }
   wake_writer();
-  const uint64_t deadline_ns = monotonic_ns() + kWriterRoundWaitNs;
+  const uint64_t deadline_ns = monotonic_ns() + kWriterDrainWaitNs;
   for (;;) {
-    const uint32_t done = g_tracer.writer_rounds_done.load(std::memory_order_acquire);
+    const uint32_t done = g_tracer.writer_drains_done.load(std::memory_order_acquire);
     if (static_cast<int32_t>(done - begun) >= 1 || !writer_thread_running()) return;
     const uint64_t now_ns = monotonic_ns();
-    if (now_ns >= deadline_ns) return;
-    g_tracer.writer_round_waiters.fetch_add(1, std::memory_order_seq_cst);
-    futex_wait(&g_tracer.writer_rounds_done, done, deadline_ns - now_ns);
-    g_tracer.writer_round_waiters.fetch_sub(1, std::memory_order_relaxed);
+    if (now_ns >= deadline_ns) {
+      g_tracer.writer_drains_done_at_timeout.store(done, std::memory_order_relaxed);
+      return;
+    }
+    g_tracer.writer_drain_waiters.fetch_add(1, std::memory_order_seq_cst);
+    futex_wait(&g_tracer.writer_drains_done, done, deadline_ns - now_ns);
+    g_tracer.writer_drain_waiters.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 

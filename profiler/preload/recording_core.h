@@ -163,11 +163,12 @@ struct Tracer {
   std::atomic<bool> writer_thread_running{false};
   std::atomic<uint32_t> writer_wake_word{0};
   std::atomic<uint64_t> writer_next_round_ns{0};
-  // The writer thread's rounds begun and done, and the threads waiting for one to end
-  // (wait_for_writer_round).
-  std::atomic<uint32_t> writer_rounds_begun{0};
-  std::atomic<uint32_t> writer_rounds_done{0};
-  std::atomic<uint32_t> writer_round_waiters{0};
+  // The writer's drains begun and done, the threads waiting for one to end, and the drains
+  // done when a wait last ran out (wait_for_writer_drain).
+  std::atomic<uint32_t> writer_drains_begun{0};
+  std::atomic<uint32_t> writer_drains_done{0};
+  std::atomic<uint32_t> writer_drain_waiters{0};
+  std::atomic<uint32_t> writer_drains_done_at_timeout{~0u};
   std::atomic<const ThreadState*> writer_thread_state{nullptr};  // its rounds' own highs never wait
 };
 
@@ -230,12 +231,13 @@ inline bool writer_round_due(uint64_t now_ns) {
 // writer clears the word when it wakes, and until then a wake is pending (the producers of
 // full rings each ask, many times a drain when many threads allocate).
 void wake_writer();
-// Wakes the writer thread and waits until a round begun after this call has ended: the
+// Wakes the writer thread and waits until a drain begun after this call has ended: the
 // events this thread published are then in the pending file, which a SIGKILL leaves
-// (pending_buffers.h). At most kWriterRoundWaitNs: a writer held up (a fork, a stop) never
-// holds the program up longer.
-inline constexpr uint64_t kWriterRoundWaitNs = 10'000'000;
-void wait_for_writer_round();
+// (pending_buffers.h). A drain never waits on the disk (writer.cpp, writer_round). At most
+// kWriterDrainWaitNs: a writer held up longer (a fork, a stop, a starved CPU) holds the
+// program up no longer, and only once, until its next drain ends.
+inline constexpr uint64_t kWriterDrainWaitNs = 100'000'000;
+void wait_for_writer_drain();
 
 // While the program has one thread there is no writer thread (writer.h): the writer's
 // rounds run on the program's thread, at serve points on its own path where it holds none

@@ -81,7 +81,7 @@ void note_live_bytes(ThreadState* ts, int64_t live) {
     // for it to write them (and the allocation before them) where a SIGKILL cannot take
     // them (pending_buffers.h): a kill right after the wake came before the writer ran.
     serve_point();
-    if (writer_thread_running() && !in_child_sharing_memory()) wait_for_writer_round();
+    if (writer_thread_running() && !in_child_sharing_memory()) wait_for_writer_drain();
   }
 }
 

@@ -190,6 +190,10 @@ void compress_and_write(const uint8_t* raw, size_t bytes) {
 
 // Waits until the chunk handed to the compressor is written (at most `patience_ns`; a
 // signal handler on the compressor's own thread does not wait for itself). True once it is.
+bool compressor_busy() {
+  return compressor.running.load(std::memory_order_acquire) && compressor.busy.load(std::memory_order_acquire) != 0;
+}
+
 bool wait_for_chunks_written(uint64_t patience_ns = ~0ull) {
   if (compressor.busy.load(std::memory_order_acquire) == 0) return true;
   if (compressor.tid.load(std::memory_order_relaxed) == gettid_raw()) return false;
@@ -494,8 +498,8 @@ void prefetch_event(const EventRing& ring, uint64_t index) {
 // a millisecond.
 constexpr uint32_t kReleaseEveryEvents = 4096;
 
-// Moves every event that can be ordered from the rings into the raw buffer.
-void drain(bool final) {
+// Moves every event that can be ordered from the rings into the raw buffer (drain).
+void move_events_to_raw(bool final) {
   const uint64_t fenced = w.merge.fence(g_tracer.numbers);
   const uint32_t n = g_tracer.thread_count.load(std::memory_order_acquire);
   const auto rings = [](uint32_t i) -> EventRing& { return g_tracer.threads[i]->ring; };
@@ -532,6 +536,15 @@ void drain(bool final) {
     append_record(buf, static_cast<size_t>(records::encode(buf, records::Lost{lost - w.lost_written}) - buf));
     w.lost_written = lost;
   }
+}
+
+// The raw buffer is in the pending file: what a drain moved there outlives a kill. Counted
+// for the threads that wait for one (wait_for_writer_drain); drains are under the writer's lock.
+void drain(bool final) {
+  const uint32_t drain_number = g_tracer.writer_drains_begun.fetch_add(1, std::memory_order_seq_cst) + 1;
+  move_events_to_raw(final);
+  g_tracer.writer_drains_done.store(drain_number, std::memory_order_seq_cst);
+  if (g_tracer.writer_drain_waiters.load(std::memory_order_seq_cst)) futex_wake(&g_tracer.writer_drains_done, INT32_MAX);
 }
 
 // `allocator`: kAsDue (every fifth tick in stats mode, or a heap high not asked about),
@@ -603,7 +616,11 @@ void writer_round(ThreadState* self, bool write_now = false, AskAllocator alloca
     g_tracer.writer_next_round_ns.store(now + tick_interval_ns(), std::memory_order_relaxed);
   }
   drain(false);
-  if (aggregate_mode()) {
+  // A chunk due while the compressor still writes the last one waits for a later round: the
+  // records stay in the pending buffers, which a kill leaves, and this round does not wait
+  // on a disk that stalls (the threads at a heap high wait for the drains: wait_for_writer_drain).
+  if (!write_now && compressor_busy()) {
+  } else if (aggregate_mode()) {
     // A chunk per snapshot: a killed process leaves whole snapshots.
     if (write_now || monotonic_ns() >= w.next_snapshot_ns) {
       w.aggregate.snapshot(trace_time_ns(), raw_sink);
@@ -642,10 +659,7 @@ void* writer_main(void*) {
   while (!w.stop.load(std::memory_order_acquire)) {
     wait_for_tick_or_wake(interval_ns);
     lock_writer();
-    const uint32_t round = g_tracer.writer_rounds_begun.fetch_add(1, std::memory_order_seq_cst) + 1;
     writer_round(self);
-    g_tracer.writer_rounds_done.store(round, std::memory_order_seq_cst);
-    if (g_tracer.writer_round_waiters.load(std::memory_order_seq_cst)) futex_wake(&g_tracer.writer_rounds_done, INT32_MAX);
     unlock_writer();
   }
   return nullptr;

@@ -1984,5 +1984,78 @@ def scenario_sigkill_random(s):
                 s.check(at_peak in truths, "%s: hold_block's bytes at the peak %d, truth %s" % (name, at_peak, truths))
 
 
+PTRACE_SEIZE, PTRACE_INTERRUPT, WALL = 0x4206, 0x4207, 0x40000000
+
+
+def stop_one_thread(tid):
+    """Stops thread `tid` alone (PTRACE_SEIZE, PTRACE_INTERRUPT), the rest of its process running on; False
+    where ptrace is refused. The caller reaps it after the process dies (os.waitpid(tid, WALL))."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    if libc.ptrace(PTRACE_SEIZE, tid, None, None) != 0 or libc.ptrace(PTRACE_INTERRUPT, tid, None, None) != 0:
+        return False
+    os.waitpid(tid, WALL)
+    return True
+
+
+def tracer_thread(pid, name):
+    """The tid of the thread of `pid` called `name`, or 0."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+            if f.read().strip() == name:
+                return int(tid)
+    return 0
+
+
+@scenario(may_skip=True)
+def scenario_sigkill_compressor_stalled(s):
+    """SIGKILL of a program whose trace cannot reach the disk (the tracer's compressor thread stopped, as a disk
+    that stalls its writes would hold it), in every mode: the program allocates 24 blocks 10 ms apart, each a
+    new heap high, and the peak heap reported after the kill is still all 24, and in full mode held by their
+    stack. The writer thread keeps moving what the threads record into the pending file while its chunks wait."""
+    for mode in ("full", "aggregate", "stats", "sample"):
+        out = os.path.join(s.work, mode)
+        progress_path = out + ".progress"
+        with open(progress_path, "wb") as f:
+            f.write(bytes(8192))
+        fields = ("pid", "block_size", "usable_size", "blocks", "asked", "held", "finished", "rss_high_water_bytes")
+        read = lambda: dict(zip(fields, struct.unpack_from("<8q", open(progress_path, "rb").read())))
+        proc = subprocess.Popen([s.memstage, "run", "-q", "-o", out, "--mode", mode, "--", s.program("kill_schedule"),
+                                 progress_path, "threaded", "paced"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while read()["pid"] == 0 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.001)
+        pid = read()["pid"]
+        compressor = tracer_thread(pid, "memstage-zstd") if pid else 0
+        s.check(compressor != 0, "%s: the tracer's compressor thread is there" % mode)
+        if not compressor:
+            proc.kill()
+            proc.communicate()
+            continue
+        if not stop_one_thread(compressor):
+            os.kill(pid, signal.SIGKILL)
+            proc.communicate()
+            print("SKIP: ptrace refused here, so no thread can be stopped alone")
+            raise SystemExit(SKIP)
+        with open(progress_path, "r+b") as f:  # go
+            f.seek(64)
+            f.write(struct.pack("<q", 1))
+        while not read()["finished"] and time.monotonic() < deadline:
+            time.sleep(0.005)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(compressor, WALL)  # its process's end waits for the tracer's reaping of it
+        _, err = proc.communicate(timeout=120)
+        t = read()
+        s.eq(proc.returncode, 137, "%s: exit code of memstage run (%s)" % (mode, err.decode(errors="replace")[-300:]))
+        s.eq(t["held"], t["blocks"], "%s: the program allocated every block before the kill" % mode)
+        report = read_report(os.path.join(out, "report.json"))
+        size = t["block_size"] if mode in ("full", "aggregate") else t["usable_size"]
+        s.eq(report["totals"]["peak_heap_bytes"], t["held"] * size, "%s: peak_heap_bytes, every block" % mode)
+        if mode == "full":
+            at_peak = sum(x["bytes"] for x in report["job"]["top_stacks_at_peak"] if has_function(x["stack"], "hold_block"))
+            s.eq(at_peak, t["held"] * size, "full: hold_block's bytes at the peak")
+
+
 if __name__ == "__main__":
     sys.exit(SCENARIOS.main("e2e", __doc__.splitlines()[0]))

@@ -6,9 +6,12 @@
 // held only while a malloc runs: the kill then came between the two, where either count is
 // the truth. Nothing else allocates (no stdio, no iostream), so the heap is held * size.
 // After touching each block it notes the kernel's high-water mark of its RSS: the peak RSS
-// at its death is at least that.
+// at its death is at least that. "paced" (e2e.sigkill_compressor_stalled): it starts only
+// once the file's `go` is set, and sleeps 10 ms after each block, so that the tracer's
+// writer runs many rounds while it allocates.
 #include <malloc.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "e2e_common.h"
 
@@ -27,6 +30,7 @@ struct Progress {
   volatile long held;
   volatile long finished;
   volatile long rss_high_water_bytes;  // VmHWM, read after each block was touched
+  volatile long go;                    // "paced": set by the test to start
 };
 
 // VmHWM from /proc/self/status, read without stdio (which would allocate); 0 if unreadable.
@@ -57,12 +61,27 @@ void* sleep_forever(void*) {
   for (;;) pause();
 }
 
+bool has_flag(int argc, char** argv, const char* flag) {
+  for (int i = 2; i < argc; ++i) {
+    if (strcmp(argv[i], flag) == 0) return true;
+  }
+  return false;
+}
+
+// nanosleep, which never allocates.
+void sleep_ms(long ms) {
+  timespec t{ms / 1000, (ms % 1000) * 1'000'000};
+  while (nanosleep(&t, &t) != 0) {
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   // "threaded": a second thread (that only sleeps) first, so that the tracer's writer thread
   // writes what the allocating thread records.
   pthread_t sleeper;
-  if (argc > 2 && strcmp(argv[2], "threaded") == 0 && pthread_create(&sleeper, nullptr, sleep_forever, nullptr) != 0) return 5;
+  if (has_flag(argc, argv, "threaded") && pthread_create(&sleeper, nullptr, sleep_forever, nullptr) != 0) return 5;
+  const bool paced = has_flag(argc, argv, "paced");
   const int fd = open(argv[1], O_RDWR | O_CLOEXEC);
   if (fd < 0) return 3;
   auto* progress = static_cast<Progress*>(mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
@@ -70,6 +89,7 @@ int main(int argc, char** argv) {
   progress->block_size = kBlockSize;
   progress->pid = getpid();  // e2e.py waits for it, then kills at an instant of its choice
   progress->blocks = kBlocks;
+  while (paced && !progress->go) sleep_ms(1);
   for (long i = 0; i < kBlocks; ++i) {
     progress->asked = i + 1;
     barrier();
@@ -79,6 +99,7 @@ int main(int argc, char** argv) {
     if (i == 0) progress->usable_size = static_cast<long>(malloc_usable_size(p));
     memset(p, static_cast<int>(i), kBlockSize);
     progress->rss_high_water_bytes = read_rss_high_water_bytes();
+    if (paced) sleep_ms(10);
   }
   progress->finished = 1;
   for (;;) pause();
