@@ -606,21 +606,12 @@ void wait_for_tick_or_wake(uint64_t interval_ns) {
   g_tracer.writer_wake_word.store(0, std::memory_order_relaxed);
 }
 
-// One round of the writer's work, with its lock held: the sampling tick when due, the
-// rings drained, a chunk written when enough waits or enough time passed (`write_now`: at
-// once), and the stop once RAM passed the limit.
-void writer_round(ThreadState* self, bool write_now = false, AskAllocator allocator = AskAllocator::kAsDue) {
-  const uint64_t now = monotonic_ns();
-  if (self && writer_round_due(now)) {
-    tick(self, allocator);
-    g_tracer.writer_next_round_ns.store(now + tick_interval_ns(), std::memory_order_relaxed);
-  }
-  drain(false);
-  // A chunk due while the compressor still writes the last one waits for a later round: the
-  // records stay in the pending buffers, which a kill leaves, and this round does not wait
-  // on a disk that stalls (the threads at a heap high wait for the drains: wait_for_writer_drain).
-  if (!write_now && compressor_busy()) {
-  } else if (aggregate_mode()) {
+// A chunk due while the compressor still writes the last one waits for a later round: the
+// records stay in the pending buffers, which a kill leaves, and a round never waits on a
+// disk that stalls (the threads at a heap high wait for its drains: wait_for_writer_drain).
+void write_chunk_if_due(bool write_now) {
+  if (!write_now && compressor_busy()) return;
+  if (aggregate_mode()) {
     // A chunk per snapshot: a killed process leaves whole snapshots.
     if (write_now || monotonic_ns() >= w.next_snapshot_ns) {
       w.aggregate.snapshot(trace_time_ns(), raw_sink);
@@ -631,6 +622,19 @@ void writer_round(ThreadState* self, bool write_now = false, AskAllocator alloca
              (w.raw_used > 0 && (write_now || monotonic_ns() - w.last_write_ns >= flush_every_ns()))) {
     write_chunk();
   }
+}
+
+// One round of the writer's work, with its lock held: the sampling tick when due, the
+// rings drained, a chunk written when enough waits or enough time passed (`write_now`: at
+// once), and the stop once RAM passed the limit.
+void writer_round(ThreadState* self, bool write_now = false, AskAllocator allocator = AskAllocator::kAsDue) {
+  const uint64_t now = monotonic_ns();
+  if (self && writer_round_due(now)) {
+    tick(self, allocator);
+    g_tracer.writer_next_round_ns.store(now + tick_interval_ns(), std::memory_order_relaxed);
+  }
+  drain(false);
+  write_chunk_if_due(write_now);
   if (write_now) wait_for_chunks_written();
   if (g_tracer.options.ram_limit_stops && g_tracer.ram_limit_passed.load(std::memory_order_relaxed)) {
     // The machine being played has run out of RAM: what was recorded up to here is
