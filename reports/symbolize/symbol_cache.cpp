@@ -115,6 +115,36 @@ class Reader {
 
 }  // namespace
 
+std::span<const ModuleFrames::Kept> ModuleFrames::find(const SymbolCacheKey& key) const {
+  const auto found = by_key_.find(key);
+  if (found == by_key_.end()) return {};
+  return std::span<const Kept>(frames_).subspan(found->second.first, found->second.second);
+}
+
+void ModuleFrames::add(const SymbolCacheKey& key, const std::vector<Frame>& frames) {
+  const auto [place, added] = by_key_.try_emplace(key, static_cast<uint32_t>(frames_.size()), 0);
+  if (!added) return;
+  for (const Frame& frame : frames) {
+    frames_.push_back(Kept{text_id(frame.function), text_id(frame.file), frame.line, frame.inlined});
+  }
+  place->second.second = static_cast<uint32_t>(frames.size());
+}
+
+Frame ModuleFrames::frame(const Kept& kept) const {
+  Frame frame;
+  frame.function = text_of(kept.function);
+  frame.file = text_of(kept.file);
+  frame.line = kept.line;
+  frame.inlined = kept.inlined;
+  return frame;
+}
+
+uint32_t ModuleFrames::text_id(const std::string& text) {
+  const auto [found, added] = text_ids_.try_emplace(text, static_cast<uint32_t>(texts_.size()));
+  if (added) texts_.push_back(&found->first);
+  return found->second;
+}
+
 std::optional<std::string> SymbolCache::directory_from_environment() {
   if (const char* chosen = std::getenv("MEMSTAGE_SYMBOL_CACHE")) {
     if (*chosen == '\0' || std::strcmp(chosen, "off") == 0) return std::nullopt;
@@ -167,13 +197,14 @@ ModuleFrames SymbolCache::load(const std::string& identity) const {
   const std::string debug_identity = reader.text();
   if (!reader.ok() || (!debug_file.empty() && file_identity(debug_file) != debug_identity)) return frames;
   const uint64_t count = reader.number<uint64_t>();
+  std::vector<Frame> stack;
   for (uint64_t i = 0; i < count && reader.ok(); ++i) {
     SymbolCacheKey key;
     key.module_offset = reader.number<uint64_t>();
     key.is_return_address = reader.number<uint8_t>() != 0;
     const uint32_t depth = reader.number<uint32_t>();
     if (depth == 0) return {};  // save writes at least one frame an address
-    std::vector<Frame> stack;
+    stack.clear();
     for (uint32_t d = 0; d < depth && reader.ok(); ++d) {
       Frame frame;
       frame.function = reader.text();
@@ -182,7 +213,7 @@ ModuleFrames SymbolCache::load(const std::string& identity) const {
       frame.inlined = reader.number<uint8_t>() != 0;
       stack.push_back(std::move(frame));
     }
-    frames.emplace(key, std::move(stack));
+    frames.add(key, stack);
   }
   if (!reader.ok() || !reader.at_end()) return {};
   // Used now: prune keeps it.
@@ -222,18 +253,18 @@ void SymbolCache::save(const std::string& identity, const std::string& debug_fil
   put_text(out, debug_file);
   put_text(out, debug_file.empty() ? std::string() : file_identity(debug_file));
   put_u64(out, frames.size());
-  for (const auto& [key, stack] : frames) {
+  frames.for_each([&](const SymbolCacheKey& key, std::span<const ModuleFrames::Kept> stack) {
     put_u64(out, key.module_offset);
     out += static_cast<char>(key.is_return_address ? 1 : 0);
     put_u32(out, static_cast<uint32_t>(stack.size()));
-    for (const Frame& frame : stack) {
-      put_text(out, frame.function);
-      put_text(out, frame.file);
+    for (const ModuleFrames::Kept& frame : stack) {
+      put_text(out, frames.text_of(frame.function));
+      put_text(out, frames.text_of(frame.file));
       const int32_t line = frame.line;
       out.append(reinterpret_cast<const char*>(&line), sizeof(line));
       out += static_cast<char>(frame.inlined ? 1 : 0);
     }
-  }
+  });
   if (out.size() > kMaxEncodedBytes) return;
   // Names and paths repeat from address to address: a tenth of the bytes, or less.
   std::string file = kMagic;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,9 +36,39 @@ struct SymbolCacheKeyHash {
   }
 };
 
-// Frames by address of one module, as Symbolizer::symbolize gives them (module and
-// address left empty: they are the caller's).
-using ModuleFrames = std::unordered_map<SymbolCacheKey, std::vector<Frame>, SymbolCacheKeyHash>;
+// Frames by address of one module, as Symbolizer::symbolize gives them less the module and
+// the addresses (the caller's fills them in): each function and file name held once, as a
+// function's addresses share its name; a cache of a large library holds 1e5 frames.
+class ModuleFrames {
+ public:
+  struct Kept {
+    uint32_t function = 0;  // text_of
+    uint32_t file = 0;      // text_of
+    int32_t line = 0;
+    bool inlined = false;
+  };
+  // The frames kept for `key`, innermost first; empty where none are.
+  std::span<const Kept> find(const SymbolCacheKey& key) const;
+  // Keeps `frames` for `key` (a key kept already keeps its frames).
+  void add(const SymbolCacheKey& key, const std::vector<Frame>& frames);
+  // `kept` as a Frame: names, line and inlined; the rest left to the caller.
+  Frame frame(const Kept& kept) const;
+  const std::string& text_of(uint32_t id) const { return *texts_[id]; }
+  size_t size() const { return by_key_.size(); }  // addresses kept
+  bool empty() const { return by_key_.empty(); }
+  // visit(key, frames) for every address kept.
+  template <typename Visit>
+  void for_each(Visit visit) const {
+    for (const auto& [key, place] : by_key_) visit(key, std::span<const Kept>(frames_).subspan(place.first, place.second));
+  }
+
+ private:
+  uint32_t text_id(const std::string& text);
+  std::unordered_map<SymbolCacheKey, std::pair<uint32_t, uint32_t>, SymbolCacheKeyHash> by_key_;  // (first, count) in frames_
+  std::vector<Kept> frames_;
+  std::unordered_map<std::string, uint32_t> text_ids_;
+  std::vector<const std::string*> texts_;  // by id: text_ids_'s keys
+};
 
 class SymbolCache {
  public:

@@ -211,12 +211,6 @@ class Symbolizer::Module {
     if (cache_ == nullptr) return;
     identity_ = SymbolCache::module_identity(path);
     frames_ = cache_->load(identity_);
-    for (auto& [key, frames] : frames_) {
-      for (Frame& frame : frames) {
-        frame.module = path_;
-        frame.module_offset = key.module_offset;
-      }
-    }
   }
   ~Module() {
     if (dwfl_ != nullptr) dwfl_end(dwfl_);
@@ -251,11 +245,16 @@ class Symbolizer::Module {
     if (!symbols_indexed_) index_symbols();
   }
 
-  // Frames with module and module_offset filled in; the caller fills in the address.
-  const std::vector<Frame>& frames(uint64_t module_offset, bool is_return_address) {
+  // Frames as the cache keeps them (function, file, line, inlined): the caller fills in the
+  // module and the addresses, which every frame of a module would otherwise hold a copy of.
+  std::vector<Frame> frames(uint64_t module_offset, bool is_return_address) {
     const SymbolCacheKey key{module_offset, is_return_address};
-    auto found = frames_.find(key);
-    if (found != frames_.end()) return found->second;
+    if (const auto kept = frames_.find(key); !kept.empty()) {
+      std::vector<Frame> frames;
+      frames.reserve(kept.size());
+      for (const ModuleFrames::Kept& frame : kept) frames.push_back(frames_.frame(frame));
+      return frames;
+    }
     open();
     symbolized_anew_ = true;
     std::vector<Frame> frames;
@@ -267,11 +266,8 @@ class Symbolizer::Module {
       frames = resolve(pc);
     }
     if (frames.empty()) frames.emplace_back();
-    for (Frame& frame : frames) {
-      frame.module = path_;
-      frame.module_offset = module_offset;
-    }
-    return frames_.emplace(key, std::move(frames)).first->second;
+    frames_.add(key, frames);
+    return frames;
   }
 
  private:
@@ -612,9 +608,12 @@ Symbolizer::Module& Symbolizer::module(const std::string& module_path) {
 std::vector<Frame> Symbolizer::symbolize(const std::string& module_path, uint64_t load_bias,
                                          uint64_t address, bool is_return_address) {
   try {
-    std::vector<Frame> frames =
-        module(module_path).frames(address - load_bias, is_return_address);
-    for (Frame& frame : frames) frame.address = address;
+    std::vector<Frame> frames = module(module_path).frames(address - load_bias, is_return_address);
+    for (Frame& frame : frames) {
+      frame.module = module_path;
+      frame.address = address;
+      frame.module_offset = address - load_bias;
+    }
     return frames;
   } catch (const std::exception&) {
     // Only std::bad_alloc can come here (libdw is C); a bare frame still helps the report.

@@ -600,3 +600,41 @@ TEST_CASE("symbol cache: a folder that cannot be made or written costs nothing b
     CHECK(again.modules_opened() == 1);
   }
 }
+
+TEST_CASE("symbol cache: a module's frames keep each name once, and give back what was added") {
+  using memstage::reports::ModuleFrames;
+  using memstage::reports::SymbolCacheKey;
+  const auto frame = [](const char* function, const char* file, int line, bool inlined) {
+    Frame f;
+    f.function = function;
+    f.file = file;
+    f.line = line;
+    f.inlined = inlined;
+    return f;
+  };
+  ModuleFrames frames;
+  CHECK(frames.empty());
+  CHECK(frames.find(SymbolCacheKey{0x10, true}).empty());
+  const std::vector<Frame> inlined = {frame("callee", "a.cpp", 3, true), frame("caller", "a.cpp", 9, false)};
+  frames.add(SymbolCacheKey{0x10, true}, inlined);
+  frames.add(SymbolCacheKey{0x20, true}, {frame("caller", "a.cpp", 11, false)});
+  frames.add(SymbolCacheKey{0x20, false}, {frame("", "", 0, false)});
+  frames.add(SymbolCacheKey{0x10, true}, {frame("other", "b.cpp", 1, false)});  // kept already: unchanged
+  CHECK(frames.size() == 3);
+  const auto back = [&](SymbolCacheKey key) {
+    std::vector<Frame> out;
+    for (const ModuleFrames::Kept& kept : frames.find(key)) out.push_back(frames.frame(kept));
+    return out;
+  };
+  CHECK(back(SymbolCacheKey{0x10, true}) == inlined);
+  CHECK(back(SymbolCacheKey{0x20, true}) == std::vector<Frame>{frame("caller", "a.cpp", 11, false)});
+  CHECK(back(SymbolCacheKey{0x20, false}) == std::vector<Frame>{frame("", "", 0, false)});
+  // "caller" and "a.cpp" are one text each, whatever the frames that name them.
+  const auto at_10 = frames.find(SymbolCacheKey{0x10, true});
+  const auto at_20 = frames.find(SymbolCacheKey{0x20, true});
+  CHECK(at_10[1].function == at_20[0].function);
+  CHECK(at_10[0].file == at_20[0].file);
+  size_t visited = 0;
+  frames.for_each([&](const SymbolCacheKey&, std::span<const ModuleFrames::Kept> kept) { visited += kept.size(); });
+  CHECK(visited == 4);
+}
