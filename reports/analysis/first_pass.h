@@ -533,6 +533,7 @@ class FirstPass : public trace::TraceVisitor {
     stack_live = StackLiveBytesReplay();
     hand_over_agg_sites();  // aggregate mode's counts, to the sites' list made after pass two
     heap.shrink_to_fit();
+    sites.shrink_to_fit();
     device.count_leaks();
     while (innermost() >= 0) close_innermost(false);
   }

@@ -130,6 +130,7 @@ std::vector<uint32_t> SiteAggregator::stacks(const std::vector<AllocationInfo>& 
     }
     for (const auto& [key, f] : unsorted_) site[stack_of_key(key)] = true;
     for (const StackStageFigures& f : counted_) site[f.stack] = true;
+    out.reserve(static_cast<size_t>(std::count(site.begin(), site.end(), true)));  // held through pass two
     for (uint32_t stack = 0; stack < site.size(); ++stack) {
       if (site[stack]) out.push_back(stack);
     }

@@ -44,6 +44,9 @@ class SiteAggregator {
   // half as much again, and twice that while it grew). Until then a site is its infos'
   // counts, a fraction of its place in the list.
   void finish(const std::vector<AllocationInfo>& infos);
+  // No more infos will come: the room the per-info counts kept for more is given back (they
+  // are held through pass two).
+  void shrink_to_fit() { per_info_.shrink_to_fit(); }
 
   void leaked(uint32_t stack, int stage, uint64_t bytes) { at(stack, stage).leaked_bytes += bytes; }
   void live_at_peak(uint32_t stack, int stage, uint64_t bytes) { at(stack, stage).live_at_peak_bytes = bytes; }
