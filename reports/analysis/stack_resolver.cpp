@@ -19,19 +19,28 @@ StackResolver::StackResolver(const StackTree& tree, const std::vector<std::vecto
       interner_(report.frames) {}
 
 StackIndex StackResolver::index_of(uint32_t trace_stack) {
-  StackIndex* index = nullptr;
-  const bool known = contains(trace_stack);
-  if (known) {
-    if (index_of_stack_.size() < tree_stacks()) index_of_stack_.resize(tree_stacks(), kNoIndex);
-    index = &index_of_stack_[trace_stack];
-  } else {
-    index = &index_of_unknown_stack_.try_emplace(trace_stack, kNoIndex).first->second;
+  if (const uint32_t rank = ascending_.number_of(trace_stack); rank != AscendingNumbers::kNone) {
+    return ascending_base_ + rank;
   }
-  if (*index != kNoIndex) return *index;
+  if (const auto other = index_of_other_stack_.find(trace_stack); other != index_of_other_stack_.end()) {
+    return other->second;
+  }
+  const bool known = contains(trace_stack);
   if (known && tree_forgotten_) throw std::logic_error("a stack named after the stack tree was let go");
-  *index = static_cast<StackIndex>(report_.stacks.size());
+  const auto index = static_cast<StackIndex>(report_.stacks.size());
   report_.stacks.push_back(Stack{resolve(trace_stack)});
-  return *index;
+  if (!known || !numbers_next(trace_stack, index)) index_of_other_stack_.emplace(trace_stack, index);
+  return index;
+}
+
+// The first stack named starts the ranks; each after it joins them while it comes above the
+// last and its report stack follows theirs (another resolver may add to the report between).
+bool StackResolver::numbers_next(uint32_t trace_stack, StackIndex index) {
+  if (ascending_.size() == 0) {
+    ascending_ = AscendingNumbers(tree_stacks());
+    ascending_base_ = index;
+  }
+  return index == ascending_base_ + ascending_.size() && ascending_.add(trace_stack);
 }
 
 void StackResolver::add_frames(uint64_t address, uint32_t module) {

@@ -12,6 +12,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "profiler/trace/trace_reader.h"
+#include "reports/analysis/ascending_numbers.h"
 #include "reports/analysis/module_index.h"
 #include "reports/analysis/stack_tree.h"
 #include "reports/model/frame_interner.h"
@@ -90,12 +91,15 @@ class StackResolver {
   };
   std::vector<Resolved> resolved_;  // by trace node
   std::vector<uint32_t> path_;      // the trace nodes of the stack being resolved, innermost first
-  // Each trace stack's report stack, by trace stack: a look-up per site, figure and leak,
-  // which in a hash table missed the cache twice. A stack the tree does not hold (a damaged
-  // trace) goes in the hash table beside it.
-  static constexpr StackIndex kNoIndex = UINT32_MAX;
-  std::vector<StackIndex> index_of_stack_;
-  absl::flat_hash_map<uint32_t, StackIndex> index_of_unknown_stack_;
+  // Each trace stack's report stack: a look-up per site, figure and leak. Stacks named in
+  // ascending order, each the next report stack (pass two names every site's so), are
+  // numbered by rank from ascending_base_, a bit a trace stack where a list by trace stack
+  // took 4 bytes a node of the tree. The others (named out of that order, or not in the
+  // tree: a damaged trace) go in the hash table.
+  bool numbers_next(uint32_t trace_stack, StackIndex index);
+  AscendingNumbers ascending_;
+  StackIndex ascending_base_ = 0;
+  absl::flat_hash_map<uint32_t, StackIndex> index_of_other_stack_;
 
   // (address, module) -> (first, count) in frame_ids_; Python frames' module is kPython.
   static constexpr uint32_t kPython = ModuleIndex::kNone - 1;
