@@ -956,7 +956,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   StageRows stage_rows(stage_keys(pass, kept_text, stage_paths));
   StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize,
                        read_ahead ? read_ahead->take_symbolizer() : Symbolizer());
-  const StacksAtPeaks at_peaks = pass_two(main, job, stage_rows, stacks, options.top_stacks, read_progress);
+  StacksAtPeaks at_peaks = pass_two(main, job, stage_rows, stacks, options.top_stacks, read_progress);
   // Every site's stack is resolved: the sites' list is made in the room the resolution's
   // walk state leaves (the same memory, not more).
   if (names_only_sites_after_pass_two(pass)) {
@@ -965,6 +965,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   } else {
     stacks.forget_walks();
   }
+  at_peaks.count_run_peak(pass.heap.infos());
   if (options.return_freed_pages) options.return_freed_pages();
   pass.sites.finish(pass.heap.infos());
   fill_totals(pass, report.totals);

@@ -28,6 +28,23 @@ struct StacksAtPeaks {
   // At the run's peak: live bytes and blocks per (stack, stage). (Open addressing, as the
   // tables below: a torch import's run peak holds ~3e5 of them.)
   absl::flat_hash_map<uint64_t, StackBytes> run_peak;
+  // Pass two's replay takes the run's peak as the live blocks of each info that held some,
+  // (info, blocks) in info order, a count over UINT32_MAX split over entries in a row:
+  // smaller than the table, held beside the stack resolution, made into run_peak after it.
+  std::vector<std::pair<uint32_t, uint32_t>> run_peak_blocks;
+  void count_run_peak(const std::vector<AllocationInfo>& infos) {
+    for (size_t i = 0; i < run_peak_blocks.size();) {
+      const uint32_t id = run_peak_blocks[i].first;
+      uint64_t blocks = 0;
+      for (; i < run_peak_blocks.size() && run_peak_blocks[i].first == id; ++i) blocks += run_peak_blocks[i].second;
+      const AllocationInfo& info = infos[id];
+      StackBytes& s = run_peak[figure_key(info.stack, info.stage)];
+      s.stack = info.stack;
+      s.bytes += blocks * info.size;
+      s.blocks += blocks_counted(info, blocks);
+    }
+    std::vector<std::pair<uint32_t, uint32_t>>().swap(run_peak_blocks);
+  }
   // At each stage's peak: live bytes per stack, largest first.
   std::unordered_map<int, std::vector<StackBytes>> stage_peaks;
 };
@@ -117,12 +134,13 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
     const auto& infos = heap_.infos();
     const auto& live = heap_.live_blocks();
     if (t.stage == -1) {
-      for (size_t i = 0; i < infos.size(); ++i) {
-        if (!live[i]) continue;
-        StackBytes& s = run_peak[figure_key(infos[i].stack, infos[i].stage)];
-        s.stack = infos[i].stack;
-        s.bytes += live[i] * infos[i].size;
-        s.blocks += blocks_counted(infos[i], live[i]);
+      run_peak_blocks.reserve(static_cast<size_t>(std::count_if(live.begin(), live.end(), [](uint64_t n) { return n; })));
+      for (size_t i = 0; i < live.size(); ++i) {
+        for (uint64_t left = live[i]; left;) {
+          const auto part = static_cast<uint32_t>(std::min<uint64_t>(left, UINT32_MAX));
+          run_peak_blocks.emplace_back(static_cast<uint32_t>(i), part);
+          left -= part;
+        }
       }
       return;
     }
