@@ -170,12 +170,14 @@ class StackLiveBytesReplay {
     dirty_.push_back(stack);
   }
   [[gnu::noinline]] void grow_to(uint32_t stack) {
-    live_.resize(stack + 1, 0);
-    dirty_flag_.resize(stack + 1, 0);
+    live_.grow_to(size_t{stack} + 1, 0);
+    dirty_flag_.grow_to(size_t{stack} + 1, 0);
   }
 
-  std::vector<uint64_t> live_;  // per stack id
-  std::vector<uint8_t> dirty_flag_;
+  // Per stack id, in blocks: as doubling lists they were pass one's largest, held twice
+  // over while they grew (the tree's ids run to millions).
+  BlockVector<uint64_t> live_;
+  BlockVector<uint8_t> dirty_flag_;
   std::vector<uint32_t> dirty_;
 };
 
