@@ -172,6 +172,7 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
         return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
       });
       top.resize(keep);
+      top.shrink_to_fit();  // held to the end: the room for every stack it was picked from is not
     }
     if (t.stage != kRamLimit) {
       last_top_event_ = t.event;
