@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "profiler/trace/block_vector.h"
 #include "profiler/trace/trace_records.h"
 
 namespace memstage::trace {
@@ -466,8 +467,10 @@ class ChunkDecoder {
   // Version 2: the stack tree, each node's address (to decode a child's delta) and depth
   // (to bound it), 10 bytes a node: a torch import's trace has ~4e6 nodes.
   const bool stack_tree_;
-  std::vector<uint64_t> node_addresses_;
-  std::vector<uint16_t> node_depths_;
+  // By node, in blocks: as doubling lists they held their old copy and the new at once,
+  // beside the reader's visitor's own tree, at pass one's highest.
+  BlockVector<uint64_t> node_addresses_;
+  BlockVector<uint16_t> node_depths_;
   static_assert(records::DeltaAddresses::kMaxItems <= UINT16_MAX);
   uint32_t next_stage_name_id_ = 0;
   AggStageRecord agg_stage_;

@@ -423,7 +423,8 @@ struct Traces {
 // report. A single trace must be one.
 Traces read_traces(const std::vector<std::string>& trace_paths, const std::optional<RunInfo>& run,
                    KeptTextBudget& kept_text, size_t max_event_log_bytes, ReadProgress& progress,
-                   const std::function<std::unique_ptr<TraceFile>(const std::string&)>& take_read_ahead) {
+                   const std::function<std::unique_ptr<TraceFile>(const std::string&)>& take_read_ahead,
+                   const std::function<void()>& return_freed_pages) {
   std::vector<std::unique_ptr<TraceFile>> read(trace_paths.size());
   std::vector<std::exception_ptr> read_failed(trace_paths.size());
   for (size_t i = 0; take_read_ahead && i < trace_paths.size(); ++i) {
@@ -434,6 +435,9 @@ Traces read_traces(const std::vector<std::string>& trace_paths, const std::optio
     }
   }
   read_at_once(trace_paths, kept_text, max_event_log_bytes, progress, read, read_failed);
+  // The readers' tables by stack node are freed: their pages go back before each pass's
+  // end makes its lists anew.
+  if (return_freed_pages) return_freed_pages();
   apply_rss_at_death(read, run);
   Traces traces;
   for (size_t i = 0; i < trace_paths.size(); ++i) {
@@ -943,7 +947,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   std::function<std::unique_ptr<TraceFile>(const std::string&)> take_read_ahead;
   if (read_ahead) take_read_ahead = [&](const std::string& path) { return read_ahead->take(path); };
 
-  Traces traces = read_traces(trace_paths, run, kept_text, options.max_event_log_bytes, read_progress, take_read_ahead);
+  Traces traces = read_traces(trace_paths, run, kept_text, options.max_event_log_bytes, read_progress, take_read_ahead,
+                              options.return_freed_pages);
   find_main_trace(traces);
   // Pass one's reading (chunks, growth tables) is freed; pass two's lists are larger.
   if (options.return_freed_pages) options.return_freed_pages();

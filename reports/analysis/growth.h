@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "reports/analysis/block_vector.h"
+#include "profiler/trace/block_vector.h"
 #include "reports/model/report_model.h"
 
 namespace memstage::reports {
@@ -122,9 +122,9 @@ class GrowthAggregator {
   // numbered from 0, and a hash table of the series missed the cache on every set
   // (docs/performance.md).
   static constexpr uint32_t kNoSeries = UINT32_MAX;
-  BlockVector<uint32_t> series_of_stack_;
+  trace::BlockVector<uint32_t> series_of_stack_;
   // In blocks: a doubling vector of 7e5 series held its old copy and the new at once.
-  BlockVector<Series> series_;
+  trace::BlockVector<Series> series_;
   std::optional<std::vector<GrowingStack>> found_;  // once finished
 };
 
@@ -176,8 +176,8 @@ class StackLiveBytesReplay {
 
   // Per stack id, in blocks: as doubling lists they were pass one's largest, held twice
   // over while they grew (the tree's ids run to millions).
-  BlockVector<uint64_t> live_;
-  BlockVector<uint8_t> dirty_flag_;
+  trace::BlockVector<uint64_t> live_;
+  trace::BlockVector<uint8_t> dirty_flag_;
   std::vector<uint32_t> dirty_;
 };
 

@@ -11,7 +11,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
-#include "reports/analysis/block_vector.h"
+#include "profiler/trace/block_vector.h"
 
 namespace memstage::reports {
 
@@ -50,7 +50,7 @@ class StackTree {
     }
     uint64_t return_address() const { return (static_cast<uint64_t>(address_high) << 32) | address_low; }
   };
-  BlockVector<Node> nodes_;  // millions on a large trace
+  trace::BlockVector<Node> nodes_;  // millions on a large trace
   // Version 2: the first node defined under each module snapshot (they only grow).
   std::vector<uint32_t> first_node_of_snapshot_;
   // Version 1 only: each whole stack's innermost node and snapshot, and the children of

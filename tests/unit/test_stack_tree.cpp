@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "reports/analysis/analyzer.h"
-#include "reports/analysis/block_vector.h"
+#include "profiler/trace/block_vector.h"
 #include "reports/analysis/stack_resolver.h"
 #include "reports/analysis/stack_tree.h"
 #include "reports/model/stack_interner.h"
@@ -28,7 +28,7 @@ std::vector<uint64_t> addresses_of(const StackTree& tree, uint32_t stack) {
 }  // namespace
 
 TEST_CASE("block vector: elements pushed across blocks keep their index and value") {
-  memstage::reports::BlockVector<uint64_t, 4> small;  // blocks of 4: every fifth push opens one
+  memstage::trace::BlockVector<uint64_t, 4> small;  // blocks of 4: every fifth push opens one
   CHECK(small.empty());
   for (uint64_t i = 0; i < 1000; ++i) small.push_back(i * 3 + 1);
   REQUIRE(small.size() == 1000);
@@ -42,7 +42,7 @@ TEST_CASE("block vector: elements pushed across blocks keep their index and valu
 
 TEST_CASE("block vector: the first block grows to the block's size, keeping what it holds") {
   // Blocks of 1024: the first starts at 64 and doubles four times before the second opens.
-  memstage::reports::BlockVector<uint64_t, 1024> v;
+  memstage::trace::BlockVector<uint64_t, 1024> v;
   v.push_back(uint64_t{5});
   for (uint64_t i = 1; i < 3000; ++i) {
     // Every 7th element a copy of one already in: pushed while the first block moves.

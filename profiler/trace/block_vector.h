@@ -1,4 +1,4 @@
-// A vector for the analysis's largest lists of plain structs that grows a block at a time
+// A vector for the largest lists of plain structs, the trace reader's and the analysis's, that grows a block at a time
 // instead of by doubling. The analysis of a large trace waits in good part on the kernel
 // handing it fresh, zeroed pages (`clear_page_erms`, docs/performance.md); a doubling vector touches about three times
 // its final size in fresh pages as it grows (each larger copy, then the old one freed and
@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-namespace memstage::reports {
+namespace memstage::trace {
 
 // Blocks of about 1 MiB, a power of two of elements (the index split is a shift and a mask).
 template <class T, size_t kBlockItems = std::bit_floor((size_t{1} << 20) / sizeof(T))>
@@ -68,4 +68,4 @@ class BlockVector {
   size_t first_capacity_ = 0;  // of blocks_[0], kBlockItems once full
 };
 
-}  // namespace memstage::reports
+}  // namespace memstage::trace
