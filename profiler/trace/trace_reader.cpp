@@ -36,11 +36,9 @@ class ChunkDecoder {
         site_increments_(version >= kFirstVersionWithSiteIncrements),
         calls_and_threads_(version >= kFirstVersionWithCallsAndThreads),
         loss_(loss),
-        stack_tree_(version >= 2) {
-    if (stack_tree_) {  // the root: the empty stack
-      node_addresses_.push_back(0);
-      node_depths_.push_back(0);
-    }
+        stack_tree_(version >= 2),
+        visitor_keeps_addresses_(v.keeps_stack_node_addresses()) {
+    if (stack_tree_) add_node(0, 0);  // the root: the empty stack
   }
 
   uint64_t decode(const uint8_t* begin, const uint8_t* end, bool& ended) {
@@ -67,7 +65,7 @@ class ChunkDecoder {
 
   // Whether a chunk that starts so follows the records read so far, nothing between.
   bool follows(const records::ChunkStart& s) const {
-    return s.next_stack_node == node_addresses_.size() && s.next_alloc_info == next_info_id_ &&
+    return s.next_stack_node == nodes() && s.next_alloc_info == next_info_id_ &&
            s.next_stage_name == next_stage_name_id_ && s.next_stage_instance == stage_instances_ &&
            s.open_stages.items.size() == open_stages_.size() && stages_kept(s) == open_stages_.size();
   }
@@ -79,7 +77,7 @@ class ChunkDecoder {
   bool can_resume_at(const records::ChunkStart& s, uint64_t skipped_bytes) const {
     const uint64_t most = (1 + skipped_bytes / 4096) * kMaxLostIdsPer4KiB;
     const auto grows = [most](uint64_t from, uint64_t to) { return to >= from && to - from <= most; };
-    if (!chunk_starts_ || !grows(node_addresses_.size(), s.next_stack_node) || s.next_stack_node >= UINT32_MAX ||
+    if (!chunk_starts_ || !grows(nodes(), s.next_stack_node) || s.next_stack_node >= UINT32_MAX ||
         !grows(next_info_id_, s.next_alloc_info) || s.next_alloc_info >= UINT32_MAX ||
         !grows(next_stage_name_id_, s.next_stage_name) || s.next_stage_name > kMaxStageNames ||
         !grows(stage_instances_, s.next_stage_instance)) {
@@ -105,8 +103,8 @@ class ChunkDecoder {
     }
     loss_.stage_names += s.next_stage_name - next_stage_name_id_;
     next_stage_name_id_ = static_cast<uint32_t>(s.next_stage_name);
-    loss_.stack_nodes += s.next_stack_node - node_addresses_.size();
-    while (node_addresses_.size() < s.next_stack_node) add_lost_node();
+    loss_.stack_nodes += s.next_stack_node - nodes();
+    while (nodes() < s.next_stack_node) add_lost_node();
     if (s.next_alloc_info > next_info_id_) lost_infos_.emplace_back(next_info_id_, s.next_alloc_info);
     loss_.alloc_infos += s.next_alloc_info - next_info_id_;
     next_info_id_ = static_cast<uint32_t>(s.next_alloc_info);
@@ -165,20 +163,20 @@ class ChunkDecoder {
   }
   void handle(const records::StackNode& r) {
     if (!stack_tree_) throw CorruptRecord("a stack node in a trace of whole stacks");
-    const uint64_t id = node_addresses_.size();
+    const uint64_t id = nodes();
     if (r.parent_distance == 0 || r.parent_distance > id) throw CorruptRecord("stack node without a parent");
     if (id >= UINT32_MAX) throw CorruptRecord("too many stack nodes");
     const uint64_t parent = id - r.parent_distance;
-    if (node_addresses_[parent] == kLostFrameAddress) {  // its address is a difference from one lost
+    const uint64_t parent_address = address_of(parent);
+    if (parent_address == kLostFrameAddress) {  // its address is a difference from one lost
       ++loss_.stack_nodes;
       add_lost_node();
       return;
     }
     const uint32_t depth = node_depths_[parent] + 1u;
     if (depth > records::DeltaAddresses::kMaxItems) throw CorruptRecord("implausible stack depth");
-    const uint64_t return_address = node_addresses_[parent] + static_cast<uint64_t>(r.address_delta);
-    node_addresses_.push_back(return_address);
-    node_depths_.push_back(static_cast<uint16_t>(depth));
+    const uint64_t return_address = parent_address + static_cast<uint64_t>(r.address_delta);
+    add_node(return_address, depth);
     v_.on_stack_node(static_cast<uint32_t>(id), static_cast<uint32_t>(parent), return_address);
   }
   void handle(const records::AllocInfo& r) {
@@ -411,15 +409,23 @@ class ChunkDecoder {
     return lost_name_from_;
   }
   void add_lost_node() {
-    const auto id = static_cast<uint32_t>(node_addresses_.size());
-    node_addresses_.push_back(kLostFrameAddress);
-    node_depths_.push_back(1);
+    const auto id = static_cast<uint32_t>(nodes());
+    add_node(kLostFrameAddress, 1);
     v_.on_stack_node(id, 0, kLostFrameAddress);
+  }
+  // Version 2: the stack nodes so far, and each one's return address and depth.
+  uint64_t nodes() const { return node_depths_.size(); }
+  void add_node(uint64_t return_address, uint32_t depth) {
+    if (!visitor_keeps_addresses_) node_addresses_.push_back(return_address);
+    node_depths_.push_back(static_cast<uint16_t>(depth));
+  }
+  uint64_t address_of(uint64_t node) const {
+    return visitor_keeps_addresses_ ? v_.stack_node_address(static_cast<uint32_t>(node)) : node_addresses_[node];
   }
 
   // An event names stack `id`: it must be defined.
   void check_stack(uint64_t id) const {
-    if (id >= (stack_tree_ ? node_addresses_.size() : next_stack_id_)) {
+    if (id >= (stack_tree_ ? nodes() : next_stack_id_)) {
       throw CorruptRecord("event refers to an undefined stack");
     }
   }
@@ -464,11 +470,11 @@ class ChunkDecoder {
   DamageLoss& loss_;
   // Version 1: whole stacks, numbered as defined.
   uint32_t next_stack_id_ = 0;
-  // Version 2: the stack tree, each node's address (to decode a child's delta) and depth
-  // (to bound it), 10 bytes a node: a torch import's trace has ~4e6 nodes.
+  // Version 2: the stack tree, each node's address (to decode a child's delta; the
+  // visitor's where it keeps them) and depth (to bound it), in blocks by node: as doubling
+  // lists they held their old copy and the new at once, at pass one's highest.
   const bool stack_tree_;
-  // By node, in blocks: as doubling lists they held their old copy and the new at once,
-  // beside the reader's visitor's own tree, at pass one's highest.
+  const bool visitor_keeps_addresses_;
   BlockVector<uint64_t> node_addresses_;
   BlockVector<uint16_t> node_depths_;
   static_assert(records::DeltaAddresses::kMaxItems <= UINT16_MAX);

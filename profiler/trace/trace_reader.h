@@ -157,6 +157,11 @@ class TraceVisitor {
   // earlier node, or 0: the empty stack). A stack is named by its innermost node; every
   // node comes before the first record that names it.
   virtual void on_stack_node(uint32_t /*id*/, uint32_t /*parent*/, uint64_t /*return_address*/) {}
+  // A visitor that keeps every node's return address as on_stack_node gave it (node 0's is
+  // 0) says so and answers for them: the reader, which needs a node's parent's to read it,
+  // then keeps no copy of its own (the nodes run to millions).
+  virtual bool keeps_stack_node_addresses() const { return false; }
+  virtual uint64_t stack_node_address(uint32_t /*id*/) const { return 0; }
   // Version 1 traces: a whole stack, innermost frame first, numbered from 0 in definition
   // order, before the first record that names its id.
   virtual void on_stack(uint32_t /*id*/, std::span<const uint64_t> /*return_addresses*/) {}

@@ -180,6 +180,8 @@ class FirstPass : public trace::TraceVisitor {
   void on_stack_node(uint32_t id, uint32_t parent, uint64_t return_address) override {
     stacks.add_node(id, parent, return_address, static_cast<int>(module_snapshots.size()) - 1);
   }
+  bool keeps_stack_node_addresses() const override { return true; }
+  uint64_t stack_node_address(uint32_t id) const override { return stacks.return_address(id); }
   void on_stack(uint32_t id, std::span<const uint64_t> ips) override {
     stacks.add_stack(id, ips, static_cast<int>(module_snapshots.size()) - 1);
   }

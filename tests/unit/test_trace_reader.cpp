@@ -185,6 +185,40 @@ TEST_CASE("a damaged middle chunk is skipped, and the later chunks' ids keep the
   }
 }
 
+namespace {
+
+// Ids that keeps every stack node's address itself, as the analysis's stack tree does: the
+// reader asks it for a parent's address and keeps none of its own.
+struct IdsKeepingAddresses : Ids {
+  std::vector<uint64_t> addresses{0};  // node 0: the empty stack
+  void on_stack_node(uint32_t id, uint32_t parent, uint64_t address) override {
+    Ids::on_stack_node(id, parent, address);
+    addresses.push_back(address);
+  }
+  bool keeps_stack_node_addresses() const override { return true; }
+  uint64_t stack_node_address(uint32_t id) const override { return addresses.at(id); }
+};
+
+}  // namespace
+
+TEST_CASE("a visitor that keeps the stack nodes' addresses is asked for them: the same records, damaged or not") {
+  const std::string whole = three_chunks_of_definitions().bytes();
+  const std::vector<uint64_t> ends = chunk_ends(whole);
+  REQUIRE(ends.size() == 4);
+  std::string damaged = whole;
+  damaged[ends[1] + 13] = static_cast<char>(damaged[ends[1] + 13] ^ 0x20);
+  for (const std::string& bytes : {whole, damaged}) {
+    const std::string path = temp_path("keeps_addresses.mst");
+    write_bytes(path, bytes);
+    Ids own;
+    IdsKeepingAddresses kept;
+    trace::read_trace(path, own);
+    trace::read_trace(path, kept);
+    CHECK(kept.lines == own.lines);
+    CHECK(kept.addresses.size() == 7);  // nodes 1 to 6 and the empty stack
+  }
+}
+
 TEST_CASE("a damaged first chunk, which holds the process record, ends the trace there") {
   const std::string whole = three_chunks_of_definitions().bytes();
   const std::vector<uint64_t> ends = chunk_ends(whole);
