@@ -389,11 +389,15 @@ class FirstPass : public trace::TraceVisitor {
   // mode's live heap (a sample standing for the blocks it estimates), aggregate mode's sites.
   template <typename Held>
   void for_each_held(Held held) const {
-    const std::vector<uint64_t>& live_blocks = heap.live_blocks();
-    for (size_t i = 0; i < live_blocks.size(); ++i) {
-      if (!live_blocks[i]) continue;
-      const AllocationInfo& block = heap.info(static_cast<uint32_t>(i));
-      held(block.stack, block.stage, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i]));
+    if (held_at_end_) {
+      for (const HeldAtEnd& h : *held_at_end_) held(h.stack, h.stage, h.bytes, h.blocks);
+    } else {
+      const std::vector<uint64_t>& live_blocks = heap.live_blocks();
+      for (size_t i = 0; i < live_blocks.size(); ++i) {
+        if (!live_blocks[i]) continue;
+        const AllocationInfo& block = heap.info(static_cast<uint32_t>(i));
+        held(block.stack, block.stage, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i]));
+      }
     }
     if (agg_sites.empty()) return;
     std::vector<std::pair<uint64_t, const AggSite*>> by_key;
@@ -534,6 +538,7 @@ class FirstPass : public trace::TraceVisitor {
     // The sites' list is made after pass two (analyzer.cpp), never beside its resolution.
     stack_live = StackLiveBytesReplay();
     hand_over_agg_sites();  // aggregate mode's counts, to the sites' list made after pass two
+    keep_held_at_end();
     heap.shrink_to_fit();
     sites.shrink_to_fit();
     device.count_leaks();
@@ -541,6 +546,29 @@ class FirstPass : public trace::TraceVisitor {
   }
 
  private:
+  // The events' live heap at the end, each info holding blocks in info order, as
+  // for_each_held gives it: the live counts by info go at finish(), not held through pass two.
+  struct HeldAtEnd {
+    uint32_t stack;
+    int32_t stage;
+    uint64_t bytes;
+    uint64_t blocks;
+  };
+  void keep_held_at_end() {
+    if (held_at_end_) return;
+    const std::vector<uint64_t>& live_blocks = heap.live_blocks();
+    std::vector<HeldAtEnd> kept;
+    kept.reserve(static_cast<size_t>(std::count_if(live_blocks.begin(), live_blocks.end(), [](uint64_t n) { return n; })));
+    for (size_t i = 0; i < live_blocks.size(); ++i) {
+      if (!live_blocks[i]) continue;
+      const AllocationInfo& block = heap.info(static_cast<uint32_t>(i));
+      kept.push_back(HeldAtEnd{block.stack, block.stage, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i])});
+    }
+    held_at_end_ = std::move(kept);
+    heap.let_go_of_live_blocks();
+  }
+  std::optional<std::vector<HeldAtEnd>> held_at_end_;
+
   KeptTextBudget& budget_;
 };
 

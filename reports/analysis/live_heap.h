@@ -63,6 +63,9 @@ class LiveHeap {
     infos_.shrink_to_fit();
     live_blocks_.shrink_to_fit();
   }
+  // No more events will come and the live counts were read: they go (allocate and free
+  // may not be called after).
+  void let_go_of_live_blocks() { std::vector<uint64_t>().swap(live_blocks_); }
   // Pass two replays pass one's log over pass one's infos, with live counts of its own:
   // the infos are lent for the replay and given back after, not copied (24 MiB on a torch
   // import's trace, at the analysis's highest). `from` has none meanwhile.
