@@ -767,7 +767,11 @@ void add_stages(const FirstPass& pass, const StagePaths& stage_paths, StageRows&
 // the stacks holding the most then.
 void add_stack_figures(FirstPass& pass, const StacksAtPeaks& at_peaks, const StageRows& stage_rows,
                        StackResolver& stacks, size_t top_stacks, Report& report) {
-  for (const auto& [key, live] : at_peaks.run_peak) pass.sites.live_at_peak(live.stack, stage_of_key(key), live.bytes);
+  std::vector<std::pair<uint64_t, uint64_t>> live_by_key;
+  live_by_key.reserve(at_peaks.run_peak.size());
+  for (const auto& [key, live] : at_peaks.run_peak) live_by_key.emplace_back(key, live.bytes);
+  std::sort(live_by_key.begin(), live_by_key.end());
+  pass.sites.live_at_peak(live_by_key);
   absl::flat_hash_map<uint32_t, StackBytes> run_peak_by_stack;
   report.stack_figures = pass.sites.take_by_row([&](int stage) { return stage_rows.row_of(stage); });
   report.stacks.reserve(report.stacks.size() + report.stack_figures.size());

@@ -31,6 +31,18 @@ StackStageFigures& SiteAggregator::at(uint32_t stack, int stage) {
   return f;
 }
 
+void SiteAggregator::live_at_peak(std::span<const std::pair<uint64_t, uint64_t>> bytes_by_key) {
+  size_t place = 0;
+  for (const auto& [key, bytes] : bytes_by_key) {
+    while (place < sorted_.size() && key_of(sorted_[place]) < key) ++place;
+    if (place < sorted_.size() && key_of(sorted_[place]) == key) {
+      sorted_[place].live_at_peak_bytes = bytes;
+    } else {
+      at(stack_of_key(key), stage_of_key(key)).live_at_peak_bytes = bytes;
+    }
+  }
+}
+
 StackStageFigures SiteAggregator::figures_of(uint32_t stack, int stage) const {
   const uint64_t key = figure_key(stack, stage);
   if (const size_t place = listed(key); place < sorted_.size()) return sorted_[place];

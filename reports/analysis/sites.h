@@ -49,7 +49,9 @@ class SiteAggregator {
   void shrink_to_fit() { per_info_.shrink_to_fit(); }
 
   void leaked(uint32_t stack, int stage, uint64_t bytes) { at(stack, stage).leaked_bytes += bytes; }
-  void live_at_peak(uint32_t stack, int stage, uint64_t bytes) { at(stack, stage).live_at_peak_bytes = bytes; }
+  // The bytes live at the run's peak of each site in `bytes_by_key` ((figure_key, bytes),
+  // sorted by key): one walk of the sorted list, where a search a site missed the cache.
+  void live_at_peak(std::span<const std::pair<uint64_t, uint64_t>> bytes_by_key);
   // Aggregate mode: a site's latest figures, and the run's temporaries, as the capture says.
   void set(uint32_t stack, int stage, uint64_t allocations, uint64_t bytes, uint64_t temporaries) {
     StackStageFigures& f = at(stack, stage);

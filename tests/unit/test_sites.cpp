@@ -39,7 +39,7 @@ TEST_CASE("infos of one site add up, sites come out sorted by stack and stage") 
 
   CHECK(sites.stacks(infos) == std::vector<uint32_t>{3, 7});
   sites.leaked(7, 1, 140);
-  sites.live_at_peak(3, -1, 8);
+  sites.live_at_peak(std::vector<std::pair<uint64_t, uint64_t>>{{figure_key(3, -1), 8}});
   const auto list = sites.take_by_row([](int stage) { return stage; });
   REQUIRE(list.size() == 2);
   CHECK(list[0].stack == 3);
@@ -79,7 +79,7 @@ TEST_CASE("aggregate mode's figures set before the end are sites like the counte
   sites.set(4, -1, 12, 1200, 4);  // the latest figures replace the earlier
   sites.allocated_as(0, infos[0]);
   sites.finish(infos);
-  sites.live_at_peak(4, -1, 500);
+  sites.live_at_peak(std::vector<std::pair<uint64_t, uint64_t>>{{figure_key(4, -1), 500}});
   const auto list = sites.take_by_row([](int stage) { return stage; });
   REQUIRE(list.size() == 2);
   CHECK(find(list, 4, -1)->allocations == 12);
@@ -133,4 +133,20 @@ TEST_CASE("finishing twice keeps the sites") {
   const auto list = sites.take_by_row([](int stage) { return stage; });
   REQUIRE(list.size() == 1);
   CHECK(list[0].allocations == 1);
+}
+
+TEST_CASE("the bytes live at the run's peak land on their sites in one walk, a site not listed beside the list") {
+  const std::vector<AllocationInfo> infos{info(8, 2, -1), info(8, 5, 0), info(8, 9, -1)};
+  SiteAggregator sites;
+  for (uint32_t id = 0; id < infos.size(); ++id) sites.allocated_as(id, infos[id]);
+  sites.finish(infos);
+  // Stack 6 allocated nothing: its peak figure still lands, outside the sorted list.
+  sites.live_at_peak(std::vector<std::pair<uint64_t, uint64_t>>{
+      {figure_key(2, -1), 16}, {figure_key(5, 0), 24}, {figure_key(6, -1), 32}, {figure_key(9, -1), 40}});
+  CHECK(sites.figures_of(2, -1).live_at_peak_bytes == 16);
+  CHECK(sites.figures_of(5, 0).live_at_peak_bytes == 24);
+  CHECK(sites.figures_of(6, -1).live_at_peak_bytes == 32);
+  CHECK(sites.figures_of(9, -1).live_at_peak_bytes == 40);
+  const auto list = sites.take_by_row([](int stage) { return stage; });
+  CHECK(list.size() == 4);
 }
