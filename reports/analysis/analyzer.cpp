@@ -965,6 +965,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   StageRows stage_rows(stage_keys(pass, kept_text, stage_paths));
   StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize,
                        read_ahead ? read_ahead->take_symbolizer() : Symbolizer());
+  stacks.place_tree();  // every site's stack is named, in every mode: most of the tree
   StacksAtPeaks at_peaks = pass_two(main, job, stage_rows, stacks, options.top_stacks, read_progress);
   // Every site's stack is resolved: the sites' list is made in the room the resolution's
   // walk state leaves (the same memory, not more).

@@ -91,35 +91,72 @@ bool StackResolver::is_node_of(StackNodeIndex node, StackNodeIndex caller, uint3
   return node == caller;
 }
 
+void StackResolver::place_tree() {
+  if (placed_ || tree_forgotten_) return;
+  placed_ = true;
+  std::vector<StackNode>& nodes = report_.stack_nodes;
+  // Room past the places for the outer frames of inlined calls, never touched if unused.
+  nodes.reserve(nodes.size() + tree_.size() + tree_.size() / 8);
+  slots_base_ = static_cast<StackNodeIndex>(nodes.size() - 1);
+  slots_ = tree_.size();
+  nodes.resize(nodes.size() + tree_.size() - 1);
+}
+
+StackNodeIndex StackResolver::node_of(uint32_t trace_node) const {
+  if (trace_node == 0) return 0;
+  if (!moved_.empty()) {
+    if (const auto moved = moved_.find(trace_node); moved != moved_.end()) return moved->second;
+  }
+  return slots_base_ + trace_node;
+}
+
+StackNodeIndex StackResolver::add_nodes(uint32_t trace_node, bool first_time, StackNodeIndex caller, uint32_t first,
+                                        uint32_t count) {
+  std::vector<StackNode>& nodes = report_.stack_nodes;
+  // An address's frames are innermost first (the inlined ones before their caller).
+  for (uint32_t i = count; i > 1; --i) {
+    nodes.push_back(StackNode{frame_ids_[first + i - 1], caller});
+    caller = static_cast<StackNodeIndex>(nodes.size() - 1);
+  }
+  if (count == 0) {
+    moved_[trace_node] = caller;
+    return caller;
+  }
+  const StackNode innermost{frame_ids_[first], caller};
+  if (first_time && trace_node < slots_) {
+    nodes[slots_base_ + trace_node] = innermost;
+    return slots_base_ + trace_node;
+  }
+  nodes.push_back(innermost);
+  const auto node = static_cast<StackNodeIndex>(nodes.size() - 1);
+  moved_[trace_node] = node;
+  return node;
+}
+
 // Each trace stack is resolved once, and each trace node once per module list: stacks
 // mostly share their outer frames (a node of the tree and all its callers), and walking a
 // stack stops at the first node made already.
 StackNodeIndex StackResolver::resolve(uint32_t trace_stack) {
   if (!tree_.contains(trace_stack)) return 0;
   const int snapshot = std::max(tree_.snapshot_of(trace_stack), 0);
-  if (resolved_.size() < tree_.size()) resolved_.resize(tree_.size());
+  if (made_in_.size() < tree_.size()) made_in_.resize(tree_.size(), kUnresolved);
   path_.clear();
   uint32_t n = tree_.node_of(trace_stack);
-  while (n != 0 && resolved_[n].snapshot != snapshot) {
+  while (n != 0 && made_in_[n] != snapshot) {
     path_.push_back(n);
     n = tree_.parent(n);
   }
-  StackNodeIndex node = n == 0 ? 0 : resolved_[n].node;
-  std::vector<StackNode>& nodes = report_.stack_nodes;
+  StackNodeIndex node = node_of(n);
   for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
     const auto [first, count] = frames_at(tree_.return_address(*it), snapshot);
-    Resolved& r = resolved_[*it];
+    int32_t& made_in = made_in_[*it];
     // Made under another module list: the same nodes unless the address's module differs.
-    if (r.snapshot != kUnresolved && is_node_of(r.node, node, first, count)) {
-      node = r.node;
+    if (made_in != kUnresolved && is_node_of(node_of(*it), node, first, count)) {
+      node = node_of(*it);
     } else {
-      // An address's frames are innermost first (the inlined ones before their caller).
-      for (uint32_t i = count; i > 0; --i) {
-        nodes.push_back(StackNode{frame_ids_[first + i - 1], node});
-        node = static_cast<StackNodeIndex>(nodes.size() - 1);
-      }
+      node = add_nodes(*it, made_in == kUnresolved, node, first, count);
     }
-    r = Resolved{node, snapshot};
+    made_in = snapshot;
   }
   return node;
 }

@@ -33,17 +33,21 @@ class StackResolver {
 
   // The report's stack for trace stack `trace_stack`, resolved on first use.
   StackIndex index_of(uint32_t trace_stack);
-  // `stacks` more are about to be resolved, most of the tree with them: the report's lists
-  // are sized once (a doubling list of 2.4e6 nodes held both copies at once).
-  void reserve(size_t stacks) {
-    report_.stacks.reserve(report_.stacks.size() + stacks);
-    report_.stack_nodes.reserve(report_.stack_nodes.size() + tree_.size());
-  }
+  // `stacks` more are about to be resolved: the report's list is sized once.
+  void reserve(size_t stacks) { report_.stacks.reserve(report_.stacks.size() + stacks); }
+  // Most of the tree is about to be resolved: each trace node is given its report node's
+  // place now (see slots_), the report's nodes sized once (a doubling list of millions of
+  // nodes held both copies at once). Once only.
+  void place_tree();
 
-  // Lets go of the report node of each trace node (as much as the report's nodes) once
-  // most stacks are resolved. A stack resolved after walks its whole path again, its
-  // nodes made anew: the same frames, so the same stack to every reader.
-  void forget_walks() { std::vector<Resolved>().swap(resolved_); }
+  // Lets go of the module list each trace node was made in once most stacks are resolved.
+  // A stack resolved after walks its whole path again, its nodes made anew: the same
+  // frames, so the same stack to every reader.
+  void forget_walks() {
+    std::vector<int32_t>().swap(made_in_);
+    decltype(moved_)().swap(moved_);
+    slots_ = 0;  // the places are taken: nodes made anew are added after them
+  }
   // The caller is about to let go of the tree: every stack named from here on was resolved
   // before. Naming another is a logic error, not a damaged trace (those are unknown stacks).
   void forget_tree() {
@@ -66,6 +70,12 @@ class StackResolver {
   Frame python_frame(uint64_t address) const;
   // Whether report node `node` is the frames (first, count) of frame_ids_ called from `caller`.
   bool is_node_of(StackNodeIndex node, StackNodeIndex caller, uint32_t first, uint32_t count) const;
+  // The report node of trace node `trace_node` (made already, or 0, the root).
+  StackNodeIndex node_of(uint32_t trace_node) const;
+  // Makes the report nodes of frames (first, count) called from `caller` for trace node
+  // `trace_node`; `first_time`: none were made for it before. Returns the innermost.
+  StackNodeIndex add_nodes(uint32_t trace_node, bool first_time, StackNodeIndex caller, uint32_t first,
+                           uint32_t count);
 
   // Whether the tree holds `stack`, asked of the tree while it is there.
   bool contains(uint32_t stack) const { return tree_forgotten_ ? stack < tree_stacks_ : tree_.contains(stack); }
@@ -84,12 +94,17 @@ class StackResolver {
   // addresses were resolved in: a trace node and its callers are made into report nodes
   // once, and stacks through them stop there. A stack resolves every address in its own
   // module list: under another list, a node is looked at again (and is mostly the same).
+  // Once reserve() gave the tree's nodes their places, trace node n's report node is
+  // slots_base_ + n, made the first time it is resolved, so that no table by trace node
+  // says where it is; the outer frames of an address with inlined ones, and a node made
+  // again under another list with other frames, go after them, found in moved_ (as every
+  // node is without places).
   static constexpr int32_t kUnresolved = -1;
-  struct Resolved {
-    StackNodeIndex node = 0;
-    int32_t snapshot = kUnresolved;
-  };
-  std::vector<Resolved> resolved_;  // by trace node
+  std::vector<int32_t> made_in_;  // by trace node: the module list, or kUnresolved
+  StackNodeIndex slots_base_ = 0;
+  size_t slots_ = 0;  // the trace nodes with a place are those below it
+  bool placed_ = false;
+  absl::flat_hash_map<uint32_t, StackNodeIndex> moved_;
   std::vector<uint32_t> path_;      // the trace nodes of the stack being resolved, innermost first
   // Each trace stack's report stack: a look-up per site, figure and leak. Stacks named in
   // ascending order, each the next report stack (pass two names every site's so), are

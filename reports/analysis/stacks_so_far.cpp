@@ -27,6 +27,7 @@ absl::flat_hash_map<uint64_t, StackBytes> held_by_site(const FirstPass& pass, co
 
 void add_every_stack_so_far(const FirstPass& pass, const StageRows& stage_rows, StackResolver& stacks,
                             const AnalysisOptions& options, Report& report) {
+  stacks.place_tree();  // every site's stack is named: most of the tree
   RuntimeLeaks runtime(report, report.python.has_value() && !pass.python_codes.empty(), options.leak_suppressions);
   for (const auto& [key, held] : held_by_site(pass, stage_rows)) {
     const StackIndex stack = stacks.index_of(held.stack);
