@@ -1,5 +1,7 @@
 #include "reports/analysis/sites.h"
 
+#include "reports/analysis/ascending_numbers.h"
+
 namespace memstage::reports {
 namespace {
 
@@ -71,26 +73,41 @@ size_t SiteAggregator::stack_ids(const std::vector<AllocationInfo>& infos,
   return ids;
 }
 
-// Placed by stack id (a count per stack, then each site in its stack's place), so that the
-// list comes out grouped by stack without sorting it whole, and is allocated once.
+// Placed by stack (a count per stack, then each site in its stack's place), so that the
+// list comes out grouped by stack without sorting it whole, and is allocated once. The
+// counts are by the stacks' rank among the sites' (a bit a stack id to find it), not by
+// stack id: the ids run over every node of the stack tree.
 std::vector<StackStageFigures> SiteAggregator::sorted_sites(const std::vector<AllocationInfo>& infos,
                                                             std::span<const StackStageFigures> counted_sites) const {
   const size_t counted_infos = std::min(per_info_.size(), infos.size());
   const auto counted = [&](uint32_t id) { return per_info_[id].allocations || per_info_[id].temporaries; };
-  std::vector<uint32_t> place(stack_ids(infos, counted_sites) + 1, 0);
-  for (const auto& [key, f] : unsorted_) ++place[stack_of_key(key) + 1];
-  for (const StackStageFigures& f : counted_sites) ++place[f.stack + 1];
+  const size_t ids = stack_ids(infos, counted_sites);
+  AscendingNumbers rank(ids);
+  {
+    std::vector<bool> site(ids, false);
+    for (const auto& [key, f] : unsorted_) site[stack_of_key(key)] = true;
+    for (const StackStageFigures& f : counted_sites) site[f.stack] = true;
+    for (uint32_t id = 0; id < counted_infos; ++id) {
+      if (counted(id)) site[infos[id].stack] = true;
+    }
+    for (uint32_t stack = 0; stack < ids; ++stack) {
+      if (site[stack]) rank.add(stack);
+    }
+  }
+  std::vector<uint32_t> place(size_t{rank.size()} + 1, 0);
+  for (const auto& [key, f] : unsorted_) ++place[rank.number_of(stack_of_key(key)) + 1];
+  for (const StackStageFigures& f : counted_sites) ++place[rank.number_of(f.stack) + 1];
   for (uint32_t id = 0; id < counted_infos; ++id) {
-    if (counted(id)) ++place[infos[id].stack + 1];
+    if (counted(id)) ++place[rank.number_of(infos[id].stack) + 1];
   }
   for (size_t i = 1; i < place.size(); ++i) place[i] += place[i - 1];
   std::vector<StackStageFigures> sites(place.back());
-  for (const auto& [key, f] : unsorted_) sites[place[f.stack]++] = f;
-  for (const StackStageFigures& f : counted_sites) sites[place[f.stack]++] = f;
+  for (const auto& [key, f] : unsorted_) sites[place[rank.number_of(f.stack)]++] = f;
+  for (const StackStageFigures& f : counted_sites) sites[place[rank.number_of(f.stack)]++] = f;
   for (uint32_t id = 0; id < counted_infos; ++id) {
     if (!counted(id)) continue;
     const AllocationInfo& info = infos[id];
-    StackStageFigures& f = sites[place[info.stack]++];
+    StackStageFigures& f = sites[place[rank.number_of(info.stack)]++];
     f.stack = info.stack;
     f.stage = info.stage;
     f.allocations = uint64_t{per_info_[id].allocations} * blocks_counted(info, 1);
