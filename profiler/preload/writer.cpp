@@ -188,12 +188,13 @@ void compress_and_write(const uint8_t* raw, size_t bytes) {
   pending_written(raw, w.trace_bytes);
 }
 
-// Waits until the chunk handed to the compressor is written (at most `patience_ns`; a
-// signal handler on the compressor's own thread does not wait for itself). True once it is.
+// The compressor thread still writes the chunk handed to it.
 bool compressor_busy() {
   return compressor.running.load(std::memory_order_acquire) && compressor.busy.load(std::memory_order_acquire) != 0;
 }
 
+// Waits until the chunk handed to the compressor is written (at most `patience_ns`; a
+// signal handler on the compressor's own thread does not wait for itself). True once it is.
 bool wait_for_chunks_written(uint64_t patience_ns = ~0ull) {
   if (compressor.busy.load(std::memory_order_acquire) == 0) return true;
   if (compressor.tid.load(std::memory_order_relaxed) == gettid_raw()) return false;
