@@ -334,6 +334,20 @@ class FirstPass : public trace::TraceVisitor {
     reach(high);
     agg_live_bytes = live;
   }
+  // A lookup in the table of every site met is a cache miss or two: each record's slot
+  // is fetched while the records kAggSitesAhead before it are worked on.
+  static constexpr size_t kAggSitesAhead = 8;
+  void on_agg_sites(std::span<const trace::AggSiteRecord> batch) override {
+    for (size_t i = 0; i < batch.size() && i < kAggSitesAhead; ++i) prefetch_agg_site(batch[i]);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (i + kAggSitesAhead < batch.size()) prefetch_agg_site(batch[i + kAggSitesAhead]);
+      on_agg_site(batch[i]);
+    }
+  }
+  void prefetch_agg_site(const trace::AggSiteRecord& r) const {
+    agg_sites.prefetch(figure_key(r.stack, r.stage));
+    stack_live.prefetch(r.stack);
+  }
   // Each snapshot's sites feed growth over time: live bytes per stack at its moment.
   void on_agg_site(const trace::AggSiteRecord& r) override {
     AggSite& site = agg_sites[figure_key(r.stack, r.stage)];
