@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "profiler/preload/probed_slots.h"
+#include "profiler/preload/tracer_memory.h"
 
 namespace memstage::preload {
 
@@ -37,6 +38,21 @@ class SiteSlots {
     if (slots_.capacity() == 0) return UINT32_MAX;
     for (uint64_t i = hash & slots_.mask(); slots_[i]; i = slots_.next(i)) {
       if (slots_[i] >> kPlaceBits == hash >> kPlaceBits && same(place_of(slots_[i]))) return place_of(slots_[i]);
+    }
+    return UINT32_MAX;
+  }
+
+  // Starts fetching the slot where the hash's probe starts (a cache miss in a table of
+  // megabytes), for a find soon.
+  void prefetch(uint32_t hash) const {
+    if (slots_.capacity()) prefetch_line(&slots_[hash & slots_.mask()]);
+  }
+  // The place of the first slot on the hash's probe whose top bits are the hash's: most
+  // likely the site find() will return (its site fetched ahead of it); UINT32_MAX if none.
+  uint32_t likely_place(uint32_t hash) const {
+    if (slots_.capacity() == 0) return UINT32_MAX;
+    for (uint64_t i = hash & slots_.mask(); slots_[i]; i = slots_.next(i)) {
+      if (slots_[i] >> kPlaceBits == hash >> kPlaceBits) return place_of(slots_[i]);
     }
     return UINT32_MAX;
   }

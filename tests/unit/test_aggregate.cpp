@@ -244,3 +244,43 @@ TEST_CASE("aggregate mode's live blocks give back each block's place and size, p
   CHECK_FALSE(blocks.take(0x10010, place, size));
   blocks.clear();
 }
+
+// What the writer's drain reads ahead of an event to fetch its site: the place a live
+// block's slot names (none for a block aside or unknown), and the index's likely place.
+TEST_CASE("aggregate mode's look-aheads name the place the lookups will find") {
+  preload::BlockSlots blocks;
+  CHECK(blocks.place_at(0x1000) == UINT32_MAX);  // no slots yet
+  for (uint32_t i = 0; i < 3000; ++i) REQUIRE(blocks.put(0x10000 + 16 * uint64_t{i}, (1u << 24) - 2 - i, 64));
+  REQUIRE(blocks.put(0x900000, 7, preload::BlockSlots::kMaxPackedBytes + 1));
+  CHECK(blocks.size() == 3001);
+  for (uint32_t i = 0; i < 3000; ++i) CHECK(blocks.place_at(0x10000 + 16 * uint64_t{i}) == (1u << 24) - 2 - i);
+  CHECK(blocks.place_at(0x900000) == UINT32_MAX);  // aside: not fetched ahead
+  CHECK(blocks.place_at(0x8) == UINT32_MAX);
+  uint32_t place = 0;
+  uint64_t size = 0;
+  REQUIRE(blocks.take(0x10000, place, size));
+  CHECK(blocks.place_at(0x10000) == UINT32_MAX);
+  CHECK(blocks.size() == 3000);
+
+  struct Key {
+    uint32_t stack, stage_plus_one;
+  };
+  std::vector<Key> keys;
+  for (uint32_t i = 0; i < 3000; ++i) keys.push_back(Key{i * 7, i % 3});
+  preload::SiteSlots slots;
+  CHECK(slots.likely_place(preload::SiteSlots::hash(1, 0)) == UINT32_MAX);  // no slots yet
+  slots.use_hashes(&keys, [](const void* sites, uint32_t i) {
+    const Key& k = (*static_cast<const std::vector<Key>*>(sites))[i];
+    return preload::SiteSlots::hash(k.stack, k.stage_plus_one);
+  });
+  for (uint32_t i = 0; i < keys.size(); ++i) REQUIRE(slots.insert(preload::SiteSlots::hash(keys[i].stack, keys[i].stage_plus_one), i));
+  size_t right = 0;
+  for (uint32_t i = 0; i < keys.size(); ++i) {
+    const uint32_t h = preload::SiteSlots::hash(keys[i].stack, keys[i].stage_plus_one);
+    const uint32_t likely = slots.likely_place(h);
+    REQUIRE(likely < keys.size());
+    CHECK(likely == slots.find(h, [&](uint32_t p) { return p == likely; }));  // a place on the key's probe
+    right += likely == i;
+  }
+  CHECK(right > keys.size() * 99 / 100);  // the hash's top bits tell sites apart but rarely
+}
