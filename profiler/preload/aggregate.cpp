@@ -17,13 +17,11 @@ bool TracerArray<T>::resize(size_t n) {
     // By a quarter, not double: the site array's size is the tracer's at a peak, and the
     // sites met since it last grew are what the next forgetting frees.
     while (capacity < n) capacity += capacity / 4 + 1;
-    auto* bigger = static_cast<T*>(tracer_map(capacity * sizeof(T)));
+    // Remapped, not copied: the tracer's memory at a growth is the array once, not twice.
+    void* bigger = data_ ? tracer_remap(data_, capacity_ * sizeof(T), capacity * sizeof(T))
+                         : tracer_map(capacity * sizeof(T));
     if (!bigger) return false;
-    if (data_) {
-      memcpy(static_cast<void*>(bigger), data_, size_ * sizeof(T));
-      tracer_unmap(data_, capacity_ * sizeof(T));
-    }
-    data_ = bigger;
+    data_ = static_cast<T*>(bigger);
     capacity_ = capacity;
   }
   // Entries past size_ may hold what was there before a clear_keeping_memory.
