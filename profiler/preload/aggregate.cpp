@@ -37,6 +37,10 @@ void TracerArray<T>::release() {
   size_ = capacity_ = 0;
 }
 
+// The lists' arrays, instantiated whole (the unit tests use them alone).
+template class TracerArray<uint32_t>;
+template class TracerArray<uint64_t>;
+
 namespace {
 
 // Largest bytes first, then the lower stack id: the order full mode's analysis lists.

@@ -284,3 +284,22 @@ TEST_CASE("aggregate mode's look-aheads name the place the lookups will find") {
   }
   CHECK(right > keys.size() * 99 / 100);  // the hash's top bits tell sites apart but rarely
 }
+
+// The aggregate's arrays grow in place or move by mremap (tracer_remap): what they held
+// comes along, the entries added after a clear are zero.
+TEST_CASE("the aggregate's arrays keep their entries as they grow, from one page to megabytes") {
+  preload::TracerArray<uint64_t> array;
+  for (uint64_t i = 0; i < 300'000; ++i) REQUIRE(array.push_back(i * 3 + 1));
+  CHECK(array.size() == 300'000);
+  CHECK(array.capacity() >= 300'000);
+  bool kept = true;
+  for (uint64_t i = 0; i < array.size(); ++i) kept = kept && array[i] == i * 3 + 1;
+  CHECK(kept);
+  array.clear_keeping_memory();
+  REQUIRE(array.resize(400'000));  // past the capacity: remapped, the old entries zeroed
+  bool zero = true;
+  for (uint64_t i = 0; i < array.size(); ++i) zero = zero && array[i] == 0;
+  CHECK(zero);
+  array.release();
+  CHECK(array.size() == 0);
+}
