@@ -90,6 +90,12 @@ uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, Record
       forget_idle_sites(out);
     }
   }
+  // Grown from the sites in order, before this one's place is taken (a new place's key is
+  // not set yet).
+  if (slots_.full()) {
+    if (!slots_.empty_for(slots_.size() + 1)) return UINT32_MAX;
+    reindex_sites();
+  }
   uint32_t place;
   if (first_forgotten_plus_one_ > 0) {
     place = first_forgotten_plus_one_ - 1;
@@ -142,10 +148,15 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
     Site& site = sites_[i];
     if (!idle(site)) continue;
     if (site.changed) write_site(site, out);
-    slots_.erase(SiteSlots::hash(site.stack, site.stage_plus_one), static_cast<uint32_t>(i));
     site.changed = site.peak_stale = site.stage_stale = 0;
     forget_place(static_cast<uint32_t>(i));
     ++forgotten;
+  }
+  // Emptying each forgotten site's slot would read, for every slot it shifts back, that
+  // slot's site (a cache miss each); the index anew reads the sites kept in order.
+  if (forgotten) {
+    slots_.empty();
+    reindex_sites();
   }
   // The lists name sites by place: the forgotten ones leave them before a place is reused
   // (their bits may stay: a visit checks the site's flag, which forgetting cleared).
@@ -155,6 +166,15 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
   // Fewer than an eighth forgotten: sites_ grows the next time it is full, so that each
   // site met is scanned here a bounded number of times (8 at most on average).
   grow_before_forgetting_ = forgotten * 8 < sites_.size();
+}
+
+// The index has room for them all (SiteSlots::empty_for, or empty with fewer sites than
+// it held): no insert grows it.
+void HeapAggregate::reindex_sites() {
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    const Site& site = sites_[i];
+    if (site.stack != kForgotten) slots_.insert(SiteSlots::hash(site.stack, site.stage_plus_one), static_cast<uint32_t>(i));
+  }
 }
 
 // The place goes on the list of places free for reuse, linked through their sites.

@@ -229,6 +229,8 @@ class HeapAggregate {
   // which are then the same as sites never met (kAggSite's counts are increments).
   void forget_idle_sites(RecordSink& out);
   bool idle(const Site& site) const;
+  // Inserts every site kept into the emptied index, in place order.
+  void reindex_sites();
   void forget_place(uint32_t place);
   void drop_forgotten(PlaceList& list);
   // `more_bytes`: of an allocation too large for the site's count, written with it.

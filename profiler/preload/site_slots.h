@@ -66,6 +66,22 @@ class SiteSlots {
     return true;
   }
 
+  // Whether the next insert grows the index, which finds each slot's home from its site
+  // (a read of the sites in no order: a cache miss a slot).
+  bool full() const { return slots_.full(); }
+  // Empties the index, with room for `sites` sites without growing: for the aggregate to
+  // insert its sites anew, read in place order. False when out of memory, nothing changed.
+  bool empty_for(uint64_t sites) {
+    uint64_t capacity = slots_.capacity() ? slots_.capacity() : Slots::kFirstSlots;
+    while ((sites + 1) * 4 > capacity * 3) capacity *= 2;
+    return slots_.empty_to(capacity);
+  }
+  // Empties the index, its size kept (no memory asked for): for fewer sites than it held.
+  void empty() {
+    if (slots_.capacity()) slots_.empty_to(slots_.capacity());
+  }
+  uint64_t size() const { return slots_.size(); }
+
   void erase(uint32_t hash, uint32_t place) {
     if (slots_.capacity() == 0) return;
     uint64_t i = hash & slots_.mask();
@@ -88,7 +104,8 @@ class SiteSlots {
     static bool used(Slot s) { return s != 0; }
     uint64_t home(Slot s, uint64_t mask) const { return hash_of(sites, place_of(s)) & mask; }
   };
-  ProbedSlots<Slot, Traits, 1u << 10> slots_;
+  using Slots = ProbedSlots<Slot, Traits, 1u << 10>;
+  Slots slots_;
 };
 
 }  // namespace memstage::preload

@@ -303,3 +303,35 @@ TEST_CASE("the aggregate's arrays keep their entries as they grow, from one page
   array.release();
   CHECK(array.size() == 0);
 }
+
+// The index made anew (HeapAggregate::reindex_sites): emptied with room for more sites, or
+// emptied as it is for fewer, it finds what is inserted again and nothing else.
+TEST_CASE("aggregate mode's site index emptied and filled again finds the sites inserted since") {
+  struct Key {
+    uint32_t stack, stage_plus_one;
+  };
+  std::vector<Key> keys;
+  for (uint32_t i = 0; i < 5000; ++i) keys.push_back(Key{i * 13 + 1, i % 5});
+  const auto hash_at = [&](uint32_t i) { return preload::SiteSlots::hash(keys[i].stack, keys[i].stage_plus_one); };
+  preload::SiteSlots slots;
+  slots.use_hashes(&keys, [](const void* sites, uint32_t i) {
+    const Key& k = (*static_cast<const std::vector<Key>*>(sites))[i];
+    return preload::SiteSlots::hash(k.stack, k.stage_plus_one);
+  });
+  CHECK(slots.full());  // no slots yet
+  REQUIRE(slots.empty_for(3000));
+  for (uint32_t i = 0; i < 3000; ++i) {
+    CHECK_FALSE(slots.full());  // the room asked for: no insert grows it
+    REQUIRE(slots.insert(hash_at(i), i));
+  }
+  CHECK(slots.size() == 3000);
+  slots.empty();  // as forgetting does; the sites at even places are kept
+  CHECK(slots.size() == 0);
+  for (uint32_t i = 0; i < 3000; i += 2) REQUIRE(slots.insert(hash_at(i), i));
+  REQUIRE(slots.empty_for(5000));  // grown, emptied
+  for (uint32_t i = 0; i < 5000; i += 2) REQUIRE(slots.insert(hash_at(i), i));
+  for (uint32_t i = 0; i < 5000; ++i) {
+    const uint32_t found = slots.find(hash_at(i), [&](uint32_t p) { return p == i; });
+    CHECK(found == (i % 2 ? UINT32_MAX : i));
+  }
+}
