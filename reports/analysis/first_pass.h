@@ -336,13 +336,22 @@ class FirstPass : public trace::TraceVisitor {
   }
   // A lookup in the table of every site met is a cache miss or two: each record's slot
   // is fetched while the records kAggSitesAhead before it are worked on.
+  // Then, nearer (the slot's group cached by then), its entry itself, found: the group's
+  // first slot is not always the entry's.
   static constexpr size_t kAggSitesAhead = 8;
+  static constexpr size_t kAggSiteEntriesAhead = 3;
   void on_agg_sites(std::span<const trace::AggSiteRecord> batch) override {
     for (size_t i = 0; i < batch.size() && i < kAggSitesAhead; ++i) prefetch_agg_site(batch[i]);
+    for (size_t i = 0; i < batch.size() && i < kAggSiteEntriesAhead; ++i) prefetch_agg_site_entry(batch[i]);
     for (size_t i = 0; i < batch.size(); ++i) {
       if (i + kAggSitesAhead < batch.size()) prefetch_agg_site(batch[i + kAggSitesAhead]);
+      if (i + kAggSiteEntriesAhead < batch.size()) prefetch_agg_site_entry(batch[i + kAggSiteEntriesAhead]);
       on_agg_site(batch[i]);
     }
+  }
+  void prefetch_agg_site_entry(const trace::AggSiteRecord& r) const {
+    const auto it = agg_sites.find(figure_key(r.stack, r.stage));
+    if (it != agg_sites.end()) __builtin_prefetch(&it->second);
   }
   void prefetch_agg_site(const trace::AggSiteRecord& r) const {
     agg_sites.prefetch(figure_key(r.stack, r.stage));
