@@ -170,10 +170,13 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
 
 // The index has room for them all (SiteSlots::empty_for, or empty with fewer sites than
 // it held): no insert grows it.
+// Each insert's slot, in an index of megabytes, is fetched kAhead sites before it.
 void HeapAggregate::reindex_sites() {
+  constexpr size_t kAhead = 16;
+  const auto hash_at = [this](size_t i) { return SiteSlots::hash(sites_[i].stack, sites_[i].stage_plus_one); };
   for (size_t i = 0; i < sites_.size(); ++i) {
-    const Site& site = sites_[i];
-    if (site.stack != kForgotten) slots_.insert(SiteSlots::hash(site.stack, site.stage_plus_one), static_cast<uint32_t>(i));
+    if (i + kAhead < sites_.size()) slots_.prefetch(hash_at(i + kAhead));
+    if (sites_[i].stack != kForgotten) slots_.insert(hash_at(i), static_cast<uint32_t>(i));
   }
 }
 
