@@ -17,13 +17,11 @@ bool TracerArray<T>::resize(size_t n) {
     // By a quarter, not double: the site array's size is the tracer's at a peak, and the
     // sites met since it last grew are what the next forgetting frees.
     while (capacity < n) capacity += capacity / 4 + 1;
-    auto* bigger = static_cast<T*>(tracer_map(capacity * sizeof(T)));
+    // Remapped, not copied: the tracer's memory at a growth is the array once, not twice.
+    void* bigger = data_ ? tracer_remap(data_, capacity_ * sizeof(T), capacity * sizeof(T))
+                         : tracer_map(capacity * sizeof(T));
     if (!bigger) return false;
-    if (data_) {
-      memcpy(static_cast<void*>(bigger), data_, size_ * sizeof(T));
-      tracer_unmap(data_, capacity_ * sizeof(T));
-    }
-    data_ = bigger;
+    data_ = static_cast<T*>(bigger);
     capacity_ = capacity;
   }
   // Entries past size_ may hold what was there before a clear_keeping_memory.
@@ -38,6 +36,10 @@ void TracerArray<T>::release() {
   data_ = nullptr;
   size_ = capacity_ = 0;
 }
+
+// The lists' arrays, instantiated whole (the unit tests use them alone).
+template class TracerArray<uint32_t>;
+template class TracerArray<uint64_t>;
 
 namespace {
 
@@ -87,6 +89,12 @@ uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, Record
     } else {
       forget_idle_sites(out);
     }
+  }
+  // Grown from the sites in order, before this one's place is taken (a new place's key is
+  // not set yet).
+  if (slots_.full()) {
+    if (!slots_.empty_for(slots_.size() + 1)) return UINT32_MAX;
+    reindex_sites();
   }
   uint32_t place;
   if (first_forgotten_plus_one_ > 0) {
@@ -140,10 +148,15 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
     Site& site = sites_[i];
     if (!idle(site)) continue;
     if (site.changed) write_site(site, out);
-    slots_.erase(SiteSlots::hash(site.stack, site.stage_plus_one), static_cast<uint32_t>(i));
     site.changed = site.peak_stale = site.stage_stale = 0;
     forget_place(static_cast<uint32_t>(i));
     ++forgotten;
+  }
+  // Emptying each forgotten site's slot would read, for every slot it shifts back, that
+  // slot's site (a cache miss each); the index anew reads the sites kept in order.
+  if (forgotten) {
+    slots_.empty();
+    reindex_sites();
   }
   // The lists name sites by place: the forgotten ones leave them before a place is reused
   // (their bits may stay: a visit checks the site's flag, which forgetting cleared).
@@ -153,6 +166,18 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
   // Fewer than an eighth forgotten: sites_ grows the next time it is full, so that each
   // site met is scanned here a bounded number of times (8 at most on average).
   grow_before_forgetting_ = forgotten * 8 < sites_.size();
+}
+
+// The index has room for them all (SiteSlots::empty_for, or empty with fewer sites than
+// it held): no insert grows it.
+// Each insert's slot, in an index of megabytes, is fetched kAhead sites before it.
+void HeapAggregate::reindex_sites() {
+  constexpr size_t kAhead = 16;
+  const auto hash_at = [this](size_t i) { return SiteSlots::hash(sites_[i].stack, sites_[i].stage_plus_one); };
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    if (i + kAhead < sites_.size()) slots_.prefetch(hash_at(i + kAhead));
+    if (sites_[i].stack != kForgotten) slots_.insert(hash_at(i), static_cast<uint32_t>(i));
+  }
 }
 
 // The place goes on the list of places free for reuse, linked through their sites.

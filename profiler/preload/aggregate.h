@@ -25,6 +25,7 @@
 
 #include "profiler/preload/block_slots.h"
 #include "profiler/preload/site_slots.h"
+#include "profiler/preload/tracer_memory.h"
 #include "profiler/trace/trace_format.h"
 #include "profiler/trace/trace_records.h"
 
@@ -149,6 +150,19 @@ class HeapAggregate {
   // A free; `temporary`: of the latest allocation, nothing allocated since. False for a
   // block it never saw allocated (nothing changes).
   bool free(uint64_t address, bool temporary);
+  // The writer's drain, some events ahead of allocate() and free(): the slots they will
+  // look up, then, closer (those slots cached by then), the site the slots name.
+  void prefetch_allocate_slots(uint64_t address, uint32_t stack, uint32_t stage_plus_one) const {
+    blocks_.prefetch(address);
+    slots_.prefetch(SiteSlots::hash(stack, stage_plus_one));
+  }
+  void prefetch_free_slot(uint64_t address) const { blocks_.prefetch(address); }
+  void prefetch_allocate_site(uint32_t stack, uint32_t stage_plus_one) const {
+    prefetch_site(slots_.likely_place(SiteSlots::hash(stack, stage_plus_one)));
+  }
+  void prefetch_free_site(uint64_t address) const { prefetch_site(blocks_.place_at(address)); }
+  uint64_t live_blocks() const { return blocks_.size(); }
+
   // Stage edges, in event order; `instance` numbered by the order stages begin.
   void stage_begin(uint32_t instance);
   void stage_end(RecordSink& out);
@@ -202,12 +216,21 @@ class HeapAggregate {
   // Site::stack of a place in sites_ free for reuse (no stack id is this high).
   static constexpr uint32_t kForgotten = UINT32_MAX;
 
+  // A packed site may straddle two cache lines: both are fetched.
+  void prefetch_site(uint32_t place) const {
+    if (place >= sites_.size()) return;
+    const auto* site = reinterpret_cast<const uint8_t*>(&sites_[place]);
+    prefetch_line(site);
+    prefetch_line(site + sizeof(Site) - 1);
+  }
   uint32_t site_of(uint32_t stack, uint32_t stage_plus_one, RecordSink& out);
   uint32_t new_site(uint32_t stack, uint32_t stage_plus_one, RecordSink& out);
   // When sites_ is full: writes and forgets the sites that hold nothing and no copy holds,
   // which are then the same as sites never met (kAggSite's counts are increments).
   void forget_idle_sites(RecordSink& out);
   bool idle(const Site& site) const;
+  // Inserts every site kept into the emptied index, in place order.
+  void reindex_sites();
   void forget_place(uint32_t place);
   void drop_forgotten(PlaceList& list);
   // `more_bytes`: of an allocation too large for the site's count, written with it.

@@ -9,6 +9,7 @@
 
 #include "profiler/preload/address_index.h"
 #include "profiler/preload/probed_slots.h"
+#include "profiler/preload/tracer_memory.h"
 
 namespace memstage::preload {
 
@@ -49,6 +50,23 @@ class BlockSlots {
     aside_.clear();
   }
 
+  uint64_t size() const { return slots_.size() + aside_.size(); }
+
+  // Starts fetching the slot where `address` is put or taken soon (a cache miss in a
+  // table of megabytes).
+  void prefetch(uint64_t address) const {
+    if (slots_.capacity()) prefetch_line(&slots_[home_of(address, slots_.mask())]);
+  }
+  // The place of the packed block at `address`, left in place (to fetch its site ahead of
+  // the free); UINT32_MAX if there is none.
+  uint32_t place_at(uint64_t address) const {
+    if (slots_.capacity() == 0 || (address & ~kAddressMask) != 0 || address == 0) return UINT32_MAX;
+    for (uint64_t i = home_of(address, slots_.mask()); slots_[i].address() != 0; i = slots_.next(i)) {
+      if (slots_[i].address() == address) return place_of(slots_[i]);
+    }
+    return UINT32_MAX;
+  }
+
  private:
   struct BlockAside {
     uint32_t place = 0;
@@ -62,6 +80,7 @@ class BlockSlots {
     uint64_t address() const { return low & kAddressMask; }
   };
   static_assert(sizeof(Slot) == 12);
+  static uint32_t place_of(const Slot& slot) { return static_cast<uint32_t>(slot.low >> 48) | (slot.high & 0xff) << 16; }
   static uint64_t home_of(uint64_t address, uint64_t mask) {
     return ((address >> 4) * 0x9e3779b97f4a7c15ull >> 20) & mask;
   }
@@ -92,7 +111,7 @@ class BlockSlots {
       i = slots_.next(i);
     }
     const Slot slot = slots_[i];
-    place = static_cast<uint32_t>(slot.low >> 48) | (slot.high & 0xff) << 16;
+    place = place_of(slot);
     size = slot.high >> 8;
     slots_.remove(i);
     return true;

@@ -16,6 +16,7 @@ namespace memstage::preload {
 template <class Slot, class Traits, uint64_t kFirstCapacity>
 class ProbedSlots {
  public:
+  static constexpr uint64_t kFirstSlots = kFirstCapacity;
   uint64_t size() const { return count_; }
   uint64_t capacity() const { return capacity_; }
   uint64_t mask() const { return capacity_ - 1; }
@@ -26,6 +27,25 @@ class ProbedSlots {
 
   // Room for one slot more, grown when three quarters are used; false when out of memory.
   bool make_room() { return (count_ + 1) * 4 <= capacity_ * 3 || grow(); }
+
+  // Whether the next make_room grows the slots.
+  bool full() const { return (count_ + 1) * 4 > capacity_ * 3; }
+
+  // Every slot emptied, `capacity` of them (a power of two): for a table made anew from
+  // what it indexes. False when out of memory, the slots as they were.
+  bool empty_to(uint64_t capacity) {
+    if (capacity != capacity_) {
+      auto* fresh = static_cast<Slot*>(tracer_map_table(capacity * sizeof(Slot)));
+      if (!fresh) return false;
+      if (slots_) tracer_unmap_table(slots_, capacity_ * sizeof(Slot));
+      slots_ = fresh;
+      capacity_ = capacity;
+    } else {
+      for (uint64_t i = 0; i < capacity_; ++i) slots_[i] = Slot{};
+    }
+    count_ = 0;
+    return true;
+  }
 
   // Puts `slot` in the empty index `i`, found by probing from its home.
   void fill(uint64_t i, const Slot& slot) {

@@ -110,13 +110,12 @@ void wait_for_writer_drain() {
   // The events published before it: a store, then this load, which x86 may swap without a fence.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   const uint32_t begun = g_tracer.writer_drains_begun.load(std::memory_order_seq_cst);
+  wake_writer();
   // A wait ran out and no drain has ended since: the writer is still held up.
   if (g_tracer.writer_drains_done.load(std::memory_order_acquire) ==
       g_tracer.writer_drains_done_at_timeout.load(std::memory_order_relaxed)) {
-    wake_writer();
     return;
   }
-  wake_writer();
   const uint64_t deadline_ns = monotonic_ns() + kWriterDrainWaitNs;
   for (;;) {
     const uint32_t done = g_tracer.writer_drains_done.load(std::memory_order_acquire);

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "profiler/preload/probed_slots.h"
+#include "profiler/preload/tracer_memory.h"
 
 namespace memstage::preload {
 
@@ -41,6 +42,21 @@ class SiteSlots {
     return UINT32_MAX;
   }
 
+  // Starts fetching the slot where the hash's probe starts (a cache miss in a table of
+  // megabytes), for a find soon.
+  void prefetch(uint32_t hash) const {
+    if (slots_.capacity()) prefetch_line(&slots_[hash & slots_.mask()]);
+  }
+  // The place of the first slot on the hash's probe whose top bits are the hash's: most
+  // likely the site find() will return (its site fetched ahead of it); UINT32_MAX if none.
+  uint32_t likely_place(uint32_t hash) const {
+    if (slots_.capacity() == 0) return UINT32_MAX;
+    for (uint64_t i = hash & slots_.mask(); slots_[i]; i = slots_.next(i)) {
+      if (slots_[i] >> kPlaceBits == hash >> kPlaceBits) return place_of(slots_[i]);
+    }
+    return UINT32_MAX;
+  }
+
   // A site not in it yet, its key already at its place; false when out of memory.
   bool insert(uint32_t hash, uint32_t place) {
     if (!slots_.make_room()) return false;
@@ -49,6 +65,22 @@ class SiteSlots {
     slots_.fill(i, (hash >> kPlaceBits) << kPlaceBits | (place + 1));
     return true;
   }
+
+  // Whether the next insert grows the index, which finds each slot's home from its site
+  // (a read of the sites in no order: a cache miss a slot).
+  bool full() const { return slots_.full(); }
+  // Empties the index, with room for `sites` sites without growing: for the aggregate to
+  // insert its sites anew, read in place order. False when out of memory, nothing changed.
+  bool empty_for(uint64_t sites) {
+    uint64_t capacity = slots_.capacity() ? slots_.capacity() : Slots::kFirstSlots;
+    while ((sites + 1) * 4 > capacity * 3) capacity *= 2;
+    return slots_.empty_to(capacity);
+  }
+  // Empties the index, its size kept (no memory asked for): for fewer sites than it held.
+  void empty() {
+    if (slots_.capacity()) slots_.empty_to(slots_.capacity());
+  }
+  uint64_t size() const { return slots_.size(); }
 
   void erase(uint32_t hash, uint32_t place) {
     if (slots_.capacity() == 0) return;
@@ -72,7 +104,8 @@ class SiteSlots {
     static bool used(Slot s) { return s != 0; }
     uint64_t home(Slot s, uint64_t mask) const { return hash_of(sites, place_of(s)) & mask; }
   };
-  ProbedSlots<Slot, Traits, 1u << 10> slots_;
+  using Slots = ProbedSlots<Slot, Traits, 1u << 10>;
+  Slots slots_;
 };
 
 }  // namespace memstage::preload

@@ -69,6 +69,14 @@ void* map_counted(size_t bytes, int extra_flags) {
 
 void* tracer_map(size_t bytes) { return map_counted(bytes, 0); }
 
+void* tracer_remap(void* p, size_t old_bytes, size_t new_bytes) {
+  long r = syscall(SYS_mremap, p, old_bytes, new_bytes, MREMAP_MAYMOVE);
+  if (r < 0 && r > -4096) return nullptr;
+  note_unmapped(p, old_bytes);
+  note_mapped(reinterpret_cast<void*>(r), new_bytes);
+  return reinterpret_cast<void*>(r);
+}
+
 namespace {
 size_t huge_rounded(size_t bytes) { return (bytes + kHugePageBytes - 1) & ~(kHugePageBytes - 1); }
 }  // namespace

@@ -12,6 +12,10 @@ namespace memstage::preload {
 // Zeroed pages; nullptr on failure. Never calls malloc.
 void* tracer_map(size_t bytes);
 void tracer_unmap(void* p, size_t bytes);
+// A tracer_map'd block of `old_bytes` grown to `new_bytes`, its pages moved by the kernel
+// (not copied: no second copy resident while it grows), the new ones zeroed; it may move.
+// nullptr on failure, the block left as it was.
+void* tracer_remap(void* p, size_t old_bytes, size_t new_bytes);
 // Zeroed pages for a large table that fills as it is used: 2 MiB aligned and rounded up to
 // whole 2 MiB, in transparent huge pages past its first `small_bytes` (rounded up to 2 MiB).
 // A fresh 4 KiB page costs a fault and a TLB entry; a 2 MiB page one of

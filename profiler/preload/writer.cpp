@@ -188,12 +188,13 @@ void compress_and_write(const uint8_t* raw, size_t bytes) {
   pending_written(raw, w.trace_bytes);
 }
 
-// Waits until the chunk handed to the compressor is written (at most `patience_ns`; a
-// signal handler on the compressor's own thread does not wait for itself). True once it is.
+// The compressor thread still writes the chunk handed to it.
 bool compressor_busy() {
   return compressor.running.load(std::memory_order_acquire) && compressor.busy.load(std::memory_order_acquire) != 0;
 }
 
+// Waits until the chunk handed to the compressor is written (at most `patience_ns`; a
+// signal handler on the compressor's own thread does not wait for itself). True once it is.
 bool wait_for_chunks_written(uint64_t patience_ns = ~0ull) {
   if (compressor.busy.load(std::memory_order_acquire) == 0) return true;
   if (compressor.tid.load(std::memory_order_relaxed) == gettid_raw()) return false;
@@ -471,6 +472,13 @@ void write_event(uint32_t thread, const EventRing& ring, uint64_t index) {
 // blocks: below, the slots it uses stay cached and fetching them costs a few ns an event.
 constexpr uint64_t kPrefetchEvents = 8;
 constexpr uint64_t kPrefetchFromLiveBlocks = 1u << 15;
+// Aggregate mode's second fetch, of the site an event's slots name: nearer than the
+// slots' own, so that they have come in when it reads them.
+constexpr uint64_t kPrefetchSiteEvents = 4;
+
+uint32_t open_stage_plus_one() {
+  return w.open_stage_depth ? w.open_stage_instances[w.open_stage_depth - 1] + 1 : 0;
+}
 
 // Starts fetching what writing the event at `index` will look up (an event slot of the
 // ring's own may be a payload of an encoded record: then a harmless wrong guess).
@@ -478,15 +486,37 @@ void prefetch_event(const EventRing& ring, uint64_t index) {
   const RawEvent& e = ring.at(index);
   switch (e.kind) {
     case EventKind::kAlloc:
-    case EventKind::kRealloc: {
-      if (aggregate_mode()) return;
-      const uint32_t stage_plus_one = w.open_stage_depth ? w.open_stage_instances[w.open_stage_depth - 1] + 1 : 0;
-      w.infos.prefetch(e.b, e.stack_or_length, stage_plus_one);
+    case EventKind::kRealloc:
+      if (aggregate_mode()) {
+        w.aggregate.prefetch_allocate_slots(e.a, e.stack_or_length, open_stage_plus_one());
+        return;
+      }
+      w.infos.prefetch(e.b, e.stack_or_length, open_stage_plus_one());
       w.live_blocks.prefetch(e.a);
       return;
-    }
     case EventKind::kFree:
-      if (!aggregate_mode()) w.live_blocks.prefetch(e.a);
+      if (aggregate_mode()) {
+        w.aggregate.prefetch_free_slot(e.a);
+        return;
+      }
+      w.live_blocks.prefetch(e.a);
+      return;
+    default:
+      return;
+  }
+}
+
+// Aggregate mode: starts fetching the site the event at `index` will update, found
+// through the slots prefetch_event fetched.
+void prefetch_event_site(const EventRing& ring, uint64_t index) {
+  const RawEvent& e = ring.at(index);
+  switch (e.kind) {
+    case EventKind::kAlloc:
+    case EventKind::kRealloc:
+      w.aggregate.prefetch_allocate_site(e.stack_or_length, open_stage_plus_one());
+      return;
+    case EventKind::kFree:
+      w.aggregate.prefetch_free_site(e.a);
       return;
     default:
       return;
@@ -514,12 +544,17 @@ void move_events_to_raw(bool final) {
   }
   // After the tails: every stack node an event drained now refers to is published by now.
   write_new_stack_nodes();
-  const bool prefetch = w.live_blocks.size() >= kPrefetchFromLiveBlocks;
+  const bool aggregate = aggregate_mode();
+  const bool prefetch = (aggregate ? w.aggregate.live_blocks() : w.live_blocks.size()) >= kPrefetchFromLiveBlocks;
+  const bool prefetch_sites = prefetch && aggregate;
   uint32_t written_since_release = 0;
   const uint64_t given_up =
       w.merge.merge(rings, n, heads, tails, horizon, g_tracer.numbers.allocations_read, final, now,
                     [&](uint32_t ring, uint64_t index) {
                       if (prefetch && index + kPrefetchEvents < tails[ring]) prefetch_event(rings(ring), index + kPrefetchEvents);
+                      if (prefetch_sites && index + kPrefetchSiteEvents < tails[ring]) {
+                        prefetch_event_site(rings(ring), index + kPrefetchSiteEvents);
+                      }
                       write_event(ring, rings(ring), index);
                       if (++written_since_release == kReleaseEveryEvents) {
                         written_since_release = 0;

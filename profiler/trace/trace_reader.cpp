@@ -48,15 +48,22 @@ class ChunkDecoder {
       check_chunk_start(source);
       ++records;
     }
-    while (!source.done()) {
-      uint8_t tag;
-      if (!source.get_tag(tag)) throw CorruptRecord(source.error);
-      ++records;
-      if (!dispatch(tag, source, std::make_index_sequence<records::kRecordKinds>{})) {
-        throw CorruptRecord("unknown record tag " + std::to_string(static_cast<int>(tag)));
+    try {
+      while (!source.done()) {
+        uint8_t tag;
+        if (!source.get_tag(tag)) throw CorruptRecord(source.error);
+        ++records;
+        if (site_batch_size_ && tag != static_cast<uint8_t>(Tag::kAggSite)) hand_over_sites();
+        if (!dispatch(tag, source, std::make_index_sequence<records::kRecordKinds>{})) {
+          throw CorruptRecord("unknown record tag " + std::to_string(static_cast<int>(tag)));
+        }
+        if (tag == static_cast<uint8_t>(Tag::kEnd)) ended = true;
       }
-      if (tag == static_cast<uint8_t>(Tag::kEnd)) ended = true;
+    } catch (...) {
+      hand_over_sites();  // the records read before the damage, as unbatched
+      throw;
     }
+    hand_over_sites();
     return records;
   }
 
@@ -316,9 +323,17 @@ class ChunkDecoder {
   }
   void handle(const records::AggSite& r) {
     check_stack(r.stack);
-    v_.on_agg_site(AggSiteRecord{static_cast<uint32_t>(r.stack), stage_of(r.stage_plus_one), r.allocations,
-                                 r.bytes_allocated, r.temporary_allocations, r.live_bytes, r.live_blocks,
-                                 site_increments_});
+    site_batch_[site_batch_size_++] =
+        AggSiteRecord{static_cast<uint32_t>(r.stack), stage_of(r.stage_plus_one), r.allocations, r.bytes_allocated,
+                      r.temporary_allocations, r.live_bytes, r.live_blocks, site_increments_};
+    if (site_batch_size_ == kSiteBatch) hand_over_sites();
+  }
+  // The kAggSite records read and not yet handed over, before any other record is.
+  void hand_over_sites() {
+    if (!site_batch_size_) return;
+    const size_t n = site_batch_size_;
+    site_batch_size_ = 0;
+    v_.on_agg_sites(std::span<const AggSiteRecord>(site_batch_, n));
   }
   void handle(const records::AggStage& r) {
     if (r.stage >= stage_instances_) throw CorruptRecord("figures of a stage not begun");
@@ -454,6 +469,11 @@ class ChunkDecoder {
 
   TraceVisitor& v_;
   records::AllRecords scratch_;
+  // Consecutive kAggSite records, handed over together (TraceVisitor::on_agg_sites): the
+  // first pass fetches each one's table slots while it works on those before.
+  static constexpr size_t kSiteBatch = 64;
+  AggSiteRecord site_batch_[kSiteBatch];
+  size_t site_batch_size_ = 0;
   uint32_t next_info_id_ = 0;
   int64_t last_alloc_info_ = -1;
   uint64_t stage_instances_ = 0;

@@ -212,6 +212,11 @@ class TraceVisitor {
   virtual void on_agg_heap(uint64_t /*live_bytes*/, uint64_t /*high_bytes*/) {}
   virtual void on_agg_snapshot(const AggSnapshotRecord&) {}
   virtual void on_agg_site(const AggSiteRecord&) {}
+  // A run of kAggSite records that follow one another in the trace, nothing between them,
+  // in their order (a snapshot writes thousands): a visitor may look ahead in the run.
+  virtual void on_agg_sites(std::span<const AggSiteRecord> sites) {
+    for (const AggSiteRecord& site : sites) on_agg_site(site);
+  }
   virtual void on_agg_stage(const AggStageRecord&) {}
   virtual void on_agg_peak_site(const AggPeakSiteRecord&) {}
   virtual void on_agg_ram_limit_stacks(const std::vector<AggStackBytes>&) {}

@@ -131,10 +131,13 @@ class FirstPass : public trace::TraceVisitor {
   uint64_t agg_live_bytes = 0;
   // Its stack and stage are its key's: the table is most of what a first pass of an
   // aggregate trace touches, each byte of it fresh memory.
+  // The two counts in 4 bytes each (40-byte entries, not 48): before either would wrap,
+  // the site's counts go to `sites` (spill_counts), which adds them up with the rest.
   struct AggSite {
     uint64_t live_bytes = 0;
     uint64_t live_blocks = 0;
-    uint64_t allocations = 0, bytes_allocated = 0, temporary_allocations = 0;
+    uint64_t bytes_allocated = 0;
+    uint32_t allocations = 0, temporary_allocations = 0;
   };
   // Every site met until finish(), then those holding blocks. Walked by key
   // (for_each_held): absl's tables salt their order per table, and the leaks step numbers
@@ -336,6 +339,29 @@ class FirstPass : public trace::TraceVisitor {
     reach(high);
     agg_live_bytes = live;
   }
+  // A lookup in the table of every site met is a cache miss or two: each record's slot
+  // is fetched while the records kAggSitesAhead before it are worked on.
+  // Then, nearer (the slot's group cached by then), its entry itself, found: the group's
+  // first slot is not always the entry's.
+  static constexpr size_t kAggSitesAhead = 8;
+  static constexpr size_t kAggSiteEntriesAhead = 3;
+  void on_agg_sites(std::span<const trace::AggSiteRecord> batch) override {
+    for (size_t i = 0; i < batch.size() && i < kAggSitesAhead; ++i) prefetch_agg_site(batch[i]);
+    for (size_t i = 0; i < batch.size() && i < kAggSiteEntriesAhead; ++i) prefetch_agg_site_entry(batch[i]);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (i + kAggSitesAhead < batch.size()) prefetch_agg_site(batch[i + kAggSitesAhead]);
+      if (i + kAggSiteEntriesAhead < batch.size()) prefetch_agg_site_entry(batch[i + kAggSiteEntriesAhead]);
+      on_agg_site(batch[i]);
+    }
+  }
+  void prefetch_agg_site_entry(const trace::AggSiteRecord& r) const {
+    const auto it = agg_sites.find(figure_key(r.stack, r.stage));
+    if (it != agg_sites.end()) __builtin_prefetch(&it->second);
+  }
+  void prefetch_agg_site(const trace::AggSiteRecord& r) const {
+    agg_sites.prefetch(figure_key(r.stack, r.stage));
+    stack_live.prefetch(r.stack);
+  }
   // Each snapshot's sites feed growth over time: live bytes per stack at its moment.
   void on_agg_site(const trace::AggSiteRecord& r) override {
     AggSite& site = agg_sites[figure_key(r.stack, r.stage)];
@@ -345,9 +371,7 @@ class FirstPass : public trace::TraceVisitor {
     AggStageCounts added{static_cast<int64_t>(r.allocations), static_cast<int64_t>(r.bytes_allocated),
                          static_cast<int64_t>(r.temporary_allocations)};
     if (r.increments) {
-      site.allocations += r.allocations;
-      site.bytes_allocated += r.bytes_allocated;
-      site.temporary_allocations += r.temporary_allocations;
+      add_counts(r, site);
     } else {  // before format 5: totals so far
       const StackStageFigures before = sites.figures_of(r.stack, r.stage);
       added.allocations -= static_cast<int64_t>(before.allocations);
@@ -363,6 +387,25 @@ class FirstPass : public trace::TraceVisitor {
     stage.allocations += added.allocations;
     stage.bytes_allocated += added.bytes_allocated;
     stage.temporary_allocations += added.temporary_allocations;
+  }
+  void add_counts(const trace::AggSiteRecord& r, AggSite& site) {
+    if (__builtin_expect(uint64_t{site.allocations} + r.allocations > UINT32_MAX ||
+                             uint64_t{site.temporary_allocations} + r.temporary_allocations > UINT32_MAX,
+                         0)) {
+      spill_counts(r.stack, r.stage, site);
+      if (r.allocations > UINT32_MAX || r.temporary_allocations > UINT32_MAX) {
+        sites.add(r.stack, r.stage, r.allocations, r.bytes_allocated, r.temporary_allocations);
+        return;
+      }
+    }
+    site.allocations += static_cast<uint32_t>(r.allocations);
+    site.bytes_allocated += r.bytes_allocated;
+    site.temporary_allocations += static_cast<uint32_t>(r.temporary_allocations);
+  }
+  void spill_counts(uint32_t stack, int stage, AggSite& site) {
+    sites.add(stack, stage, site.allocations, site.bytes_allocated, site.temporary_allocations);
+    site.allocations = site.temporary_allocations = 0;
+    site.bytes_allocated = 0;
   }
   // Aggregate mode's sites with the counts their records added up, as `sites` takes them.
   std::vector<StackStageFigures> agg_site_counts() const {

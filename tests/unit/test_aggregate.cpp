@@ -244,3 +244,94 @@ TEST_CASE("aggregate mode's live blocks give back each block's place and size, p
   CHECK_FALSE(blocks.take(0x10010, place, size));
   blocks.clear();
 }
+
+// What the writer's drain reads ahead of an event to fetch its site: the place a live
+// block's slot names (none for a block aside or unknown), and the index's likely place.
+TEST_CASE("aggregate mode's look-aheads name the place the lookups will find") {
+  preload::BlockSlots blocks;
+  CHECK(blocks.place_at(0x1000) == UINT32_MAX);  // no slots yet
+  for (uint32_t i = 0; i < 3000; ++i) REQUIRE(blocks.put(0x10000 + 16 * uint64_t{i}, (1u << 24) - 2 - i, 64));
+  REQUIRE(blocks.put(0x900000, 7, preload::BlockSlots::kMaxPackedBytes + 1));
+  CHECK(blocks.size() == 3001);
+  for (uint32_t i = 0; i < 3000; ++i) CHECK(blocks.place_at(0x10000 + 16 * uint64_t{i}) == (1u << 24) - 2 - i);
+  CHECK(blocks.place_at(0x900000) == UINT32_MAX);  // aside: not fetched ahead
+  CHECK(blocks.place_at(0x8) == UINT32_MAX);
+  uint32_t place = 0;
+  uint64_t size = 0;
+  REQUIRE(blocks.take(0x10000, place, size));
+  CHECK(blocks.place_at(0x10000) == UINT32_MAX);
+  CHECK(blocks.size() == 3000);
+
+  struct Key {
+    uint32_t stack, stage_plus_one;
+  };
+  std::vector<Key> keys;
+  for (uint32_t i = 0; i < 3000; ++i) keys.push_back(Key{i * 7, i % 3});
+  preload::SiteSlots slots;
+  CHECK(slots.likely_place(preload::SiteSlots::hash(1, 0)) == UINT32_MAX);  // no slots yet
+  slots.use_hashes(&keys, [](const void* sites, uint32_t i) {
+    const Key& k = (*static_cast<const std::vector<Key>*>(sites))[i];
+    return preload::SiteSlots::hash(k.stack, k.stage_plus_one);
+  });
+  for (uint32_t i = 0; i < keys.size(); ++i) REQUIRE(slots.insert(preload::SiteSlots::hash(keys[i].stack, keys[i].stage_plus_one), i));
+  size_t right = 0;
+  for (uint32_t i = 0; i < keys.size(); ++i) {
+    const uint32_t h = preload::SiteSlots::hash(keys[i].stack, keys[i].stage_plus_one);
+    const uint32_t likely = slots.likely_place(h);
+    REQUIRE(likely < keys.size());
+    CHECK(likely == slots.find(h, [&](uint32_t p) { return p == likely; }));  // a place on the key's probe
+    right += likely == i;
+  }
+  CHECK(right > keys.size() * 99 / 100);  // the hash's top bits tell sites apart but rarely
+}
+
+// The aggregate's arrays grow in place or move by mremap (tracer_remap): what they held
+// comes along, the entries added after a clear are zero.
+TEST_CASE("the aggregate's arrays keep their entries as they grow, from one page to megabytes") {
+  preload::TracerArray<uint64_t> array;
+  for (uint64_t i = 0; i < 300'000; ++i) REQUIRE(array.push_back(i * 3 + 1));
+  CHECK(array.size() == 300'000);
+  CHECK(array.capacity() >= 300'000);
+  bool kept = true;
+  for (uint64_t i = 0; i < array.size(); ++i) kept = kept && array[i] == i * 3 + 1;
+  CHECK(kept);
+  array.clear_keeping_memory();
+  REQUIRE(array.resize(400'000));  // past the capacity: remapped, the old entries zeroed
+  bool zero = true;
+  for (uint64_t i = 0; i < array.size(); ++i) zero = zero && array[i] == 0;
+  CHECK(zero);
+  array.release();
+  CHECK(array.size() == 0);
+}
+
+// The index made anew (HeapAggregate::reindex_sites): emptied with room for more sites, or
+// emptied as it is for fewer, it finds what is inserted again and nothing else.
+TEST_CASE("aggregate mode's site index emptied and filled again finds the sites inserted since") {
+  struct Key {
+    uint32_t stack, stage_plus_one;
+  };
+  std::vector<Key> keys;
+  for (uint32_t i = 0; i < 5000; ++i) keys.push_back(Key{i * 13 + 1, i % 5});
+  const auto hash_at = [&](uint32_t i) { return preload::SiteSlots::hash(keys[i].stack, keys[i].stage_plus_one); };
+  preload::SiteSlots slots;
+  slots.use_hashes(&keys, [](const void* sites, uint32_t i) {
+    const Key& k = (*static_cast<const std::vector<Key>*>(sites))[i];
+    return preload::SiteSlots::hash(k.stack, k.stage_plus_one);
+  });
+  CHECK(slots.full());  // no slots yet
+  REQUIRE(slots.empty_for(3000));
+  for (uint32_t i = 0; i < 3000; ++i) {
+    CHECK_FALSE(slots.full());  // the room asked for: no insert grows it
+    REQUIRE(slots.insert(hash_at(i), i));
+  }
+  CHECK(slots.size() == 3000);
+  slots.empty();  // as forgetting does; the sites at even places are kept
+  CHECK(slots.size() == 0);
+  for (uint32_t i = 0; i < 3000; i += 2) REQUIRE(slots.insert(hash_at(i), i));
+  REQUIRE(slots.empty_for(5000));  // grown, emptied
+  for (uint32_t i = 0; i < 5000; i += 2) REQUIRE(slots.insert(hash_at(i), i));
+  for (uint32_t i = 0; i < 5000; ++i) {
+    const uint32_t found = slots.find(hash_at(i), [&](uint32_t p) { return p == i; });
+    CHECK(found == (i % 2 ? UINT32_MAX : i));
+  }
+}

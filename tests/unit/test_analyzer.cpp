@@ -828,3 +828,35 @@ TEST_CASE("a job of many processes: its timeline stays within a bound of figures
   CHECK(r.job.peak_heap_bytes == uint64_t{kProcesses} * kBlocks * 100);  // none frees: all live at the end
   for (const auto& path : paths) std::remove(path.c_str());
 }
+
+// The first pass keeps a site's counts in 4 bytes each and hands them to the sites' list
+// before they would wrap: the figures are the records' sums all the same.
+TEST_CASE("an aggregate site's counts past 32 bits add up as the records say") {
+  const std::string dir = memstage::testing::temp_trace_path("analyzer_agg_wide_counts");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory(dir);
+  const std::string path = dir + "/trace.100.mst";
+  TraceBuilder b;
+  b.process(100, trace::Mode::kAggregate).stack({0x10});
+  const auto site = static_cast<uint32_t>(b.stack_node(0));
+  const uint64_t three_billion = 3'000'000'000;
+  b.record(trace::records::AggSite{site, 0, three_billion, 10, three_billion - 1, 64, 1});
+  b.record(trace::records::AggSnapshot{1000, three_billion, 0, 10, three_billion - 1});
+  b.record(trace::records::AggSite{site, 0, three_billion, 20, 2, 64, 1});  // past 2^32 together
+  b.record(trace::records::AggSite{site, 0, 5'000'000'000, 30, 1, 64, 1});  // past 2^32 alone
+  b.record(trace::records::AggSite{site, 0, 1, 40, 0, 128, 2});
+  b.record(trace::records::AggSnapshot{2000, 11'000'000'001, 0, 100, three_billion + 2});
+  b.end(3000);
+  b.write(path);
+  reports::AnalysisOptions options;
+  options.symbolize = false;
+  const auto r = reports::analyze({path}, std::nullopt, options);
+  REQUIRE(r.stack_figures.size() == 1);
+  CHECK(r.stack_figures[0].allocations == 11'000'000'001);
+  CHECK(r.stack_figures[0].bytes_allocated == 100);
+  CHECK(r.stack_figures[0].temporary_allocations == three_billion + 2);
+  REQUIRE(r.leaks.size() == 1);
+  CHECK(r.leaks[0].bytes == 128);
+  CHECK(r.leaks[0].blocks == 2);
+  std::filesystem::remove_all(dir);
+}

@@ -329,3 +329,78 @@ TEST_CASE("version 6: each allocation info's call and alignment, each allocation
   CHECK(v5.alloc_threads.empty());
   std::remove(path.c_str());
 }
+
+namespace {
+
+// Aggregate mode's records as lines, in the order the visitor is handed them, site runs
+// batched or not (TraceVisitor::on_agg_sites).
+struct AggLines : trace::TraceVisitor {
+  std::vector<std::string> lines;
+  size_t batches = 0;
+  void on_agg_sites(std::span<const trace::AggSiteRecord> sites) override {
+    ++batches;
+    trace::TraceVisitor::on_agg_sites(sites);
+  }
+  void on_agg_site(const trace::AggSiteRecord& r) override {
+    lines.push_back("site " + std::to_string(r.stack) + " " + std::to_string(r.stage) + " " + std::to_string(r.live_bytes));
+  }
+  void on_agg_snapshot(const trace::AggSnapshotRecord& r) override { lines.push_back("snapshot " + std::to_string(r.t_ns)); }
+  void on_stage_begin(uint32_t, uint64_t t) override { lines.push_back("begin " + std::to_string(t)); }
+};
+
+}  // namespace
+
+TEST_CASE("aggregate mode's site records reach the visitor in the trace's order, in runs or one by one") {
+  TraceBuilder b;
+  b.process(100, trace::Mode::kAggregate).stack({0x10}).stage_name("s");
+  const auto stack = static_cast<uint32_t>(b.stack_node(0));
+  std::vector<std::string> expected;
+  const auto site = [&](int32_t stage, uint64_t live) {
+    b.record(trace::records::AggSite{stack, static_cast<uint64_t>(stage + 1), 1, live, 0, live, 1});
+    expected.push_back("site " + std::to_string(stack) + " " + std::to_string(stage) + " " + std::to_string(live));
+  };
+  for (uint64_t i = 1; i <= 150; ++i) site(-1, i);  // past a batch's length, twice
+  b.record(trace::records::AggSnapshot{1000, 150, 0, 0, 0});
+  expected.push_back("snapshot 1000");
+  site(-1, 500);
+  b.stage_begin(0, 1500);
+  expected.push_back("begin 1500");
+  site(0, 600);
+  b.chunk();
+  for (uint64_t i = 1; i <= 3; ++i) site(0, 700 + i);  // a run that ends with its chunk
+  b.chunk();
+  site(0, 800);
+  b.record(trace::records::AggSnapshot{2000, 0, 0, 0, 0});
+  expected.push_back("snapshot 2000");
+  b.end(3000);
+
+  const std::string path = temp_path("agg_sites.mst");
+  b.write(path);
+  AggLines v;
+  trace::read_trace(path, v);
+  CHECK(v.lines == expected);
+  CHECK(v.batches < 150);  // handed over in runs
+}
+
+TEST_CASE("a damaged record in a run of site records: the sites before it are read, as before batching") {
+  TraceBuilder b;
+  b.process(100, trace::Mode::kAggregate).stack({0x10});
+  const auto stack = static_cast<uint32_t>(b.stack_node(0));
+  b.chunk();
+  for (uint64_t i = 1; i <= 10; ++i) b.record(trace::records::AggSite{stack, 0, 1, i, 0, i, 1});
+  b.record(trace::records::AggSite{stack + 1000, 0, 1, 99, 0, 99, 1});  // a stack never defined
+  b.record(trace::records::AggSite{stack, 0, 1, 11, 0, 11, 1});
+  b.chunk();
+  b.record(trace::records::AggSite{stack, 0, 1, 12, 0, 12, 1});
+  b.end(3000);
+
+  const std::string path = temp_path("agg_sites_damaged.mst");
+  b.write(path);
+  AggLines v;
+  const auto summary = trace::read_trace(path, v);
+  CHECK_FALSE(summary.damage.spans.empty());
+  std::vector<std::string> expected;
+  for (uint64_t i = 1; i <= 10; ++i) expected.push_back("site " + std::to_string(stack) + " -1 " + std::to_string(i));
+  expected.push_back("site " + std::to_string(stack) + " -1 12");  // the next chunk, read on
+  CHECK(v.lines == expected);
+}
