@@ -159,7 +159,7 @@ class TraceVisitor {
   virtual void on_stack_node(uint32_t /*id*/, uint32_t /*parent*/, uint64_t /*return_address*/) {}
   // A visitor that keeps every node's return address as on_stack_node gave it (node 0's is
   // 0) says so and answers for them: the reader, which needs a node's parent's to read it,
-  // then keeps no copy of its own (the nodes run to millions).
+  // then keeps no copy of its own (one a node of the whole tree).
   virtual bool keeps_stack_node_addresses() const { return false; }
   virtual uint64_t stack_node_address(uint32_t /*id*/) const { return 0; }
   // Version 1 traces: a whole stack, innermost frame first, numbered from 0 in definition

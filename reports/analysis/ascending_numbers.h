@@ -1,7 +1,7 @@
 // Numbers 0, 1, 2, ... given to ids met in ascending order, kept as a bit an id and a count
 // every 64 ids: the number of an id is how many came before it. Pass two names every site's
-// stack in ascending order (stack_resolver.h); a list of numbers by id took 4 bytes an id of
-// the whole stack tree, where this takes a little over 1 bit.
+// stack in ascending order (stack_resolver.h); a list of numbers by id took a number for
+// every id of the whole stack tree, where this takes a bit.
 #pragma once
 
 #include <bit>

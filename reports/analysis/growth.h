@@ -181,7 +181,7 @@ class StackLiveBytesReplay {
   }
 
   // Per stack id, in blocks: as doubling lists they were pass one's largest, held twice
-  // over while they grew (the tree's ids run to millions).
+  // over while they grew (the ids are every node of the tree).
   trace::BlockVector<uint64_t> live_;
   trace::BlockVector<uint8_t> dirty_flag_;
   std::vector<uint32_t> dirty_;

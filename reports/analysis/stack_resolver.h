@@ -36,7 +36,7 @@ class StackResolver {
   // `stacks` more are about to be resolved: the report's list is sized once.
   void reserve(size_t stacks) { report_.stacks.reserve(report_.stacks.size() + stacks); }
   // Most of the tree is about to be resolved: each trace node is given its report node's
-  // place now (see slots_), the report's nodes sized once (a doubling list of millions of
+  // place now (see slots_), the report's nodes sized once (a doubling list of the tree's
   // nodes held both copies at once). Once only.
   void place_tree();
 
@@ -109,7 +109,7 @@ class StackResolver {
   // Each trace stack's report stack: a look-up per site, figure and leak. Stacks named in
   // ascending order, each the next report stack (pass two names every site's so), are
   // numbered by rank from ascending_base_, a bit a trace stack where a list by trace stack
-  // took 4 bytes a node of the tree. The others (named out of that order, or not in the
+  // took a number a node of the tree. The others (named out of that order, or not in the
   // tree: a damaged trace) go in the hash table.
   bool numbers_next(uint32_t trace_stack, StackIndex index);
   AscendingNumbers ascending_;

@@ -38,7 +38,7 @@ struct SymbolCacheKeyHash {
 
 // Frames by address of one module, as Symbolizer::symbolize gives them less the module and
 // the addresses (the caller's fills them in): each function and file name held once, as a
-// function's addresses share its name; a cache of a large library holds 1e5 frames.
+// function's addresses share its name, and a large library's cache holds many of them.
 class ModuleFrames {
  public:
   struct Kept {
