@@ -99,6 +99,9 @@ void GrowthAggregator::set(uint32_t stack, uint64_t live_bytes) {
   if (stack >= series_of_stack_.size()) series_of_stack_.grow_to(stack + 1, kNoSeries);
   uint32_t& index = series_of_stack_[stack];
   if (index == kNoSeries) {
+    // Nothing held, as before it was first set: no change to record. Most stacks only
+    // come and go between two snapshots, and a series each would be most of the tables.
+    if (live_bytes == 0) return;
     index = static_cast<uint32_t>(series_.size());
     series_.push_back(Series{{}, 0, stack});
   }

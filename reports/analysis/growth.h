@@ -81,6 +81,8 @@ class GrowthAggregator {
   void snapshot(double t_s, std::span<const StackLiveBytes> holding);
 
   size_t snapshots() const { return times_.size(); }
+  // The stacks with a series: those that have held memory at a snapshot.
+  size_t stacks_held() const { return series_.size(); }
   const std::vector<double>& times_s() const { return times_; }
 
   // The stacks that grow steadily, fastest first, at most max_stacks. Stack ids are the

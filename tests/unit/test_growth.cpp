@@ -176,3 +176,28 @@ TEST_CASE("growth aggregator: whole snapshots set the stacks they leave out to n
   CHECK(growth.times_s().back() == 19.8);
   CHECK(growth.growing()[0].live_bytes == 22u << 20);
 }
+
+TEST_CASE("growth aggregator: a stack that held nothing at a snapshot gets no series") {
+  reports::GrowthOptions options;
+  options.initial_interval_s = 1.0;
+  reports::GrowthAggregator growth(options);
+  reports::StackLiveBytesReplay replay;
+  for (int s = 0; s < 20; ++s) {
+    replay.add(3, 4096);  // stack 3: a block allocated and freed between two snapshots
+    replay.add(3, -4096);
+    if (s >= 10) replay.add(4, 1 << 20);  // stack 4: does the same for 10 s, then leaks
+    else {
+      replay.add(4, 4096);
+      replay.add(4, -4096);
+    }
+    replay.flush(s, growth);
+  }
+  CHECK(growth.stacks_held() == 1);
+  const auto listed = growth.growing();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].stack == 4);
+  REQUIRE(listed[0].series.size() == 20);
+  CHECK(listed[0].series[9].live_bytes == 0);  // nothing held before it was first held
+  CHECK(listed[0].series[10].live_bytes == 1u << 20);
+  CHECK(listed[0].series[19].live_bytes == 10u << 20);
+}
