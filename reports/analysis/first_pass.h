@@ -218,7 +218,7 @@ class FirstPass : public trace::TraceVisitor {
     const uint64_t event = ++events;
     event_log.allocated(info);
     const uint64_t live = heap.allocate(info);
-    const AllocationInfo& a = heap.info(info);
+    const AllocationInfo a = heap.info(info);
     const uint64_t size = a.size;
     const int stage = a.stage;
     sites.allocated_as(info, a);
@@ -242,11 +242,11 @@ class FirstPass : public trace::TraceVisitor {
       ++unknown_frees;
       return;
     }
-    const AllocationInfo* block = &heap.info(info);
+    const AllocationInfo block = heap.info(info);
     if (!sample_mode()) ++frees;
-    stack_live.add(block->stack, -static_cast<int64_t>(block->size));
-    stages.freed(block->stage, block->size, temporary);
-    if (temporary) sites.temporary_as(info, *block);
+    stack_live.add(block.stack, -static_cast<int64_t>(block.size));
+    stages.freed(block.stage, block.size, temporary);
+    if (temporary) sites.temporary_as(info, block);
   }
 
   void on_mmap(uint64_t address, uint64_t length, uint32_t) override {
@@ -438,7 +438,7 @@ class FirstPass : public trace::TraceVisitor {
       const std::vector<uint64_t>& live_blocks = heap.live_blocks();
       for (size_t i = 0; i < live_blocks.size(); ++i) {
         if (!live_blocks[i]) continue;
-        const AllocationInfo& block = heap.info(static_cast<uint32_t>(i));
+        const AllocationInfo block = heap.info(static_cast<uint32_t>(i));
         held(block.stack, block.stage, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i]));
       }
     }
@@ -604,7 +604,7 @@ class FirstPass : public trace::TraceVisitor {
     kept.reserve(static_cast<size_t>(std::count_if(live_blocks.begin(), live_blocks.end(), [](uint64_t n) { return n; })));
     for (size_t i = 0; i < live_blocks.size(); ++i) {
       if (!live_blocks[i]) continue;
-      const AllocationInfo& block = heap.info(static_cast<uint32_t>(i));
+      const AllocationInfo block = heap.info(static_cast<uint32_t>(i));
       kept.push_back(HeldAtEnd{block.stack, block.stage, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i])});
     }
     held_at_end_ = std::move(kept);

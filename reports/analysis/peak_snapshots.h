@@ -32,7 +32,7 @@ struct StacksAtPeaks {
   // (info, blocks) in info order, a count over UINT32_MAX split over entries in a row:
   // smaller than the table, held beside the stack resolution, made into run_peak after it.
   std::vector<std::pair<uint32_t, uint32_t>> run_peak_blocks;
-  void count_run_peak(const std::vector<AllocationInfo>& infos) {
+  void count_run_peak(const AllocationInfos& infos) {
     for (size_t i = 0; i < run_peak_blocks.size();) {
       const uint32_t id = run_peak_blocks[i].first;
       uint64_t blocks = 0;

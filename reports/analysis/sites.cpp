@@ -62,7 +62,7 @@ void SiteAggregator::flush_info(uint32_t id, const AllocationInfo& info) {
   f.temporary_allocations += n.temporaries;
 }
 
-size_t SiteAggregator::stack_ids(const std::vector<AllocationInfo>& infos,
+size_t SiteAggregator::stack_ids(const AllocationInfos& infos,
                                  std::span<const StackStageFigures> counted) const {
   size_t ids = 0;
   for (const StackStageFigures& f : counted) ids = std::max<size_t>(ids, size_t{f.stack} + 1);
@@ -77,7 +77,7 @@ size_t SiteAggregator::stack_ids(const std::vector<AllocationInfo>& infos,
 // list comes out grouped by stack without sorting it whole, and is allocated once. The
 // counts are by the stacks' rank among the sites' (a bit a stack id to find it), not by
 // stack id: the ids run over every node of the stack tree.
-std::vector<StackStageFigures> SiteAggregator::sorted_sites(const std::vector<AllocationInfo>& infos,
+std::vector<StackStageFigures> SiteAggregator::sorted_sites(const AllocationInfos& infos,
                                                             std::span<const StackStageFigures> counted_sites) const {
   const size_t counted_infos = std::min(per_info_.size(), infos.size());
   const auto counted = [&](uint32_t id) { return per_info_[id].allocations || per_info_[id].temporaries; };
@@ -118,7 +118,7 @@ std::vector<StackStageFigures> SiteAggregator::sorted_sites(const std::vector<Al
   return sites;
 }
 
-void SiteAggregator::finish(const std::vector<AllocationInfo>& infos) {
+void SiteAggregator::finish(const AllocationInfos& infos) {
   if (finished_) return;  // the counts are gone into sorted_: a second finish would drop them
   sorted_ = sorted_sites(infos, counted_);
   decltype(unsorted_)().swap(unsorted_);
@@ -150,7 +150,7 @@ void SiteAggregator::merge_equal_keys(std::vector<StackStageFigures>& grouped) {
 
 // Before finish(), marked by stack id: a flag a stack id, where sorting the infos' stacks
 // would move them all.
-std::vector<uint32_t> SiteAggregator::stacks(const std::vector<AllocationInfo>& infos) const {
+std::vector<uint32_t> SiteAggregator::stacks(const AllocationInfos& infos) const {
   std::vector<uint32_t> out;
   if (!finished_) {
     std::vector<bool> site(stack_ids(infos, counted_), false);

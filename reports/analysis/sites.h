@@ -43,7 +43,7 @@ class SiteAggregator {
   // into one list sorted by (stack, stage), sized once (where a hash table of them took
   // half as much again, and twice that while it grew). Until then a site is its infos'
   // counts, a fraction of its place in the list.
-  void finish(const std::vector<AllocationInfo>& infos);
+  void finish(const AllocationInfos& infos);
   // No more infos will come: the room the per-info counts kept for more is given back (they
   // are held through pass two).
   void shrink_to_fit() { per_info_.shrink_to_fit(); }
@@ -77,7 +77,7 @@ class SiteAggregator {
   uint64_t temporary_allocations() const { return temporary_allocations_; }
 
   // The stacks of all sites, each once, ascending, before finish() or after.
-  std::vector<uint32_t> stacks(const std::vector<AllocationInfo>& infos) const;
+  std::vector<uint32_t> stacks(const AllocationInfos& infos) const;
 
   // The figures per stack and stage row (stage_rows.h), sorted by (stack, row); stacks are
   // still the trace's. Taken out: the aggregator holds none after.
@@ -92,7 +92,7 @@ class SiteAggregator {
   // `counted`: aggregate mode's sites as add_counted() takes them, still the pass's (once
   // the pass ended and handed them over, add_counted's).
   template <typename RowOf>
-  std::vector<StackStageFigures> by_row_so_far(const std::vector<AllocationInfo>& infos, RowOf row_of,
+  std::vector<StackStageFigures> by_row_so_far(const AllocationInfos& infos, RowOf row_of,
                                                std::span<const StackStageFigures> counted = {}) const {
     if (finished_) return by_row(sorted_, row_of);
     return by_row(sorted_sites(infos, counted_.empty() ? counted : std::span<const StackStageFigures>(counted_)), row_of);
@@ -106,13 +106,13 @@ class SiteAggregator {
     return sites;
   }
   // The sites of the counts and figures so far, sorted by key, equal keys added up.
-  std::vector<StackStageFigures> sorted_sites(const std::vector<AllocationInfo>& infos,
+  std::vector<StackStageFigures> sorted_sites(const AllocationInfos& infos,
                                              std::span<const StackStageFigures> counted) const;
   // Sorts each stack's run of a list grouped by stack by key and adds up equal keys' figures.
   static void merge_equal_keys(std::vector<StackStageFigures>& grouped);
   std::vector<StackStageFigures> take_sorted();
   // One more than the highest stack id of a site before finish() (0 with none).
-  size_t stack_ids(const std::vector<AllocationInfo>& infos, std::span<const StackStageFigures> counted) const;
+  size_t stack_ids(const AllocationInfos& infos, std::span<const StackStageFigures> counted) const;
   size_t listed(uint64_t key) const;
   StackStageFigures& at(uint32_t stack, int stage);
   void flush_info(uint32_t id, const AllocationInfo& info);

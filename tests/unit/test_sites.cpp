@@ -2,6 +2,7 @@
 // the events' end, in one list by key; later figures (leaks, the peak) land on those sites.
 #include <catch2/catch.hpp>
 
+#include "reports/analysis/live_heap.h"
 #include "reports/analysis/sites.h"
 
 using namespace memstage::reports;
@@ -16,6 +17,13 @@ AllocationInfo info(uint64_t size, uint32_t stack, int32_t stage) {
   return i;
 }
 
+AllocationInfos table(std::initializer_list<AllocationInfo> list) {
+  AllocationInfos t;
+  uint32_t id = 0;
+  for (const AllocationInfo& i : list) t.define(id++, i);
+  return t;
+}
+
 const StackStageFigures* find(const std::vector<StackStageFigures>& list, uint32_t stack, int stage) {
   for (const auto& f : list) {
     if (f.stack == stack && f.stage == stage) return &f;
@@ -27,7 +35,7 @@ const StackStageFigures* find(const std::vector<StackStageFigures>& list, uint32
 
 TEST_CASE("infos of one site add up, sites come out sorted by stack and stage") {
   // Infos 0 and 2 are one site (stack 7, stage 1) of two sizes; info 1 is stack 3 outside stages.
-  const std::vector<AllocationInfo> infos{info(100, 7, 1), info(8, 3, -1), info(40, 7, 1), info(1, 7, 0)};
+  const AllocationInfos infos = table({info(100, 7, 1), info(8, 3, -1), info(40, 7, 1), info(1, 7, 0)});
   SiteAggregator sites;
   sites.allocated_as(0, infos[0]);
   sites.allocated_as(0, infos[0]);
@@ -55,7 +63,7 @@ TEST_CASE("infos of one site add up, sites come out sorted by stack and stage") 
 }
 
 TEST_CASE("stage instances of one row merge; a site named only after the end is kept") {
-  const std::vector<AllocationInfo> infos{info(10, 5, 0), info(10, 5, 1), info(10, 5, 2)};
+  const AllocationInfos infos = table({info(10, 5, 0), info(10, 5, 1), info(10, 5, 2)});
   SiteAggregator sites;
   for (uint32_t id = 0; id < infos.size(); ++id) sites.allocated_as(id, infos[id]);
   sites.finish(infos);
@@ -73,7 +81,7 @@ TEST_CASE("stage instances of one row merge; a site named only after the end is 
 }
 
 TEST_CASE("aggregate mode's figures set before the end are sites like the counted ones") {
-  const std::vector<AllocationInfo> infos{info(16, 2, -1)};
+  const AllocationInfos infos = table({info(16, 2, -1)});
   SiteAggregator sites;
   sites.set(4, -1, 10, 1000, 3);
   sites.set(4, -1, 12, 1200, 4);  // the latest figures replace the earlier
@@ -89,7 +97,7 @@ TEST_CASE("aggregate mode's figures set before the end are sites like the counte
 }
 
 TEST_CASE("the sites so far, while events still come, are what the end gives for the same counts") {
-  const std::vector<AllocationInfo> infos{info(32, 1, 0), info(64, 1, 1), info(8, 6, -1)};
+  const AllocationInfos infos = table({info(32, 1, 0), info(64, 1, 1), info(8, 6, -1)});
   SiteAggregator sites;
   sites.allocated_as(0, infos[0]);
   sites.allocated_as(1, infos[1]);
@@ -125,7 +133,7 @@ TEST_CASE("aggregate mode's increments add up; a site's figures so far are read 
 }
 
 TEST_CASE("finishing twice keeps the sites") {
-  const std::vector<AllocationInfo> infos{info(16, 1, -1)};
+  const AllocationInfos infos = table({info(16, 1, -1)});
   SiteAggregator sites;
   sites.allocated_as(0, infos[0]);
   sites.finish(infos);
@@ -136,7 +144,7 @@ TEST_CASE("finishing twice keeps the sites") {
 }
 
 TEST_CASE("the bytes live at the run's peak land on their sites in one walk, a site not listed beside the list") {
-  const std::vector<AllocationInfo> infos{info(8, 2, -1), info(8, 5, 0), info(8, 9, -1)};
+  const AllocationInfos infos = table({info(8, 2, -1), info(8, 5, 0), info(8, 9, -1)});
   SiteAggregator sites;
   for (uint32_t id = 0; id < infos.size(); ++id) sites.allocated_as(id, infos[id]);
   sites.finish(infos);
@@ -149,4 +157,29 @@ TEST_CASE("the bytes live at the run's peak land on their sites in one walk, a s
   CHECK(sites.figures_of(9, -1).live_at_peak_bytes == 40);
   const auto list = sites.take_by_row([](int stage) { return stage; });
   CHECK(list.size() == 4);
+}
+
+TEST_CASE("allocation infos: a sampled info's weight is read back, an exact info weighs 1") {
+  AllocationInfos infos;
+  infos.define(2, info(16, 4, -1));  // an exact mode's info: no weight held
+  CHECK(infos.size() == 3);
+  CHECK(infos[2].blocks_per_block == 1);
+  CHECK(infos[0].size == 0);  // not defined yet
+  AllocationInfo sampled = info(4096, 9, 3);
+  sampled.blocks_per_block = 2.5;
+  infos.define(5, sampled);
+  infos.define(7, info(8, 1, 0));
+  const AllocationInfo back = infos[5];
+  CHECK(back.size == 4096);
+  CHECK(back.stack == 9);
+  CHECK(back.stage == 3);
+  CHECK(back.blocks_per_block == 2.5);
+  CHECK(infos.bytes(5) == 4096);
+  for (size_t id : {0, 2, 4, 6, 7}) CHECK(infos[id].blocks_per_block == 1);
+  // Defined again (never by the reader, but the table holds the latest).
+  infos.define(5, info(4096, 9, 3));
+  CHECK(infos[5].blocks_per_block == 1);
+  infos.shrink_to_fit();
+  CHECK(infos.size() == 8);
+  CHECK(infos[7].stack == 1);
 }
