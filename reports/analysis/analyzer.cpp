@@ -772,24 +772,10 @@ void add_stack_figures(FirstPass& pass, const StacksAtPeaks& at_peaks, const Sta
   for (const auto& [key, live] : at_peaks.run_peak) live_by_key.emplace_back(key, live.bytes);
   std::sort(live_by_key.begin(), live_by_key.end());
   pass.sites.live_at_peak(live_by_key);
-  absl::flat_hash_map<uint32_t, StackBytes> run_peak_by_stack;
   report.stack_figures = pass.sites.take_by_row([&](int stage) { return stage_rows.row_of(stage); });
   report.stacks.reserve(report.stacks.size() + report.stack_figures.size());
-  for (StackStageFigures& f : report.stack_figures) {
-    if (f.live_at_peak_bytes) {
-      StackBytes& sb = run_peak_by_stack[f.stack];
-      sb.stack = f.stack;
-      sb.bytes += f.live_at_peak_bytes;
-    }
-    f.stack = stacks.index_of(f.stack);
-  }
-  for (const auto& [key, live] : at_peaks.run_peak) run_peak_by_stack[live.stack].blocks += live.blocks;
-  std::vector<StackBytes> run_top;
-  for (const auto& [stack, sb] : run_peak_by_stack) run_top.push_back(sb);
-  std::sort(run_top.begin(), run_top.end(), [](const StackBytes& a, const StackBytes& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
-  });
-  if (run_top.size() > top_stacks) run_top.resize(top_stacks);
+  for (StackStageFigures& f : report.stack_figures) f.stack = stacks.index_of(f.stack);
+  std::vector<StackBytes> run_top = at_peaks.run_peak_top(live_by_key, top_stacks);
   for (StackBytes& sb : run_top) sb.stack = stacks.index_of(sb.stack);
   report.top_stacks_at_peak = std::move(run_top);
 }

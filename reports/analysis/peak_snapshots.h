@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -47,6 +48,33 @@ struct StacksAtPeaks {
   }
   // At each stage's peak: live bytes per stack, largest first.
   std::unordered_map<int, std::vector<StackBytes>> stage_peaks;
+
+  // The `top` stacks holding the most bytes at the run's peak, by trace stack, most first
+  // (equal bytes by stack). `live_by_key`: run_peak's keys and bytes sorted by key, so that
+  // a stack's keys are neighbours: one walk, where a table of every stack held at the peak
+  // was the step's largest. A stack holding only empty blocks then is numbered 0, as it was.
+  std::vector<StackBytes> run_peak_top(std::span<const std::pair<uint64_t, uint64_t>> live_by_key, size_t top) const {
+    const auto more = [](const StackBytes& a, const StackBytes& b) {
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
+    };
+    std::vector<StackBytes> kept;  // a heap, the least of the kept first
+    for (size_t i = 0; i < live_by_key.size();) {
+      const uint32_t stack = stack_of_key(live_by_key[i].first);
+      StackBytes sb;
+      for (; i < live_by_key.size() && stack_of_key(live_by_key[i].first) == stack; ++i) {
+        sb.bytes += live_by_key[i].second;
+        sb.blocks += run_peak.find(live_by_key[i].first)->second.blocks;
+      }
+      sb.stack = sb.bytes ? stack : 0;
+      kept.push_back(sb);
+      std::push_heap(kept.begin(), kept.end(), more);
+      if (kept.size() <= top) continue;
+      std::pop_heap(kept.begin(), kept.end(), more);
+      kept.pop_back();
+    }
+    std::sort(kept.begin(), kept.end(), more);
+    return kept;
+  }
 };
 
 // Pass two: replays the events up to each peak and records which stacks held memory.
