@@ -52,7 +52,7 @@ struct StacksAtPeaks {
   // The `top` stacks holding the most bytes at the run's peak, by trace stack, most first
   // (equal bytes by stack). `live_by_key`: run_peak's keys and bytes sorted by key, so that
   // a stack's keys are neighbours: one walk, where a table of every stack held at the peak
-  // was the step's largest. A stack holding only empty blocks then is numbered 0, as it was.
+  // was the step's largest.
   std::vector<StackBytes> run_peak_top(std::span<const std::pair<uint64_t, uint64_t>> live_by_key, size_t top) const {
     const auto more = [](const StackBytes& a, const StackBytes& b) {
       return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
@@ -65,7 +65,7 @@ struct StacksAtPeaks {
         sb.bytes += live_by_key[i].second;
         sb.blocks += run_peak.find(live_by_key[i].first)->second.blocks;
       }
-      sb.stack = sb.bytes ? stack : 0;
+      sb.stack = stack;
       kept.push_back(sb);
       std::push_heap(kept.begin(), kept.end(), more);
       if (kept.size() <= top) continue;

@@ -67,6 +67,21 @@ TEST_CASE("peak, leaks and temporaries of a simple stream") {
   CHECK(r.top_stacks_at_peak[0].blocks == 1);
 }
 
+TEST_CASE("a stack holding only empty blocks at the peak is listed by its own stack") {
+  TraceBuilder b;
+  b.process().stack({0x10}).stack({0x20});
+  b.time(1'000'000).alloc(0x1000, 0, 0).alloc(0x1010, 0, 0).alloc(0x2000, 64, 1).end(2'000'000);
+  const auto r = analyze(b, "empty_blocks");
+  REQUIRE(r.top_stacks_at_peak.size() == 2);
+  CHECK(r.top_stacks_at_peak[0].bytes == 64);
+  const reports::StackBytes& empty = r.top_stacks_at_peak[1];
+  CHECK(empty.bytes == 0);
+  CHECK(empty.blocks == 2);
+  // Not the empty stack (once numbered 0, and resolved after the stack tree was let go).
+  REQUIRE(empty.stack < r.stacks.size());
+  CHECK(r.stacks[empty.stack].innermost != 0);
+}
+
 TEST_CASE("realloc chains count as free then allocation") {
   TraceBuilder b;
   b.process().stack({0x10});
