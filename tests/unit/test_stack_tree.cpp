@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "reports/analysis/analyzer.h"
@@ -138,6 +140,18 @@ memstage::reports::Report analyze_stacks() {
   return memstage::reports::analyze({path}, std::nullopt, options);
 }
 
+// A resolver of a tree of (id, parent, address) nodes, without modules or symbols.
+struct TreeResolver {
+  explicit TreeResolver(std::initializer_list<std::tuple<uint32_t, uint32_t, uint64_t>> nodes) {
+    for (const auto& [id, parent, address] : nodes) tree.add_node(id, parent, address, -1);
+  }
+  memstage::reports::StackTree tree;
+  const std::vector<std::vector<memstage::trace::Module>> no_modules;
+  const std::unordered_map<uint64_t, memstage::trace::PythonCode> no_python;
+  memstage::reports::Report report;
+  memstage::reports::StackResolver resolver{tree, no_modules, no_python, report, false};
+};
+
 std::vector<uint64_t> addresses_of(const memstage::reports::Report& r, memstage::reports::StackIndex stack) {
   std::vector<uint64_t> out;
   for (const auto f : r.frames_of(r.stacks.at(stack))) out.push_back(r.frames.at(f).address);
@@ -185,13 +199,9 @@ TEST_CASE("the report's stacks are a tree: frames that stacks share are stored o
 
 TEST_CASE("stack resolver: each trace stack resolved once, a stack outside the tree as the empty one") {
   using namespace memstage::reports;
-  StackTree tree;
-  tree.add_node(1, 0, 0xa1, -1);
-  tree.add_node(2, 1, 0x11, -1);
-  const std::vector<std::vector<memstage::trace::Module>> no_modules;
-  const std::unordered_map<uint64_t, memstage::trace::PythonCode> no_python;
-  Report r;
-  StackResolver resolver(tree, no_modules, no_python, r, false);
+  TreeResolver t{{1, 0, 0xa1}, {2, 1, 0x11}};
+  StackResolver& resolver = t.resolver;
+  const Report& r = t.report;
   const StackIndex inner = resolver.index_of(2);
   CHECK(resolver.index_of(1) != inner);
   CHECK(resolver.index_of(2) == inner);  // once: the same index, no second stack
@@ -208,17 +218,12 @@ TEST_CASE("stack resolver: each trace stack resolved once, a stack outside the t
 
 TEST_CASE("stack resolver: after the tree is let go, the stacks resolved before keep their index") {
   using namespace memstage::reports;
-  StackTree tree;
-  tree.add_node(1, 0, 0xa1, -1);
-  tree.add_node(2, 1, 0x11, -1);
-  tree.add_node(3, 1, 0x12, -1);
-  const std::vector<std::vector<memstage::trace::Module>> no_modules;
-  const std::unordered_map<uint64_t, memstage::trace::PythonCode> no_python;
-  Report r;
-  StackResolver resolver(tree, no_modules, no_python, r, false);
+  TreeResolver t{{1, 0, 0xa1}, {2, 1, 0x11}, {3, 1, 0x12}};
+  StackResolver& resolver = t.resolver;
+  const Report& r = t.report;
   const StackIndex inner = resolver.index_of(2);
   resolver.forget_tree();
-  tree = StackTree();
+  t.tree = StackTree();
   CHECK(resolver.index_of(2) == inner);
   CHECK(r.stacks.at(inner).innermost != 0);
   CHECK(r.stacks.at(resolver.index_of(1u << 30)).innermost == 0);  // outside the tree, as before
