@@ -25,11 +25,13 @@ class ProbedSlots {
   const Slot& operator[](uint64_t i) const { return slots_[i]; }
   Traits& traits() { return traits_; }
 
+  // At most three quarters of the slots used.
+  static bool fits(uint64_t count, uint64_t capacity) { return count * 4 <= capacity * 3; }
   // Room for one slot more, grown when three quarters are used; false when out of memory.
-  bool make_room() { return (count_ + 1) * 4 <= capacity_ * 3 || grow(); }
+  bool make_room() { return !full() || grow(); }
 
   // Whether the next make_room grows the slots.
-  bool full() const { return (count_ + 1) * 4 > capacity_ * 3; }
+  bool full() const { return !fits(count_ + 1, capacity_); }
 
   // Every slot emptied, `capacity` of them (a power of two): for a table made anew from
   // what it indexes. False when out of memory, the slots as they were.

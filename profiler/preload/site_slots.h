@@ -73,7 +73,7 @@ class SiteSlots {
   // insert its sites anew, read in place order. False when out of memory, nothing changed.
   bool empty_for(uint64_t sites) {
     uint64_t capacity = slots_.capacity() ? slots_.capacity() : Slots::kFirstSlots;
-    while ((sites + 1) * 4 > capacity * 3) capacity *= 2;
+    while (!Slots::fits(sites + 1, capacity)) capacity *= 2;
     return slots_.empty_to(capacity);
   }
   // Empties the index, its size kept (no memory asked for): for fewer sites than it held.
