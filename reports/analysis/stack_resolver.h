@@ -54,6 +54,17 @@ class StackResolver {
     forget_walks();
     tree_stacks_ = tree_.stacks();
     tree_forgotten_ = true;
+    forget_symbolization();
+  }
+
+  // No frame is symbolized after the tree is let go: the tables that found each address's
+  // frames, and the symbolizer with its modules open, go before the steps after pass two.
+  void forget_symbolization() {
+    decltype(frames_of_)().swap(frames_of_);
+    std::vector<FrameIndex>().swap(frame_ids_);
+    modules_.forget_addresses();
+    interner_.forget();
+    Symbolizer done = std::move(symbolizer_);
   }
 
   // The symbolizer, its modules open, for another resolver (the run so far, a second later).
