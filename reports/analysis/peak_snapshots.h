@@ -34,6 +34,12 @@ struct StacksAtPeaks {
   // smaller than the table, held beside the stack resolution, made into run_peak after it.
   std::vector<std::pair<uint32_t, uint32_t>> run_peak_blocks;
   void count_run_peak(const AllocationInfos& infos) {
+    // Sized once for at most a key an info (a table that doubles holds both sizes a while).
+    size_t held_infos = 0;
+    for (size_t i = 0; i < run_peak_blocks.size(); ++i) {
+      held_infos += i == 0 || run_peak_blocks[i].first != run_peak_blocks[i - 1].first;
+    }
+    run_peak.reserve(run_peak.size() + held_infos);
     for (size_t i = 0; i < run_peak_blocks.size();) {
       const uint32_t id = run_peak_blocks[i].first;
       uint64_t blocks = 0;
