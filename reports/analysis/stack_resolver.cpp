@@ -100,6 +100,10 @@ void StackResolver::place_tree() {
   slots_base_ = static_cast<StackNodeIndex>(nodes.size() - 1);
   slots_ = tree_.size();
   nodes.resize(nodes.size() + tree_.size() - 1);
+  // Room for the frames too, touched only as used: a list of 160-byte frames that doubles
+  // holds both copies a while, the resolution's highest point. Stacks share most frames,
+  // so a large tree names far fewer frames than nodes; past the room, the list doubles.
+  report_.frames.reserve(report_.frames.size() + tree_.size() / 8);
 }
 
 StackNodeIndex StackResolver::node_of(uint32_t trace_node) const {
