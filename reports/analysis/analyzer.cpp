@@ -961,10 +961,8 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   } else {
     stacks.forget_walks();
   }
-  // The tree, the walks and the symbolizer are let go: their pages go back before the run
-  // peak's table and the sites' list are made (large lists, on pages of their own).
-  if (options.return_freed_pages) options.return_freed_pages();
   at_peaks.count_run_peak(pass.heap.infos());
+  if (options.return_freed_pages) options.return_freed_pages();
   pass.sites.finish(pass.heap.infos());
   fill_totals(pass, report.totals);
   add_leaks(pass, stacks, stage_rows, options, report);
