@@ -65,13 +65,15 @@ struct StacksAtPeaks {
     };
     std::vector<StackBytes> kept;  // a heap, the least of the kept first
     for (size_t i = 0; i < live_by_key.size();) {
-      const uint32_t stack = stack_of_key(live_by_key[i].first);
+      const size_t first = i;
       StackBytes sb;
-      for (; i < live_by_key.size() && stack_of_key(live_by_key[i].first) == stack; ++i) {
+      sb.stack = stack_of_key(live_by_key[i].first);
+      for (; i < live_by_key.size() && stack_of_key(live_by_key[i].first) == sb.stack; ++i) {
         sb.bytes += live_by_key[i].second;
-        sb.blocks += run_peak.find(live_by_key[i].first)->second.blocks;
       }
-      sb.stack = stack;
+      // Blocks looked up in the table only for a stack that is kept, a few of the many held.
+      if (kept.size() >= top && (kept.empty() || !more(sb, kept.front()))) continue;
+      for (size_t k = first; k < i; ++k) sb.blocks += run_peak.find(live_by_key[k].first)->second.blocks;
       kept.push_back(sb);
       std::push_heap(kept.begin(), kept.end(), more);
       if (kept.size() <= top) continue;
