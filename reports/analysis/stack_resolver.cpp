@@ -103,7 +103,8 @@ void StackResolver::place_tree() {
   // Room for the frames too, touched only as used: a list of 160-byte frames that doubles
   // holds both copies a while, the resolution's highest point. Stacks share most frames,
   // so a large tree names far fewer frames than nodes; past the room, the list doubles.
-  report_.frames.reserve(report_.frames.size() + tree_.size() / 8);
+  // A sixteenth of the nodes: 10 bytes of address space a node, about the nodes' own.
+  report_.frames.reserve(report_.frames.size() + tree_.size() / 16);
 }
 
 StackNodeIndex StackResolver::node_of(uint32_t trace_node) const {
