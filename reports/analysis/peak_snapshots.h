@@ -34,6 +34,12 @@ struct StacksAtPeaks {
   // smaller than the table, held beside the stack resolution, made into run_peak after it.
   std::vector<std::pair<uint32_t, uint32_t>> run_peak_blocks;
   void count_run_peak(const AllocationInfos& infos) {
+    // Sized once for at most a key an info (a table that doubles holds both sizes a while).
+    size_t held_infos = 0;
+    for (size_t i = 0; i < run_peak_blocks.size(); ++i) {
+      held_infos += i == 0 || run_peak_blocks[i].first != run_peak_blocks[i - 1].first;
+    }
+    run_peak.reserve(run_peak.size() + held_infos);
     for (size_t i = 0; i < run_peak_blocks.size();) {
       const uint32_t id = run_peak_blocks[i].first;
       uint64_t blocks = 0;
@@ -54,27 +60,51 @@ struct StacksAtPeaks {
   // a stack's keys are neighbours: one walk, where a table of every stack held at the peak
   // was the step's largest.
   std::vector<StackBytes> run_peak_top(std::span<const std::pair<uint64_t, uint64_t>> live_by_key, size_t top) const {
-    const auto more = [](const StackBytes& a, const StackBytes& b) {
-      return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
-    };
-    std::vector<StackBytes> kept;  // a heap, the least of the kept first
+    TopStacks kept(top);
     for (size_t i = 0; i < live_by_key.size();) {
-      const uint32_t stack = stack_of_key(live_by_key[i].first);
+      const size_t first = i;
       StackBytes sb;
-      for (; i < live_by_key.size() && stack_of_key(live_by_key[i].first) == stack; ++i) {
+      sb.stack = stack_of_key(live_by_key[i].first);
+      for (; i < live_by_key.size() && stack_of_key(live_by_key[i].first) == sb.stack; ++i) {
         sb.bytes += live_by_key[i].second;
-        sb.blocks += run_peak.find(live_by_key[i].first)->second.blocks;
       }
-      sb.stack = stack;
-      kept.push_back(sb);
-      std::push_heap(kept.begin(), kept.end(), more);
-      if (kept.size() <= top) continue;
-      std::pop_heap(kept.begin(), kept.end(), more);
-      kept.pop_back();
+      // Blocks looked up in the table only for a stack that is kept, a few of the many held.
+      if (!kept.would_keep(sb)) continue;
+      for (size_t k = first; k < i; ++k) sb.blocks += run_peak.find(live_by_key[k].first)->second.blocks;
+      kept.add(sb);
     }
-    std::sort(kept.begin(), kept.end(), more);
-    return kept;
+    return kept.take();
   }
+
+  // The `top` stacks of those added, the most bytes first (equal bytes by stack): a heap of
+  // the kept, the least first, so that a stack below a full top is passed by and no list of
+  // every stack is made.
+  class TopStacks {
+   public:
+    explicit TopStacks(size_t top) : top_(top) {}
+    bool would_keep(const StackBytes& sb) const {
+      return kept_.size() < top_ || (!kept_.empty() && more(sb, kept_.front()));
+    }
+    void add(const StackBytes& sb) {
+      if (!would_keep(sb)) return;
+      kept_.push_back(sb);
+      std::push_heap(kept_.begin(), kept_.end(), more);
+      if (kept_.size() <= top_) return;
+      std::pop_heap(kept_.begin(), kept_.end(), more);
+      kept_.pop_back();
+    }
+    std::vector<StackBytes> take() {
+      std::sort(kept_.begin(), kept_.end(), more);
+      return std::move(kept_);
+    }
+
+   private:
+    static bool more(const StackBytes& a, const StackBytes& b) {
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
+    }
+    size_t top_;
+    std::vector<StackBytes> kept_;
+  };
 };
 
 // Pass two: replays the events up to each peak and records which stacks held memory.
@@ -184,7 +214,10 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
         top.push_back(StackBytes{stack, bytes, stack_live_[stack].blocks});
       }
     } else {
+      // Sized once for at most a stack an info holding blocks (a table that doubles holds
+      // both sizes a while, each on fresh pages).
       absl::flat_hash_map<uint32_t, StackBytes> by_stack;
+      by_stack.reserve(static_cast<size_t>(std::count_if(live.begin(), live.end(), [](uint64_t n) { return n; })));
       for (size_t i = 0; i < infos.size(); ++i) {
         if (!live[i]) continue;
         StackBytes& agg = by_stack[infos[i].stack];
@@ -192,15 +225,10 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
         agg.bytes += live[i] * infos[i].size;
         agg.blocks += blocks_counted(infos[i], live[i]);
       }
-      top.reserve(by_stack.size());
-      for (const auto& [stack, s] : by_stack) top.push_back(s);
-      const size_t keep = std::min(top_stacks, top.size());
       // Equal bytes by stack number: the order the table holds them in is no order.
-      std::partial_sort(top.begin(), top.begin() + keep, top.end(), [](const StackBytes& a, const StackBytes& b) {
-        return a.bytes != b.bytes ? a.bytes > b.bytes : a.stack < b.stack;
-      });
-      top.resize(keep);
-      top.shrink_to_fit();  // held to the end: the room for every stack it was picked from is not
+      TopStacks kept(top_stacks);
+      for (const auto& [stack, s] : by_stack) kept.add(s);
+      top = kept.take();
     }
     if (t.stage != kRamLimit) {
       last_top_event_ = t.event;

@@ -100,6 +100,11 @@ void StackResolver::place_tree() {
   slots_base_ = static_cast<StackNodeIndex>(nodes.size() - 1);
   slots_ = tree_.size();
   nodes.resize(nodes.size() + tree_.size() - 1);
+  // Room for the frames too, touched only as used: a list of 160-byte frames that doubles
+  // holds both copies a while, the resolution's highest point. Stacks share most frames,
+  // so a large tree names far fewer frames than nodes; past the room, the list doubles.
+  // A sixteenth of the nodes: 10 bytes of address space a node, about the nodes' own.
+  report_.frames.reserve(report_.frames.size() + tree_.size() / 16);
 }
 
 StackNodeIndex StackResolver::node_of(uint32_t trace_node) const {
@@ -139,24 +144,25 @@ StackNodeIndex StackResolver::add_nodes(uint32_t trace_node, bool first_time, St
 StackNodeIndex StackResolver::resolve(uint32_t trace_stack) {
   if (!tree_.contains(trace_stack)) return 0;
   const int snapshot = std::max(tree_.snapshot_of(trace_stack), 0);
+  const MadeIn mark = made_in_mark(snapshot);
   if (made_in_.size() < tree_.size()) made_in_.resize(tree_.size(), kUnresolved);
   path_.clear();
   uint32_t n = tree_.node_of(trace_stack);
-  while (n != 0 && made_in_[n] != snapshot) {
+  while (n != 0 && (made_in_[n] != mark || mark == kMadeInAnother)) {
     path_.push_back(n);
     n = tree_.parent(n);
   }
   StackNodeIndex node = node_of(n);
   for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
     const auto [first, count] = frames_at(tree_.return_address(*it), snapshot);
-    int32_t& made_in = made_in_[*it];
+    MadeIn& made_in = made_in_[*it];
     // Made under another module list: the same nodes unless the address's module differs.
     if (made_in != kUnresolved && is_node_of(node_of(*it), node, first, count)) {
       node = node_of(*it);
     } else {
       node = add_nodes(*it, made_in == kUnresolved, node, first, count);
     }
-    made_in = snapshot;
+    made_in = mark;
   }
   return node;
 }

@@ -44,7 +44,7 @@ class StackResolver {
   // A stack resolved after walks its whole path again, its nodes made anew: the same
   // frames, so the same stack to every reader.
   void forget_walks() {
-    std::vector<int32_t>().swap(made_in_);
+    std::vector<MadeIn>().swap(made_in_);
     decltype(moved_)().swap(moved_);
     slots_ = 0;  // the places are taken: nodes made anew are added after them
   }
@@ -54,6 +54,17 @@ class StackResolver {
     forget_walks();
     tree_stacks_ = tree_.stacks();
     tree_forgotten_ = true;
+    forget_symbolization();
+  }
+
+  // No frame is symbolized after the tree is let go: the tables that found each address's
+  // frames, and the symbolizer with its modules open, go before the steps after pass two.
+  void forget_symbolization() {
+    decltype(frames_of_)().swap(frames_of_);
+    std::vector<FrameIndex>().swap(frame_ids_);
+    modules_.forget_addresses();
+    interner_.forget();
+    Symbolizer done = std::move(symbolizer_);
   }
 
   // The symbolizer, its modules open, for another resolver (the run so far, a second later).
@@ -99,8 +110,16 @@ class StackResolver {
   // says where it is; the outer frames of an address with inlined ones, and a node made
   // again under another list with other frames, go after them, found in moved_ (as every
   // node is without places).
-  static constexpr int32_t kUnresolved = -1;
-  std::vector<int32_t> made_in_;  // by trace node: the module list, or kUnresolved
+  // By trace node: the module list it was made in, one more than the list's number (module
+  // lists are few: 2 bytes a node where 4 were). A list past the range is marked
+  // kMadeInAnother, which names none: such a node is looked at again each time.
+  using MadeIn = uint16_t;
+  static constexpr MadeIn kUnresolved = 0;
+  static constexpr MadeIn kMadeInAnother = UINT16_MAX;
+  static MadeIn made_in_mark(int snapshot) {
+    return snapshot + 1 < kMadeInAnother ? static_cast<MadeIn>(snapshot + 1) : kMadeInAnother;
+  }
+  std::vector<MadeIn> made_in_;
   StackNodeIndex slots_base_ = 0;
   size_t slots_ = 0;  // the trace nodes with a place are those below it
   bool placed_ = false;

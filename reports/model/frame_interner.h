@@ -21,6 +21,10 @@ class FrameInterner {
   FrameInterner(const FrameInterner&) = delete;
   FrameInterner& operator=(const FrameInterner&) = delete;
 
+  // No more frames will come: the index of those there goes (a frame interned after it
+  // would not be matched with them).
+  void forget() { decltype(ids_)(0, Hash{&frames_}, Equal{&frames_}).swap(ids_); }
+
   FrameIndex intern(Frame frame) {
     // The set holds indices, so the candidate goes in first and comes out again if an
     // equal frame was there.

@@ -230,6 +230,38 @@ TEST_CASE("stack resolver: after the tree is let go, the stacks resolved before 
   CHECK_THROWS_AS(resolver.index_of(3), std::logic_error);  // in the tree, never resolved
 }
 
+TEST_CASE("stack resolver: module lists numbered past what a node marks: callers shared within a list, not across") {
+  using namespace memstage::reports;
+  // Nodes remember the list they were made in in 2 bytes: nodes of lists 70000 and 70001
+  // are marked as made in another, looked at again each time. Node 1's address is libx's
+  // in list 70000 and libz's in list 70001 (loaded where libx was).
+  constexpr int kLateList = 70000;
+  std::vector<std::vector<memstage::trace::Module>> lists(kLateList + 2);
+  lists[kLateList] = {{"/lib/libx.so", 0, {{0x1000, 0x2000}}}};
+  lists[kLateList + 1] = {{"/lib/libz.so", 0, {{0x1000, 0x2000}}}};
+  StackTree tree;
+  tree.add_node(1, 0, 0x1100, kLateList);
+  tree.add_node(2, 1, 0x1200, kLateList);
+  tree.add_node(3, 1, 0x1300, kLateList);
+  tree.add_node(4, 1, 0x1400, kLateList + 1);
+  const std::unordered_map<uint64_t, memstage::trace::PythonCode> no_python;
+  Report r;
+  StackResolver resolver(tree, lists, no_python, r, false);
+  const StackIndex two = resolver.index_of(2), three = resolver.index_of(3), four = resolver.index_of(4);
+  const auto modules_of = [&](StackIndex stack) {
+    std::vector<std::string> out;
+    for (const auto f : r.frames_of(r.stacks.at(stack))) out.push_back(r.frame(f).module);
+    return out;
+  };
+  CHECK(addresses_of(r, two) == std::vector<uint64_t>{0x1200, 0x1100});
+  CHECK(addresses_of(r, three) == std::vector<uint64_t>{0x1300, 0x1100});
+  CHECK(modules_of(four) == std::vector<std::string>{"/lib/libz.so", "/lib/libz.so"});
+  const auto caller_of = [&](StackIndex stack) { return r.stack_nodes.at(r.stacks.at(stack).innermost).caller; };
+  CHECK(caller_of(three) == caller_of(two));
+  CHECK(caller_of(four) != caller_of(two));
+  CHECK(r.stack_nodes.size() == 1 + 3 + 2);  // the root, list 70000's three frames, list 70001's two
+}
+
 TEST_CASE("a stack's frames are those of its own module list, and shared with earlier stacks where they agree") {
   using memstage::trace::records::ModuleEntry;
   using memstage::trace::records::Modules;
