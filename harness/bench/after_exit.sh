@@ -56,12 +56,18 @@ for ((round = 1; round <= rounds; round++)); do
   done
   echo "$line load $(cut -d' ' -f1 /proc/loadavg)"
 done
+# With two builds or more: each against the first, the median of the per-round ratios.
 for i in "${!builds[@]}"; do
-  python3 - "${builds[$i]}" "$work/build$i" <<'PY'
+  python3 - "${builds[$i]}" "$work/build$i" "$work/build0" <<'PY'
 import statistics, sys
 rows = [tuple(map(float, l.split())) for l in open(sys.argv[2])]
 print(f"{sys.argv[1]}: after exit median {statistics.median(r[0] for r in rows):.3f} s "
       f"(min {min(r[0] for r in rows):.3f}, max {max(r[0] for r in rows):.3f}), "
       f"program median {statistics.median(r[1] for r in rows):.3f} s, {len(rows)} runs")
+if sys.argv[2] != sys.argv[3]:
+    first = [tuple(map(float, l.split())) for l in open(sys.argv[3])]
+    ratios = [b[0] / a[0] for a, b in zip(first, rows)]
+    print(f"  against the first: median of per-round ratios {statistics.median(ratios):.3f}, "
+          f"faster in {sum(r < 1 for r in ratios)} of {len(ratios)}")
 PY
 done
