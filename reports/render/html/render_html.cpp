@@ -291,23 +291,25 @@ void mark_kept(const Report& report, const CallTree& tree, const std::vector<uin
 // Keeps a node when, in some view and for some metric, it holds at least the share; the
 // share doubles until the kept nodes are few enough for the page. Half the metrics are
 // marked on a second thread, each half with its own sums (together the memory one
-// thread's sums of every metric took) and marks, joined after: the same marks.
+// thread's sums of every metric took) and marks, joined after: the same marks. Both
+// halves' lists are made here, so that they come from this thread's allocator arena,
+// which holds the pages the analysis let go.
 FlamePruning prune_flame(const Report& report, const CallTree& tree, const std::vector<uint32_t>& figure_leaf) {
   const auto views = flame_views(report);
   const size_t node_count = tree.parent.size();
-  const auto mark_views = [&](size_t first_metric, double share, std::vector<uint8_t>& kept) {
-    HalfSums sums(node_count);
+  const auto mark_views = [&](size_t first_metric, double share, HalfSums& sums, std::vector<uint8_t>& kept) {
     for (const auto& view : views) mark_kept(report, tree, figure_leaf, view, share, first_metric, sums, kept);
   };
+  HalfSums first_sums(node_count), second_sums(node_count);
   FlamePruning p;
   std::vector<uint8_t> kept_by_second;
   for (int attempt = 0; attempt < 20; ++attempt, p.share *= 2) {
     p.kept.assign(node_count, 0);
     p.kept[0] = 1;
     kept_by_second.assign(node_count, 0);
-    std::future<void> second =
-        std::async(std::launch::async, mark_views, kHalfMetrics, p.share, std::ref(kept_by_second));
-    mark_views(0, p.share, p.kept);
+    std::future<void> second = std::async(std::launch::async, mark_views, kHalfMetrics, p.share,
+                                          std::ref(second_sums), std::ref(kept_by_second));
+    mark_views(0, p.share, first_sums, p.kept);
     second.get();
     for (size_t n = 0; n < node_count; ++n) p.kept[n] |= kept_by_second[n];
     p.kept_count = static_cast<size_t>(std::count(p.kept.begin(), p.kept.end(), 1));
@@ -374,7 +376,7 @@ json merged_figures_json(const Report& report, const std::vector<uint32_t>& figu
 }
 
 // The flame graph but for its frames' rows in the page's frame table: all that only reads
-// the report, so that it is made beside the page's other parts (page_data).
+// the report, so that the page's other lists are made beside it (page_data).
 struct FlameLayout {
   json parents = json::array();    // by kept node: its parent's kept id (-1: the root)
   std::vector<FrameIndex> frames;  // by kept node after the root: the report's frame
@@ -769,9 +771,6 @@ json listed_stacks_json(const Report& report, std::vector<StackIndex>& used_stac
 }
 
 json page_data(const Report& report) {
-  // The flame graph, most of the page's making on a large report, on a second thread while
-  // this one makes the rest: the report is only read.
-  std::future<FlameLayout> flame = std::async(std::launch::async, [&report] { return flame_layout(report); });
   FrameTable frames(report);
   std::vector<StackIndex> used_stacks;
   json data;
@@ -784,10 +783,21 @@ json page_data(const Report& report) {
   data["processes"] = std::move(processes);
   data["job"] = report.processes.size() > 1 ? job_json(report, used_stacks) : json(nullptr);
   // Frames enter the table in this order: leaks, growth, top sites, flame graph, stacks.
-  data["leaks"] = leaks_json(report, frames, used_stacks);
-  data["growth"] = growth_json(report, frames, used_stacks);
-  data["top_sites"] = top_sites_json(report, frames, used_stacks);
-  data["flame"] = flame_json(flame.get(), frames);
+  // The three lists on a second thread while this one lays out the flame graph, most of
+  // the page's making on a large report (its large lists from this thread's allocator
+  // arena, which holds the pages the analysis let go); the report is only read.
+  json leaks, growth, top_sites;
+  std::future<void> lists = std::async(std::launch::async, [&] {
+    leaks = leaks_json(report, frames, used_stacks);
+    growth = growth_json(report, frames, used_stacks);
+    top_sites = top_sites_json(report, frames, used_stacks);
+  });
+  FlameLayout flame = flame_layout(report);
+  lists.get();
+  data["leaks"] = std::move(leaks);
+  data["growth"] = std::move(growth);
+  data["top_sites"] = std::move(top_sites);
+  data["flame"] = flame_json(std::move(flame), frames);
   data["stacks"] = listed_stacks_json(report, used_stacks, frames);
   data["stack_count"] = report.stacks.size();
   // [label, function, file, line, module, module_offset, kind, inlined, allocator]
