@@ -85,8 +85,9 @@ class TraceBeingWritten {
   // Watches `dir`, the run's folder, and follows each trace (trace.*.mst) that appears in
   // it from then on, up to 16 at once (one whose process ended makes room for the next);
   // `options` must be those of the analysis it is handed to. With `warm_symbols` (a trace
-  // with stacks, symbolized), it also reads the C library's symbols and debug information
-  // meanwhile (Symbolizer::warm), on a thread at the lowest priority.
+  // with stacks, symbolized), it also opens the C library's modules and each module the
+  // traces list meanwhile (Symbolizer::warm: a symbol cache's file, or the symbols and
+  // debug information), on a thread at the lowest priority.
   TraceBeingWritten(std::string dir, const AnalysisOptions& options, bool warm_symbols = false);
   ~TraceBeingWritten();  // stops reading and waits for the threads
   TraceBeingWritten(const TraceBeingWritten&) = delete;

@@ -38,12 +38,7 @@ struct TraceBeingWritten::State {
   State(std::string folder, const AnalysisOptions& options, bool warm_symbols)
       : dir(std::move(folder)), budget(options.max_kept_text_bytes), max_event_log_bytes(options.max_event_log_bytes) {
     if (!warm_symbols || !options.symbolize) return;
-    // At the lowest priority: while the program runs, this thread takes only a core the
-    // program leaves idle.
-    warmer = std::jthread([this] {
-      setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
-      symbolizer.warm_c_library();
-    });
+    warmer = std::jthread([this] { warm_modules(); });
   }
   // One trace followed as it is written, by a thread of its own.
   struct Follower {
@@ -89,9 +84,9 @@ struct TraceBeingWritten::State {
   }
   // Until more may have been written: a poll interval, or the writer's end at once (a short
   // program's report is not held up by a sleep).
-  void wait() {
+  void wait(std::chrono::milliseconds interval = std::chrono::milliseconds(10)) {
     std::unique_lock lock(mutex);
-    writer_ended.wait_for(lock, std::chrono::milliseconds(10), [this] { return !writing; });
+    writer_ended.wait_for(lock, interval, [this] { return !writing; });
   }
 
   // Follows every trace that appears in the folder while the run goes on: the tracer
@@ -197,7 +192,35 @@ struct TraceBeingWritten::State {
     return done(files);
   }
 
-  // The symbolizer with the C library's modules open (once the warmer is done with them).
+  // While the program runs, at the lowest priority (a core the program leaves idle): the C
+  // library's modules, then every module the traces list, as they list it (its symbol
+  // cache's file read, or its symbol table and debug information), so that the stacks'
+  // resolution after the program's end finds them open. A module begun when the program
+  // ends is finished (take_symbolizer waits for it); the others are left to the resolution.
+  void warm_modules() {
+    setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+    symbolizer.warm_c_library();
+    std::set<std::string> listed;
+    std::map<const TraceFile*, size_t> lists_read;  // by trace: its module lists looked at
+    while (still_writing()) {
+      const std::vector<std::string> fresh = with_passes([&](const std::vector<const TraceFile*>& files) {
+        std::vector<std::string> paths;
+        for (const TraceFile* file : files) {
+          const auto& lists = file->pass.module_snapshots;
+          for (size_t& read = lists_read[file]; read < lists.size(); ++read) {
+            for (const trace::Module& m : lists[read]) {
+              if (listed.insert(m.path).second) paths.push_back(m.path);
+            }
+          }
+        }
+        return paths;
+      });
+      for (size_t i = 0; i < fresh.size() && still_writing(); ++i) symbolizer.warm(fresh[i]);
+      wait(std::chrono::milliseconds(100));
+    }
+  }
+
+  // The symbolizer with the modules the warmer opened (once it is done with them).
   Symbolizer take_symbolizer() {
     if (warmer.joinable()) warmer.join();
     return std::move(symbolizer);

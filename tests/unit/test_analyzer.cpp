@@ -461,6 +461,52 @@ TEST_CASE("a trace read while it is written makes the report of the finished fil
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a trace's modules opened while it is written: the report of the finished file") {
+  // A module that is a real ELF file (this test's own), listed in the trace's first chunk.
+  const std::string module = std::filesystem::read_symlink("/proc/self/exe").string();
+  const trace::records::Segment segments[] = {{0x1000, 0x1000000}};
+  trace::records::ModuleEntry entry;
+  entry.path = module;
+  entry.segments.items = segments;
+  std::vector<trace::records::ModuleEntry> entries{entry};
+  trace::records::Modules modules;
+  modules.modules.items = entries;
+  TraceBuilder b;
+  b.process().record(modules).stack({0x1100, 0x1200}).chunk();
+  b.alloc(0x7000, 64, 0).chunk();
+  b.end(1'000'000);
+  const std::string bytes = b.bytes();
+  const std::string dir = memstage::testing::temp_trace_path("analyzer_warmed_modules");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory(dir);
+  const std::string path = dir + "/trace.100.mst";
+  reports::AnalysisOptions options;
+  options.symbolize = true;
+
+  // The warmer looks at the module lists every 100 ms: all but the last chunk's end, a
+  // pause it sees them in, then the rest.
+  reports::TraceBeingWritten ahead(dir, options, true);
+  FILE* f = fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  const size_t first_bytes = bytes.size() - 4;
+  fwrite(bytes.data(), 1, first_bytes, f);
+  fflush(f);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  fwrite(bytes.data() + first_bytes, 1, bytes.size() - first_bytes, f);
+  fclose(f);
+  const auto followed = reports::analyze({path}, std::nullopt, options, &ahead);
+  const auto plain = reports::analyze({path}, std::nullopt, options);
+  REQUIRE(followed.frames.size() == plain.frames.size());
+  for (size_t i = 0; i < plain.frames.size(); ++i) {
+    CHECK(followed.frames[i].function == plain.frames[i].function);
+    CHECK(followed.frames[i].file == plain.frames[i].file);
+    CHECK(followed.frames[i].line == plain.frames[i].line);
+    CHECK(followed.frames[i].module == module);
+  }
+  CHECK(reports::render_text(followed) == reports::render_text(plain));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("the run so far: each chunk's figures as it is written, the final report's at its end") {
   const std::string dir = memstage::testing::temp_trace_path("analyzer_so_far");
   std::filesystem::remove_all(dir);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -131,6 +132,11 @@ class CallTree {
         label_of_frame_(report.frames.size(), kNone),
         node_of_stack_node_(report.stack_nodes.size(), kNone) {
     node_of_stack_node_[0] = 0;
+    // At most a node per stack node: sized once, where doubling copied each list's
+    // million nodes over and over (the room not used is never touched).
+    parent.reserve(report.stack_nodes.size());
+    frame.reserve(report.stack_nodes.size());
+    first_child_.reserve(report.stack_nodes.size());
   }
 
   std::vector<uint32_t> parent{0};         // node 0 is the root ("all"); parent < child always
@@ -200,6 +206,7 @@ class CallTree {
 };
 
 constexpr size_t kMetrics = 4;  // live at peak, leaked, bytes allocated, allocations
+static_assert(kMetrics % 2 == 0, "prune_flame marks half the metrics on each of two threads");
 std::array<uint64_t, kMetrics> metrics_of(const StackStageFigures& f) {
   return {f.live_at_peak_bytes, f.leaked_bytes, f.bytes_allocated, f.allocations};
 }
@@ -254,22 +261,25 @@ struct FlamePruning {
   size_t kept_count = 0;
 };
 
-// Marks the nodes that hold at least `share` of one view's total for some metric; a
-// node's value includes its descendants', so its parents are marked too.
+// Marks the nodes that hold at least `share` of one view's total for one of the metrics
+// [first_metric, first_metric + kHalfMetrics); a node's value includes its descendants',
+// so its parents are marked too.
+constexpr size_t kHalfMetrics = kMetrics / 2;
+using HalfSums = std::vector<std::array<uint64_t, kHalfMetrics>>;
 void mark_kept(const Report& report, const CallTree& tree, const std::vector<uint32_t>& figure_leaf,
-               const std::vector<size_t>& view, double share, std::vector<std::array<uint64_t, kMetrics>>& sums,
+               const std::vector<size_t>& view, double share, size_t first_metric, HalfSums& sums,
                std::vector<uint8_t>& kept) {
   const size_t node_count = tree.parent.size();
-  std::fill(sums.begin(), sums.end(), std::array<uint64_t, kMetrics>{});
+  std::fill(sums.begin(), sums.end(), std::array<uint64_t, kHalfMetrics>{});
   for (size_t i : view) {
     const auto m = metrics_of(report.stack_figures[i]);
-    for (size_t k = 0; k < kMetrics; ++k) sums[figure_leaf[i]][k] += m[k];
+    for (size_t k = 0; k < kHalfMetrics; ++k) sums[figure_leaf[i]][k] += m[first_metric + k];
   }
   for (size_t n = node_count - 1; n > 0; --n) {
-    for (size_t k = 0; k < kMetrics; ++k) sums[tree.parent[n]][k] += sums[n][k];
+    for (size_t k = 0; k < kHalfMetrics; ++k) sums[tree.parent[n]][k] += sums[n][k];
   }
   for (size_t n = 1; n < node_count; ++n) {
-    for (size_t k = 0; k < kMetrics; ++k) {
+    for (size_t k = 0; k < kHalfMetrics; ++k) {
       if (sums[n][k] > 0 && static_cast<double>(sums[n][k]) >= share * static_cast<double>(sums[0][k])) {
         kept[n] = 1;
         break;
@@ -279,16 +289,29 @@ void mark_kept(const Report& report, const CallTree& tree, const std::vector<uin
 }
 
 // Keeps a node when, in some view and for some metric, it holds at least the share; the
-// share doubles until the kept nodes are few enough for the page.
+// share doubles until the kept nodes are few enough for the page. Half the metrics are
+// marked on a second thread, each half with its own sums (together the memory one
+// thread's sums of every metric took) and marks, joined after: the same marks. Both
+// halves' lists are made here, so that they come from this thread's allocator arena,
+// which holds the pages the analysis let go.
 FlamePruning prune_flame(const Report& report, const CallTree& tree, const std::vector<uint32_t>& figure_leaf) {
   const auto views = flame_views(report);
   const size_t node_count = tree.parent.size();
-  std::vector<std::array<uint64_t, kMetrics>> sums(node_count);
+  const auto mark_views = [&](size_t first_metric, double share, HalfSums& sums, std::vector<uint8_t>& kept) {
+    for (const auto& view : views) mark_kept(report, tree, figure_leaf, view, share, first_metric, sums, kept);
+  };
+  HalfSums first_sums(node_count), second_sums(node_count);
   FlamePruning p;
+  std::vector<uint8_t> kept_by_second;
   for (int attempt = 0; attempt < 20; ++attempt, p.share *= 2) {
     p.kept.assign(node_count, 0);
     p.kept[0] = 1;
-    for (const auto& view : views) mark_kept(report, tree, figure_leaf, view, p.share, sums, p.kept);
+    kept_by_second.assign(node_count, 0);
+    std::future<void> second = std::async(std::launch::async, mark_views, kHalfMetrics, p.share,
+                                          std::ref(second_sums), std::ref(kept_by_second));
+    mark_views(0, p.share, first_sums, p.kept);
+    second.get();
+    for (size_t n = 0; n < node_count; ++n) p.kept[n] |= kept_by_second[n];
     p.kept_count = static_cast<size_t>(std::count(p.kept.begin(), p.kept.end(), 1));
     if (p.kept_count <= kFlameMaxNodes) break;
   }
@@ -352,28 +375,50 @@ json merged_figures_json(const Report& report, const std::vector<uint32_t>& figu
   return figures;
 }
 
-json flame_json(const Report& report, FrameTable& frames) {
+// The flame graph but for its frames' rows in the page's frame table: all that only reads
+// the report, so that the page's other lists are made beside it (page_data).
+struct FlameLayout {
+  json parents = json::array();    // by kept node: its parent's kept id (-1: the root)
+  std::vector<FrameIndex> frames;  // by kept node after the root: the report's frame
+  json figures, absorbed;
+  size_t node_count = 0, kept_count = 0;
+  double prune_share = 0;
+};
+
+FlameLayout flame_layout(const Report& report) {
   CallTree tree(report);
   const std::vector<uint32_t> figure_leaf = figure_leaves(report, tree);
-  const size_t node_count = tree.parent.size();
+  FlameLayout layout;
+  layout.node_count = tree.parent.size();
   const FlamePruning pruning = prune_flame(report, tree, figure_leaf);
   const KeptNodes k = renumber_kept(tree, pruning.kept);
-  json parents = json::array(), node_frames = json::array();
-  for (size_t n = 0; n < node_count; ++n) {
+  layout.frames.reserve(k.count);
+  for (size_t n = 0; n < layout.node_count; ++n) {
     if (!pruning.kept[n]) continue;
-    parents.push_back(n == 0 ? -1 : static_cast<int64_t>(k.new_id[tree.parent[n]]));
-    // Only kept nodes enter the frame table, so pruned frames cost the page nothing.
-    node_frames.push_back(n == 0 ? -1 : static_cast<int64_t>(frames.intern(tree.frame[n])));
+    layout.parents.push_back(n == 0 ? -1 : static_cast<int64_t>(k.new_id[tree.parent[n]]));
+    if (n != 0) layout.frames.push_back(tree.frame[n]);
   }
-  return json{{"parent", std::move(parents)},
+  layout.figures = merged_figures_json(report, figure_leaf, k);
+  layout.absorbed = absorbed_json(tree, pruning.kept, k);
+  layout.kept_count = pruning.kept_count;
+  layout.prune_share = pruning.share;
+  return layout;
+}
+
+json flame_json(FlameLayout layout, FrameTable& frames) {
+  json node_frames = json::array();
+  if (!layout.parents.empty()) node_frames.push_back(-1);  // the root
+  // Only kept nodes enter the frame table, so pruned frames cost the page nothing.
+  for (FrameIndex f : layout.frames) node_frames.push_back(static_cast<int64_t>(frames.intern(f)));
+  return json{{"parent", std::move(layout.parents)},
               {"frame", std::move(node_frames)},
               // [node, stage, live_at_peak_bytes, leaked_bytes, bytes_allocated, allocations]
-              {"figures", merged_figures_json(report, figure_leaf, k)},
+              {"figures", std::move(layout.figures)},
               // [node, pruned descendants merged into it]
-              {"absorbed", absorbed_json(tree, pruning.kept, k)},
-              {"total_nodes", node_count - 1},
-              {"pruned_nodes", node_count - pruning.kept_count},
-              {"prune_share", pruning.share}};
+              {"absorbed", std::move(layout.absorbed)},
+              {"total_nodes", layout.node_count - 1},
+              {"pruned_nodes", layout.node_count - layout.kept_count},
+              {"prune_share", layout.prune_share}};
 }
 
 json timeline_json(const Report& report) {
@@ -738,10 +783,21 @@ json page_data(const Report& report) {
   data["processes"] = std::move(processes);
   data["job"] = report.processes.size() > 1 ? job_json(report, used_stacks) : json(nullptr);
   // Frames enter the table in this order: leaks, growth, top sites, flame graph, stacks.
-  data["leaks"] = leaks_json(report, frames, used_stacks);
-  data["growth"] = growth_json(report, frames, used_stacks);
-  data["top_sites"] = top_sites_json(report, frames, used_stacks);
-  data["flame"] = flame_json(report, frames);
+  // The three lists on a second thread while this one lays out the flame graph, most of
+  // the page's making on a large report (its large lists from this thread's allocator
+  // arena, which holds the pages the analysis let go); the report is only read.
+  json leaks, growth, top_sites;
+  std::future<void> lists = std::async(std::launch::async, [&] {
+    leaks = leaks_json(report, frames, used_stacks);
+    growth = growth_json(report, frames, used_stacks);
+    top_sites = top_sites_json(report, frames, used_stacks);
+  });
+  FlameLayout flame = flame_layout(report);
+  lists.get();
+  data["leaks"] = std::move(leaks);
+  data["growth"] = std::move(growth);
+  data["top_sites"] = std::move(top_sites);
+  data["flame"] = flame_json(std::move(flame), frames);
   data["stacks"] = listed_stacks_json(report, used_stacks, frames);
   data["stack_count"] = report.stacks.size();
   // [label, function, file, line, module, module_offset, kind, inlined, allocator]
