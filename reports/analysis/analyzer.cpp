@@ -611,7 +611,14 @@ std::vector<PeakSnapshots::Target> peak_targets(const FirstPass& pass, const Job
 StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& stage_rows, StackResolver& stacks,
                        size_t top_stacks, ReadProgress& progress) {
   const FirstPass& pass = main.pass;
-  if (pass.aggregate_mode()) return stacks_at_peaks_of_aggregate(pass, top_stacks);
+  if (pass.aggregate_mode()) {
+    // In ascending order, as full mode's: each is then the next report stack, where named
+    // first by the steps after (leaks, then all sites) most went into a table by stack.
+    const std::vector<uint32_t> site_stacks = pass.sites.stacks(pass.heap.infos());
+    stacks.reserve(site_stacks.size());
+    for (const uint32_t stack : site_stacks) stacks.index_of(stack);
+    return stacks_at_peaks_of_aggregate(pass, top_stacks);
+  }
   if (pass.info.mode != trace::Mode::kFull && !pass.sample_mode()) return {};
   // Destroyed on return: what it holds (a count per info, and the infos themselves where it
   // read the trace again) is not held through the rest.
