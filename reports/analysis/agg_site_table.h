@@ -58,13 +58,21 @@ class AggSiteTable {
   // Every site, as visit(figure_key, site): those in the table by stack in stack order.
   template <class Visit>
   void for_each(Visit visit) const {
-    for (size_t stack = 0; stack < stacks_mapped(); ++stack) {
-      const ByStack& s = entry(stack);
-      if (s.stage_plus_two != kNoSite) {
-        visit(figure_key(static_cast<uint32_t>(stack), static_cast<int32_t>(s.stage_plus_two - 2)), s.site);
-      }
-    }
+    for (size_t block = 0; block < blocks_.size(); ++block) visit_block(block, visit);
     for (const auto& [key, site] : others_) visit(key, site);
+  }
+  // Every site as for_each() gives them, each block of the table by stack given back once
+  // visited: what the visits make is held beside one block, not the whole table. Empties it.
+  template <class Visit>
+  void take_each(Visit visit) {
+    for (size_t block = 0; block < blocks_.size(); ++block) {
+      visit_block(block, visit);
+      munmap(blocks_[block], kBlockBytes);
+      blocks_[block] = nullptr;
+    }
+    blocks_.clear();
+    for (const auto& [key, site] : others_) visit(key, site);
+    clear();
   }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
@@ -86,6 +94,15 @@ class AggSiteTable {
   // costs nothing but its share of a touched page.
   static constexpr size_t kBlockStacks = 65536;
   static constexpr size_t kBlockBytes = kBlockStacks * sizeof(ByStack);
+  template <class Visit>
+  void visit_block(size_t block, Visit& visit) const {
+    for (size_t stack = block * kBlockStacks; stack < (block + 1) * kBlockStacks; ++stack) {
+      const ByStack& s = entry(stack);
+      if (s.stage_plus_two != kNoSite) {
+        visit(figure_key(static_cast<uint32_t>(stack), static_cast<int32_t>(s.stage_plus_two - 2)), s.site);
+      }
+    }
+  }
   size_t stacks_mapped() const { return blocks_.size() * kBlockStacks; }
   ByStack& entry(size_t stack) { return blocks_[stack / kBlockStacks][stack % kBlockStacks]; }
   const ByStack& entry(size_t stack) const { return blocks_[stack / kBlockStacks][stack % kBlockStacks]; }

@@ -389,13 +389,21 @@ class FirstPass : public trace::TraceVisitor {
     site.bytes_allocated = 0;
   }
   // Aggregate mode's sites with the counts their records added up, as `sites` takes them.
+  static StackStageFigures agg_counts_of(uint64_t key, const AggSite& s) {
+    return StackStageFigures{stack_of_key(key), stage_of_key(key), s.allocations, s.bytes_allocated,
+                             s.temporary_allocations};
+  }
   std::vector<StackStageFigures> agg_site_counts() const {
     std::vector<StackStageFigures> counted;
     counted.reserve(agg_sites.size());
-    agg_sites.for_each([&](uint64_t key, const AggSite& s) {
-      counted.push_back(StackStageFigures{stack_of_key(key), stage_of_key(key), s.allocations, s.bytes_allocated,
-                                          s.temporary_allocations});
-    });
+    agg_sites.for_each([&](uint64_t key, const AggSite& s) { counted.push_back(agg_counts_of(key, s)); });
+    return counted;
+  }
+  // The same, the table of every site given back as they are listed.
+  std::vector<StackStageFigures> take_agg_site_counts() {
+    std::vector<StackStageFigures> counted;
+    counted.reserve(agg_sites.size());
+    agg_sites.take_each([&](uint64_t key, const AggSite& s) { counted.push_back(agg_counts_of(key, s)); });
     return counted;
   }
   // Aggregate mode's sites holding blocks, by key.
@@ -415,10 +423,8 @@ class FirstPass : public trace::TraceVisitor {
   // The counts go to `sites`; the sites holding blocks are all the leaks step needs.
   void hand_over_agg_sites() {
     if (agg_sites.empty()) return;
-    std::vector<StackStageFigures> counted = agg_site_counts();
     agg_held_at_end_ = agg_sites_held();
-    agg_sites.clear();  // the table of every site goes back before the sites' list is made
-    sites.add_counted(std::move(counted));
+    sites.add_counted(take_agg_site_counts());
   }
   // The blocks live now per site, as `held(stack, stage, bytes, blocks)`: full and sample
   // mode's live heap (a sample standing for the blocks it estimates), aggregate mode's sites.
