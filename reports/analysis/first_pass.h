@@ -329,12 +329,16 @@ class FirstPass : public trace::TraceVisitor {
     reach(high);
     agg_live_bytes = live;
   }
-  // A record's entry in the table of every site is a cache miss: each is fetched while
-  // the records kAggSitesAhead before it are worked on.
+  // A record's place in the table of every site, then its entry, is a cache miss each:
+  // each place is fetched while the records kAggPlacesAhead before it are worked on, each
+  // entry (its place cached by then) kAggSitesAhead.
+  static constexpr size_t kAggPlacesAhead = 16;
   static constexpr size_t kAggSitesAhead = 8;
   void on_agg_sites(std::span<const trace::AggSiteRecord> batch) override {
+    for (size_t i = 0; i < batch.size() && i < kAggPlacesAhead; ++i) agg_sites.prefetch_place(batch[i].stack);
     for (size_t i = 0; i < batch.size() && i < kAggSitesAhead; ++i) prefetch_agg_site(batch[i]);
     for (size_t i = 0; i < batch.size(); ++i) {
+      if (i + kAggPlacesAhead < batch.size()) agg_sites.prefetch_place(batch[i + kAggPlacesAhead].stack);
       if (i + kAggSitesAhead < batch.size()) prefetch_agg_site(batch[i + kAggSitesAhead]);
       on_agg_site(batch[i]);
     }
