@@ -608,7 +608,7 @@ std::vector<PeakSnapshots::Target> peak_targets(const FirstPass& pass, const Job
 // Aggregate mode's stacks the steps after pass two name, ascending: every site's, and those
 // its records list at the peaks (a trace cut short may list one whose site it never wrote).
 std::vector<uint32_t> aggregate_stacks_named(const FirstPass& pass, const StacksAtPeaks& at_peaks) {
-  std::vector<uint32_t> named = pass.sites.stacks(pass.heap.infos());
+  std::vector<uint32_t> named = pass.site_stacks();
   const auto sites_end = static_cast<ptrdiff_t>(named.size());
   const auto add = [&](uint32_t stack) {
     if (!std::binary_search(named.begin(), named.begin() + sites_end, stack)) named.push_back(stack);
@@ -991,6 +991,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   }
   at_peaks.count_run_peak(pass.heap.infos());
   if (options.return_freed_pages) options.return_freed_pages();
+  pass.hand_over_agg_counts();
   pass.sites.finish(pass.heap.infos());
   fill_totals(pass, report.totals);
   add_leaks(pass, stacks, stage_rows, options, report);

@@ -392,23 +392,47 @@ class FirstPass : public trace::TraceVisitor {
     site.allocations = site.temporary_allocations = 0;
     site.bytes_allocated = 0;
   }
-  // Aggregate mode's sites with the counts their records added up, as `sites` takes them.
-  static StackStageFigures agg_counts_of(uint64_t key, const AggSite& s) {
-    return StackStageFigures{stack_of_key(key), stage_of_key(key), s.allocations, s.bytes_allocated,
-                             s.temporary_allocations};
+  // Aggregate mode's counts per site from finish() until the sites' list is made
+  // (hand_over_agg_counts): 24 bytes a site where the list takes 48, held through pass two.
+  struct AggCounts {
+    uint32_t stack;
+    int32_t stage;
+    uint32_t allocations, temporary_allocations;
+    uint64_t bytes_allocated;
+  };
+  std::vector<AggCounts> agg_counts;
+  static AggCounts agg_counts_of(uint64_t key, const AggSite& s) {
+    return AggCounts{stack_of_key(key), stage_of_key(key), s.allocations, s.temporary_allocations, s.bytes_allocated};
   }
+  static StackStageFigures figures_of(const AggCounts& c) {
+    return StackStageFigures{c.stack, c.stage, c.allocations, c.bytes_allocated, c.temporary_allocations};
+  }
+  // Aggregate mode's sites with the counts their records added up, as `sites` takes them.
   std::vector<StackStageFigures> agg_site_counts() const {
     std::vector<StackStageFigures> counted;
-    counted.reserve(agg_sites.size());
-    agg_sites.for_each([&](uint64_t key, const AggSite& s) { counted.push_back(agg_counts_of(key, s)); });
+    counted.reserve(agg_sites.size() + agg_counts.size());
+    agg_sites.for_each([&](uint64_t key, const AggSite& s) { counted.push_back(figures_of(agg_counts_of(key, s))); });
+    for (const AggCounts& c : agg_counts) counted.push_back(figures_of(c));
     return counted;
   }
-  // The same, the table of every site given back as they are listed.
-  std::vector<StackStageFigures> take_agg_site_counts() {
+  // Every site's stack, each once, ascending: the sites' and aggregate mode's counted ones.
+  std::vector<uint32_t> site_stacks() const {
+    std::vector<uint32_t> out = sites.stacks(heap.infos());
+    if (agg_counts.empty()) return out;
+    for (const AggCounts& c : agg_counts) out.push_back(c.stack);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+  // The counts go to `sites`, for its list made after pass two (in the room the stack
+  // resolution's walk state leaves).
+  void hand_over_agg_counts() {
+    if (agg_counts.empty()) return;
     std::vector<StackStageFigures> counted;
-    counted.reserve(agg_sites.size());
-    agg_sites.take_each([&](uint64_t key, const AggSite& s) { counted.push_back(agg_counts_of(key, s)); });
-    return counted;
+    counted.reserve(agg_counts.size());
+    for (const AggCounts& c : agg_counts) counted.push_back(figures_of(c));
+    std::vector<AggCounts>().swap(agg_counts);
+    sites.add_counted(std::move(counted));
   }
   // Aggregate mode's sites holding blocks, by key.
   struct AggHeld {
@@ -424,11 +448,13 @@ class FirstPass : public trace::TraceVisitor {
     std::sort(held.begin(), held.end(), [](const AggHeld& a, const AggHeld& b) { return a.key < b.key; });
     return held;
   }
-  // The counts go to `sites`; the sites holding blocks are all the leaks step needs.
-  void hand_over_agg_sites() {
+  // The table of every site is let go, given back as its counts are listed; the sites
+  // holding blocks are all the leaks step needs.
+  void let_go_of_agg_sites() {
     if (agg_sites.empty()) return;
     agg_held_at_end_ = agg_sites_held();
-    sites.add_counted(take_agg_site_counts());
+    agg_counts.reserve(agg_sites.size());
+    agg_sites.take_each([&](uint64_t key, const AggSite& s) { agg_counts.push_back(agg_counts_of(key, s)); });
   }
   // The blocks live now per site, as `held(stack, stage, bytes, blocks)`: full and sample
   // mode's live heap (a sample standing for the blocks it estimates), aggregate mode's sites.
@@ -583,7 +609,7 @@ class FirstPass : public trace::TraceVisitor {
     // The growth series hold what it replayed: its per-stack counts are not needed again.
     // The sites' list is made after pass two (analyzer.cpp), never beside its resolution.
     stack_live = StackLiveBytesReplay();
-    hand_over_agg_sites();  // aggregate mode's counts, to the sites' list made after pass two
+    let_go_of_agg_sites();  // aggregate mode's counts kept for the sites' list made after pass two
     keep_held_at_end();
     heap.shrink_to_fit();
     sites.shrink_to_fit();
