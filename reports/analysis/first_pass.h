@@ -425,9 +425,12 @@ class FirstPass : public trace::TraceVisitor {
     return out;
   }
   // The counts go to `sites`, for its list made after pass two (in the room the stack
-  // resolution's walk state leaves).
+  // resolution's walk state leaves), sorted by key: the list is made of them in place.
   void hand_over_agg_counts() {
     if (agg_counts.empty()) return;
+    std::sort(agg_counts.begin(), agg_counts.end(), [](const AggCounts& a, const AggCounts& b) {
+      return figure_key(a.stack, a.stage) < figure_key(b.stack, b.stage);
+    });
     std::vector<StackStageFigures> counted;
     counted.reserve(agg_counts.size());
     for (const AggCounts& c : agg_counts) counted.push_back(figures_of(c));
