@@ -127,11 +127,11 @@ class FirstPass : public trace::TraceVisitor {
   // Aggregate mode: the heap as kAggHeap records say, and the latest figures of each
   // site, stage and the run's peak. Each site's live bytes and blocks and, from format 5,
   // the counts its records add up are kept in one place (one lookup a record) until
-  // finish() hands the counts to `sites`; the counts it adds to its stage instance until
-  // the stages are made (apply_aggregate).
+  // finish() (then agg_counts, until hand_over_agg_counts gives them to `sites`); the
+  // counts it adds to its stage instance until the stages are made (apply_aggregate).
   uint64_t agg_live_bytes = 0;
-  // Every site met until finish(), then those holding blocks. Walked by key
-  // (for_each_held): the leaks step numbers stacks as it meets them.
+  // Every site met until finish(); those holding blocks then kept by key (for_each_held:
+  // the leaks step numbers stacks as it meets them).
   AggSiteTable agg_sites;
   struct AggStageCounts {
     int64_t allocations = 0, bytes_allocated = 0, temporary_allocations = 0;
