@@ -605,13 +605,40 @@ std::vector<PeakSnapshots::Target> peak_targets(const FirstPass& pass, const Job
   return targets;
 }
 
+// Aggregate mode's stacks the steps after pass two name, ascending: every site's, and those
+// its records list at the peaks (a trace cut short may list one whose site it never wrote).
+std::vector<uint32_t> aggregate_stacks_named(const FirstPass& pass, const StacksAtPeaks& at_peaks) {
+  std::vector<uint32_t> named = pass.site_stacks();
+  const auto sites_end = static_cast<ptrdiff_t>(named.size());
+  const auto add = [&](uint32_t stack) {
+    if (!std::binary_search(named.begin(), named.begin() + sites_end, stack)) named.push_back(stack);
+  };
+  for (const auto& [key, p] : pass.agg_run_peak) add(p.stack);  // at_peaks.run_peak's, each
+  for (const auto& [stage, top] : at_peaks.stage_peaks) {
+    for (const StackBytes& s : top) add(s.stack);
+  }
+  if (static_cast<ptrdiff_t>(named.size()) > sites_end) {
+    std::sort(named.begin(), named.end());
+    named.erase(std::unique(named.begin(), named.end()), named.end());
+  }
+  return named;
+}
+
 // Step "pass two": the stacks at the peaks. It replays the events (pass one's log of them,
 // else the trace read again) on a thread of its own while this one resolves the stacks of
 // every site, all the report will name (leaks and stacks at the peaks are sites too).
 StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& stage_rows, StackResolver& stacks,
                        size_t top_stacks, ReadProgress& progress) {
   const FirstPass& pass = main.pass;
-  if (pass.aggregate_mode()) return stacks_at_peaks_of_aggregate(pass, top_stacks);
+  if (pass.aggregate_mode()) {
+    StacksAtPeaks at_peaks = stacks_at_peaks_of_aggregate(pass, top_stacks);
+    // In ascending order, as full mode's: each is then the next report stack, where named
+    // first by the steps after (leaks, then all sites) most went into a table by stack.
+    const std::vector<uint32_t> named = aggregate_stacks_named(pass, at_peaks);
+    stacks.reserve(named.size());
+    for (const uint32_t stack : named) stacks.index_of(stack);
+    return at_peaks;
+  }
   if (pass.info.mode != trace::Mode::kFull && !pass.sample_mode()) return {};
   // Destroyed on return: what it holds (a count per info, and the infos themselves where it
   // read the trace again) is not held through the rest.
@@ -635,12 +662,13 @@ StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& sta
   return std::move(static_cast<StacksAtPeaks&>(snapshots));
 }
 
-// Whether every stack the steps after pass two name is a site's, resolved in pass two: in
-// full and sample modes the leaks, the peaks' stacks and the growing stacks are those of
-// allocations, each counted in its site. Not device memory's stacks, nor aggregate mode's
-// records', nor in stats mode (no sites).
+// Whether every stack the steps after pass two name was resolved in pass two: in full and
+// sample modes the leaks, the peaks' stacks and the growing stacks are those of
+// allocations, each counted in its site; in aggregate mode, sites' and those its records
+// list at the peaks (aggregate_stacks_named). Not device memory's stacks, nor in stats
+// mode (no sites).
 bool names_only_sites_after_pass_two(const FirstPass& pass) {
-  return (pass.info.mode == trace::Mode::kFull || pass.sample_mode()) && !pass.device.used();
+  return (pass.info.mode == trace::Mode::kFull || pass.sample_mode() || pass.aggregate_mode()) && !pass.device.used();
 }
 
 // The allocator is asked at each new heap high, at stage edges, start and exit: the run's
@@ -963,6 +991,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   }
   at_peaks.count_run_peak(pass.heap.infos());
   if (options.return_freed_pages) options.return_freed_pages();
+  pass.hand_over_agg_counts();
   pass.sites.finish(pass.heap.infos());
   fill_totals(pass, report.totals);
   add_leaks(pass, stacks, stage_rows, options, report);

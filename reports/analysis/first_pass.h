@@ -20,6 +20,7 @@
 
 #include "profiler/trace/trace_reader.h"
 #include "reports/analysis/analyzer.h"
+#include "reports/analysis/agg_site_table.h"
 #include "reports/analysis/anonymous_mappings.h"
 #include "reports/analysis/device_memory.h"
 #include "reports/analysis/event_log.h"
@@ -126,23 +127,12 @@ class FirstPass : public trace::TraceVisitor {
   // Aggregate mode: the heap as kAggHeap records say, and the latest figures of each
   // site, stage and the run's peak. Each site's live bytes and blocks and, from format 5,
   // the counts its records add up are kept in one place (one lookup a record) until
-  // finish() hands the counts to `sites`; the counts it adds to its stage instance until
-  // the stages are made (apply_aggregate).
+  // finish() (then agg_counts, until hand_over_agg_counts gives them to `sites`); the
+  // counts it adds to its stage instance until the stages are made (apply_aggregate).
   uint64_t agg_live_bytes = 0;
-  // Its stack and stage are its key's: the table is most of what a first pass of an
-  // aggregate trace touches, each byte of it fresh memory.
-  // The two counts in 4 bytes each (40-byte entries, not 48): before either would wrap,
-  // the site's counts go to `sites` (spill_counts), which adds them up with the rest.
-  struct AggSite {
-    uint64_t live_bytes = 0;
-    uint64_t live_blocks = 0;
-    uint64_t bytes_allocated = 0;
-    uint32_t allocations = 0, temporary_allocations = 0;
-  };
-  // Every site met until finish(), then those holding blocks. Walked by key
-  // (for_each_held): absl's tables salt their order per table, and the leaks step numbers
-  // stacks as it meets them.
-  absl::flat_hash_map<uint64_t, AggSite> agg_sites;  // by figure_key
+  // Every site met until finish(); those holding blocks then kept by key (for_each_held:
+  // the leaks step numbers stacks as it meets them).
+  AggSiteTable agg_sites;
   struct AggStageCounts {
     int64_t allocations = 0, bytes_allocated = 0, temporary_allocations = 0;
   };
@@ -339,32 +329,27 @@ class FirstPass : public trace::TraceVisitor {
     reach(high);
     agg_live_bytes = live;
   }
-  // A lookup in the table of every site met is a cache miss or two: each record's slot
-  // is fetched while the records kAggSitesAhead before it are worked on.
-  // Then, nearer (the slot's group cached by then), its entry itself, found: the group's
-  // first slot is not always the entry's.
+  // A record's place in the table of every site, then its entry, is a cache miss each:
+  // each place is fetched while the records kAggPlacesAhead before it are worked on, each
+  // entry (its place cached by then) kAggSitesAhead.
+  static constexpr size_t kAggPlacesAhead = 16;
   static constexpr size_t kAggSitesAhead = 8;
-  static constexpr size_t kAggSiteEntriesAhead = 3;
   void on_agg_sites(std::span<const trace::AggSiteRecord> batch) override {
+    for (size_t i = 0; i < batch.size() && i < kAggPlacesAhead; ++i) agg_sites.prefetch_place(batch[i].stack);
     for (size_t i = 0; i < batch.size() && i < kAggSitesAhead; ++i) prefetch_agg_site(batch[i]);
-    for (size_t i = 0; i < batch.size() && i < kAggSiteEntriesAhead; ++i) prefetch_agg_site_entry(batch[i]);
     for (size_t i = 0; i < batch.size(); ++i) {
+      if (i + kAggPlacesAhead < batch.size()) agg_sites.prefetch_place(batch[i + kAggPlacesAhead].stack);
       if (i + kAggSitesAhead < batch.size()) prefetch_agg_site(batch[i + kAggSitesAhead]);
-      if (i + kAggSiteEntriesAhead < batch.size()) prefetch_agg_site_entry(batch[i + kAggSiteEntriesAhead]);
       on_agg_site(batch[i]);
     }
   }
-  void prefetch_agg_site_entry(const trace::AggSiteRecord& r) const {
-    const auto it = agg_sites.find(figure_key(r.stack, r.stage));
-    if (it != agg_sites.end()) __builtin_prefetch(&it->second);
-  }
   void prefetch_agg_site(const trace::AggSiteRecord& r) const {
-    agg_sites.prefetch(figure_key(r.stack, r.stage));
+    agg_sites.prefetch(r.stack, r.stage);
     stack_live.prefetch(r.stack);
   }
   // Each snapshot's sites feed growth over time: live bytes per stack at its moment.
   void on_agg_site(const trace::AggSiteRecord& r) override {
-    AggSite& site = agg_sites[figure_key(r.stack, r.stage)];
+    AggSite& site = agg_sites.at(r.stack, r.stage, stacks.stacks());
     stack_live.add(r.stack, static_cast<int64_t>(r.live_bytes) - static_cast<int64_t>(site.live_bytes));
     site.live_bytes = r.live_bytes;
     site.live_blocks = r.live_blocks;
@@ -407,26 +392,72 @@ class FirstPass : public trace::TraceVisitor {
     site.allocations = site.temporary_allocations = 0;
     site.bytes_allocated = 0;
   }
+  // Aggregate mode's counts per site from finish() until the sites' list is made
+  // (hand_over_agg_counts): 24 bytes a site where the list takes 48, held through pass two.
+  struct AggCounts {
+    uint32_t stack;
+    int32_t stage;
+    uint32_t allocations, temporary_allocations;
+    uint64_t bytes_allocated;
+  };
+  std::vector<AggCounts> agg_counts;
+  static AggCounts agg_counts_of(uint64_t key, const AggSite& s) {
+    return AggCounts{stack_of_key(key), stage_of_key(key), s.allocations, s.temporary_allocations, s.bytes_allocated};
+  }
+  static StackStageFigures figures_of(const AggCounts& c) {
+    return StackStageFigures{c.stack, c.stage, c.allocations, c.bytes_allocated, c.temporary_allocations};
+  }
   // Aggregate mode's sites with the counts their records added up, as `sites` takes them.
   std::vector<StackStageFigures> agg_site_counts() const {
     std::vector<StackStageFigures> counted;
-    counted.reserve(agg_sites.size());
-    for (const auto& [key, s] : agg_sites) {
-      counted.push_back(StackStageFigures{stack_of_key(key), stage_of_key(key), s.allocations, s.bytes_allocated,
-                                          s.temporary_allocations});
-    }
+    counted.reserve(agg_sites.size() + agg_counts.size());
+    agg_sites.for_each([&](uint64_t key, const AggSite& s) { counted.push_back(figures_of(agg_counts_of(key, s))); });
+    for (const AggCounts& c : agg_counts) counted.push_back(figures_of(c));
     return counted;
   }
-  // The counts go to `sites`; the sites holding blocks are all the leaks step needs.
-  void hand_over_agg_sites() {
-    if (agg_sites.empty()) return;
-    std::vector<StackStageFigures> counted = agg_site_counts();
-    decltype(agg_sites) holding;
-    for (const auto& [key, s] : agg_sites) {
-      if (s.live_blocks) holding.emplace(key, s);
-    }
-    agg_sites = std::move(holding);  // the table of every site goes back before the sites' list is made
+  // Every site's stack, each once, ascending: the sites' and aggregate mode's counted ones.
+  std::vector<uint32_t> site_stacks() const {
+    std::vector<uint32_t> out = sites.stacks(heap.infos());
+    if (agg_counts.empty()) return out;
+    for (const AggCounts& c : agg_counts) out.push_back(c.stack);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+  // The counts go to `sites`, for its list made after pass two (in the room the stack
+  // resolution's walk state leaves), sorted by key: the list is made of them in place.
+  void hand_over_agg_counts() {
+    if (agg_counts.empty()) return;
+    std::sort(agg_counts.begin(), agg_counts.end(), [](const AggCounts& a, const AggCounts& b) {
+      return figure_key(a.stack, a.stage) < figure_key(b.stack, b.stage);
+    });
+    std::vector<StackStageFigures> counted;
+    counted.reserve(agg_counts.size());
+    for (const AggCounts& c : agg_counts) counted.push_back(figures_of(c));
+    std::vector<AggCounts>().swap(agg_counts);
     sites.add_counted(std::move(counted));
+  }
+  // Aggregate mode's sites holding blocks, by key.
+  struct AggHeld {
+    uint64_t key;
+    uint64_t live_bytes;
+    uint64_t live_blocks;
+  };
+  std::vector<AggHeld> agg_sites_held() const {
+    std::vector<AggHeld> held;
+    agg_sites.for_each([&](uint64_t key, const AggSite& s) {
+      if (s.live_blocks) held.push_back(AggHeld{key, s.live_bytes, s.live_blocks});
+    });
+    std::sort(held.begin(), held.end(), [](const AggHeld& a, const AggHeld& b) { return a.key < b.key; });
+    return held;
+  }
+  // The table of every site is let go, given back as its counts are listed; the sites
+  // holding blocks are all the leaks step needs.
+  void let_go_of_agg_sites() {
+    if (agg_sites.empty()) return;
+    agg_held_at_end_ = agg_sites_held();
+    agg_counts.reserve(agg_sites.size());
+    agg_sites.take_each([&](uint64_t key, const AggSite& s) { agg_counts.push_back(agg_counts_of(key, s)); });
   }
   // The blocks live now per site, as `held(stack, stage, bytes, blocks)`: full and sample
   // mode's live heap (a sample standing for the blocks it estimates), aggregate mode's sites.
@@ -442,13 +473,14 @@ class FirstPass : public trace::TraceVisitor {
         held(block.stack, block.stage, live_blocks[i] * block.size, blocks_counted(block, live_blocks[i]));
       }
     }
-    if (agg_sites.empty()) return;
-    std::vector<std::pair<uint64_t, const AggSite*>> by_key;
-    for (const auto& [key, site] : agg_sites) {
-      if (site.live_blocks) by_key.emplace_back(key, &site);
+    const auto held_agg = [&](const std::vector<AggHeld>& sites_held) {
+      for (const AggHeld& h : sites_held) held(stack_of_key(h.key), stage_of_key(h.key), h.live_bytes, h.live_blocks);
+    };
+    if (agg_sites.empty()) {
+      held_agg(agg_held_at_end_);
+    } else {
+      held_agg(agg_sites_held());
     }
-    std::sort(by_key.begin(), by_key.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (const auto& [key, site] : by_key) held(stack_of_key(key), stage_of_key(key), site->live_bytes, site->live_blocks);
   }
   void on_agg_stage(const trace::AggStageRecord& r) override { agg_stages[r.stage] = r; }
   void on_agg_peak_site(const trace::AggPeakSiteRecord& r) override { agg_run_peak_pending.push_back(r); }
@@ -580,7 +612,7 @@ class FirstPass : public trace::TraceVisitor {
     // The growth series hold what it replayed: its per-stack counts are not needed again.
     // The sites' list is made after pass two (analyzer.cpp), never beside its resolution.
     stack_live = StackLiveBytesReplay();
-    hand_over_agg_sites();  // aggregate mode's counts, to the sites' list made after pass two
+    let_go_of_agg_sites();  // aggregate mode's counts kept for the sites' list made after pass two
     keep_held_at_end();
     heap.shrink_to_fit();
     sites.shrink_to_fit();
@@ -611,6 +643,7 @@ class FirstPass : public trace::TraceVisitor {
     heap.let_go_of_live_blocks();
   }
   std::optional<std::vector<HeldAtEnd>> held_at_end_;
+  std::vector<AggHeld> agg_held_at_end_;  // aggregate mode's, from finish()
 
   KeptTextBudget& budget_;
 };

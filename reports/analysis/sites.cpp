@@ -1,5 +1,7 @@
 #include "reports/analysis/sites.h"
 
+#include <algorithm>
+
 #include "reports/analysis/ascending_numbers.h"
 
 namespace memstage::reports {
@@ -120,7 +122,13 @@ std::vector<StackStageFigures> SiteAggregator::sorted_sites(const AllocationInfo
 
 void SiteAggregator::finish(const AllocationInfos& infos) {
   if (finished_) return;  // the counts are gone into sorted_: a second finish would drop them
-  sorted_ = sorted_sites(infos, counted_);
+  const auto by_key = [](const StackStageFigures& a, const StackStageFigures& b) { return key_of(a) < key_of(b); };
+  if (per_info_.empty() && unsorted_.empty() && std::is_sorted(counted_.begin(), counted_.end(), by_key)) {
+    sorted_ = std::move(counted_);  // aggregate mode's, the list itself: sorted_sites' order
+    merge_equal_keys(sorted_);
+  } else {
+    sorted_ = sorted_sites(infos, counted_);
+  }
   decltype(unsorted_)().swap(unsorted_);
   std::vector<StackStageFigures>().swap(counted_);
   std::vector<InfoCounts>().swap(per_info_);

@@ -68,7 +68,8 @@ class SiteAggregator {
   }
   // Aggregate mode from format 5: every site met, each once, with the counts its records
   // added up (the first pass keeps them beside the site's live figures: one lookup a
-  // record); before finish(), which places them with the rest.
+  // record); before finish(), which places them with the rest. Given sorted by key (and
+  // no counts per info), finish() makes its list of them in place, not beside them.
   void add_counted(std::vector<StackStageFigures> sites) { counted_ = std::move(sites); }
   // A site's figures so far (all zero for a site not met).
   StackStageFigures figures_of(uint32_t stack, int stage) const;

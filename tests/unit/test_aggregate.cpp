@@ -191,6 +191,28 @@ TEST_CASE("aggregate mode's figures are full mode's on random streams of nested 
   for (size_t i = 0; i < f.timeline.size(); ++i) CHECK(a.timeline[i].heap_bytes == f.timeline[i].heap_bytes);
 }
 
+// A trace cut short (no end, a site not written since it allocated) may list a stack at
+// the run's peak that no kAggSite names: it is resolved with the sites', before the tree
+// is let go.
+TEST_CASE("aggregate mode: a stack listed at the run's peak but in no site record is named in the report") {
+  TraceBuilder b;
+  b.process(100, trace::Mode::kAggregate);
+  b.stack({0x1000, 0x9000});
+  b.stack({0x2000, 0x9000});
+  const auto written = b.stack_node(0);
+  const auto unwritten = b.stack_node(1);
+  b.record(trace::records::AggHeap{300, 300});
+  b.record(trace::records::AggSite{written, 0, 1, 100, 0, 100, 1});
+  b.record(trace::records::AggPeakSite{written, 0, 100, 1});
+  b.record(trace::records::AggPeakSite{unwritten, 0, 200, 1});
+  b.record(trace::records::AggSnapshot{1000, 2, 0, 300, 0});
+  const auto r = analyze(b, "peak_stack_unwritten");
+  REQUIRE(r.top_stacks_at_peak.size() == 2);
+  CHECK(addresses(r, r.top_stacks_at_peak[0].stack) == std::vector<uint64_t>{0x2000, 0x9000});
+  CHECK(r.top_stacks_at_peak[0].bytes == 200u);
+  CHECK(addresses(r, r.top_stacks_at_peak[1].stack) == std::vector<uint64_t>{0x1000, 0x9000});
+}
+
 // Format 5: a site's counts in kAggSite are increments (the tracer forgets idle sites and
 // takes them up again from zero); before, each record carried the totals so far.
 TEST_CASE("aggregate mode's site counts add up from format 5 and are the latest totals before") {
