@@ -962,8 +962,10 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   } else {
     stacks.forget_walks();
   }
-  at_peaks.count_run_peak(pass.heap.infos());
+  // The run peak's list after the freed pages go back: made in fresh pages, not on top of
+  // the resolution's pages jemalloc still holds (pass two's high).
   if (options.return_freed_pages) options.return_freed_pages();
+  at_peaks.count_run_peak(pass.heap.infos());
   pass.sites.finish(pass.heap.infos());
   fill_totals(pass, report.totals);
   add_leaks(pass, stacks, stage_rows, options, report);
