@@ -583,7 +583,6 @@ class FirstPass : public trace::TraceVisitor {
     hand_over_agg_sites();  // aggregate mode's counts, to the sites' list made after pass two
     keep_held_at_end();
     heap.shrink_to_fit();
-    sites.shrink_to_fit();
     device.count_leaks();
     while (innermost() >= 0) close_innermost(false);
   }

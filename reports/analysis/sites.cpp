@@ -123,7 +123,7 @@ void SiteAggregator::finish(const AllocationInfos& infos) {
   sorted_ = sorted_sites(infos, counted_);
   decltype(unsorted_)().swap(unsorted_);
   std::vector<StackStageFigures>().swap(counted_);
-  std::vector<InfoCounts>().swap(per_info_);
+  per_info_ = decltype(per_info_)();
   finished_ = true;
 }
 
