@@ -795,15 +795,16 @@ void add_stages(const FirstPass& pass, const StagePaths& stage_paths, StageRows&
 // the stacks holding the most then.
 void add_stack_figures(FirstPass& pass, const StacksAtPeaks& at_peaks, const StageRows& stage_rows,
                        StackResolver& stacks, size_t top_stacks, Report& report) {
-  std::vector<std::pair<uint64_t, uint64_t>> live_by_key;
-  live_by_key.reserve(at_peaks.run_peak.size());
-  for (const auto& [key, live] : at_peaks.run_peak) live_by_key.emplace_back(key, live.bytes);
-  std::sort(live_by_key.begin(), live_by_key.end());
-  pass.sites.live_at_peak(live_by_key);
+  {
+    std::vector<std::pair<uint64_t, uint64_t>> live_by_key;  // run_peak's order, by key
+    live_by_key.reserve(at_peaks.run_peak.size());
+    for (const auto& live : at_peaks.run_peak) live_by_key.emplace_back(live.key, live.bytes);
+    pass.sites.live_at_peak(live_by_key);
+  }
   report.stack_figures = pass.sites.take_by_row([&](int stage) { return stage_rows.row_of(stage); });
   report.stacks.reserve(report.stacks.size() + report.stack_figures.size());
   for (StackStageFigures& f : report.stack_figures) f.stack = stacks.index_of(f.stack);
-  std::vector<StackBytes> run_top = at_peaks.run_peak_top(live_by_key, top_stacks);
+  std::vector<StackBytes> run_top = at_peaks.run_peak_top(top_stacks);
   for (StackBytes& sb : run_top) sb.stack = stacks.index_of(sb.stack);
   report.top_stacks_at_peak = std::move(run_top);
 }
@@ -989,8 +990,10 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   } else {
     stacks.forget_walks();
   }
-  at_peaks.count_run_peak(pass.heap.infos());
+  // The run peak's list after the freed pages go back: made in fresh pages, not on top of
+  // the resolution's pages jemalloc still holds (pass two's high).
   if (options.return_freed_pages) options.return_freed_pages();
+  at_peaks.count_run_peak(pass.heap.infos());
   pass.hand_over_agg_counts();
   pass.sites.finish(pass.heap.infos());
   fill_totals(pass, report.totals);

@@ -615,7 +615,6 @@ class FirstPass : public trace::TraceVisitor {
     let_go_of_agg_sites();  // aggregate mode's counts kept for the sites' list made after pass two
     keep_held_at_end();
     heap.shrink_to_fit();
-    sites.shrink_to_fit();
     device.count_leaks();
     while (innermost() >= 0) close_innermost(false);
   }

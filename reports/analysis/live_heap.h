@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "profiler/trace/block_vector.h"
 #include "profiler/trace/sampling.h"
 
 namespace memstage::reports {
@@ -40,7 +41,7 @@ inline uint64_t blocks_counted(const AllocationInfo& info, uint64_t blocks) {
 class AllocationInfos {
  public:
   void define(uint32_t id, const AllocationInfo& info) {
-    if (id >= infos_.size()) infos_.resize(id + 1);
+    if (id >= infos_.size()) infos_.grow_to(id + 1, Stored{});
     infos_[id] = Stored{info.size, info.stack, info.stage};
     if (info.blocks_per_block != 1 && weights_.size() <= id) weights_.resize(id + 1, 1);
     if (id < weights_.size()) weights_[id] = info.blocks_per_block;
@@ -52,11 +53,9 @@ class AllocationInfos {
   // What a block of `id` stands for, read on every event.
   uint64_t bytes(size_t id) const { return infos_[id].size; }
   size_t size() const { return infos_.size(); }
-  // The room the doubling lists kept for more goes back.
-  void shrink_to_fit() {
-    infos_.shrink_to_fit();
-    weights_.shrink_to_fit();
-  }
+  // The room the doubling list of weights kept for more goes back (the infos' blocks keep
+  // none past their last block).
+  void shrink_to_fit() { weights_.shrink_to_fit(); }
 
  private:
   struct Stored {
@@ -64,7 +63,9 @@ class AllocationInfos {
     uint32_t stack;
     int32_t stage;
   };
-  std::vector<Stored> infos_;
+  // In blocks, where a doubling list touched about three times its size in fresh pages
+  // as it grew and shrank (block_vector.h).
+  trace::BlockVector<Stored> infos_;
   std::vector<double> weights_;  // by id up to the last sampled info defined; 1 past it
 };
 

@@ -26,54 +26,68 @@ namespace memstage::reports {
 struct StacksAtPeaks {
   static constexpr int kRamLimit = -2;  // a stage_peaks key: when RSS passed --ram-limit
   static constexpr int kJobPeak = -3;   // a stage_peaks key: where this process stood at the job's heap peak
-  // At the run's peak: live bytes and blocks per (stack, stage). (Open addressing, as the
-  // tables below: a torch import's run peak holds ~3e5 of them.)
-  absl::flat_hash_map<uint64_t, StackBytes> run_peak;
+  // At the run's peak: live bytes and blocks per (stack, stage) key (figure_key), sorted
+  // by key, so that a stack's keys are neighbours.
+  struct KeyedLive {
+    uint64_t key = 0;
+    uint64_t bytes = 0;
+    uint64_t blocks = 0;
+  };
+  std::vector<KeyedLive> run_peak;
   // Pass two's replay takes the run's peak as the live blocks of each info that held some,
   // (info, blocks) in info order, a count over UINT32_MAX split over entries in a row:
-  // smaller than the table, held beside the stack resolution, made into run_peak after it.
+  // smaller than the list by key, held beside the stack resolution, made into run_peak
+  // after it.
   std::vector<std::pair<uint32_t, uint32_t>> run_peak_blocks;
+  // run_peak from run_peak_blocks: the infos' figures placed by stack (a count a stack id)
+  // and sorted by stage within each, where a hash table by key, read back and sorted, missed
+  // the cache at every info. None held (aggregate mode, or no peak): run_peak as it is.
   void count_run_peak(const AllocationInfos& infos) {
-    // Sized once for at most a key an info (a table that doubles holds both sizes a while).
-    size_t held_infos = 0;
-    for (size_t i = 0; i < run_peak_blocks.size(); ++i) {
-      held_infos += i == 0 || run_peak_blocks[i].first != run_peak_blocks[i - 1].first;
-    }
-    run_peak.reserve(run_peak.size() + held_infos);
-    for (size_t i = 0; i < run_peak_blocks.size();) {
-      const uint32_t id = run_peak_blocks[i].first;
-      uint64_t blocks = 0;
-      for (; i < run_peak_blocks.size() && run_peak_blocks[i].first == id; ++i) blocks += run_peak_blocks[i].second;
-      const AllocationInfo& info = infos[id];
-      StackBytes& s = run_peak[figure_key(info.stack, info.stage)];
-      s.stack = info.stack;
-      s.bytes += blocks * info.size;
-      s.blocks += blocks_counted(info, blocks);
-    }
+    if (run_peak_blocks.empty()) return;
+    run_peak = live_by_stack(infos);
     std::vector<std::pair<uint32_t, uint32_t>>().swap(run_peak_blocks);
+    sort_and_merge_keys(run_peak);
   }
   // At each stage's peak: live bytes per stack, largest first.
   std::unordered_map<int, std::vector<StackBytes>> stage_peaks;
 
   // The `top` stacks holding the most bytes at the run's peak, by trace stack, most first
-  // (equal bytes by stack). `live_by_key`: run_peak's keys and bytes sorted by key, so that
-  // a stack's keys are neighbours: one walk, where a table of every stack held at the peak
-  // was the step's largest.
-  std::vector<StackBytes> run_peak_top(std::span<const std::pair<uint64_t, uint64_t>> live_by_key, size_t top) const {
+  // (equal bytes by stack): one walk of run_peak, whose keys of a stack are neighbours,
+  // where a table of every stack held at the peak was the step's largest.
+  std::vector<StackBytes> run_peak_top(size_t top) const {
     TopStacks kept(top);
-    for (size_t i = 0; i < live_by_key.size();) {
-      const size_t first = i;
+    for (size_t i = 0; i < run_peak.size();) {
       StackBytes sb;
-      sb.stack = stack_of_key(live_by_key[i].first);
-      for (; i < live_by_key.size() && stack_of_key(live_by_key[i].first) == sb.stack; ++i) {
-        sb.bytes += live_by_key[i].second;
+      sb.stack = stack_of_key(run_peak[i].key);
+      for (; i < run_peak.size() && stack_of_key(run_peak[i].key) == sb.stack; ++i) {
+        sb.bytes += run_peak[i].bytes;
+        sb.blocks += run_peak[i].blocks;
       }
-      // Blocks looked up in the table only for a stack that is kept, a few of the many held.
-      if (!kept.would_keep(sb)) continue;
-      for (size_t k = first; k < i; ++k) sb.blocks += run_peak.find(live_by_key[k].first)->second.blocks;
       kept.add(sb);
     }
     return kept.take();
+  }
+
+  // Keyed figures grouped by stack (each stack's in any order) sorted by key, equal keys
+  // added up.
+  static void sort_and_merge_keys(std::vector<KeyedLive>& by_stack) {
+    const auto by_key = [](const KeyedLive& a, const KeyedLive& b) { return a.key < b.key; };
+    for (size_t begin = 0; begin < by_stack.size();) {
+      size_t end = begin + 1;
+      while (end < by_stack.size() && stack_of_key(by_stack[end].key) == stack_of_key(by_stack[begin].key)) ++end;
+      if (end - begin > 1) std::sort(by_stack.begin() + static_cast<ptrdiff_t>(begin), by_stack.begin() + static_cast<ptrdiff_t>(end), by_key);
+      begin = end;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < by_stack.size(); ++i) {
+      if (kept && by_stack[kept - 1].key == by_stack[i].key) {
+        by_stack[kept - 1].bytes += by_stack[i].bytes;
+        by_stack[kept - 1].blocks += by_stack[i].blocks;
+      } else {
+        by_stack[kept++] = by_stack[i];
+      }
+    }
+    by_stack.resize(kept);
   }
 
   // The `top` stacks of those added, the most bytes first (equal bytes by stack): a heap of
@@ -105,6 +119,28 @@ struct StacksAtPeaks {
     size_t top_;
     std::vector<StackBytes> kept_;
   };
+
+ private:
+  // Each held info's figures, one entry an info (its split counts added up first), placed
+  // by stack: a count a stack id, then each in its stack's room, in info order.
+  std::vector<KeyedLive> live_by_stack(const AllocationInfos& infos) const {
+    uint32_t stacks = 0;
+    for (const auto& [id, blocks] : run_peak_blocks) stacks = std::max(stacks, infos[id].stack + 1);
+    std::vector<uint32_t> place(size_t{stacks} + 1, 0);
+    for (size_t i = 0; i < run_peak_blocks.size(); ++i) {
+      if (i == 0 || run_peak_blocks[i].first != run_peak_blocks[i - 1].first) ++place[infos[run_peak_blocks[i].first].stack + 1];
+    }
+    for (size_t s = 1; s < place.size(); ++s) place[s] += place[s - 1];
+    std::vector<KeyedLive> out(place.back());
+    for (size_t i = 0; i < run_peak_blocks.size();) {
+      const uint32_t id = run_peak_blocks[i].first;
+      uint64_t blocks = 0;
+      for (; i < run_peak_blocks.size() && run_peak_blocks[i].first == id; ++i) blocks += run_peak_blocks[i].second;
+      const AllocationInfo& info = infos[id];
+      out[place[info.stack]++] = KeyedLive{figure_key(info.stack, info.stage), blocks * info.size, blocks_counted(info, blocks)};
+    }
+    return out;
+  }
 };
 
 // Pass two: replays the events up to each peak and records which stacks held memory.

@@ -131,7 +131,7 @@ void SiteAggregator::finish(const AllocationInfos& infos) {
   }
   decltype(unsorted_)().swap(unsorted_);
   std::vector<StackStageFigures>().swap(counted_);
-  std::vector<InfoCounts>().swap(per_info_);
+  per_info_ = decltype(per_info_)();
   finished_ = true;
 }
 

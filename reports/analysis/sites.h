@@ -13,6 +13,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "profiler/trace/block_vector.h"
 #include "reports/analysis/live_heap.h"
 #include "reports/model/report_model.h"
 
@@ -44,9 +45,6 @@ class SiteAggregator {
   // half as much again, and twice that while it grew). Until then a site is its infos'
   // counts, a fraction of its place in the list.
   void finish(const AllocationInfos& infos);
-  // No more infos will come: the room the per-info counts kept for more is given back (they
-  // are held through pass two).
-  void shrink_to_fit() { per_info_.shrink_to_fit(); }
 
   void leaked(uint32_t stack, int stage, uint64_t bytes) { at(stack, stage).leaked_bytes += bytes; }
   // The bytes live at the run's peak of each site in `bytes_by_key` ((figure_key, bytes),
@@ -131,10 +129,12 @@ class SiteAggregator {
     uint32_t temporaries = 0;
   };
   InfoCounts& counts_of(uint32_t info) {
-    if (info >= per_info_.size()) per_info_.resize(info + 1);
+    if (info >= per_info_.size()) per_info_.grow_to(size_t{info} + 1, InfoCounts{});
     return per_info_[info];
   }
-  std::vector<InfoCounts> per_info_;  // not yet in the figures
+  // Not yet in the figures; in blocks, held through pass two, where a doubling list touched
+  // about three times its size in fresh pages as it grew and was shrunk (block_vector.h).
+  trace::BlockVector<InfoCounts> per_info_;
   uint64_t temporary_allocations_ = 0;
 };
 
