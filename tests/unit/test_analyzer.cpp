@@ -18,6 +18,7 @@
 #include "reports/render/text/text_report.h"
 #include "tests/unit/trace_builder.h"
 
+using memstage::testing::OneModuleList;
 using memstage::testing::TraceBuilder;
 namespace reports = memstage::reports;
 namespace trace = memstage::trace;
@@ -464,15 +465,9 @@ TEST_CASE("a trace read while it is written makes the report of the finished fil
 TEST_CASE("a trace's modules opened while it is written: the report of the finished file") {
   // A module that is a real ELF file (this test's own), listed in the trace's first chunk.
   const std::string module = std::filesystem::read_symlink("/proc/self/exe").string();
-  const trace::records::Segment segments[] = {{0x1000, 0x1000000}};
-  trace::records::ModuleEntry entry;
-  entry.path = module;
-  entry.segments.items = segments;
-  std::vector<trace::records::ModuleEntry> entries{entry};
-  trace::records::Modules modules;
-  modules.modules.items = entries;
+  const OneModuleList modules(module, 0x1000, 0x1000000);
   TraceBuilder b;
-  b.process().record(modules).stack({0x1100, 0x1200}).chunk();
+  b.process().record(modules.record()).stack({0x1100, 0x1200}).chunk();
   b.alloc(0x7000, 64, 0).chunk();
   b.end(1'000'000);
   const std::string bytes = b.bytes();
@@ -725,15 +720,9 @@ TEST_CASE("a module changed after the trace was recorded is named in a warning")
   FILE* f = fopen(module.c_str(), "wb");
   fputs("not an ELF file: symbolization finds nothing in it", f);
   fclose(f);
-  const trace::records::Segment segments[] = {{0x1000, 0x2000}};
-  trace::records::ModuleEntry entry;
-  entry.path = module;
-  entry.segments.items = segments;
-  std::vector<trace::records::ModuleEntry> entries{entry};
-  trace::records::Modules modules;
-  modules.modules.items = entries;
+  const OneModuleList modules(module, 0x1000, 0x2000);
   TraceBuilder b;
-  b.process().record(modules).stack({0x1100, 0x1200}).alloc(0x7000, 64, 0).end(1'000'000);
+  b.process().record(modules.record()).stack({0x1100, 0x1200}).alloc(0x7000, 64, 0).end(1'000'000);
   const std::string path = memstage::testing::temp_trace_path("analyzer_rebuilt_module.mst");
   b.write(path);
   reports::AnalysisOptions options;

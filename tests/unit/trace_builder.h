@@ -10,6 +10,7 @@
 #include <map>
 #include <tuple>
 #include <type_traits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,27 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   fwrite(bytes.data(), 1, bytes.size(), f);
   fclose(f);
 }
+
+// A Modules record listing one module, `path`, with one executable segment [start, end).
+// The record views this object's own path and segment: keep it while the record is used.
+class OneModuleList {
+ public:
+  OneModuleList(std::string path, uint64_t start, uint64_t end) : path_(std::move(path)), segment_{start, end} {
+    entry_.path = path_;
+    entry_.segments.items = std::span(&segment_, 1);
+    record_.modules.items = std::span(&entry_, 1);
+  }
+  OneModuleList(const OneModuleList&) = delete;
+  OneModuleList& operator=(const OneModuleList&) = delete;
+  const trace::records::Modules& record() const { return record_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  trace::records::Segment segment_;
+  trace::records::ModuleEntry entry_;
+  trace::records::Modules record_;
+};
 
 class TraceBuilder {
  public:
