@@ -1,14 +1,14 @@
 // The allocator of memstage's own process (not of the programs it traces: they are exec'd
 // with their own). The analysis of a large trace makes millions of small blocks (stack
 // tree nodes, per-site figures, the report's stacks) and touches hundreds of MiB once:
-// with glibc's malloc most of its time went to page faults and malloc's bookkeeping (the
-// trace of harness/bench/torch_small.py, `memstage report`: 9-12 s with glibc, 4-6 s with
-// jemalloc on transparent huge pages, interleaved runs). jemalloc is linked in
-// (harness/cli/CMakeLists.txt) and reads its options from this symbol; huge pages are
-// used where the system allows them (transparent_hugepage "madvise" or "always").
+// with glibc's malloc most of its time went to page faults and malloc's bookkeeping
+// (docs/performance.md). jemalloc is linked in (harness/cli/CMakeLists.txt) and reads its
+// options from this symbol. Its heap takes huge pages only where the system gives them
+// unasked (transparent_hugepage "always"): asked for them under "madvise", each fault could
+// stall on the kernel compacting memory, and the pages held more than the analysis used.
 extern "C" {
 // NOLINTNEXTLINE: the name jemalloc looks up.
-const char* malloc_conf = "thp:always,metadata_thp:auto";
+const char* malloc_conf = "thp:default,metadata_thp:auto";
 }
 
 #include "harness/cli/analysis_allocator.h"
