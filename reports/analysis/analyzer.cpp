@@ -624,6 +624,13 @@ std::vector<uint32_t> aggregate_stacks_named(const FirstPass& pass, const Stacks
   return named;
 }
 
+// Each of `ascending` resolved in turn: each is then the next report stack (the order that
+// numbers the stacks), where named first by the steps after, most went into a table by stack.
+void resolve_in_order(StackResolver& stacks, const std::vector<uint32_t>& ascending) {
+  stacks.reserve(ascending.size());
+  for (const uint32_t stack : ascending) stacks.index_of(stack);
+}
+
 // Step "pass two": the stacks at the peaks. It replays the events (pass one's log of them,
 // else the trace read again) on a thread of its own while this one resolves the stacks of
 // every site, all the report will name (leaks and stacks at the peaks are sites too).
@@ -632,11 +639,7 @@ StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& sta
   const FirstPass& pass = main.pass;
   if (pass.aggregate_mode()) {
     StacksAtPeaks at_peaks = stacks_at_peaks_of_aggregate(pass, top_stacks);
-    // In ascending order, as full mode's: each is then the next report stack, where named
-    // first by the steps after (leaks, then all sites) most went into a table by stack.
-    const std::vector<uint32_t> named = aggregate_stacks_named(pass, at_peaks);
-    stacks.reserve(named.size());
-    for (const uint32_t stack : named) stacks.index_of(stack);
+    resolve_in_order(stacks, aggregate_stacks_named(pass, at_peaks));
     return at_peaks;
   }
   if (pass.info.mode != trace::Mode::kFull && !pass.sample_mode()) return {};
@@ -645,7 +648,7 @@ StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& sta
   PeakSnapshots snapshots(peak_targets(pass, job, stage_rows), pass.heap.infos().size(), pass.events);
   snapshots.top_stacks = top_stacks;
   // Before the replay borrows the infos.
-  const std::vector<uint32_t> site_stacks = pass.sites.stacks(pass.heap.infos());
+  const std::vector<uint32_t> site_stacks = pass.site_stacks();
   std::exception_ptr pass_two_failed;
   {
     std::jthread replay([&] {
@@ -655,8 +658,7 @@ StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& sta
         pass_two_failed = std::current_exception();
       }
     });
-    stacks.reserve(site_stacks.size());
-    for (const uint32_t stack : site_stacks) stacks.index_of(stack);
+    resolve_in_order(stacks, site_stacks);
   }
   if (pass_two_failed) std::rethrow_exception(pass_two_failed);
   return std::move(static_cast<StacksAtPeaks&>(snapshots));
