@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 #include "reports/analysis/allocator_frames.h"
 
@@ -72,15 +73,26 @@ void StackResolver::add_frames(uint64_t address, uint32_t module) {
 }
 
 std::pair<uint32_t, uint32_t> StackResolver::frames_at(uint64_t address, int snapshot) {
-  const uint32_t module = trace::is_python_frame(address) ? kPython : modules_.module_for(address, snapshot);
-  auto [it, first_time] = frames_of_.try_emplace(std::pair{address, module});
-  auto& [first, count] = it->second;
-  if (first_time) {
-    first = static_cast<uint32_t>(frame_ids_.size());
-    add_frames(address, module);
-    count = static_cast<uint32_t>(frame_ids_.size()) - first;
+  const bool python = trace::is_python_frame(address);
+  auto [it, first_time] = frames_of_.try_emplace(address);
+  FramesAt& at = it->second;
+  if (!first_time && (python || at.snapshot == snapshot)) return {at.first, at.count};
+  const uint32_t module = python ? kPython : modules_.module_for(address, snapshot);
+  if (first_time || module != at.module) {
+    // The frames found before, in the other module, stay where the next list may ask.
+    if (!first_time) frames_in_other_module_.try_emplace(std::pair{address, at.module}, std::pair{at.first, at.count});
+    const auto found = frames_in_other_module_.find(std::pair{address, module});
+    if (found != frames_in_other_module_.end()) {
+      std::tie(at.first, at.count) = found->second;
+    } else {
+      at.first = static_cast<uint32_t>(frame_ids_.size());
+      add_frames(address, module);
+      at.count = static_cast<uint32_t>(frame_ids_.size()) - at.first;
+    }
+    at.module = module;
   }
-  return it->second;
+  at.snapshot = snapshot;
+  return {at.first, at.count};
 }
 
 bool StackResolver::is_node_of(StackNodeIndex node, StackNodeIndex caller, uint32_t first, uint32_t count) const {

@@ -61,6 +61,7 @@ class StackResolver {
   // frames, and the symbolizer with its modules open, go before the steps after pass two.
   void forget_symbolization() {
     decltype(frames_of_)().swap(frames_of_);
+    decltype(frames_in_other_module_)().swap(frames_in_other_module_);
     std::vector<FrameIndex>().swap(frame_ids_);
     modules_.forget_addresses();
     interner_.forget();
@@ -135,9 +136,18 @@ class StackResolver {
   StackIndex ascending_base_ = 0;
   absl::flat_hash_map<uint32_t, StackIndex> index_of_other_stack_;
 
-  // (address, module) -> (first, count) in frame_ids_; Python frames' module is kPython.
+  // address -> its frames (first, count) in frame_ids_ as last found, in module `module`
+  // for module list `snapshot` (Python frames' module is kPython, the same in every list):
+  // one look-up a trace node where the address's module, then its frames, took two. An
+  // address found in another module under another list has its frames in
+  // frames_in_other_module_ (addresses are in one module in nearly every trace).
   static constexpr uint32_t kPython = ModuleIndex::kNone - 1;
-  absl::flat_hash_map<std::pair<uint64_t, uint32_t>, std::pair<uint32_t, uint32_t>> frames_of_;
+  struct FramesAt {
+    int snapshot = -1;
+    uint32_t module = 0, first = 0, count = 0;
+  };
+  absl::flat_hash_map<uint64_t, FramesAt> frames_of_;
+  absl::flat_hash_map<std::pair<uint64_t, uint32_t>, std::pair<uint32_t, uint32_t>> frames_in_other_module_;
   std::vector<FrameIndex> frame_ids_;
 };
 

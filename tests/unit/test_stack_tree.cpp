@@ -279,19 +279,21 @@ TEST_CASE("a stack's frames are those of its own module list, and shared with ea
   liby.segments.items = high;
   libz.path = "/lib/libz.so";  // loaded where libx was, after it was unloaded
   libz.segments.items = low;
-  std::vector<ModuleEntry> first{libx}, second{libx, liby}, third{libz, liby};
+  std::vector<ModuleEntry> first{libx}, second{libx, liby}, third{libz, liby}, fourth{libx, liby};
   TraceBuilder builder;
   builder.process();
   builder.record(modules_record(first)).stack({0x1100, 0x1010});
   builder.record(modules_record(second)).stack({0x5100, 0x1100, 0x1010});
   builder.record(modules_record(third)).stack({0x5200, 0x1100, 0x1010});
-  builder.alloc(0x100000, 300, 0).alloc(0x200000, 200, 1).alloc(0x300000, 100, 2).end(1'000'000);
+  // libx back where it was: its addresses' frames are those found under the first lists.
+  builder.record(modules_record(fourth)).stack({0x5300, 0x1100, 0x1010});
+  builder.alloc(0x100000, 300, 0).alloc(0x200000, 200, 1).alloc(0x300000, 100, 2).alloc(0x400000, 50, 3).end(1'000'000);
   const std::string path = memstage::testing::temp_trace_path("stack_tree_modules.mst");
   builder.write(path);
   memstage::reports::AnalysisOptions options;
   options.symbolize = false;
   const auto r = memstage::reports::analyze({path}, std::nullopt, options);
-  REQUIRE(r.leaks.size() == 3);
+  REQUIRE(r.leaks.size() == 4);
   const auto modules_of = [&](const memstage::reports::Leak& leak) {
     std::vector<std::string> out;
     for (const auto f : r.frames_of(r.stacks.at(leak.stack))) out.push_back(r.frame(f).module);
@@ -300,10 +302,19 @@ TEST_CASE("a stack's frames are those of its own module list, and shared with ea
   CHECK(modules_of(r.leaks[0]) == std::vector<std::string>{"/lib/libx.so", "/lib/libx.so"});
   CHECK(modules_of(r.leaks[1]) == std::vector<std::string>{"/lib/liby.so", "/lib/libx.so", "/lib/libx.so"});
   CHECK(modules_of(r.leaks[2]) == std::vector<std::string>{"/lib/liby.so", "/lib/libz.so", "/lib/libz.so"});
+  CHECK(modules_of(r.leaks[3]) == std::vector<std::string>{"/lib/liby.so", "/lib/libx.so", "/lib/libx.so"});
+  const auto frame_ids_of = [&](const memstage::reports::Leak& leak) {
+    std::vector<memstage::reports::FrameIndex> out;
+    for (const auto f : r.frames_of(r.stacks.at(leak.stack))) out.push_back(f);
+    return out;
+  };
+  const auto fourth_frames = frame_ids_of(r.leaks[3]);
+  CHECK(std::vector(fourth_frames.begin() + 1, fourth_frames.end()) == frame_ids_of(r.leaks[0]));
   // The second stack's callers are the first stack's nodes; the third's are its own.
   const auto& nodes = r.stack_nodes;
   CHECK(nodes[r.stacks.at(r.leaks[1].stack).innermost].caller == r.stacks.at(r.leaks[0].stack).innermost);
-  CHECK(nodes.size() == 1 + 2 + 1 + 3);
+  // The fourth's are made anew (the nodes last made for them were libz's): the same frames.
+  CHECK(nodes.size() == 1 + 2 + 1 + 3 + 3);
 }
 
 TEST_CASE("report model: stacks made whole share their callers; the site is found walking from the innermost") {
