@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <future>
 #include <map>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
@@ -75,11 +77,12 @@ class FrameTable {
   json rows_ = json::array();
 };
 
-// uint64 -> uint32 by open addressing: the call tree's child index, which for a large
-// trace holds over a million nodes (std::unordered_map spends most of its time there in
-// allocating and chasing nodes).
-class ChildIndex {
+// uint64 -> uint32 by open addressing, at most half full (std::unordered_map spends most
+// of its time in allocating and chasing nodes).
+class U64Map {
  public:
+  explicit U64Map(size_t min_slots) : slots_(min_slots) {}
+
   // The value of `key`, after inserting `value` for it when it had none; and whether it did.
   std::pair<uint32_t, bool> try_emplace(uint64_t key, uint32_t value) {
     if ((used_ + 1) * 2 > slots_.size()) grow();
@@ -93,6 +96,23 @@ class ChildIndex {
       }
       if (slot.key == key) return {slot.value, false};
     }
+  }
+  // Brings the slot where a look-up of `key` starts toward the cache.
+  void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[hash(key) & (slots_.size() - 1)]); }
+  // Room for `entries` in all, so that slots prefetched stay where they are.
+  void reserve(size_t entries) {
+    while (entries * 2 > slots_.size()) grow();
+  }
+  size_t size() const { return used_; }
+  // Hands every entry to `take(key, value)` and empties the map, keeping its slots.
+  template <typename Take>
+  void drain(Take take) {
+    for (Slot& slot : slots_) {
+      if (slot.value == kEmpty) continue;
+      take(slot.key, slot.value);
+      slot = Slot{};
+    }
+    used_ = 0;
   }
 
  private:
@@ -108,7 +128,7 @@ class ChildIndex {
     return static_cast<size_t>(k);
   }
   void grow() {
-    std::vector<Slot> old(std::max<size_t>(1024, slots_.size() * 2));
+    std::vector<Slot> old(slots_.size() * 2);
     old.swap(slots_);
     const size_t mask = slots_.size() - 1;
     for (const Slot& slot : old) {
@@ -119,8 +139,96 @@ class ChildIndex {
     }
   }
 
-  std::vector<Slot> slots_;
+  std::vector<Slot> slots_;  // a power of two of them
   size_t used_ = 0;
+};
+
+// (node, label) -> child node: the call tree's children after each node's first; over a
+// million for a large trace. Most look-ups are of nodes made a few stacks before (a stack
+// branching from the one before it), whose children a table of the whole tree scatters,
+// a cache miss each: those of the nodes made since the last move are kept in a table that
+// stays in cache, and moved to the whole tree's table in a batch, its slots fetched ahead.
+class ChildIndex {
+ public:
+  // The child of `node` labelled `label`, after making it `new_node` (the next node's
+  // number) when it had none; and whether it did.
+  std::pair<uint32_t, bool> try_emplace(uint32_t node, uint32_t label, uint32_t new_node) {
+    if (recent_.size() >= kRecentEntries) {
+      move_recent();
+      recent_from_ = new_node;  // every node before it has its children in all_ now
+    }
+    U64Map& map = node >= recent_from_ ? recent_ : all_;
+    return map.try_emplace(key(node, label), new_node);
+  }
+  void prefetch(uint32_t node, uint32_t label) const {
+    if (node < recent_from_) all_.prefetch(key(node, label));
+  }
+
+ private:
+  static constexpr size_t kRecentEntries = 2048;  // in a table of twice as many slots (64 KiB)
+  static constexpr size_t kMoveAhead = 16;        // slots of all_ fetched ahead of the move
+  static uint64_t key(uint32_t node, uint32_t label) { return (static_cast<uint64_t>(node) << 32) | label; }
+
+  void move_recent() {
+    moving_.clear();
+    recent_.drain([&](uint64_t key, uint32_t value) { moving_.emplace_back(key, value); });
+    all_.reserve(all_.size() + moving_.size());
+    for (size_t i = 0; i < moving_.size() && i < kMoveAhead; ++i) all_.prefetch(moving_[i].first);
+    for (size_t i = 0; i < moving_.size(); ++i) {
+      if (i + kMoveAhead < moving_.size()) all_.prefetch(moving_[i + kMoveAhead].first);
+      all_.try_emplace(moving_[i].first, moving_[i].second);
+    }
+  }
+
+  U64Map recent_{kRecentEntries * 2};  // children of nodes from recent_from_ on
+  U64Map all_{1024};                   // children of the nodes before recent_from_
+  uint32_t recent_from_ = 0;
+  std::vector<std::pair<uint64_t, uint32_t>> moving_;
+};
+
+// Frames' labels as the call tree merges them (frame_label and module) numbered, without a
+// string kept per label: an entry per label holds the text's hash and a frame of that
+// label, whose text is made again to tell a hash's labels apart.
+class LabelIds {
+ public:
+  explicit LabelIds(const Report& report)
+      : report_(report), slots_(std::bit_ceil(std::max<size_t>(16, 2 * report.frames.size()))) {}
+
+  uint32_t of(FrameIndex f) {
+    text_of(f, text_);
+    const uint64_t hash = std::hash<std::string_view>{}(text_);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      Slot& slot = slots_[i];
+      if (slot.id == kNone) {
+        slot = Slot{hash, f, count_};
+        return count_++;
+      }
+      if (slot.hash == hash) {
+        text_of(slot.frame, other_text_);
+        if (other_text_ == text_) return slot.id;
+      }
+    }
+  }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  struct Slot {
+    uint64_t hash = 0;
+    FrameIndex frame = 0;
+    uint32_t id = kNone;
+  };
+  void text_of(FrameIndex f, std::string& text) const {
+    const Frame& frame = report_.frame(f);
+    text.assign(frame_label(frame));
+    text += '\x1f';
+    text += frame.module;
+  }
+
+  const Report& report_;
+  std::vector<Slot> slots_;  // at most half full: there are at most as many labels as frames
+  uint32_t count_ = 0;
+  std::string text_, other_text_;  // kept for their room
 };
 
 // The flame graph's call tree, outermost frame first. Frames merge by what the page shows
@@ -130,6 +238,7 @@ class CallTree {
   explicit CallTree(const Report& report)
       : report_(report),
         label_of_frame_(report.frames.size(), kNone),
+        label_ids_(report),
         node_of_stack_node_(report.stack_nodes.size(), kNone) {
     node_of_stack_node_[0] = 0;
     // At most a node per stack node: sized once, where doubling copied each list's
@@ -142,27 +251,61 @@ class CallTree {
   std::vector<uint32_t> parent{0};         // node 0 is the root ("all"); parent < child always
   std::vector<FrameIndex> frame{kNone};    // the first frame seen for the node
 
-  // The node of a stack's innermost frame, adding the nodes it lacks. The report's stack
-  // nodes that are already here (a stack's callers, mostly) have their node: a stack is
-  // walked only up to the first of them.
-  uint32_t leaf(const Stack& stack) {
+  // Adds the stacks in this order; leaf_of_stack[s] becomes the node of stack s's innermost
+  // frame. Stacks are claimed kStacksAhead before they are added: a stack's walk to the
+  // part already claimed needs no node numbers, and the node its new part hangs from
+  // (added by then, mostly long before) is known there, so its child look-up's lines are
+  // fetched while the stacks between are added (those look-ups' cache misses were most
+  // of the tree's time).
+  void add_stacks(const std::vector<StackIndex>& order, std::vector<uint32_t>& leaf_of_stack) {
+    std::array<NewPath, kStacksAhead> ahead;
+    for (size_t i = 0; i < order.size() && i < kStacksAhead; ++i) claim(report_.stacks[order[i]], ahead[i]);
+    for (size_t i = 0; i < order.size(); ++i) {
+      NewPath& path = ahead[i % kStacksAhead];
+      leaf_of_stack[order[i]] = add(path);
+      if (i + kStacksAhead < order.size()) claim(report_.stacks[order[i + kStacksAhead]], path);
+    }
+  }
+
+ private:
+  static constexpr size_t kStacksAhead = 8;
+  static constexpr uint32_t kNone = UINT32_MAX;
+  static constexpr uint32_t kClaimed = UINT32_MAX - 1;  // a stack node of a stack not yet added
+
+  // The stack nodes a stack adds, innermost first, and the node they hang from.
+  struct NewPath {
+    std::vector<StackNodeIndex> stack_nodes;
+    StackNodeIndex from = 0;
+  };
+
+  // Walks a stack up to the first stack node already claimed (by this stack's
+  // predecessors in the order: the nodes they add or added) and claims the ones before it.
+  void claim(const Stack& stack, NewPath& path) {
     const std::vector<StackNode>& stack_nodes = report_.stack_nodes;
-    path_.clear();
+    path.stack_nodes.clear();
     StackNodeIndex s = stack.innermost;
     while (node_of_stack_node_[s] == kNone) {
-      path_.push_back(s);
+      node_of_stack_node_[s] = kClaimed;
+      path.stack_nodes.push_back(s);
       s = stack_nodes[s].caller;
     }
-    uint32_t node = node_of_stack_node_[s];
-    for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
-      const FrameIndex f = stack_nodes[*it].frame;
+    path.from = s;
+    if (!path.stack_nodes.empty() && node_of_stack_node_[s] != kClaimed) {
+      prefetch_child(node_of_stack_node_[s], label_id(stack_nodes[path.stack_nodes.back()].frame));
+    }
+  }
+
+  // Adds a claimed path's nodes, outermost first: the node of the stack's innermost frame.
+  uint32_t add(const NewPath& path) {
+    uint32_t node = node_of_stack_node_[path.from];  // its stack was added before this one
+    for (auto it = path.stack_nodes.rbegin(); it != path.stack_nodes.rend(); ++it) {
+      const FrameIndex f = report_.stack_nodes[*it].frame;
       node = child(node, label_id(f), f);
       node_of_stack_node_[*it] = node;
     }
     return node;
   }
 
- private:
   // A node's first child is kept beside it and the others in the index: most nodes have
   // one, and the index's lookups are cache misses.
   uint32_t child(uint32_t node, uint32_t label, FrameIndex f) {
@@ -172,8 +315,7 @@ class CallTree {
     if (first.label == kNone) {
       first = FirstChild{label, id};
     } else {
-      const uint64_t key = (static_cast<uint64_t>(node) << 32) | label;
-      const auto [found, added] = children_.try_emplace(key, id);
+      const auto [found, added] = children_.try_emplace(node, label, id);
       if (!added) return found;
     }
     parent.push_back(node);
@@ -181,24 +323,24 @@ class CallTree {
     first_child_.push_back(FirstChild{});
     return id;
   }
+  void prefetch_child(uint32_t node, uint32_t label) const {
+    __builtin_prefetch(&first_child_[node]);
+    children_.prefetch(node, label);
+  }
 
-  static constexpr uint32_t kNone = UINT32_MAX;
   uint32_t label_id(FrameIndex f) {
     uint32_t& id = label_of_frame_[f];
     if (id == kNone) {
-      const Frame& frame = report_.frame(f);
-      const std::string label = frame_label(frame) + '\x1f' + frame.module;
-      id = label_ids_.try_emplace(label, static_cast<uint32_t>(label_ids_.size())).first->second;
+      id = label_ids_.of(f);
     }
     return id;
   }
 
   const Report& report_;
   std::vector<uint32_t> label_of_frame_;  // by the report's frame index
-  ChildIndex children_;  // (parent << 32 | label id) -> node, for children after the first
-  std::unordered_map<std::string, uint32_t> label_ids_;
-  std::vector<uint32_t> node_of_stack_node_;  // by the report's stack node: this tree's node
-  std::vector<StackNodeIndex> path_;          // the stack nodes of a stack not yet here, innermost first
+  ChildIndex children_;  // (node, label id) -> child, for children after the first
+  LabelIds label_ids_;
+  std::vector<uint32_t> node_of_stack_node_;  // by the report's stack node: this tree's node, or kClaimed
   struct FirstChild {
     uint32_t label = kNone, node = 0;
   };
@@ -224,15 +366,22 @@ std::vector<std::vector<int>> stage_subtrees(const std::vector<StageReport>& sta
   return subtree;
 }
 
-// Each stack figure's node in the call tree (the root for a stack the report lacks).
+// Each stack figure's node in the call tree (the root for a stack the report lacks). The
+// stacks are added in the order of their first figures, which numbers the nodes.
 std::vector<uint32_t> figure_leaves(const Report& report, CallTree& tree) {
-  std::vector<uint32_t> leaf_of_stack(report.stacks.size(), UINT32_MAX);
-  std::vector<uint32_t> figure_leaf(report.stack_figures.size());
+  constexpr uint32_t kNotListed = UINT32_MAX, kListed = UINT32_MAX - 1;
+  std::vector<uint32_t> leaf_of_stack(report.stacks.size(), kNotListed);
+  std::vector<StackIndex> order;
+  for (const StackStageFigures& f : report.stack_figures) {
+    if (f.stack >= report.stacks.size() || leaf_of_stack[f.stack] != kNotListed) continue;
+    leaf_of_stack[f.stack] = kListed;
+    order.push_back(f.stack);
+  }
+  tree.add_stacks(order, leaf_of_stack);
+  std::vector<uint32_t> figure_leaf(report.stack_figures.size());  // 0, the root, for a stack the report lacks
   for (size_t i = 0; i < report.stack_figures.size(); ++i) {
     const StackIndex s = report.stack_figures[i].stack;
-    if (s >= report.stacks.size()) continue;  // the root, 0
-    if (leaf_of_stack[s] == UINT32_MAX) leaf_of_stack[s] = tree.leaf(report.stacks[s]);
-    figure_leaf[i] = leaf_of_stack[s];
+    if (s < report.stacks.size()) figure_leaf[i] = leaf_of_stack[s];
   }
   return figure_leaf;
 }
