@@ -14,7 +14,6 @@
 #include <optional>
 #include <string_view>
 #include <unordered_map>
-#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
@@ -160,9 +159,6 @@ class ChildIndex {
     U64Map& map = node >= recent_from_ ? recent_ : all_;
     return map.try_emplace(key(node, label), new_node);
   }
-  void prefetch(uint32_t node, uint32_t label) const {
-    if (node < recent_from_) all_.prefetch(key(node, label));
-  }
 
  private:
   static constexpr size_t kRecentEntries = 2048;  // in a table of twice as many slots (64 KiB)
@@ -251,61 +247,27 @@ class CallTree {
   std::vector<uint32_t> parent{0};         // node 0 is the root ("all"); parent < child always
   std::vector<FrameIndex> frame{kNone};    // the first frame seen for the node
 
-  // Adds the stacks in this order; leaf_of_stack[s] becomes the node of stack s's innermost
-  // frame. Stacks are claimed kStacksAhead before they are added: a stack's walk to the
-  // part already claimed needs no node numbers, and the node its new part hangs from
-  // (added by then, mostly long before) is known there, so its child look-up's lines are
-  // fetched while the stacks between are added (those look-ups' cache misses were most
-  // of the tree's time).
-  void add_stacks(const std::vector<StackIndex>& order, std::vector<uint32_t>& leaf_of_stack) {
-    std::array<NewPath, kStacksAhead> ahead;
-    for (size_t i = 0; i < order.size() && i < kStacksAhead; ++i) claim(report_.stacks[order[i]], ahead[i]);
-    for (size_t i = 0; i < order.size(); ++i) {
-      NewPath& path = ahead[i % kStacksAhead];
-      leaf_of_stack[order[i]] = add(path);
-      if (i + kStacksAhead < order.size()) claim(report_.stacks[order[i + kStacksAhead]], path);
-    }
-  }
-
- private:
-  static constexpr size_t kStacksAhead = 8;
-  static constexpr uint32_t kNone = UINT32_MAX;
-  static constexpr uint32_t kClaimed = UINT32_MAX - 1;  // a stack node of a stack not yet added
-
-  // The stack nodes a stack adds, innermost first, and the node they hang from.
-  struct NewPath {
-    std::vector<StackNodeIndex> stack_nodes;
-    StackNodeIndex from = 0;
-  };
-
-  // Walks a stack up to the first stack node already claimed (by this stack's
-  // predecessors in the order: the nodes they add or added) and claims the ones before it.
-  void claim(const Stack& stack, NewPath& path) {
+  // The node of a stack's innermost frame, adding the nodes it lacks. The report's stack
+  // nodes that are already here (a stack's callers, mostly) have their node: a stack is
+  // walked only up to the first of them.
+  uint32_t leaf(const Stack& stack) {
     const std::vector<StackNode>& stack_nodes = report_.stack_nodes;
-    path.stack_nodes.clear();
+    path_.clear();
     StackNodeIndex s = stack.innermost;
     while (node_of_stack_node_[s] == kNone) {
-      node_of_stack_node_[s] = kClaimed;
-      path.stack_nodes.push_back(s);
+      path_.push_back(s);
       s = stack_nodes[s].caller;
     }
-    path.from = s;
-    if (!path.stack_nodes.empty() && node_of_stack_node_[s] != kClaimed) {
-      prefetch_child(node_of_stack_node_[s], label_id(stack_nodes[path.stack_nodes.back()].frame));
-    }
-  }
-
-  // Adds a claimed path's nodes, outermost first: the node of the stack's innermost frame.
-  uint32_t add(const NewPath& path) {
-    uint32_t node = node_of_stack_node_[path.from];  // its stack was added before this one
-    for (auto it = path.stack_nodes.rbegin(); it != path.stack_nodes.rend(); ++it) {
-      const FrameIndex f = report_.stack_nodes[*it].frame;
+    uint32_t node = node_of_stack_node_[s];
+    for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
+      const FrameIndex f = stack_nodes[*it].frame;
       node = child(node, label_id(f), f);
       node_of_stack_node_[*it] = node;
     }
     return node;
   }
 
+ private:
   // A node's first child is kept beside it and the others in the index: most nodes have
   // one, and the index's lookups are cache misses.
   uint32_t child(uint32_t node, uint32_t label, FrameIndex f) {
@@ -323,11 +285,8 @@ class CallTree {
     first_child_.push_back(FirstChild{});
     return id;
   }
-  void prefetch_child(uint32_t node, uint32_t label) const {
-    __builtin_prefetch(&first_child_[node]);
-    children_.prefetch(node, label);
-  }
 
+  static constexpr uint32_t kNone = UINT32_MAX;
   uint32_t label_id(FrameIndex f) {
     uint32_t& id = label_of_frame_[f];
     if (id == kNone) {
@@ -340,7 +299,8 @@ class CallTree {
   std::vector<uint32_t> label_of_frame_;  // by the report's frame index
   ChildIndex children_;  // (node, label id) -> child, for children after the first
   LabelIds label_ids_;
-  std::vector<uint32_t> node_of_stack_node_;  // by the report's stack node: this tree's node, or kClaimed
+  std::vector<uint32_t> node_of_stack_node_;  // by the report's stack node: this tree's node
+  std::vector<StackNodeIndex> path_;          // the stack nodes of a stack not yet here, innermost first
   struct FirstChild {
     uint32_t label = kNone, node = 0;
   };
@@ -366,22 +326,15 @@ std::vector<std::vector<int>> stage_subtrees(const std::vector<StageReport>& sta
   return subtree;
 }
 
-// Each stack figure's node in the call tree (the root for a stack the report lacks). The
-// stacks are added in the order of their first figures, which numbers the nodes.
+// Each stack figure's node in the call tree (the root for a stack the report lacks).
 std::vector<uint32_t> figure_leaves(const Report& report, CallTree& tree) {
-  constexpr uint32_t kNotListed = UINT32_MAX, kListed = UINT32_MAX - 1;
-  std::vector<uint32_t> leaf_of_stack(report.stacks.size(), kNotListed);
-  std::vector<StackIndex> order;
-  for (const StackStageFigures& f : report.stack_figures) {
-    if (f.stack >= report.stacks.size() || leaf_of_stack[f.stack] != kNotListed) continue;
-    leaf_of_stack[f.stack] = kListed;
-    order.push_back(f.stack);
-  }
-  tree.add_stacks(order, leaf_of_stack);
-  std::vector<uint32_t> figure_leaf(report.stack_figures.size());  // 0, the root, for a stack the report lacks
+  std::vector<uint32_t> leaf_of_stack(report.stacks.size(), UINT32_MAX);
+  std::vector<uint32_t> figure_leaf(report.stack_figures.size());
   for (size_t i = 0; i < report.stack_figures.size(); ++i) {
     const StackIndex s = report.stack_figures[i].stack;
-    if (s < report.stacks.size()) figure_leaf[i] = leaf_of_stack[s];
+    if (s >= report.stacks.size()) continue;  // the root, 0
+    if (leaf_of_stack[s] == UINT32_MAX) leaf_of_stack[s] = tree.leaf(report.stacks[s]);
+    figure_leaf[i] = leaf_of_stack[s];
   }
   return figure_leaf;
 }
