@@ -353,7 +353,10 @@ std::vector<std::vector<size_t>> flame_views(const Report& report) {
     }
     if (!view.empty()) views.push_back(std::move(view));
   }
-  if (auto outside = by_stage.find(-1); outside != by_stage.end()) views.push_back(outside->second);
+  // Without stages it is every figure, the first view again, which marks nothing more.
+  if (auto outside = by_stage.find(-1); outside != by_stage.end() && outside->second != views[0]) {
+    views.push_back(outside->second);
+  }
   return views;
 }
 
@@ -365,7 +368,9 @@ struct FlamePruning {
 
 // Marks the nodes that hold at least `share` of one view's total for one of the metrics
 // [first_metric, first_metric + kHalfMetrics); a node's value includes its descendants',
-// so its parents are marked too.
+// so its parents are marked too. Children are numbered after their parent, so going down
+// the numbers a node's sum is whole when it is reached: it is marked and passed on to its
+// parent in one pass.
 constexpr size_t kHalfMetrics = kMetrics / 2;
 using HalfSums = std::vector<std::array<uint64_t, kHalfMetrics>>;
 void mark_kept(const Report& report, const CallTree& tree, const std::vector<uint32_t>& figure_leaf,
@@ -373,20 +378,24 @@ void mark_kept(const Report& report, const CallTree& tree, const std::vector<uin
                std::vector<uint8_t>& kept) {
   const size_t node_count = tree.parent.size();
   std::fill(sums.begin(), sums.end(), std::array<uint64_t, kHalfMetrics>{});
+  std::array<uint64_t, kHalfMetrics> total{};  // the root's sum
   for (size_t i : view) {
     const auto m = metrics_of(report.stack_figures[i]);
-    for (size_t k = 0; k < kHalfMetrics; ++k) sums[figure_leaf[i]][k] += m[first_metric + k];
-  }
-  for (size_t n = node_count - 1; n > 0; --n) {
-    for (size_t k = 0; k < kHalfMetrics; ++k) sums[tree.parent[n]][k] += sums[n][k];
-  }
-  for (size_t n = 1; n < node_count; ++n) {
     for (size_t k = 0; k < kHalfMetrics; ++k) {
-      if (sums[n][k] > 0 && static_cast<double>(sums[n][k]) >= share * static_cast<double>(sums[0][k])) {
+      sums[figure_leaf[i]][k] += m[first_metric + k];
+      total[k] += m[first_metric + k];
+    }
+  }
+  std::array<double, kHalfMetrics> least{};
+  for (size_t k = 0; k < kHalfMetrics; ++k) least[k] = share * static_cast<double>(total[k]);
+  for (size_t n = node_count - 1; n > 0; --n) {
+    for (size_t k = 0; k < kHalfMetrics; ++k) {
+      if (sums[n][k] > 0 && static_cast<double>(sums[n][k]) >= least[k]) {
         kept[n] = 1;
         break;
       }
     }
+    for (size_t k = 0; k < kHalfMetrics; ++k) sums[tree.parent[n]][k] += sums[n][k];
   }
 }
 
