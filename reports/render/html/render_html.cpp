@@ -229,10 +229,18 @@ class LabelIds {
 
 // The flame graph's call tree, outermost frame first. Frames merge by what the page shows
 // (label and module), not by address, so calls from different lines of one function meet.
-class CallTree {
+struct CallTree {
+  std::vector<uint32_t> parent{0};                    // node 0 is the root ("all"); parent < child always
+  std::vector<FrameIndex> frame{FrameIndex{UINT32_MAX}};  // the first frame seen for the node
+};
+
+// Grows a call tree by stacks, with the indexes that only its growing needs.
+class CallTreeBuilder {
  public:
-  explicit CallTree(const Report& report)
+  CallTreeBuilder(const Report& report, CallTree& tree)
       : report_(report),
+        parent(tree.parent),
+        frame(tree.frame),
         label_of_frame_(report.frames.size(), kNone),
         label_ids_(report),
         node_of_stack_node_(report.stack_nodes.size(), kNone) {
@@ -243,9 +251,6 @@ class CallTree {
     frame.reserve(report.stack_nodes.size());
     first_child_.reserve(report.stack_nodes.size());
   }
-
-  std::vector<uint32_t> parent{0};         // node 0 is the root ("all"); parent < child always
-  std::vector<FrameIndex> frame{kNone};    // the first frame seen for the node
 
   // The node of a stack's innermost frame, adding the nodes it lacks. The report's stack
   // nodes that are already here (a stack's callers, mostly) have their node: a stack is
@@ -296,6 +301,8 @@ class CallTree {
   }
 
   const Report& report_;
+  std::vector<uint32_t>& parent;  // the tree's
+  std::vector<FrameIndex>& frame;
   std::vector<uint32_t> label_of_frame_;  // by the report's frame index
   ChildIndex children_;  // (node, label id) -> child, for children after the first
   LabelIds label_ids_;
@@ -326,14 +333,17 @@ std::vector<std::vector<int>> stage_subtrees(const std::vector<StageReport>& sta
   return subtree;
 }
 
-// Each stack figure's node in the call tree (the root for a stack the report lacks).
+// Each stack figure's node in the call tree (the root for a stack the report lacks). The
+// builder's indexes are freed on return, before the pruning's sums are made, which then
+// take their pages instead of fresh ones from the kernel.
 std::vector<uint32_t> figure_leaves(const Report& report, CallTree& tree) {
+  CallTreeBuilder builder(report, tree);
   std::vector<uint32_t> leaf_of_stack(report.stacks.size(), UINT32_MAX);
   std::vector<uint32_t> figure_leaf(report.stack_figures.size());
   for (size_t i = 0; i < report.stack_figures.size(); ++i) {
     const StackIndex s = report.stack_figures[i].stack;
     if (s >= report.stacks.size()) continue;  // the root, 0
-    if (leaf_of_stack[s] == UINT32_MAX) leaf_of_stack[s] = tree.leaf(report.stacks[s]);
+    if (leaf_of_stack[s] == UINT32_MAX) leaf_of_stack[s] = builder.leaf(report.stacks[s]);
     figure_leaf[i] = leaf_of_stack[s];
   }
   return figure_leaf;
@@ -497,7 +507,7 @@ struct FlameLayout {
 };
 
 FlameLayout flame_layout(const Report& report) {
-  CallTree tree(report);
+  CallTree tree;
   const std::vector<uint32_t> figure_leaf = figure_leaves(report, tree);
   FlameLayout layout;
   layout.node_count = tree.parent.size();
