@@ -182,55 +182,50 @@ class ChildIndex {
   std::vector<std::pair<uint64_t, uint32_t>> moving_;
 };
 
-// What the call tree merges frames by: frame_label and module, as one text.
-void merge_text(const Frame& frame, std::string& text) {
-  text.assign(frame_label(frame));
-  text += '\x1f';
-  text += frame.module;
-}
+// Frames' labels as the call tree merges them (frame_label and module) numbered, without a
+// string kept per label: an entry per label holds the text's hash and a frame of that
+// label, whose text is made again to tell a hash's labels apart.
+class LabelIds {
+ public:
+  explicit LabelIds(const Report& report)
+      : report_(report), slots_(std::bit_ceil(std::max<size_t>(16, 2 * report.frames.size()))) {}
 
-// Every frame's label id (frames of one merge text share it), without a string kept per
-// label: a table entry per label holds the text's hash and a frame of that label, whose
-// text is made again where a hash is met again. The hashes are made first, so that each
-// look-up's slot is fetched some frames ahead (a cache miss each, where made one by one).
-std::vector<uint32_t> label_ids(const Report& report) {
-  constexpr size_t kAhead = 16;
-  constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t of(FrameIndex f) {
+    text_of(f, text_);
+    const uint64_t hash = std::hash<std::string_view>{}(text_);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      Slot& slot = slots_[i];
+      if (slot.id == kNone) {
+        slot = Slot{hash, f, count_};
+        return count_++;
+      }
+      if (slot.hash == hash) {
+        text_of(slot.frame, other_text_);
+        if (other_text_ == text_) return slot.id;
+      }
+    }
+  }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
   struct Slot {
     uint64_t hash = 0;
     FrameIndex frame = 0;
     uint32_t id = kNone;
   };
-  const size_t frame_count = report.frames.size();
-  std::string text, other_text;
-  std::vector<uint64_t> hashes(frame_count);
-  for (FrameIndex f = 0; f < frame_count; ++f) {
-    merge_text(report.frame(f), text);
-    hashes[f] = std::hash<std::string_view>{}(text);
+  void text_of(FrameIndex f, std::string& text) const {
+    const Frame& frame = report_.frame(f);
+    text.assign(frame_label(frame));
+    text += '\x1f';
+    text += frame.module;
   }
-  std::vector<Slot> slots(std::bit_ceil(std::max<size_t>(16, 2 * frame_count)));  // at most half full
-  const size_t mask = slots.size() - 1;
-  std::vector<uint32_t> ids(frame_count);
-  uint32_t count = 0;
-  for (FrameIndex f = 0; f < frame_count; ++f) {
-    if (f + kAhead < frame_count) __builtin_prefetch(&slots[hashes[f + kAhead] & mask]);
-    for (size_t i = hashes[f] & mask;; i = (i + 1) & mask) {
-      Slot& slot = slots[i];
-      if (slot.id == kNone) {
-        slot = Slot{hashes[f], f, ids[f] = count++};
-        break;
-      }
-      if (slot.hash != hashes[f]) continue;
-      merge_text(report.frame(f), text);
-      merge_text(report.frame(slot.frame), other_text);
-      if (text == other_text) {
-        ids[f] = slot.id;
-        break;
-      }
-    }
-  }
-  return ids;
-}
+
+  const Report& report_;
+  std::vector<Slot> slots_;  // at most half full: there are at most as many labels as frames
+  uint32_t count_ = 0;
+  std::string text_, other_text_;  // kept for their room
+};
 
 // The flame graph's call tree, outermost frame first. Frames merge by what the page shows
 // (label and module), not by address, so calls from different lines of one function meet.
@@ -242,11 +237,12 @@ struct CallTree {
 // Grows a call tree by stacks, with the indexes that only its growing needs.
 class CallTreeBuilder {
  public:
-  CallTreeBuilder(const Report& report, std::vector<uint32_t> label_of_frame, CallTree& tree)
+  CallTreeBuilder(const Report& report, CallTree& tree)
       : report_(report),
         parent(tree.parent),
         frame(tree.frame),
-        label_of_frame_(std::move(label_of_frame)),
+        label_of_frame_(report.frames.size(), kNone),
+        label_ids_(report),
         node_of_stack_node_(report.stack_nodes.size(), kNone) {
     node_of_stack_node_[0] = 0;
     // At most a node per stack node: sized once, where doubling copied each list's
@@ -270,7 +266,7 @@ class CallTreeBuilder {
     uint32_t node = node_of_stack_node_[s];
     for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
       const FrameIndex f = stack_nodes[*it].frame;
-      node = child(node, label_of_frame_[f], f);
+      node = child(node, label_id(f), f);
       node_of_stack_node_[*it] = node;
     }
     return node;
@@ -296,12 +292,20 @@ class CallTreeBuilder {
   }
 
   static constexpr uint32_t kNone = UINT32_MAX;
+  uint32_t label_id(FrameIndex f) {
+    uint32_t& id = label_of_frame_[f];
+    if (id == kNone) {
+      id = label_ids_.of(f);
+    }
+    return id;
+  }
 
   const Report& report_;
   std::vector<uint32_t>& parent;  // the tree's
   std::vector<FrameIndex>& frame;
-  std::vector<uint32_t> label_of_frame_;  // label_ids(): by the report's frame index
+  std::vector<uint32_t> label_of_frame_;  // by the report's frame index
   ChildIndex children_;  // (node, label id) -> child, for children after the first
+  LabelIds label_ids_;
   std::vector<uint32_t> node_of_stack_node_;  // by the report's stack node: this tree's node
   std::vector<StackNodeIndex> path_;          // the stack nodes of a stack not yet here, innermost first
   struct FirstChild {
@@ -332,8 +336,8 @@ std::vector<std::vector<int>> stage_subtrees(const std::vector<StageReport>& sta
 // Each stack figure's node in the call tree (the root for a stack the report lacks). The
 // builder's indexes are freed on return, before the pruning's sums are made, which then
 // take their pages instead of fresh ones from the kernel.
-std::vector<uint32_t> figure_leaves(const Report& report, std::vector<uint32_t> label_of_frame, CallTree& tree) {
-  CallTreeBuilder builder(report, std::move(label_of_frame), tree);
+std::vector<uint32_t> figure_leaves(const Report& report, CallTree& tree) {
+  CallTreeBuilder builder(report, tree);
   std::vector<uint32_t> leaf_of_stack(report.stacks.size(), UINT32_MAX);
   std::vector<uint32_t> figure_leaf(report.stack_figures.size());
   for (size_t i = 0; i < report.stack_figures.size(); ++i) {
@@ -411,8 +415,8 @@ void mark_kept(const Report& report, const CallTree& tree, const std::vector<uin
 // thread's sums of every metric took) and marks, joined after: the same marks. Both
 // halves' lists are made here, so that they come from this thread's allocator arena,
 // which holds the pages the analysis let go.
-FlamePruning prune_flame(const Report& report, const CallTree& tree, const std::vector<uint32_t>& figure_leaf,
-                         const std::vector<std::vector<size_t>>& views) {
+FlamePruning prune_flame(const Report& report, const CallTree& tree, const std::vector<uint32_t>& figure_leaf) {
+  const auto views = flame_views(report);
   const size_t node_count = tree.parent.size();
   const auto mark_views = [&](size_t first_metric, double share, HalfSums& sums, std::vector<uint8_t>& kept) {
     for (const auto& view : views) mark_kept(report, tree, figure_leaf, view, share, first_metric, sums, kept);
@@ -503,14 +507,11 @@ struct FlameLayout {
 };
 
 FlameLayout flame_layout(const Report& report) {
-  // The labels on a second thread while this one lists the views' figures.
-  std::future<std::vector<uint32_t>> label_of_frame = std::async(std::launch::async, label_ids, std::cref(report));
-  const auto views = flame_views(report);
   CallTree tree;
-  const std::vector<uint32_t> figure_leaf = figure_leaves(report, label_of_frame.get(), tree);
+  const std::vector<uint32_t> figure_leaf = figure_leaves(report, tree);
   FlameLayout layout;
   layout.node_count = tree.parent.size();
-  const FlamePruning pruning = prune_flame(report, tree, figure_leaf, views);
+  const FlamePruning pruning = prune_flame(report, tree, figure_leaf);
   const KeptNodes k = renumber_kept(tree, pruning.kept);
   layout.frames.reserve(k.count);
   for (size_t n = 0; n < layout.node_count; ++n) {
