@@ -230,7 +230,7 @@ class LabelIds {
 // The flame graph's call tree, outermost frame first. Frames merge by what the page shows
 // (label and module), not by address, so calls from different lines of one function meet.
 struct CallTree {
-  std::vector<uint32_t> parent{0};                    // node 0 is the root ("all"); parent < child always
+  std::vector<uint32_t> parent{0};                        // node 0 is the root ("all"); parent < child always
   std::vector<FrameIndex> frame{FrameIndex{UINT32_MAX}};  // the first frame seen for the node
 };
 
@@ -239,16 +239,15 @@ class CallTreeBuilder {
  public:
   CallTreeBuilder(const Report& report, CallTree& tree)
       : report_(report),
-        parent(tree.parent),
-        frame(tree.frame),
+        tree_(tree),
         label_of_frame_(report.frames.size(), kNone),
         label_ids_(report),
         node_of_stack_node_(report.stack_nodes.size(), kNone) {
     node_of_stack_node_[0] = 0;
     // At most a node per stack node: sized once, where doubling copied each list's
     // million nodes over and over (the room not used is never touched).
-    parent.reserve(report.stack_nodes.size());
-    frame.reserve(report.stack_nodes.size());
+    tree_.parent.reserve(report.stack_nodes.size());
+    tree_.frame.reserve(report.stack_nodes.size());
     first_child_.reserve(report.stack_nodes.size());
   }
 
@@ -278,15 +277,15 @@ class CallTreeBuilder {
   uint32_t child(uint32_t node, uint32_t label, FrameIndex f) {
     FirstChild& first = first_child_[node];
     if (first.label == label) return first.node;
-    const auto id = static_cast<uint32_t>(parent.size());
+    const auto id = static_cast<uint32_t>(tree_.parent.size());
     if (first.label == kNone) {
       first = FirstChild{label, id};
     } else {
       const auto [found, added] = children_.try_emplace(node, label, id);
       if (!added) return found;
     }
-    parent.push_back(node);
-    frame.push_back(f);
+    tree_.parent.push_back(node);
+    tree_.frame.push_back(f);
     first_child_.push_back(FirstChild{});
     return id;
   }
@@ -301,8 +300,7 @@ class CallTreeBuilder {
   }
 
   const Report& report_;
-  std::vector<uint32_t>& parent;  // the tree's
-  std::vector<FrameIndex>& frame;
+  CallTree& tree_;
   std::vector<uint32_t> label_of_frame_;  // by the report's frame index
   ChildIndex children_;  // (node, label id) -> child, for children after the first
   LabelIds label_ids_;
