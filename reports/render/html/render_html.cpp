@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <future>
 #include <map>
@@ -75,11 +76,12 @@ class FrameTable {
   json rows_ = json::array();
 };
 
-// uint64 -> uint32 by open addressing: the call tree's child index, which for a large
-// trace holds over a million nodes (std::unordered_map spends most of its time there in
-// allocating and chasing nodes).
-class ChildIndex {
+// uint64 -> uint32 by open addressing, at most half full (std::unordered_map spends most
+// of its time in allocating and chasing nodes).
+class U64Map {
  public:
+  explicit U64Map(size_t min_slots) : slots_(min_slots) {}
+
   // The value of `key`, after inserting `value` for it when it had none; and whether it did.
   std::pair<uint32_t, bool> try_emplace(uint64_t key, uint32_t value) {
     if ((used_ + 1) * 2 > slots_.size()) grow();
@@ -93,6 +95,23 @@ class ChildIndex {
       }
       if (slot.key == key) return {slot.value, false};
     }
+  }
+  // Brings the slot where a look-up of `key` starts toward the cache.
+  void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[hash(key) & (slots_.size() - 1)]); }
+  // Room for `entries` in all, so that slots prefetched stay where they are.
+  void reserve(size_t entries) {
+    while (entries * 2 > slots_.size()) grow();
+  }
+  size_t size() const { return used_; }
+  // Hands every entry to `take(key, value)` and empties the map, keeping its slots.
+  template <typename Take>
+  void drain(Take take) {
+    for (Slot& slot : slots_) {
+      if (slot.value == kEmpty) continue;
+      take(slot.key, slot.value);
+      slot = Slot{};
+    }
+    used_ = 0;
   }
 
  private:
@@ -108,7 +127,7 @@ class ChildIndex {
     return static_cast<size_t>(k);
   }
   void grow() {
-    std::vector<Slot> old(std::max<size_t>(1024, slots_.size() * 2));
+    std::vector<Slot> old(slots_.size() * 2);
     old.swap(slots_);
     const size_t mask = slots_.size() - 1;
     for (const Slot& slot : old) {
@@ -119,28 +138,118 @@ class ChildIndex {
     }
   }
 
-  std::vector<Slot> slots_;
+  std::vector<Slot> slots_;  // a power of two of them
   size_t used_ = 0;
+};
+
+// (node, label) -> child node: the call tree's children after each node's first; over a
+// million for a large trace. Most look-ups are of nodes made a few stacks before (a stack
+// branching from the one before it), whose children a table of the whole tree scatters,
+// a cache miss each: those of the nodes made since the last move are kept in a table that
+// stays in cache, and moved to the whole tree's table in a batch, its slots fetched ahead.
+class ChildIndex {
+ public:
+  // The child of `node` labelled `label`, after making it `new_node` (the next node's
+  // number) when it had none; and whether it did.
+  std::pair<uint32_t, bool> try_emplace(uint32_t node, uint32_t label, uint32_t new_node) {
+    if (recent_.size() >= kRecentEntries) {
+      move_recent();
+      recent_from_ = new_node;  // every node before it has its children in all_ now
+    }
+    U64Map& map = node >= recent_from_ ? recent_ : all_;
+    return map.try_emplace(key(node, label), new_node);
+  }
+
+ private:
+  static constexpr size_t kRecentEntries = 2048;  // in a table of twice as many slots (64 KiB)
+  static constexpr size_t kMoveAhead = 16;        // slots of all_ fetched ahead of the move
+  static uint64_t key(uint32_t node, uint32_t label) { return (static_cast<uint64_t>(node) << 32) | label; }
+
+  void move_recent() {
+    moving_.clear();
+    recent_.drain([&](uint64_t key, uint32_t value) { moving_.emplace_back(key, value); });
+    all_.reserve(all_.size() + moving_.size());
+    for (size_t i = 0; i < moving_.size() && i < kMoveAhead; ++i) all_.prefetch(moving_[i].first);
+    for (size_t i = 0; i < moving_.size(); ++i) {
+      if (i + kMoveAhead < moving_.size()) all_.prefetch(moving_[i + kMoveAhead].first);
+      all_.try_emplace(moving_[i].first, moving_[i].second);
+    }
+  }
+
+  U64Map recent_{kRecentEntries * 2};  // children of nodes from recent_from_ on
+  U64Map all_{1024};                   // children of the nodes before recent_from_
+  uint32_t recent_from_ = 0;
+  std::vector<std::pair<uint64_t, uint32_t>> moving_;
+};
+
+// Frames' labels as the call tree merges them (frame_label and module) numbered, without a
+// string kept per label: an entry per label holds the text's hash and a frame of that
+// label, whose text is made again to tell a hash's labels apart.
+class LabelIds {
+ public:
+  explicit LabelIds(const Report& report)
+      : report_(report), slots_(std::bit_ceil(std::max<size_t>(16, 2 * report.frames.size()))) {}
+
+  uint32_t of(FrameIndex f) {
+    text_of(f, text_);
+    const uint64_t hash = std::hash<std::string_view>{}(text_);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      Slot& slot = slots_[i];
+      if (slot.id == kNone) {
+        slot = Slot{hash, f, count_};
+        return count_++;
+      }
+      if (slot.hash == hash) {
+        text_of(slot.frame, other_text_);
+        if (other_text_ == text_) return slot.id;
+      }
+    }
+  }
+
+ private:
+  static constexpr uint32_t kNone = UINT32_MAX;
+  struct Slot {
+    uint64_t hash = 0;
+    FrameIndex frame = 0;
+    uint32_t id = kNone;
+  };
+  void text_of(FrameIndex f, std::string& text) const {
+    const Frame& frame = report_.frame(f);
+    text.assign(frame_label(frame));
+    text += '\x1f';
+    text += frame.module;
+  }
+
+  const Report& report_;
+  std::vector<Slot> slots_;  // at most half full: there are at most as many labels as frames
+  uint32_t count_ = 0;
+  std::string text_, other_text_;  // kept for their room
 };
 
 // The flame graph's call tree, outermost frame first. Frames merge by what the page shows
 // (label and module), not by address, so calls from different lines of one function meet.
-class CallTree {
+struct CallTree {
+  std::vector<uint32_t> parent{0};                        // node 0 is the root ("all"); parent < child always
+  std::vector<FrameIndex> frame{FrameIndex{UINT32_MAX}};  // the first frame seen for the node
+};
+
+// Grows a call tree by stacks, with the indexes that only its growing needs.
+class CallTreeBuilder {
  public:
-  explicit CallTree(const Report& report)
+  CallTreeBuilder(const Report& report, CallTree& tree)
       : report_(report),
+        tree_(tree),
         label_of_frame_(report.frames.size(), kNone),
+        label_ids_(report),
         node_of_stack_node_(report.stack_nodes.size(), kNone) {
     node_of_stack_node_[0] = 0;
     // At most a node per stack node: sized once, where doubling copied each list's
     // million nodes over and over (the room not used is never touched).
-    parent.reserve(report.stack_nodes.size());
-    frame.reserve(report.stack_nodes.size());
+    tree_.parent.reserve(report.stack_nodes.size());
+    tree_.frame.reserve(report.stack_nodes.size());
     first_child_.reserve(report.stack_nodes.size());
   }
-
-  std::vector<uint32_t> parent{0};         // node 0 is the root ("all"); parent < child always
-  std::vector<FrameIndex> frame{kNone};    // the first frame seen for the node
 
   // The node of a stack's innermost frame, adding the nodes it lacks. The report's stack
   // nodes that are already here (a stack's callers, mostly) have their node: a stack is
@@ -168,16 +277,15 @@ class CallTree {
   uint32_t child(uint32_t node, uint32_t label, FrameIndex f) {
     FirstChild& first = first_child_[node];
     if (first.label == label) return first.node;
-    const auto id = static_cast<uint32_t>(parent.size());
+    const auto id = static_cast<uint32_t>(tree_.parent.size());
     if (first.label == kNone) {
       first = FirstChild{label, id};
     } else {
-      const uint64_t key = (static_cast<uint64_t>(node) << 32) | label;
-      const auto [found, added] = children_.try_emplace(key, id);
+      const auto [found, added] = children_.try_emplace(node, label, id);
       if (!added) return found;
     }
-    parent.push_back(node);
-    frame.push_back(f);
+    tree_.parent.push_back(node);
+    tree_.frame.push_back(f);
     first_child_.push_back(FirstChild{});
     return id;
   }
@@ -186,17 +294,16 @@ class CallTree {
   uint32_t label_id(FrameIndex f) {
     uint32_t& id = label_of_frame_[f];
     if (id == kNone) {
-      const Frame& frame = report_.frame(f);
-      const std::string label = frame_label(frame) + '\x1f' + frame.module;
-      id = label_ids_.try_emplace(label, static_cast<uint32_t>(label_ids_.size())).first->second;
+      id = label_ids_.of(f);
     }
     return id;
   }
 
   const Report& report_;
+  CallTree& tree_;
   std::vector<uint32_t> label_of_frame_;  // by the report's frame index
-  ChildIndex children_;  // (parent << 32 | label id) -> node, for children after the first
-  std::unordered_map<std::string, uint32_t> label_ids_;
+  ChildIndex children_;  // (node, label id) -> child, for children after the first
+  LabelIds label_ids_;
   std::vector<uint32_t> node_of_stack_node_;  // by the report's stack node: this tree's node
   std::vector<StackNodeIndex> path_;          // the stack nodes of a stack not yet here, innermost first
   struct FirstChild {
@@ -224,14 +331,17 @@ std::vector<std::vector<int>> stage_subtrees(const std::vector<StageReport>& sta
   return subtree;
 }
 
-// Each stack figure's node in the call tree (the root for a stack the report lacks).
+// Each stack figure's node in the call tree (the root for a stack the report lacks). The
+// builder's indexes are freed on return, before the pruning's sums are made, which then
+// take their pages instead of fresh ones from the kernel.
 std::vector<uint32_t> figure_leaves(const Report& report, CallTree& tree) {
+  CallTreeBuilder builder(report, tree);
   std::vector<uint32_t> leaf_of_stack(report.stacks.size(), UINT32_MAX);
   std::vector<uint32_t> figure_leaf(report.stack_figures.size());
   for (size_t i = 0; i < report.stack_figures.size(); ++i) {
     const StackIndex s = report.stack_figures[i].stack;
     if (s >= report.stacks.size()) continue;  // the root, 0
-    if (leaf_of_stack[s] == UINT32_MAX) leaf_of_stack[s] = tree.leaf(report.stacks[s]);
+    if (leaf_of_stack[s] == UINT32_MAX) leaf_of_stack[s] = builder.leaf(report.stacks[s]);
     figure_leaf[i] = leaf_of_stack[s];
   }
   return figure_leaf;
@@ -251,7 +361,10 @@ std::vector<std::vector<size_t>> flame_views(const Report& report) {
     }
     if (!view.empty()) views.push_back(std::move(view));
   }
-  if (auto outside = by_stage.find(-1); outside != by_stage.end()) views.push_back(outside->second);
+  // Without stages it is every figure, the first view again, which marks nothing more.
+  if (auto outside = by_stage.find(-1); outside != by_stage.end() && outside->second != views[0]) {
+    views.push_back(outside->second);
+  }
   return views;
 }
 
@@ -263,7 +376,9 @@ struct FlamePruning {
 
 // Marks the nodes that hold at least `share` of one view's total for one of the metrics
 // [first_metric, first_metric + kHalfMetrics); a node's value includes its descendants',
-// so its parents are marked too.
+// so its parents are marked too. Children are numbered after their parent, so going down
+// the numbers a node's sum is whole when it is reached: it is marked and passed on to its
+// parent in one pass.
 constexpr size_t kHalfMetrics = kMetrics / 2;
 using HalfSums = std::vector<std::array<uint64_t, kHalfMetrics>>;
 void mark_kept(const Report& report, const CallTree& tree, const std::vector<uint32_t>& figure_leaf,
@@ -271,20 +386,24 @@ void mark_kept(const Report& report, const CallTree& tree, const std::vector<uin
                std::vector<uint8_t>& kept) {
   const size_t node_count = tree.parent.size();
   std::fill(sums.begin(), sums.end(), std::array<uint64_t, kHalfMetrics>{});
+  std::array<uint64_t, kHalfMetrics> total{};  // the root's sum
   for (size_t i : view) {
     const auto m = metrics_of(report.stack_figures[i]);
-    for (size_t k = 0; k < kHalfMetrics; ++k) sums[figure_leaf[i]][k] += m[first_metric + k];
-  }
-  for (size_t n = node_count - 1; n > 0; --n) {
-    for (size_t k = 0; k < kHalfMetrics; ++k) sums[tree.parent[n]][k] += sums[n][k];
-  }
-  for (size_t n = 1; n < node_count; ++n) {
     for (size_t k = 0; k < kHalfMetrics; ++k) {
-      if (sums[n][k] > 0 && static_cast<double>(sums[n][k]) >= share * static_cast<double>(sums[0][k])) {
+      sums[figure_leaf[i]][k] += m[first_metric + k];
+      total[k] += m[first_metric + k];
+    }
+  }
+  std::array<double, kHalfMetrics> least{};
+  for (size_t k = 0; k < kHalfMetrics; ++k) least[k] = share * static_cast<double>(total[k]);
+  for (size_t n = node_count - 1; n > 0; --n) {
+    for (size_t k = 0; k < kHalfMetrics; ++k) {
+      if (sums[n][k] > 0 && static_cast<double>(sums[n][k]) >= least[k]) {
         kept[n] = 1;
         break;
       }
     }
+    for (size_t k = 0; k < kHalfMetrics; ++k) sums[tree.parent[n]][k] += sums[n][k];
   }
 }
 
@@ -386,7 +505,7 @@ struct FlameLayout {
 };
 
 FlameLayout flame_layout(const Report& report) {
-  CallTree tree(report);
+  CallTree tree;
   const std::vector<uint32_t> figure_leaf = figure_leaves(report, tree);
   FlameLayout layout;
   layout.node_count = tree.parent.size();
