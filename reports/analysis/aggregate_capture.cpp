@@ -9,7 +9,7 @@ StacksAtPeaks stacks_at_peaks_of_aggregate(const FirstPass& pass, size_t top_sta
   StacksAtPeaks out;
   out.run_peak.reserve(pass.agg_run_peak.size());  // one entry a site, the same keys
   for (const auto& [key, p] : pass.agg_run_peak) {
-    out.run_peak.push_back(StacksAtPeaks::KeyedLive{figure_key(p.stack, p.stage), p.bytes, p.blocks});
+    out.run_peak.push_back(StacksAtPeaks::KeyedLive{key, p.bytes, p.blocks});
   }
   std::sort(out.run_peak.begin(), out.run_peak.end(),
             [](const StacksAtPeaks::KeyedLive& a, const StacksAtPeaks::KeyedLive& b) { return a.key < b.key; });

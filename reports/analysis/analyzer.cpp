@@ -613,7 +613,7 @@ std::vector<uint32_t> aggregate_stacks_named(const FirstPass& pass, const Stacks
   const auto add = [&](uint32_t stack) {
     if (!std::binary_search(named.begin(), named.begin() + sites_end, stack)) named.push_back(stack);
   };
-  for (const auto& [key, p] : pass.agg_run_peak) add(p.stack);  // at_peaks.run_peak's, each
+  for (const auto& [key, p] : pass.agg_run_peak) add(stack_of_key(key));  // at_peaks.run_peak's, each
   for (const auto& [stage, top] : at_peaks.stage_peaks) {
     for (const StackBytes& s : top) add(s.stack);
   }

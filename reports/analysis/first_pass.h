@@ -138,7 +138,11 @@ class FirstPass : public trace::TraceVisitor {
   };
   std::vector<AggStageCounts> agg_stage_counts;  // by stage instance
   std::unordered_map<uint32_t, trace::AggStageRecord> agg_stages;
-  absl::flat_hash_map<uint64_t, trace::AggPeakSiteRecord> agg_run_peak;  // by figure_key
+  // The run peak's sites' live figures by figure_key (which holds the stack and stage).
+  struct AggPeakLive {
+    uint64_t bytes = 0, blocks = 0;
+  };
+  absl::flat_hash_map<uint64_t, AggPeakLive> agg_run_peak;
   std::vector<trace::AggPeakSiteRecord> agg_run_peak_pending;  // until their snapshot closes
   std::optional<trace::AggSnapshotRecord> agg_snapshot;
   std::optional<std::vector<trace::AggStackBytes>> agg_ram_limit_stacks;
@@ -496,12 +500,19 @@ class FirstPass : public trace::TraceVisitor {
     if (!agg_run_peak_pending.front().change) agg_run_peak.clear();
     for (const trace::AggPeakSiteRecord& r : agg_run_peak_pending) {
       if (r.blocks) {
-        agg_run_peak[figure_key(r.stack, r.stage)] = r;
+        agg_run_peak[figure_key(r.stack, r.stage)] = AggPeakLive{r.bytes, r.blocks};
       } else {
         agg_run_peak.erase(figure_key(r.stack, r.stage));
       }
     }
-    agg_run_peak_pending.clear();
+    // A snapshot's whole list is as long as the sites holding memory: its room is not held
+    // through the rest of the reading for the few changes each snapshot after it lists.
+    constexpr size_t kPendingKept = 4096;
+    if (agg_run_peak_pending.capacity() > kPendingKept) {
+      std::vector<trace::AggPeakSiteRecord>().swap(agg_run_peak_pending);
+    } else {
+      agg_run_peak_pending.clear();
+    }
   }
   void on_agg_ram_limit_stacks(const std::vector<trace::AggStackBytes>& stacks) override {
     agg_ram_limit_stacks = stacks;
