@@ -34,6 +34,14 @@ reports::Report analyze(TraceBuilder& b, const std::string& name, uint64_t max_k
   return reports::analyze({path}, std::nullopt, options);
 }
 
+// A run's output folder, made anew and empty, for the tests that follow its traces.
+std::string fresh_run_folder(const std::string& name) {
+  const std::string dir = memstage::testing::temp_trace_path(name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directory(dir);
+  return dir;
+}
+
 const reports::StageReport& stage(const reports::Report& r, const std::string& path) {
   for (const auto& s : r.stages) {
     if (s.path == path) return s;
@@ -421,9 +429,7 @@ TEST_CASE("a trace read while it is written makes the report of the finished fil
   b.end(4'000'000);
   const std::string bytes = b.bytes();
   // A run's folder, where a second process's trace appears once the first is under way.
-  const std::string dir = memstage::testing::temp_trace_path("analyzer_being_written");
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directory(dir);
+  const std::string dir = fresh_run_folder("analyzer_being_written");
   const std::string path = dir + "/trace.100.mst", child_path = dir + "/trace.101.mst";
   reports::AnalysisOptions options;
   options.symbolize = false;
@@ -471,9 +477,7 @@ TEST_CASE("a trace's modules opened while it is written: the report of the finis
   b.alloc(0x7000, 64, 0).chunk();
   b.end(1'000'000);
   const std::string bytes = b.bytes();
-  const std::string dir = memstage::testing::temp_trace_path("analyzer_warmed_modules");
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directory(dir);
+  const std::string dir = fresh_run_folder("analyzer_warmed_modules");
   const std::string path = dir + "/trace.100.mst";
   reports::AnalysisOptions options;
   options.symbolize = true;
@@ -503,9 +507,7 @@ TEST_CASE("a trace's modules opened while it is written: the report of the finis
 }
 
 TEST_CASE("the run so far: each chunk's figures as it is written, the final report's at its end") {
-  const std::string dir = memstage::testing::temp_trace_path("analyzer_so_far");
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directory(dir);
+  const std::string dir = fresh_run_folder("analyzer_so_far");
   const std::string path = dir + "/trace.100.mst";
   reports::AnalysisOptions options;
   options.symbolize = false;
@@ -587,9 +589,7 @@ std::optional<reports::Report> every_stack_so_far(reports::TraceBeingWritten& ah
 }
 
 TEST_CASE("the run so far with every stack: what the analysis says of its sites and leaks at the end") {
-  const std::string dir = memstage::testing::temp_trace_path("analyzer_so_far_every");
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directory(dir);
+  const std::string dir = fresh_run_folder("analyzer_so_far_every");
   const std::string path = dir + "/trace.100.mst";
   TraceBuilder b;
   b.process().stack({0x10}).stack({0x20, 0x10}).stack({0x30, 0x10}).stage_name("load");
@@ -629,9 +629,7 @@ TEST_CASE("the run so far with every stack: what the analysis says of its sites 
 // Aggregate mode's site counts stay with the first pass until the trace ends: the run so
 // far takes them from there.
 TEST_CASE("the run so far of an aggregate trace: its sites' counts and what they hold") {
-  const std::string dir = memstage::testing::temp_trace_path("analyzer_so_far_aggregate");
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directory(dir);
+  const std::string dir = fresh_run_folder("analyzer_so_far_aggregate");
   const std::string path = dir + "/trace.100.mst";
   TraceBuilder b;
   b.process(100, trace::Mode::kAggregate).stack({0x10}).stack({0x20, 0x10});
@@ -671,9 +669,7 @@ TEST_CASE("traces to be read ahead that never appear leave the analysis as it wa
   b.process().stack({0x10}).alloc(0x1000, 64, 0).end(1'000'000);
   reports::AnalysisOptions options;
   options.symbolize = false;
-  const std::string dir = memstage::testing::temp_trace_path("analyzer_never_written");
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directory(dir);
+  const std::string dir = fresh_run_folder("analyzer_never_written");
   reports::TraceBeingWritten ahead(dir, options);
   ahead.writer_ended();
   CHECK(ahead.traces_followed() == 0);
@@ -784,9 +780,7 @@ TEST_CASE("several traces are read at once, and reported as if read in turn") {
 TEST_CASE("a trace whose process ended makes room to follow the next; one written on after its exec is read again") {
   reports::AnalysisOptions options;
   options.symbolize = false;
-  const std::string dir = memstage::testing::temp_trace_path("analyzer_followed_in_turn");
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directory(dir);
+  const std::string dir = fresh_run_folder("analyzer_followed_in_turn");
   reports::TraceBeingWritten ahead(dir, options);
 
   // The first process exec's and its exec fails: it writes on, after a pause, in the same
@@ -882,9 +876,7 @@ TEST_CASE("a job of many processes: its timeline stays within a bound of figures
 // The first pass keeps a site's counts in 4 bytes each and hands them to the sites' list
 // before they would wrap: the figures are the records' sums all the same.
 TEST_CASE("an aggregate site's counts past 32 bits add up as the records say") {
-  const std::string dir = memstage::testing::temp_trace_path("analyzer_agg_wide_counts");
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directory(dir);
+  const std::string dir = fresh_run_folder("analyzer_agg_wide_counts");
   const std::string path = dir + "/trace.100.mst";
   TraceBuilder b;
   b.process(100, trace::Mode::kAggregate).stack({0x10});
