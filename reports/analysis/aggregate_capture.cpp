@@ -11,8 +11,7 @@ StacksAtPeaks stacks_at_peaks_of_aggregate(const FirstPass& pass, size_t top_sta
   for (const auto& [key, p] : pass.agg_run_peak) {
     out.run_peak.push_back(StacksAtPeaks::KeyedLive{key, p.bytes, p.blocks});
   }
-  std::sort(out.run_peak.begin(), out.run_peak.end(),
-            [](const StacksAtPeaks::KeyedLive& a, const StacksAtPeaks::KeyedLive& b) { return a.key < b.key; });
+  std::sort(out.run_peak.begin(), out.run_peak.end(), StacksAtPeaks::key_less);
   const auto listed = [&](const std::vector<trace::AggStackBytes>& stacks) {
     std::vector<StackBytes> top;
     for (const auto& s : stacks) {

@@ -34,6 +34,7 @@ struct StacksAtPeaks {
     uint64_t blocks = 0;
   };
   std::vector<KeyedLive> run_peak;
+  static bool key_less(const KeyedLive& a, const KeyedLive& b) { return a.key < b.key; }
   // Pass two's replay takes the run's peak as the live blocks of each info that held some,
   // (info, blocks) in info order, a count over UINT32_MAX split over entries in a row:
   // smaller than the list by key, held beside the stack resolution, made into run_peak
@@ -71,11 +72,10 @@ struct StacksAtPeaks {
   // Keyed figures grouped by stack (each stack's in any order) sorted by key, equal keys
   // added up.
   static void sort_and_merge_keys(std::vector<KeyedLive>& by_stack) {
-    const auto by_key = [](const KeyedLive& a, const KeyedLive& b) { return a.key < b.key; };
     for (size_t begin = 0; begin < by_stack.size();) {
       size_t end = begin + 1;
       while (end < by_stack.size() && stack_of_key(by_stack[end].key) == stack_of_key(by_stack[begin].key)) ++end;
-      if (end - begin > 1) std::sort(by_stack.begin() + static_cast<ptrdiff_t>(begin), by_stack.begin() + static_cast<ptrdiff_t>(end), by_key);
+      if (end - begin > 1) std::sort(by_stack.begin() + static_cast<ptrdiff_t>(begin), by_stack.begin() + static_cast<ptrdiff_t>(end), key_less);
       begin = end;
     }
     size_t kept = 0;
