@@ -58,8 +58,8 @@ bool write_or_say(const std::string& path, const std::string& content);
 // A reader of the traces in `dir` while their processes write them (`run`, `attach`:
 // reports/analysis/analyzer.h, TraceBeingWritten), where a core is left for it: on one
 // core the reading would slow the program down (its times, not its memory figures), and
-// none is made. `with_stacks`: the run records stacks (not stats mode), so the C library's
-// debug information is read while it runs too.
+// none is made. `with_stacks`: the run records stacks (not stats mode), so the main
+// process's stacks are resolved while it runs too.
 std::unique_ptr<reports::TraceBeingWritten> read_traces_ahead(const std::string& dir, bool with_stacks);
 
 // The end of `run` and `attach`: analyses the folder's traces, writes report.json and

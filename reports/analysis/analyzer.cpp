@@ -980,8 +980,14 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   JobPlan job = plan_job(traces.files, traces.main_index, options.max_timeline_points);
   StagePaths stage_paths;
   StageRows stage_rows(stage_keys(pass, kept_text, stage_paths));
-  StackResolver stacks(pass.stacks, pass.module_snapshots, pass.python_codes, report, options.symbolize,
-                       read_ahead ? read_ahead->take_symbolizer() : Symbolizer());
+  std::unique_ptr<StackResolver> resolver =
+      read_ahead ? read_ahead->take_stacks(main, report, options.symbolize) : nullptr;
+  if (!resolver) {
+    resolver = std::make_unique<StackResolver>(pass.stacks, pass.module_snapshots, pass.python_codes, report,
+                                               options.symbolize,
+                                               read_ahead ? read_ahead->take_symbolizer() : Symbolizer());
+  }
+  StackResolver& stacks = *resolver;
   stacks.place_tree();  // every site's stack is named, in every mode: most of the tree
   StacksAtPeaks at_peaks = pass_two(main, job, stage_rows, stacks, options.top_stacks, read_progress);
   // Every site's stack is resolved: the sites' list is made in the room the resolution's

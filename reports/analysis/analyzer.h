@@ -19,7 +19,8 @@ namespace memstage::reports {
 
 class KeptTextBudget;  // first_pass.h
 struct TraceFile;
-class Symbolizer;  // reports/symbolize/symbolizer.h
+class Symbolizer;     // reports/symbolize/symbolizer.h
+class StackResolver;  // reports/analysis/stack_resolver.h
 
 // What `memstage run` knows about the run that the traces can't say.
 struct RunInfo {
@@ -84,11 +85,13 @@ class TraceBeingWritten {
  public:
   // Watches `dir`, the run's folder, and follows each trace (trace.*.mst) that appears in
   // it from then on, up to 16 at once (one whose process ended makes room for the next);
-  // `options` must be those of the analysis it is handed to. With `warm_symbols` (a trace
-  // with stacks, symbolized), it also opens the C library's modules and each module the
-  // traces list meanwhile (Symbolizer::warm: a symbol cache's file, or the symbols and
-  // debug information), on a thread at the lowest priority.
-  TraceBeingWritten(std::string dir, const AnalysisOptions& options, bool warm_symbols = false);
+  // `options` must be those of the analysis it is handed to. With `with_stacks` (the run
+  // records stacks), the reader of the main process's trace resolves its stacks as it reads
+  // them (StackResolver::resolve_while_read), and, symbolized, a thread at the lowest
+  // priority opens the C library's modules and each module the traces list meanwhile
+  // (Symbolizer::warm: a symbol cache's file, or the symbols and debug information) until
+  // that reader begins.
+  TraceBeingWritten(std::string dir, const AnalysisOptions& options, bool with_stacks = false);
   ~TraceBeingWritten();  // stops reading and waits for the threads
   TraceBeingWritten(const TraceBeingWritten&) = delete;
   TraceBeingWritten& operator=(const TraceBeingWritten&) = delete;
@@ -117,6 +120,9 @@ class TraceBeingWritten {
   KeptTextBudget& budget();
   std::unique_ptr<TraceFile> take(const std::string& trace_path);
   Symbolizer take_symbolizer();
+  // The stacks of `file` (taken) resolved while it was read, now resolving into `report`;
+  // null where they were not.
+  std::unique_ptr<StackResolver> take_stacks(const TraceFile& file, Report& report, bool analysis_symbolizes);
 
   std::unique_ptr<State> state_;
   friend Report analyze(const std::vector<std::string>&, const std::optional<RunInfo>&, const AnalysisOptions&,

@@ -12,12 +12,56 @@ StackResolver::StackResolver(const StackTree& tree, const std::vector<std::vecto
                              const std::unordered_map<uint64_t, trace::PythonCode>& python_codes, Report& report,
                              bool symbolize, Symbolizer symbolizer)
     : tree_(tree),
+      module_snapshots_(module_snapshots),
+      modules_indexed_(module_snapshots.size()),
       python_codes_(python_codes),
-      report_(report),
+      report_(&report),
       symbolize_(symbolize),
       symbolizer_(std::move(symbolizer)),
       modules_(module_snapshots),
       interner_(report.frames) {}
+
+void StackResolver::resolve_while_read() {
+  tree_read_ = false;
+  by_trace_node_ = true;
+  placed_ = true;  // place_tree: a growing tree has no places
+}
+
+void StackResolver::index_modules() {
+  if (modules_indexed_ == module_snapshots_.size()) return;
+  modules_ = ModuleIndex(module_snapshots_);
+  modules_indexed_ = module_snapshots_.size();
+}
+
+void StackResolver::resolve_read() {
+  // Those left wait for a module list or a Python code read since.
+  if (modules_indexed_ != module_snapshots_.size() || codes_tried_ != python_codes_.size()) {
+    index_modules();
+    codes_tried_ = python_codes_.size();
+    std::vector<uint32_t> left;
+    left.swap(left_for_later_);
+    for (const uint32_t stack : left) leave_unless_resolved(stack);
+  }
+  for (; next_read_stack_ < tree_.stacks(); ++next_read_stack_) leave_unless_resolved(next_read_stack_);
+}
+
+void StackResolver::leave_unless_resolved(uint32_t stack) {
+  // Past the bound they are left to pass two, which resolves every stack it names.
+  if (!walk(stack) && left_for_later_.size() < kMostLeftForLater) left_for_later_.push_back(stack);
+}
+
+void StackResolver::move_to_report(Report& report) {
+  if (!report.frames.empty() || report.stack_nodes.size() != 1 || !report.stacks.empty()) {
+    throw std::logic_error("a resolver's frames moved into a report that has frames of its own");
+  }
+  report.frames.swap(report_->frames);
+  report.stack_nodes.swap(report_->stack_nodes);
+  interner_.move_to(report.frames);
+  report_ = &report;
+  tree_read_ = true;
+  index_modules();
+  std::vector<uint32_t>().swap(left_for_later_);  // pass two names them: resolved then
+}
 
 StackIndex StackResolver::index_of(uint32_t trace_stack) {
   if (const uint32_t rank = ascending_.number_of(trace_stack); rank != AscendingNumbers::kNone) {
@@ -28,8 +72,8 @@ StackIndex StackResolver::index_of(uint32_t trace_stack) {
   }
   const bool known = contains(trace_stack);
   if (known && tree_forgotten_) throw std::logic_error("a stack named after the stack tree was let go");
-  const auto index = static_cast<StackIndex>(report_.stacks.size());
-  report_.stacks.push_back(Stack{resolve(trace_stack)});
+  const auto index = static_cast<StackIndex>(report_->stacks.size());
+  report_->stacks.push_back(Stack{resolve(trace_stack)});
   if (!known || !numbers_next(trace_stack, index)) index_of_other_stack_.emplace(trace_stack, index);
   return index;
 }
@@ -72,12 +116,21 @@ void StackResolver::add_frames(uint64_t address, uint32_t module) {
   }
 }
 
-std::pair<uint32_t, uint32_t> StackResolver::frames_at(uint64_t address, int snapshot) {
+bool StackResolver::can_know_yet(uint64_t address, uint32_t module) const {
+  if (module == kPython) return python_codes_.contains(trace::python_frame_code_id(address));
+  return module != ModuleIndex::kNone;
+}
+
+std::optional<std::pair<uint32_t, uint32_t>> StackResolver::frames_at(uint64_t address, int snapshot) {
   const bool python = trace::is_python_frame(address);
   auto [it, first_time] = frames_of_.try_emplace(address);
   FramesAt& at = it->second;
-  if (!first_time && (python || at.snapshot == snapshot)) return {at.first, at.count};
+  if (!first_time && (python || at.snapshot == snapshot)) return std::pair{at.first, at.count};
   const uint32_t module = python ? kPython : modules_.module_for(address, snapshot);
+  if (!tree_read_ && !can_know_yet(address, module)) {
+    if (first_time) frames_of_.erase(it);
+    return std::nullopt;
+  }
   if (first_time || module != at.module) {
     // The frames found before, in the other module, stay where the next list may ask.
     if (!first_time) frames_in_other_module_.try_emplace(std::pair{address, at.module}, std::pair{at.first, at.count});
@@ -92,11 +145,11 @@ std::pair<uint32_t, uint32_t> StackResolver::frames_at(uint64_t address, int sna
     at.module = module;
   }
   at.snapshot = snapshot;
-  return {at.first, at.count};
+  return std::pair{at.first, at.count};
 }
 
 bool StackResolver::is_node_of(StackNodeIndex node, StackNodeIndex caller, uint32_t first, uint32_t count) const {
-  const std::vector<StackNode>& nodes = report_.stack_nodes;
+  const std::vector<StackNode>& nodes = report_->stack_nodes;
   for (uint32_t i = 0; i < count; ++i, node = nodes[node].caller) {
     if (node == 0 || nodes[node].frame != frame_ids_[first + i]) return false;
   }
@@ -106,7 +159,7 @@ bool StackResolver::is_node_of(StackNodeIndex node, StackNodeIndex caller, uint3
 void StackResolver::place_tree() {
   if (placed_ || tree_forgotten_) return;
   placed_ = true;
-  std::vector<StackNode>& nodes = report_.stack_nodes;
+  std::vector<StackNode>& nodes = report_->stack_nodes;
   // Room past the places for the outer frames of inlined calls, never touched if unused.
   nodes.reserve(nodes.size() + tree_.size() + tree_.size() / 8);
   slots_base_ = static_cast<StackNodeIndex>(nodes.size() - 1);
@@ -116,11 +169,12 @@ void StackResolver::place_tree() {
   // holds both copies a while, the resolution's highest point. Stacks share most frames,
   // so a large tree names far fewer frames than nodes; past the room, the list doubles.
   // A sixteenth of the nodes: 10 bytes of address space a node, about the nodes' own.
-  report_.frames.reserve(report_.frames.size() + tree_.size() / 16);
+  report_->frames.reserve(report_->frames.size() + tree_.size() / 16);
 }
 
 StackNodeIndex StackResolver::node_of(uint32_t trace_node) const {
   if (trace_node == 0) return 0;
+  if (by_trace_node_) return node_of_trace_node_[trace_node];
   if (!moved_.empty()) {
     if (const auto moved = moved_.find(trace_node); moved != moved_.end()) return moved->second;
   }
@@ -129,11 +183,18 @@ StackNodeIndex StackResolver::node_of(uint32_t trace_node) const {
 
 StackNodeIndex StackResolver::add_nodes(uint32_t trace_node, bool first_time, StackNodeIndex caller, uint32_t first,
                                         uint32_t count) {
-  std::vector<StackNode>& nodes = report_.stack_nodes;
+  std::vector<StackNode>& nodes = report_->stack_nodes;
   // An address's frames are innermost first (the inlined ones before their caller).
   for (uint32_t i = count; i > 1; --i) {
     nodes.push_back(StackNode{frame_ids_[first + i - 1], caller});
     caller = static_cast<StackNodeIndex>(nodes.size() - 1);
+  }
+  if (by_trace_node_) {
+    if (count > 0) {
+      nodes.push_back(StackNode{frame_ids_[first], caller});
+      caller = static_cast<StackNodeIndex>(nodes.size() - 1);
+    }
+    return node_of_trace_node_[trace_node] = caller;
   }
   if (count == 0) {
     moved_[trace_node] = caller;
@@ -155,9 +216,14 @@ StackNodeIndex StackResolver::add_nodes(uint32_t trace_node, bool first_time, St
 // stack stops at the first node made already.
 StackNodeIndex StackResolver::resolve(uint32_t trace_stack) {
   if (!tree_.contains(trace_stack)) return 0;
+  return *walk(trace_stack);  // the tree is read whole: every frame is known
+}
+
+std::optional<StackNodeIndex> StackResolver::walk(uint32_t trace_stack) {
   const int snapshot = std::max(tree_.snapshot_of(trace_stack), 0);
   const MadeIn mark = made_in_mark(snapshot);
   if (made_in_.size() < tree_.size()) made_in_.resize(tree_.size(), kUnresolved);
+  if (by_trace_node_ && node_of_trace_node_.size() < tree_.size()) node_of_trace_node_.resize(tree_.size());
   path_.clear();
   uint32_t n = tree_.node_of(trace_stack);
   while (n != 0 && (made_in_[n] != mark || mark == kMadeInAnother)) {
@@ -166,7 +232,9 @@ StackNodeIndex StackResolver::resolve(uint32_t trace_stack) {
   }
   StackNodeIndex node = node_of(n);
   for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
-    const auto [first, count] = frames_at(tree_.return_address(*it), snapshot);
+    const auto frames = frames_at(tree_.return_address(*it), snapshot);
+    if (!frames) return std::nullopt;
+    const auto [first, count] = *frames;
     MadeIn& made_in = made_in_[*it];
     // Made under another module list: the same nodes unless the address's module differs.
     if (made_in != kUnresolved && is_node_of(node_of(*it), node, first, count)) {

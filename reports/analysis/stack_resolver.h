@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -31,10 +32,23 @@ class StackResolver {
                 const std::unordered_map<uint64_t, trace::PythonCode>& python_codes, Report& report, bool symbolize,
                 Symbolizer symbolizer = Symbolizer());
 
+  // Resolution begun while the trace is read (memstage run: on the follower's thread, as
+  // the program runs), into `scratch` until the report is made (move_to_report). Stacks
+  // are resolved as the tree gains them (resolve_read); a frame that a module list or a
+  // Python code not read yet may decide is left for later.
+  void resolve_while_read();
+  // The stacks the tree gained since the last call, each as far as its frames can be known
+  // yet: the stacks after pass two names find their nodes made.
+  void resolve_read();
+  // Goes on in `report`, made since, with the frames and nodes resolved so far (`report`
+  // has none of its own yet): the tree is read whole, every frame can be known.
+  void move_to_report(Report& report);
+  bool symbolizes() const { return symbolize_; }
+
   // The report's stack for trace stack `trace_stack`, resolved on first use.
   StackIndex index_of(uint32_t trace_stack);
   // `stacks` more are about to be resolved: the report's list is sized once.
-  void reserve(size_t stacks) { report_.stacks.reserve(report_.stacks.size() + stacks); }
+  void reserve(size_t stacks) { report_->stacks.reserve(report_->stacks.size() + stacks); }
   // Most of the tree is about to be resolved: each trace node is given its report node's
   // place now (see slots_), the report's nodes sized once (a doubling list of the tree's
   // nodes held both copies at once). Once only.
@@ -47,6 +61,8 @@ class StackResolver {
     std::vector<MadeIn>().swap(made_in_);
     decltype(moved_)().swap(moved_);
     slots_ = 0;  // the places are taken: nodes made anew are added after them
+    std::vector<StackNodeIndex>().swap(node_of_trace_node_);
+    by_trace_node_ = false;
   }
   // The caller is about to let go of the tree: every stack named from here on was resolved
   // before. Naming another is a logic error, not a damaged trace (those are unknown stacks).
@@ -74,9 +90,20 @@ class StackResolver {
  private:
   // The report's node of trace stack `trace_stack`'s innermost frame, made on first use.
   StackNodeIndex resolve(uint32_t trace_stack);
+  // resolve's walk; nullopt (while the tree is read) at a frame that cannot be known yet,
+  // the stack's nodes outside it made.
+  std::optional<StackNodeIndex> walk(uint32_t trace_stack);
   // The frames of a return address in the module list `snapshot`, innermost first:
-  // (first, count) in frame_ids_, symbolized once per address and module.
-  std::pair<uint32_t, uint32_t> frames_at(uint64_t address, int snapshot);
+  // (first, count) in frame_ids_, symbolized once per address and module. nullopt while
+  // the tree is read where they cannot be known yet (can_know_yet).
+  std::optional<std::pair<uint32_t, uint32_t>> frames_at(uint64_t address, int snapshot);
+  // While the tree is read: a Python frame's code is read, a native address has a module
+  // (a later module list could place an address no list places yet, never move one).
+  bool can_know_yet(uint64_t address, uint32_t module) const;
+  // The module index again, once more module lists were read (its modules keep their ids).
+  void index_modules();
+  // Resolves `stack` while the tree is read, or keeps it to try again (resolve_read).
+  void leave_unless_resolved(uint32_t stack);
   // Appends to frame_ids_ the frames of an address inside `module` (ModuleIndex::kNone: none).
   void add_frames(uint64_t address, uint32_t module);
   Frame python_frame(uint64_t address) const;
@@ -94,10 +121,19 @@ class StackResolver {
   size_t tree_stacks() const { return tree_forgotten_ ? tree_stacks_ : tree_.stacks(); }
 
   const StackTree& tree_;
+  const std::vector<std::vector<trace::Module>>& module_snapshots_;
   bool tree_forgotten_ = false;
+  bool tree_read_ = true;  // false while resolve_while_read's tree is read
+  size_t modules_indexed_ = 0;  // module lists in modules_
+  // While the tree is read: the next stack to resolve, and those left for a later module
+  // list or Python code (tried again when one was read: the codes seen then).
+  uint32_t next_read_stack_ = 0;
+  std::vector<uint32_t> left_for_later_;
+  static constexpr size_t kMostLeftForLater = 1 << 16;
+  size_t codes_tried_ = 0;
   size_t tree_stacks_ = 0;  // the tree's stacks when it was let go
   const std::unordered_map<uint64_t, trace::PythonCode>& python_codes_;
-  Report& report_;
+  Report* report_;
   bool symbolize_;
   Symbolizer symbolizer_;
   ModuleIndex modules_;
@@ -121,6 +157,10 @@ class StackResolver {
     return snapshot + 1 < kMadeInAnother ? static_cast<MadeIn>(snapshot + 1) : kMadeInAnother;
   }
   std::vector<MadeIn> made_in_;
+  // A tree resolved while it is read has no places (it grows): each trace node's report
+  // node is in this table instead, by trace node.
+  bool by_trace_node_ = false;
+  std::vector<StackNodeIndex> node_of_trace_node_;
   StackNodeIndex slots_base_ = 0;
   size_t slots_ = 0;  // the trace nodes with a place are those below it
   bool placed_ = false;

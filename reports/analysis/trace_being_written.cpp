@@ -18,6 +18,7 @@
 #include "reports/analysis/analyzer.h"
 #include "reports/analysis/first_pass.h"
 #include "reports/analysis/report_so_far.h"
+#include "reports/analysis/stack_resolver.h"
 #include "reports/symbolize/symbolizer.h"
 
 namespace memstage::reports {
@@ -35,15 +36,28 @@ std::optional<FileId> file_id(const std::string& path) {
 }  // namespace
 
 struct TraceBeingWritten::State {
-  State(std::string folder, const AnalysisOptions& options, bool warm_symbols)
-      : dir(std::move(folder)), budget(options.max_kept_text_bytes), max_event_log_bytes(options.max_event_log_bytes) {
-    if (!warm_symbols || !options.symbolize) return;
+  State(std::string folder, const AnalysisOptions& options, bool with_stacks)
+      : dir(std::move(folder)),
+        budget(options.max_kept_text_bytes),
+        max_event_log_bytes(options.max_event_log_bytes),
+        resolve_early(with_stacks),
+        symbolize(options.symbolize) {
+    if (!with_stacks || !options.symbolize) return;
     warmer = std::jthread([this] { warm_modules(); });
   }
+  // The main process's stacks resolved by its reader as they are read, in a report of
+  // their own until the analysis takes them (StackResolver::resolve_while_read).
+  struct EarlyStacks {
+    Report scratch;
+    std::unique_ptr<StackResolver> resolver;
+  };
   // One trace followed as it is written, by a thread of its own.
   struct Follower {
+    size_t ordinal = 0;  // 0: the first trace followed, the program's own
     std::string path;
     std::unique_ptr<TraceFile> file;  // once read
+    std::unique_ptr<EarlyStacks> early;  // the reader's until take()
+    bool early_decided = false;
     // The pass being read, for so_far: its reader holds `pass_mutex` while it reads, and
     // lets go between chunks when a view waits for it, and while it waits for the writer.
     TraceFile* reading = nullptr;  // under pass_mutex
@@ -59,6 +73,11 @@ struct TraceBeingWritten::State {
   std::string dir;
   KeptTextBudget budget;  // the analysis it is handed to goes on charging it
   size_t max_event_log_bytes;
+  bool resolve_early;  // the traces have stacks: the main process's are resolved as read
+  bool symbolize;
+  std::atomic<uint64_t> first_pid{0};  // the first trace's process, once read (0: not yet)
+  std::atomic<bool> resolving_early{false};  // a reader resolves stacks: the warmer stops
+  std::map<const TraceFile*, std::unique_ptr<EarlyStacks>> early_by_file;  // taken with their files
   std::mutex mutex;
   std::condition_variable writer_ended;
   bool writing = true;  // under mutex
@@ -121,6 +140,7 @@ struct TraceBeingWritten::State {
           following.fetch_add(1);
           auto follower = std::make_unique<Follower>();
           Follower& f = *follower;
+          f.ordinal = followed.size() - 1;
           f.path = path;
           {
             std::lock_guard lock(mutex);
@@ -154,8 +174,10 @@ struct TraceBeingWritten::State {
             wait();
             pass_lock.lock();
           }};
-      // After each chunk: a view waiting for the pass gets it now (so_far).
-      const auto let_views_in = [&f, &pass_lock](uint64_t, uint64_t) {
+      // After each chunk: its stacks resolved if they are the main process's, and a view
+      // waiting for the pass gets it now (so_far).
+      const auto let_views_in = [this, &f, &file, &pass_lock](uint64_t, uint64_t) {
+        resolve_stacks_read(f, *file);
         if (!f.views_waiting.load()) return;
         pass_lock.unlock();
         while (f.views_waiting.load()) std::this_thread::yield();
@@ -170,6 +192,35 @@ struct TraceBeingWritten::State {
     }
     pass_lock.unlock();
     following.fetch_sub(1);
+  }
+
+  // Whether a trace's stacks are resolved as it is read: those of the process the analysis
+  // will report, the first one memstage started (or an image it exec'd, same pid). Their
+  // resolution moves from after the program's end to the reader's core while it runs.
+  bool is_main_candidate(const Follower& f, const FirstPass& pass) {
+    if (f.ordinal == 0) {
+      first_pid.store(pass.info.pid);
+      return true;
+    }
+    return pass.info.pid == first_pid.load();
+  }
+  // A failure here costs the early start, never the report: pass two resolves them all.
+  void resolve_stacks_read(Follower& f, TraceFile& file) noexcept {
+    try {
+      if (!f.early_decided) {
+        if (!resolve_early || !file.pass.have_info) return;
+        f.early_decided = true;
+        if (!is_main_candidate(f, file.pass)) return;
+        f.early = std::make_unique<EarlyStacks>();
+        f.early->resolver = std::make_unique<StackResolver>(file.pass.stacks, file.pass.module_snapshots,
+                                                            file.pass.python_codes, f.early->scratch, symbolize);
+        f.early->resolver->resolve_while_read();
+        resolving_early.store(true);
+      }
+      if (f.early) f.early->resolver->resolve_read();
+    } catch (...) {
+      f.early.reset();
+    }
   }
 
   // The passes read so far, each paused between chunks until `done` returns: a view waits
@@ -202,7 +253,9 @@ struct TraceBeingWritten::State {
     symbolizer.warm_c_library();
     std::set<std::string> listed;
     std::map<const TraceFile*, size_t> lists_read;  // by trace: its module lists looked at
-    while (still_writing()) {
+    // A reader resolving its stacks opens the modules they name itself, in its own
+    // symbolizer: opened here too, they would be read twice.
+    while (still_writing() && !resolving_early.load()) {
       const std::vector<std::string> fresh = with_passes([&](const std::vector<const TraceFile*>& files) {
         std::vector<std::string> paths;
         for (const TraceFile* file : files) {
@@ -215,7 +268,9 @@ struct TraceBeingWritten::State {
         }
         return paths;
       });
-      for (size_t i = 0; i < fresh.size() && still_writing(); ++i) symbolizer.warm(fresh[i]);
+      for (size_t i = 0; i < fresh.size() && still_writing() && !resolving_early.load(); ++i) {
+        symbolizer.warm(fresh[i]);
+      }
       wait(std::chrono::milliseconds(100));
     }
   }
@@ -242,12 +297,27 @@ struct TraceBeingWritten::State {
     if (ec || !f.file || bytes != f.file->summary.file_bytes) return nullptr;  // written on after
     std::lock_guard pass_lock(f.pass_mutex);
     f.reading = nullptr;
+    if (f.early) early_by_file.emplace(f.file.get(), std::move(f.early));
     return std::move(f.file);
+  }
+
+  // The stacks of `file` (taken) resolved while it was read, moved into `report`; null
+  // when they were not (another process's, or another symbolization than the analysis's).
+  std::unique_ptr<StackResolver> take_stacks(const TraceFile& file, Report& report, bool analysis_symbolizes) {
+    std::unique_ptr<StackResolver> resolver;
+    if (const auto found = early_by_file.find(&file); found != early_by_file.end()) {
+      if (found->second->resolver->symbolizes() == analysis_symbolizes) {
+        resolver = std::move(found->second->resolver);
+        resolver->move_to_report(report);
+      }
+    }
+    early_by_file.clear();
+    return resolver;
   }
 };
 
-TraceBeingWritten::TraceBeingWritten(std::string dir, const AnalysisOptions& options, bool warm_symbols)
-    : state_(std::make_unique<State>(std::move(dir), options, warm_symbols)) {
+TraceBeingWritten::TraceBeingWritten(std::string dir, const AnalysisOptions& options, bool with_stacks)
+    : state_(std::make_unique<State>(std::move(dir), options, with_stacks)) {
   state_->watcher = std::jthread([state = state_.get()] { state->watch(); });
 }
 
@@ -261,6 +331,11 @@ KeptTextBudget& TraceBeingWritten::budget() { return state_->budget; }
 std::unique_ptr<TraceFile> TraceBeingWritten::take(const std::string& trace_path) { return state_->take(trace_path); }
 
 Symbolizer TraceBeingWritten::take_symbolizer() { return state_->take_symbolizer(); }
+
+std::unique_ptr<StackResolver> TraceBeingWritten::take_stacks(const TraceFile& file, Report& report,
+                                                              bool analysis_symbolizes) {
+  return state_->take_stacks(file, report, analysis_symbolizes);
+}
 
 std::optional<Report> TraceBeingWritten::so_far(const AnalysisOptions& options, SoFarStacks which) {
   std::lock_guard lock(state_->so_far_mutex);

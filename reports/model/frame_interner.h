@@ -15,7 +15,7 @@ class FrameInterner {
  public:
   // Indexes what `frames` holds already (assumed distinct) and adds to it from then on.
   explicit FrameInterner(std::vector<Frame>& frames)
-      : frames_(frames), ids_(frames.size() + 16, Hash{&frames}, Equal{&frames}) {
+      : frames_(&frames), ids_(frames.size() + 16, Hash{&frames_}, Equal{&frames_}) {
     for (FrameIndex i = 0; i < frames.size(); ++i) ids_.insert(i);
   }
   FrameInterner(const FrameInterner&) = delete;
@@ -25,21 +25,26 @@ class FrameInterner {
   // would not be matched with them).
   void forget() { decltype(ids_)(0, Hash{&frames_}, Equal{&frames_}).swap(ids_); }
 
+  // Goes on in `frames`, which holds what the list interned into so far did (swapped in):
+  // a resolver begun before its report was made hands its frames to it.
+  void move_to(std::vector<Frame>& frames) { frames_ = &frames; }
+
   FrameIndex intern(Frame frame) {
     // The set holds indices, so the candidate goes in first and comes out again if an
     // equal frame was there.
-    const auto index = static_cast<FrameIndex>(frames_.size());
-    frames_.push_back(std::move(frame));
+    const auto index = static_cast<FrameIndex>(frames_->size());
+    frames_->push_back(std::move(frame));
     const auto [it, added] = ids_.insert(index);
-    if (!added) frames_.pop_back();
+    if (!added) frames_->pop_back();
     return *it;
   }
 
  private:
+  // The hash and the comparison read the list through frames_, so that move_to moves them.
   struct Hash {
-    const std::vector<Frame>* frames;
+    std::vector<Frame>* const* frames;
     size_t operator()(FrameIndex i) const {
-      const Frame& f = (*frames)[i];
+      const Frame& f = (**frames)[i];
       size_t h = std::hash<std::string>{}(f.function);
       const auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
       mix(std::hash<std::string>{}(f.file));
@@ -53,11 +58,11 @@ class FrameInterner {
     }
   };
   struct Equal {
-    const std::vector<Frame>* frames;
-    bool operator()(FrameIndex a, FrameIndex b) const { return (*frames)[a] == (*frames)[b]; }
+    std::vector<Frame>* const* frames;
+    bool operator()(FrameIndex a, FrameIndex b) const { return (**frames)[a] == (**frames)[b]; }
   };
 
-  std::vector<Frame>& frames_;
+  std::vector<Frame>* frames_;
   std::unordered_set<FrameIndex, Hash, Equal> ids_;
 };
 

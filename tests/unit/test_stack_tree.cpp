@@ -317,6 +317,58 @@ TEST_CASE("a stack's frames are those of its own module list, and shared with ea
   CHECK(nodes.size() == 1 + 2 + 1 + 3 + 3);
 }
 
+// Each frame of a report stack as text: module, address, function, file and line.
+std::vector<std::string> frames_text(const memstage::reports::Report& r, memstage::reports::StackIndex stack) {
+  std::vector<std::string> out;
+  for (const auto f : r.frames_of(r.stacks.at(stack))) {
+    const auto& frame = r.frame(f);
+    out.push_back(frame.module + "+" + std::to_string(frame.address) + " " + frame.function + " " + frame.file + ":" +
+                  std::to_string(frame.line));
+  }
+  return out;
+}
+
+TEST_CASE("stack resolver: resolved while the tree is read, frames not knowable yet wait; the stacks are a resolution's after") {
+  using namespace memstage::reports;
+  using memstage::trace::python_frame_address;
+  const uint64_t code_read_late = python_frame_address(7, 12);
+  std::vector<std::vector<memstage::trace::Module>> lists{{{"/lib/libx.so", 0, {{0x1000, 0x2000}}}}};
+  std::unordered_map<uint64_t, memstage::trace::PythonCode> codes;
+  StackTree tree;
+  tree.add_node(1, 0, 0x1100, 0);
+  tree.add_node(2, 1, 0x5100, 0);  // liby's, in the list that follows its definition
+  tree.add_node(3, 2, 0x1200, 0);
+  tree.add_node(4, 1, code_read_late, 0);
+  Report scratch;
+  StackResolver early(tree, lists, codes, scratch, false);
+  early.resolve_while_read();
+  early.resolve_read();
+  // Stack 1 is made; 2 and 3 wait for liby's list, 4 for its code: none of them made.
+  CHECK(scratch.stack_nodes.size() == 2);
+  lists.push_back({{"/lib/libx.so", 0, {{0x1000, 0x2000}}}, {"/lib/liby.so", 0, {{0x5000, 0x6000}}}});
+  tree.add_node(5, 1, 0x1300, 1);
+  early.resolve_read();
+  CHECK(scratch.stack_nodes.size() == 5);  // 2, 3 and 5 now; 4 still waits
+  codes.emplace(7, memstage::trace::PythonCode{7, 10, "late.py", "read_late"});
+  tree.add_node(6, 4, 0x1400, 1);
+  Report report;
+  early.move_to_report(report);  // the tree read whole: 4 and 6 resolved as pass two names them
+  CHECK(scratch.frames.empty());
+  Report whole;
+  StackResolver after(tree, lists, codes, whole, false);
+  for (uint32_t stack = 1; stack <= 6; ++stack) {
+    INFO("stack " << stack);
+    const StackIndex a = early.index_of(stack), b = after.index_of(stack);
+    CHECK(frames_text(report, a) == frames_text(whole, b));
+  }
+  CHECK(frames_text(report, early.index_of(2)).front() == "/lib/liby.so+" + std::to_string(0x5100) + "  :0");
+  CHECK(frames_text(report, early.index_of(4)).front() == "+0 read_late late.py:12");
+  CHECK(report.stack_nodes.size() == whole.stack_nodes.size());
+  CHECK(report.frames.size() == whole.frames.size());
+  // Only into a report with no frames of its own.
+  CHECK_THROWS_AS(StackResolver(tree, lists, codes, scratch, false).move_to_report(report), std::logic_error);
+}
+
 TEST_CASE("report model: stacks made whole share their callers; the site is found walking from the innermost") {
   using namespace memstage::reports;
   Report r;
