@@ -100,6 +100,9 @@ class TraceBeingWritten {
   void writer_ended();
   // How many traces were followed (for tests): ends the watching, as writer_ended does.
   size_t traces_followed();
+  // How many of the main process's stacks the analysis it was handed to found resolved
+  // while the trace was read (for tests).
+  size_t stacks_resolved_early() const;
 
   // The run so far, as the followed traces stand at their latest chunk, for a view drawn
   // again every second (memstage live, run --live): pass one's figures (peaks, stages,

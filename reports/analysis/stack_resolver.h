@@ -44,6 +44,8 @@ class StackResolver {
   // has none of its own yet): the tree is read whole, every frame can be known.
   void move_to_report(Report& report);
   bool symbolizes() const { return symbolize_; }
+  // The stacks resolve_read resolved whole (for tests).
+  size_t stacks_resolved_while_read() const { return next_read_stack_ - left_for_later_.size(); }
 
   // The report's stack for trace stack `trace_stack`, resolved on first use.
   StackIndex index_of(uint32_t trace_stack);

@@ -78,6 +78,7 @@ struct TraceBeingWritten::State {
   std::atomic<uint64_t> first_pid{0};  // the first trace's process, once read (0: not yet)
   std::atomic<bool> resolving_early{false};  // a reader resolves stacks: the warmer stops
   std::map<const TraceFile*, std::unique_ptr<EarlyStacks>> early_by_file;  // taken with their files
+  size_t stacks_resolved_early = 0;  // by the resolver the analysis took
   std::mutex mutex;
   std::condition_variable writer_ended;
   bool writing = true;  // under mutex
@@ -308,6 +309,7 @@ struct TraceBeingWritten::State {
     if (const auto found = early_by_file.find(&file); found != early_by_file.end()) {
       if (found->second->resolver->symbolizes() == analysis_symbolizes) {
         resolver = std::move(found->second->resolver);
+        stacks_resolved_early = resolver->stacks_resolved_while_read();
         resolver->move_to_report(report);
       }
     }
@@ -344,6 +346,8 @@ std::optional<Report> TraceBeingWritten::so_far(const AnalysisOptions& options, 
     return report_so_far(files, options, state_->so_far_symbolizer, which);
   });
 }
+
+size_t TraceBeingWritten::stacks_resolved_early() const { return state_->stacks_resolved_early; }
 
 size_t TraceBeingWritten::traces_followed() {
   state_->end_writing();

@@ -506,6 +506,63 @@ TEST_CASE("a trace's modules opened while it is written: the report of the finis
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a trace's stacks resolved while it is written: a library listed after a stack that names it waits for its list") {
+  using trace::records::ModuleEntry;
+  using trace::records::Segment;
+  const Segment low[] = {{0x1000, 0x2000}}, high[] = {{0x5000, 0x6000}};
+  ModuleEntry libx, liby;
+  libx.path = "/lib/libx.so";
+  libx.segments.items = low;
+  liby.path = "/lib/liby.so";  // dlopen'ed in the batch that defined the second stack
+  liby.segments.items = high;
+  std::vector<ModuleEntry> first{libx}, second{libx, liby};
+  const auto modules_record = [](std::vector<ModuleEntry>& entries) {
+    trace::records::Modules m;
+    m.modules.items = entries;
+    return m;
+  };
+  TraceBuilder b;
+  b.process().record(modules_record(first)).stack({0x1100, 0x1010}).stack({0x5100, 0x1100, 0x1010});
+  b.alloc(0x10000, 300, 0).alloc(0x20000, 200, 1).chunk();
+  const size_t first_chunk_bytes = b.bytes().size();
+  b.record(modules_record(second)).stack({0x5200, 0x1010}).alloc(0x30000, 100, 2).chunk();
+  b.end(1'000'000);
+  const std::string bytes = b.bytes();
+  const std::string dir = fresh_run_folder("analyzer_resolved_while_read");
+  const std::string path = dir + "/trace.100.mst";
+  reports::AnalysisOptions options;
+  options.symbolize = false;
+
+  reports::TraceBeingWritten ahead(dir, options, true);
+  FILE* f = fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  fwrite(bytes.data(), 1, first_chunk_bytes, f);
+  fflush(f);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // read, and its stacks resolved
+  fwrite(bytes.data() + first_chunk_bytes, 1, bytes.size() - first_chunk_bytes, f);
+  fclose(f);
+  const auto followed = reports::analyze({path}, std::nullopt, options, &ahead);
+  const auto plain = reports::analyze({path}, std::nullopt, options);
+  // All five stacks, the root's among them: the second once liby's list was read.
+  CHECK(ahead.stacks_resolved_early() == 5);
+  CHECK(reports::render_text(followed) == reports::render_text(plain));
+  const auto frames_of_leaks = [](const reports::Report& r) {
+    std::vector<std::string> out;
+    for (const auto& leak : r.leaks) {
+      for (const auto f : r.frames_of(r.stacks.at(leak.stack))) {
+        out.push_back(r.frame(f).module + "+" + std::to_string(r.frame(f).module_offset));
+      }
+    }
+    return out;
+  };
+  CHECK(frames_of_leaks(followed) == frames_of_leaks(plain));
+  REQUIRE(followed.leaks.size() == 3);
+  const auto& leak = followed.leaks[1];
+  REQUIRE(leak.bytes == 200);
+  CHECK(followed.frame(*followed.frames_of(followed.stacks.at(leak.stack)).begin()).module == "/lib/liby.so");
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("the run so far: each chunk's figures as it is written, the final report's at its end") {
   const std::string dir = fresh_run_folder("analyzer_so_far");
   const std::string path = dir + "/trace.100.mst";
