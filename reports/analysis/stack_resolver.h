@@ -32,10 +32,10 @@ class StackResolver {
                 const std::unordered_map<uint64_t, trace::PythonCode>& python_codes, Report& report, bool symbolize,
                 Symbolizer symbolizer = Symbolizer());
 
-  // Resolution begun while the trace is read (memstage run: on the follower's thread, as
-  // the program runs), into `scratch` until the report is made (move_to_report). Stacks
-  // are resolved as the tree gains them (resolve_read); a frame that a module list or a
-  // Python code not read yet may decide is left for later.
+  // Resolution begun while the trace is read (memstage run: on its reader's thread, as the
+  // program runs), its frames and nodes in the report it was made with until
+  // move_to_report. Stacks are resolved as the tree gains them (resolve_read); a frame that
+  // a module list or a Python code not read yet may decide waits for one.
   void resolve_while_read();
   // The stacks the tree gained since the last call, each as far as its frames can be known
   // yet: the stacks after pass two names find their nodes made.
