@@ -42,6 +42,19 @@ std::string fresh_run_folder(const std::string& name) {
   return dir;
 }
 
+// Writes a trace as its writer would in two goes: its first `first_bytes`, a pause in which
+// the readers following the file see them, then the rest.
+void write_with_pause(const std::string& path, const std::string& bytes, size_t first_bytes,
+                      std::chrono::milliseconds pause) {
+  FILE* f = fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  fwrite(bytes.data(), 1, first_bytes, f);
+  fflush(f);
+  std::this_thread::sleep_for(pause);
+  fwrite(bytes.data() + first_bytes, 1, bytes.size() - first_bytes, f);
+  fclose(f);
+}
+
 const reports::StageReport& stage(const reports::Report& r, const std::string& path) {
   for (const auto& s : r.stages) {
     if (s.path == path) return s;
@@ -485,14 +498,7 @@ TEST_CASE("a trace's modules opened while it is written: the report of the finis
   // The warmer looks at the module lists every 100 ms: all but the last chunk's end, a
   // pause it sees them in, then the rest.
   reports::TraceBeingWritten ahead(dir, options, true);
-  FILE* f = fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  const size_t first_bytes = bytes.size() - 4;
-  fwrite(bytes.data(), 1, first_bytes, f);
-  fflush(f);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  fwrite(bytes.data() + first_bytes, 1, bytes.size() - first_bytes, f);
-  fclose(f);
+  write_with_pause(path, bytes, bytes.size() - 4, std::chrono::milliseconds(300));
   const auto followed = reports::analyze({path}, std::nullopt, options, &ahead);
   const auto plain = reports::analyze({path}, std::nullopt, options);
   REQUIRE(followed.frames.size() == plain.frames.size());
@@ -534,13 +540,8 @@ TEST_CASE("a trace's stacks resolved while it is written: a library listed after
   options.symbolize = false;
 
   reports::TraceBeingWritten ahead(dir, options, true);
-  FILE* f = fopen(path.c_str(), "wb");
-  REQUIRE(f != nullptr);
-  fwrite(bytes.data(), 1, first_chunk_bytes, f);
-  fflush(f);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // read, and its stacks resolved
-  fwrite(bytes.data() + first_chunk_bytes, 1, bytes.size() - first_chunk_bytes, f);
-  fclose(f);
+  // The first chunk read, and its stacks resolved, before the second is written.
+  write_with_pause(path, bytes, first_chunk_bytes, std::chrono::milliseconds(300));
   const auto followed = reports::analyze({path}, std::nullopt, options, &ahead);
   const auto plain = reports::analyze({path}, std::nullopt, options);
   // All five stacks, the root's among them: the second once liby's list was read.
