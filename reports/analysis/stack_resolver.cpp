@@ -34,10 +34,12 @@ void StackResolver::index_modules() {
 }
 
 void StackResolver::resolve_read() {
-  // Those left wait for a module list or a Python code read since.
-  if (modules_indexed_ != module_snapshots_.size() || codes_tried_ != python_codes_.size()) {
+  // Those left are tried again once another module list is read. Not for Python codes: the
+  // tracer writes a code before any stack that names it, so one missing now is lost (a
+  // damaged chunk) and pass two resolves it as it is, while frames outside every module
+  // (code a program generates) would be tried at each chunk, a code read in most.
+  if (modules_indexed_ != module_snapshots_.size()) {
     index_modules();
-    codes_tried_ = python_codes_.size();
     std::vector<uint32_t> left;
     left.swap(left_for_later_);
     for (const uint32_t stack : left) leave_unless_resolved(stack);

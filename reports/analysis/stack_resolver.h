@@ -128,11 +128,10 @@ class StackResolver {
   bool tree_read_ = true;  // false while resolve_while_read's tree is read
   size_t modules_indexed_ = 0;  // module lists in modules_
   // While the tree is read: the next stack to resolve, and those left for a later module
-  // list or Python code (tried again when one was read: the codes seen then).
+  // list or Python code (tried again when a module list was read).
   uint32_t next_read_stack_ = 0;
   std::vector<uint32_t> left_for_later_;
   static constexpr size_t kMostLeftForLater = 1 << 16;
-  size_t codes_tried_ = 0;
   size_t tree_stacks_ = 0;  // the tree's stacks when it was let go
   const std::unordered_map<uint64_t, trace::PythonCode>& python_codes_;
   Report* report_;
