@@ -317,6 +317,8 @@ TEST_CASE("a stack's frames are those of its own module list, and shared with ea
   CHECK(nodes.size() == 1 + 2 + 1 + 3 + 3);
 }
 
+namespace {
+
 // Each frame of a report stack as text: module, address, function, file and line.
 std::vector<std::string> frames_text(const memstage::reports::Report& r, memstage::reports::StackIndex stack) {
   std::vector<std::string> out;
@@ -327,6 +329,8 @@ std::vector<std::string> frames_text(const memstage::reports::Report& r, memstag
   }
   return out;
 }
+
+}  // namespace
 
 TEST_CASE("stack resolver: resolved while the tree is read, frames not knowable yet wait; the stacks are a resolution's after") {
   using namespace memstage::reports;
