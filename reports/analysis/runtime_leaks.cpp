@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "reports/analysis/runtime_frames.h"
 
 namespace memstage::reports {
 
@@ -15,10 +14,7 @@ uint8_t RuntimeLeaks::verdict_of(StackNodeIndex node) {
   for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
     const StackNodeIndex caller = nodes[*it].caller;
     uint8_t verdict = kKnown | (caller != 0 ? verdicts_[caller] : 0);
-    const Frame& frame = report_.frames[nodes[*it].frame];
-    const bool suppressed = std::any_of(suppressions_.begin(), suppressions_.end(),
-                                        [&](const std::string& pattern) { return matches_suppression(frame, pattern); });
-    switch (suppressed ? FrameOwner::kRuntime : frame_owner(frame)) {
+    switch (owner_of(nodes[*it].frame)) {
       case FrameOwner::kRuntime: verdict |= kRuntimeFrame; break;
       case FrameOwner::kProgram: verdict = (verdict | kProgramFrame) & ~kImportInProgram; break;
       case FrameOwner::kImport:
@@ -29,6 +25,18 @@ uint8_t RuntimeLeaks::verdict_of(StackNodeIndex node) {
     verdicts_[*it] = verdict;
   }
   return node == 0 ? kKnown : verdicts_[node];
+}
+
+FrameOwner RuntimeLeaks::owner_of(FrameIndex index) {
+  if (owner_of_frame_.size() < report_.frames.size()) owner_of_frame_.resize(report_.frames.size(), 0);
+  uint8_t& known = owner_of_frame_[index];
+  if (known == 0) {
+    const Frame& frame = report_.frames[index];
+    const bool suppressed = std::any_of(suppressions_.begin(), suppressions_.end(),
+                                        [&](const std::string& pattern) { return matches_suppression(frame, pattern); });
+    known = static_cast<uint8_t>(suppressed ? FrameOwner::kRuntime : frame_owner(frame)) + 1;
+  }
+  return static_cast<FrameOwner>(known - 1);
 }
 
 bool RuntimeLeaks::is_runtime(StackIndex stack) {

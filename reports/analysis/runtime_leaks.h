@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "reports/analysis/runtime_frames.h"
 #include "reports/model/report_model.h"
 
 namespace memstage::reports {
@@ -28,11 +29,15 @@ class RuntimeLeaks {
   // an import inside the innermost program frame so far.
   static constexpr uint8_t kKnown = 1, kRuntimeFrame = 2, kProgramFrame = 4, kImportInProgram = 8;
   uint8_t verdict_of(StackNodeIndex node);
+  // Whose a frame is, the user's suppressions first: once a frame, where the nodes that
+  // hold it are many (each call site of a function under each of its callers).
+  FrameOwner owner_of(FrameIndex frame);
 
   const Report& report_;
   bool program_frames_known_;
   std::vector<std::string> suppressions_;
   std::vector<uint8_t> verdicts_;  // by stack node
+  std::vector<uint8_t> owner_of_frame_;  // by frame: its FrameOwner + 1, 0 not yet known
   std::vector<StackNodeIndex> path_;
 };
 
