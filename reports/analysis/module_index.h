@@ -27,6 +27,8 @@ class ModuleIndex {
   // module that covers the address. kNone when no list has one.
   uint32_t module_for(uint64_t address, int snapshot);
   const trace::Module& module(uint32_t id) const { return *loaded_[id].module; }
+  // The module lists it was made of.
+  size_t lists() const { return snapshot_modules_.size(); }
   // Lets go of the candidates found per address (module_for finds them again if asked).
   void forget_addresses() {
     std::vector<uint32_t>().swap(candidates_);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace memstage::reports {
 
 uint8_t RuntimeLeaks::verdict_of(StackNodeIndex node) {

@@ -13,7 +13,6 @@ StackResolver::StackResolver(const StackTree& tree, const std::vector<std::vecto
                              bool symbolize, Symbolizer symbolizer)
     : tree_(tree),
       module_snapshots_(module_snapshots),
-      modules_indexed_(module_snapshots.size()),
       python_codes_(python_codes),
       report_(&report),
       symbolize_(symbolize),
@@ -28,9 +27,7 @@ void StackResolver::resolve_while_read() {
 }
 
 void StackResolver::index_modules() {
-  if (modules_indexed_ == module_snapshots_.size()) return;
-  modules_ = ModuleIndex(module_snapshots_);
-  modules_indexed_ = module_snapshots_.size();
+  if (modules_.lists() != module_snapshots_.size()) modules_ = ModuleIndex(module_snapshots_);
 }
 
 void StackResolver::resolve_read() {
@@ -38,7 +35,7 @@ void StackResolver::resolve_read() {
   // tracer writes a code before any stack that names it, so one missing now is lost (a
   // damaged chunk) and pass two resolves it as it is, while frames outside every module
   // (code a program generates) would be tried at each chunk, a code read in most.
-  if (modules_indexed_ != module_snapshots_.size()) {
+  if (modules_.lists() != module_snapshots_.size()) {
     index_modules();
     std::vector<uint32_t> left;
     left.swap(left_for_later_);

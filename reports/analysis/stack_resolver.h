@@ -126,7 +126,6 @@ class StackResolver {
   const std::vector<std::vector<trace::Module>>& module_snapshots_;
   bool tree_forgotten_ = false;
   bool tree_read_ = true;  // false while resolve_while_read's tree is read
-  size_t modules_indexed_ = 0;  // module lists in modules_
   // While the tree is read: the next stack to resolve, and those left for a later module
   // list or Python code (tried again when a module list was read).
   uint32_t next_read_stack_ = 0;
