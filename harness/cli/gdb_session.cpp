@@ -64,34 +64,59 @@ namespace {
 constexpr char kEveryThreadInAllocator[] = "memstage: every thread is inside the allocator";
 // Selects the first thread (by number) that is not the tracer's own and has no frame of the
 // allocator's (by the names of glibc's malloc family and its internals, and of the
-// tracer's hooks of them); else says so and detaches, so that no call that follows runs.
-// Not attached (no threads: ptrace refused), it does nothing, and the calls fail as they would.
-constexpr char kSelectThreadOutsideAllocator[] =
-    "python exec(\"import gdb\\n"
-    "NAMES = ('malloc', 'free', 'calloc', 'realloc', 'memalign', 'valloc', 'brk', 'tcache', '_int_', "
-    "'consolidate', 'systrim', 'mallinfo', 'mallopt', 'arena_get')\\n"
-    "def inside(t):\\n"
-    "  t.switch()\\n"
-    "  try:\\n"
-    "    f = gdb.newest_frame()\\n"
-    "    while f is not None:\\n"
-    "      if any(n in (f.name() or '') for n in NAMES): return True\\n"
-    "      f = f.older()\\n"
-    "  except gdb.error: pass\\n"
-    "  return False\\n"
-    "threads = sorted(gdb.selected_inferior().threads(), key=lambda t: t.num)\\n"
-    "safe = [t for t in threads if not (t.name or '').startswith('memstage') and not inside(t)]\\n"
-    "if safe: safe[0].switch()\\n"
-    "elif threads: print('%s'); gdb.execute('detach')\")";
+// tracer's hooks of them). Where every such thread is inside it, the first is let run out
+// of its outermost allocator frame (gdb's `finish`) and they are looked at again, a few
+// times: a program in malloc most of its time (page faults in a heap that grows and is
+// trimmed) would otherwise cost a whole gdb start a look. Then it says so and detaches, so
+// that no call that follows runs. Not attached (no threads: ptrace refused), it does
+// nothing, and the calls fail as they would.
+constexpr char kSelectThreadOutsideAllocator[] = R"(import gdb
+NAMES = ('malloc', 'free', 'calloc', 'realloc', 'memalign', 'valloc', 'brk', 'tcache', '_int_',
+         'consolidate', 'systrim', 'mallinfo', 'mallopt', 'arena_get')
+def outermost_allocator_frame(t):
+  t.switch()
+  outer = None
+  try:
+    f = gdb.newest_frame()
+    while f is not None:
+      if any(n in (f.name() or '') for n in NAMES): outer = f
+      f = f.older()
+  except gdb.error: pass
+  return outer
+for look in range(%d):
+  threads = sorted(gdb.selected_inferior().threads(), key=lambda t: t.num)
+  programs = [t for t in threads if not (t.name or '').startswith('memstage')]
+  inside = [(t, outermost_allocator_frame(t)) for t in programs]
+  safe = [t for t, frame in inside if frame is None]
+  if safe or not inside or look + 1 == %d: break
+  try:
+    inside[0][0].switch()
+    inside[0][1].select()
+    gdb.execute('finish', to_string=True)
+  except gdb.error: break
+if safe: safe[0].switch()
+elif threads: print('%s'); gdb.execute('detach'))";
+// Looks before gdb gives up and is started again.
+constexpr int kAllocatorLooks = 20;
+
+// `source` as one gdb command: gdb's -ex takes a line.
+std::string python_command(const std::string& source) {
+  std::string literal;
+  for (const char c : source) {
+    if (c == '\\' || c == '"') literal += '\\';
+    literal += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return "python exec(\"" + literal + "\")";
+}
 
 }  // namespace
 
 GdbResult gdb_batch_outside_allocator(const std::string& gdb, pid_t pid, const std::vector<std::string>& commands,
                                       double timeout_s) {
-  std::vector<std::string> selected = {"sharedlibrary libc\\.so", ""};
-  char select[sizeof(kSelectThreadOutsideAllocator) + sizeof(kEveryThreadInAllocator)];
-  snprintf(select, sizeof(select), kSelectThreadOutsideAllocator, kEveryThreadInAllocator);
-  selected[1] = select;
+  char select[sizeof(kSelectThreadOutsideAllocator) + sizeof(kEveryThreadInAllocator) + 16];
+  snprintf(select, sizeof(select), kSelectThreadOutsideAllocator, kAllocatorLooks, kAllocatorLooks,
+           kEveryThreadInAllocator);
+  std::vector<std::string> selected = {"sharedlibrary libc\\.so", python_command(select)};
   selected.insert(selected.end(), commands.begin(), commands.end());
   const double deadline_s = now_s() + timeout_s;
   for (;;) {
