@@ -31,8 +31,9 @@ GdbResult gdb_batch(const std::string& gdb, pid_t pid, const std::vector<std::st
 // gdb_batch, its calls made on a thread of the program that is not inside the allocator:
 // a call into the tracer asks the allocator (and dlopen allocates), so on a thread gdb
 // stopped inside malloc, holding its lock, the call would wait for ever. Where every
-// thread is inside it, gdb detaches at once, and the batch is tried again after the
-// program ran on a while, until `timeout_s`.
+// thread is inside it, one is let run out of it and they are looked at again, a few times;
+// then gdb detaches, and the batch is tried again after the program ran on a while, until
+// `timeout_s`.
 GdbResult gdb_batch_outside_allocator(const std::string& gdb, pid_t pid, const std::vector<std::string>& commands,
                                       double timeout_s);
 
