@@ -332,17 +332,24 @@ std::vector<std::vector<int>> stage_subtrees(const std::vector<StageReport>& sta
 }
 
 // Each stack figure's node in the call tree (the root for a stack the report lacks). The
-// builder's indexes are freed on return, before the pruning's sums are made, which then
-// take their pages instead of fresh ones from the kernel.
+// stacks are walked in ascending order, each once, so that the tree's numbering depends on
+// the stacks alone, not on the figures' order. The builder's indexes are freed on return,
+// before the pruning's sums are made, which then take their pages instead of fresh ones.
 std::vector<uint32_t> figure_leaves(const Report& report, CallTree& tree) {
-  CallTreeBuilder builder(report, tree);
   std::vector<uint32_t> leaf_of_stack(report.stacks.size(), UINT32_MAX);
-  std::vector<uint32_t> figure_leaf(report.stack_figures.size());
+  for (const StackStageFigures& f : report.stack_figures) {
+    if (f.stack < report.stacks.size()) leaf_of_stack[f.stack] = 0;  // has a figure
+  }
+  {
+    CallTreeBuilder builder(report, tree);
+    for (size_t s = 0; s < report.stacks.size(); ++s) {
+      if (leaf_of_stack[s] == 0) leaf_of_stack[s] = builder.leaf(report.stacks[s]);
+    }
+  }
+  std::vector<uint32_t> figure_leaf(report.stack_figures.size(), 0);
   for (size_t i = 0; i < report.stack_figures.size(); ++i) {
     const StackIndex s = report.stack_figures[i].stack;
-    if (s >= report.stacks.size()) continue;  // the root, 0
-    if (leaf_of_stack[s] == UINT32_MAX) leaf_of_stack[s] = builder.leaf(report.stacks[s]);
-    figure_leaf[i] = leaf_of_stack[s];
+    if (s < report.stacks.size()) figure_leaf[i] = leaf_of_stack[s];
   }
   return figure_leaf;
 }
