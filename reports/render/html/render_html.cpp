@@ -19,6 +19,7 @@
 
 #include "reports/model/thin_series.h"
 #include "reports/render/frame_label.h"
+#include "reports/render/html/call_tree.h"
 #include "reports/render/model_json.h"
 #include "reports/render/html/column_table.h"
 #include "reports/render/html/html_assets.h"
@@ -76,242 +77,6 @@ class FrameTable {
   json rows_ = json::array();
 };
 
-// uint64 -> uint32 by open addressing, at most half full (std::unordered_map spends most
-// of its time in allocating and chasing nodes).
-class U64Map {
- public:
-  explicit U64Map(size_t min_slots) : slots_(min_slots) {}
-
-  // The value of `key`, after inserting `value` for it when it had none; and whether it did.
-  std::pair<uint32_t, bool> try_emplace(uint64_t key, uint32_t value) {
-    if ((used_ + 1) * 2 > slots_.size()) grow();
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = hash(key) & mask;; i = (i + 1) & mask) {
-      Slot& slot = slots_[i];
-      if (slot.value == kEmpty) {
-        slot = Slot{key, value};
-        ++used_;
-        return {value, true};
-      }
-      if (slot.key == key) return {slot.value, false};
-    }
-  }
-  // Brings the slot where a look-up of `key` starts toward the cache.
-  void prefetch(uint64_t key) const { __builtin_prefetch(&slots_[hash(key) & (slots_.size() - 1)]); }
-  // Room for `entries` in all, so that slots prefetched stay where they are.
-  void reserve(size_t entries) {
-    while (entries * 2 > slots_.size()) grow();
-  }
-  size_t size() const { return used_; }
-  // Hands every entry to `take(key, value)` and empties the map, keeping its slots.
-  template <typename Take>
-  void drain(Take take) {
-    for (Slot& slot : slots_) {
-      if (slot.value == kEmpty) continue;
-      take(slot.key, slot.value);
-      slot = Slot{};
-    }
-    used_ = 0;
-  }
-
- private:
-  static constexpr uint32_t kEmpty = UINT32_MAX;
-  struct Slot {
-    uint64_t key = 0;
-    uint32_t value = kEmpty;
-  };
-  static size_t hash(uint64_t k) {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    return static_cast<size_t>(k);
-  }
-  void grow() {
-    std::vector<Slot> old(slots_.size() * 2);
-    old.swap(slots_);
-    const size_t mask = slots_.size() - 1;
-    for (const Slot& slot : old) {
-      if (slot.value == kEmpty) continue;
-      size_t i = hash(slot.key) & mask;
-      while (slots_[i].value != kEmpty) i = (i + 1) & mask;
-      slots_[i] = slot;
-    }
-  }
-
-  std::vector<Slot> slots_;  // a power of two of them
-  size_t used_ = 0;
-};
-
-// (node, label) -> child node: the call tree's children after each node's first; over a
-// million for a large trace. Most look-ups are of nodes made a few stacks before (a stack
-// branching from the one before it), whose children a table of the whole tree scatters,
-// a cache miss each: those of the nodes made since the last move are kept in a table that
-// stays in cache, and moved to the whole tree's table in a batch, its slots fetched ahead.
-class ChildIndex {
- public:
-  // The child of `node` labelled `label`, after making it `new_node` (the next node's
-  // number) when it had none; and whether it did.
-  std::pair<uint32_t, bool> try_emplace(uint32_t node, uint32_t label, uint32_t new_node) {
-    if (recent_.size() >= kRecentEntries) {
-      move_recent();
-      recent_from_ = new_node;  // every node before it has its children in all_ now
-    }
-    U64Map& map = node >= recent_from_ ? recent_ : all_;
-    return map.try_emplace(key(node, label), new_node);
-  }
-
- private:
-  static constexpr size_t kRecentEntries = 2048;  // in a table of twice as many slots (64 KiB)
-  static constexpr size_t kMoveAhead = 16;        // slots of all_ fetched ahead of the move
-  static uint64_t key(uint32_t node, uint32_t label) { return (static_cast<uint64_t>(node) << 32) | label; }
-
-  void move_recent() {
-    moving_.clear();
-    recent_.drain([&](uint64_t key, uint32_t value) { moving_.emplace_back(key, value); });
-    all_.reserve(all_.size() + moving_.size());
-    for (size_t i = 0; i < moving_.size() && i < kMoveAhead; ++i) all_.prefetch(moving_[i].first);
-    for (size_t i = 0; i < moving_.size(); ++i) {
-      if (i + kMoveAhead < moving_.size()) all_.prefetch(moving_[i + kMoveAhead].first);
-      all_.try_emplace(moving_[i].first, moving_[i].second);
-    }
-  }
-
-  U64Map recent_{kRecentEntries * 2};  // children of nodes from recent_from_ on
-  U64Map all_{1024};                   // children of the nodes before recent_from_
-  uint32_t recent_from_ = 0;
-  std::vector<std::pair<uint64_t, uint32_t>> moving_;
-};
-
-// Frames' labels as the call tree merges them (frame_label and module) numbered, without a
-// string kept per label: an entry per label holds the text's hash and a frame of that
-// label, whose text is made again to tell a hash's labels apart.
-class LabelIds {
- public:
-  explicit LabelIds(const Report& report)
-      : report_(report), slots_(std::bit_ceil(std::max<size_t>(16, 2 * report.frames.size()))) {}
-
-  uint32_t of(FrameIndex f) {
-    text_of(f, text_);
-    const uint64_t hash = std::hash<std::string_view>{}(text_);
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-      Slot& slot = slots_[i];
-      if (slot.id == kNone) {
-        slot = Slot{hash, f, count_};
-        return count_++;
-      }
-      if (slot.hash == hash) {
-        text_of(slot.frame, other_text_);
-        if (other_text_ == text_) return slot.id;
-      }
-    }
-  }
-
- private:
-  static constexpr uint32_t kNone = UINT32_MAX;
-  struct Slot {
-    uint64_t hash = 0;
-    FrameIndex frame = 0;
-    uint32_t id = kNone;
-  };
-  void text_of(FrameIndex f, std::string& text) const {
-    const Frame& frame = report_.frame(f);
-    text.assign(frame_label(frame));
-    text += '\x1f';
-    text += frame.module;
-  }
-
-  const Report& report_;
-  std::vector<Slot> slots_;  // at most half full: there are at most as many labels as frames
-  uint32_t count_ = 0;
-  std::string text_, other_text_;  // kept for their room
-};
-
-// The flame graph's call tree, outermost frame first. Frames merge by what the page shows
-// (label and module), not by address, so calls from different lines of one function meet.
-struct CallTree {
-  std::vector<uint32_t> parent{0};                        // node 0 is the root ("all"); parent < child always
-  std::vector<FrameIndex> frame{FrameIndex{UINT32_MAX}};  // the first frame seen for the node
-};
-
-// Grows a call tree by stacks, with the indexes that only its growing needs.
-class CallTreeBuilder {
- public:
-  CallTreeBuilder(const Report& report, CallTree& tree)
-      : report_(report),
-        tree_(tree),
-        label_of_frame_(report.frames.size(), kNone),
-        label_ids_(report),
-        node_of_stack_node_(report.stack_nodes.size(), kNone) {
-    node_of_stack_node_[0] = 0;
-    // At most a node per stack node: sized once, where doubling copied each list's
-    // million nodes over and over (the room not used is never touched).
-    tree_.parent.reserve(report.stack_nodes.size());
-    tree_.frame.reserve(report.stack_nodes.size());
-    first_child_.reserve(report.stack_nodes.size());
-  }
-
-  // The node of a stack's innermost frame, adding the nodes it lacks. The report's stack
-  // nodes that are already here (a stack's callers, mostly) have their node: a stack is
-  // walked only up to the first of them.
-  uint32_t leaf(const Stack& stack) {
-    const std::vector<StackNode>& stack_nodes = report_.stack_nodes;
-    path_.clear();
-    StackNodeIndex s = stack.innermost;
-    while (node_of_stack_node_[s] == kNone) {
-      path_.push_back(s);
-      s = stack_nodes[s].caller;
-    }
-    uint32_t node = node_of_stack_node_[s];
-    for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
-      const FrameIndex f = stack_nodes[*it].frame;
-      node = child(node, label_id(f), f);
-      node_of_stack_node_[*it] = node;
-    }
-    return node;
-  }
-
- private:
-  // A node's first child is kept beside it and the others in the index: most nodes have
-  // one, and the index's lookups are cache misses.
-  uint32_t child(uint32_t node, uint32_t label, FrameIndex f) {
-    FirstChild& first = first_child_[node];
-    if (first.label == label) return first.node;
-    const auto id = static_cast<uint32_t>(tree_.parent.size());
-    if (first.label == kNone) {
-      first = FirstChild{label, id};
-    } else {
-      const auto [found, added] = children_.try_emplace(node, label, id);
-      if (!added) return found;
-    }
-    tree_.parent.push_back(node);
-    tree_.frame.push_back(f);
-    first_child_.push_back(FirstChild{});
-    return id;
-  }
-
-  static constexpr uint32_t kNone = UINT32_MAX;
-  uint32_t label_id(FrameIndex f) {
-    uint32_t& id = label_of_frame_[f];
-    if (id == kNone) {
-      id = label_ids_.of(f);
-    }
-    return id;
-  }
-
-  const Report& report_;
-  CallTree& tree_;
-  std::vector<uint32_t> label_of_frame_;  // by the report's frame index
-  ChildIndex children_;  // (node, label id) -> child, for children after the first
-  LabelIds label_ids_;
-  std::vector<uint32_t> node_of_stack_node_;  // by the report's stack node: this tree's node
-  std::vector<StackNodeIndex> path_;          // the stack nodes of a stack not yet here, innermost first
-  struct FirstChild {
-    uint32_t label = kNone, node = 0;
-  };
-  std::vector<FirstChild> first_child_{FirstChild{}};  // by node
-};
-
 constexpr size_t kMetrics = 4;  // live at peak, leaked, bytes allocated, allocations
 static_assert(kMetrics % 2 == 0, "prune_flame marks half the metrics on each of two threads");
 std::array<uint64_t, kMetrics> metrics_of(const StackStageFigures& f) {
@@ -331,27 +96,30 @@ std::vector<std::vector<int>> stage_subtrees(const std::vector<StageReport>& sta
   return subtree;
 }
 
-// Each stack figure's node in the call tree (the root for a stack the report lacks). The
-// stacks are walked in ascending order, each once, so that the tree's numbering depends on
-// the stacks alone, not on the figures' order. The builder's indexes are freed on return,
-// before the pruning's sums are made, which then take their pages instead of fresh ones.
-std::vector<uint32_t> figure_leaves(const Report& report, CallTree& tree) {
-  std::vector<uint32_t> leaf_of_stack(report.stacks.size(), UINT32_MAX);
+// Each stack figure's node in the call tree. The tree is `made_before` where it was made
+// of every stack of this report and every stack has a figure (then it is the one made
+// here); else it is made here, of the stacks with figures, into `own`.
+struct FigureLeaves {
+  const CallTree* tree = nullptr;
+  std::vector<uint32_t> leaf;  // by stack figure; the root for a stack the report lacks
+};
+FigureLeaves figure_leaves(const Report& report, const StacksCallTree* made_before, StacksCallTree& own) {
+  std::vector<uint8_t> has_figure(report.stacks.size(), 0);
   for (const StackStageFigures& f : report.stack_figures) {
-    if (f.stack < report.stacks.size()) leaf_of_stack[f.stack] = 0;  // has a figure
+    if (f.stack < report.stacks.size()) has_figure[f.stack] = 1;
   }
-  {
-    CallTreeBuilder builder(report, tree);
-    for (size_t s = 0; s < report.stacks.size(); ++s) {
-      if (leaf_of_stack[s] == 0) leaf_of_stack[s] = builder.leaf(report.stacks[s]);
-    }
+  const bool every_stack_has_one = std::find(has_figure.begin(), has_figure.end(), 0) == has_figure.end();
+  const StacksCallTree* made = made_before;
+  if (!made || !made->every_stack || made->leaf_of_stack.size() != report.stacks.size() || !every_stack_has_one) {
+    own = make_call_tree(StackLists::of(report), &has_figure);
+    made = &own;
   }
-  std::vector<uint32_t> figure_leaf(report.stack_figures.size(), 0);
+  FigureLeaves leaves{&made->tree, std::vector<uint32_t>(report.stack_figures.size(), 0)};
   for (size_t i = 0; i < report.stack_figures.size(); ++i) {
     const StackIndex s = report.stack_figures[i].stack;
-    if (s < report.stacks.size()) figure_leaf[i] = leaf_of_stack[s];
+    if (s < report.stacks.size()) leaves.leaf[i] = made->leaf_of_stack[s];
   }
-  return figure_leaf;
+  return leaves;
 }
 
 // Views the page can show, as lists of stack figures: all stages, each stage with its
@@ -511,9 +279,11 @@ struct FlameLayout {
   double prune_share = 0;
 };
 
-FlameLayout flame_layout(const Report& report) {
-  CallTree tree;
-  const std::vector<uint32_t> figure_leaf = figure_leaves(report, tree);
+FlameLayout flame_layout(const Report& report, const StacksCallTree* made_before) {
+  StacksCallTree own;
+  const FigureLeaves leaves = figure_leaves(report, made_before, own);
+  const CallTree& tree = *leaves.tree;
+  const std::vector<uint32_t>& figure_leaf = leaves.leaf;
   FlameLayout layout;
   layout.node_count = tree.parent.size();
   const FlamePruning pruning = prune_flame(report, tree, figure_leaf);
@@ -896,7 +666,7 @@ json listed_stacks_json(const Report& report, std::vector<StackIndex>& used_stac
   return stacks;
 }
 
-json page_data(const Report& report) {
+json page_data(const Report& report, const StacksCallTree* call_tree) {
   FrameTable frames(report);
   std::vector<StackIndex> used_stacks;
   json data;
@@ -918,7 +688,7 @@ json page_data(const Report& report) {
     growth = growth_json(report, frames, used_stacks);
     top_sites = top_sites_json(report, frames, used_stacks);
   });
-  FlameLayout flame = flame_layout(report);
+  FlameLayout flame = flame_layout(report, call_tree);
   lists.get();
   data["leaks"] = std::move(leaks);
   data["growth"] = std::move(growth);
@@ -958,8 +728,8 @@ std::string script_safe_json(const json& data) {
 
 }  // namespace
 
-std::string render_html(const Report& report) {
-  const std::string data = script_safe_json(page_data(report));
+std::string render_html(const Report& report, const StacksCallTree* call_tree) {
+  const std::string data = script_safe_json(page_data(report, call_tree));
   // The template is ours and fixed; each placeholder is replaced once, in order, so text
   // inside the data can never be taken for a placeholder.
   const std::string_view page = html_assets::report_template_html;
