@@ -23,4 +23,13 @@ void return_freed_pages() {
   mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
 }
 
+unsigned this_thread_arena() {
+  unsigned arena = 0;
+  size_t size = sizeof(arena);
+  mallctl("thread.arena", &arena, &size, nullptr, 0);
+  return arena;
+}
+
+void use_arena(unsigned arena) { mallctl("thread.arena", nullptr, nullptr, &arena, sizeof(arena)); }
+
 }  // namespace memstage::harness

@@ -9,4 +9,11 @@ namespace memstage::harness {
 // (the sanitizers').
 [[gnu::weak]] void return_freed_pages();
 
+// The allocator's arena of the calling thread, and a thread's switch to one. A thread that
+// makes lists beside the main one and frees them before the main one's next large lists
+// shares its arena: those then take the freed pages, where fresh ones cost a fault and
+// their zeroing. Weak, as above.
+[[gnu::weak]] unsigned this_thread_arena();
+[[gnu::weak]] void use_arena(unsigned arena);
+
 }  // namespace memstage::harness

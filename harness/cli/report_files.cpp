@@ -120,13 +120,15 @@ void warn_if_runs_apart(reports::Report& report) {
 }  // namespace
 
 reports::Report analyze_path(const std::string& path, bool symbolize, std::optional<reports::RunInfo> run,
-                             reports::TraceBeingWritten* read_ahead, const ReportChoices& choices) {
-  return analyze_paths({path}, symbolize, std::move(run), read_ahead, choices);
+                             reports::TraceBeingWritten* read_ahead, const ReportChoices& choices,
+                             const std::function<void(const reports::StackLists&)>& once_stacks_final) {
+  return analyze_paths({path}, symbolize, std::move(run), read_ahead, choices, once_stacks_final);
 }
 
 reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize,
                               std::optional<reports::RunInfo> run, reports::TraceBeingWritten* read_ahead,
-                              const ReportChoices& choices) {
+                              const ReportChoices& choices,
+                              const std::function<void(const reports::StackLists&)>& once_stacks_final) {
   std::vector<std::string> traces;
   for (const auto& path : paths) {
     const auto found = traces_of(path);
@@ -144,6 +146,7 @@ reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbol
   if (choices.top_stacks) options.top_stacks = *choices.top_stacks;
   options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
   if (return_freed_pages) options.return_freed_pages = return_freed_pages;
+  options.once_stacks_final = once_stacks_final;
   try {
     reports::Report report = reports::analyze(traces, run ? run : read_run_info(dir), options, read_ahead);
     if (paths.size() > 1) warn_if_runs_apart(report);
@@ -252,8 +255,17 @@ std::unique_ptr<reports::TraceBeingWritten> read_traces_ahead(const std::string&
 bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>& run, bool quiet,
                    reports::TraceBeingWritten* read_ahead, reports::Report* analysed, const ReportChoices& choices) {
   reports::Report report;
+  // The page's call tree made beside the analysis's last steps, on the core that idles then:
+  // after the program's exit the page was the longest wait (docs/performance.md). In this
+  // thread's arena, so that the page's sums take the pages its indexes leave.
+  std::optional<reports::StacksCallTree> call_tree;
+  const unsigned arena = this_thread_arena ? this_thread_arena() : 0;
+  const auto make_call_tree = [&call_tree, arena](const reports::StackLists& lists) {
+    if (use_arena) use_arena(arena);
+    call_tree = reports::make_call_tree(lists);
+  };
   try {
-    report = analyze_path(dir, true, run, read_ahead, choices);
+    report = analyze_path(dir, true, run, read_ahead, choices, make_call_tree);
   } catch (const CliError& e) {
     fprintf(stderr, "memstage: %s (the traces are kept in %s)\n", e.what(), reports::terminal_text(dir).c_str());
     return false;
@@ -264,7 +276,8 @@ bool write_reports(const std::string& dir, const std::optional<reports::RunInfo>
   // A renderer's exception reaches the caller as before: the future rethrows the JSON's,
   // and is waited for before the page's leaves.
   std::future<std::string> json = std::async(std::launch::async, [&report] { return render(report, ReportFormat::kJson); });
-  const std::string html = render(report, ReportFormat::kHtml);
+  const std::string html = reports::render_html(report, call_tree ? &*call_tree : nullptr);
+  call_tree.reset();
   const bool json_written = write_or_say(dir + "/report.json", json.get());
   const bool html_written = write_or_say(dir + "/report.html", html);
   if (!quiet) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,17 +27,20 @@ struct ReportChoices {
 // host: docs/jobs.md), with a progress bar on a terminal; `run` (else the folder's
 // run.json) gives the command, exit status and duration. Throws CliError (exit 2) for
 // input that is not a trace or a folder without traces. `read_ahead`: one of the traces,
-// read while it was written (reports/analysis/analyzer.h).
+// read while it was written (reports/analysis/analyzer.h). `once_stacks_final`: as
+// AnalysisOptions's.
 reports::Report analyze_path(const std::string& path, bool symbolize = true,
                              std::optional<reports::RunInfo> run = std::nullopt,
-                             reports::TraceBeingWritten* read_ahead = nullptr, const ReportChoices& choices = {});
+                             reports::TraceBeingWritten* read_ahead = nullptr, const ReportChoices& choices = {},
+                             const std::function<void(const reports::StackLists&)>& once_stacks_final = {});
 
 // Several runs as one job (the ranks of a job that ran on several hosts, each host's run
 // in its own folder): every trace of every path, as analyze_path finds them, on one
 // clock; the first path's run.json gives the command.
 reports::Report analyze_paths(const std::vector<std::string>& paths, bool symbolize = true,
                               std::optional<reports::RunInfo> run = std::nullopt,
-                              reports::TraceBeingWritten* read_ahead = nullptr, const ReportChoices& choices = {});
+                              reports::TraceBeingWritten* read_ahead = nullptr, const ReportChoices& choices = {},
+                              const std::function<void(const reports::StackLists&)>& once_stacks_final = {});
 
 // A leak suppression file (`--suppressions FILE`): LSan's format, one `leak:PATTERN` a line,
 // `#` comments; the patterns, for AnalysisOptions::leak_suppressions. Throws CliError naming

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <exception>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
@@ -992,9 +993,16 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   StacksAtPeaks at_peaks = pass_two(main, job, stage_rows, stacks, options.top_stacks, read_progress);
   // Every site's stack is resolved: the sites' list is made in the room the resolution's
   // walk state leaves (the same memory, not more).
+  std::vector<Stack> stacks_named;  // what once_stacks_final reads: report.stacks may still grow
+  std::future<void> beside;         // joined (on a throw too) before the report goes
   if (names_only_sites_after_pass_two(pass)) {
     stacks.forget_tree();
     pass.stacks = StackTree();
+    if (options.once_stacks_final && job.order.size() == 1) {
+      stacks_named = report.stacks;
+      beside = std::async(std::launch::async, options.once_stacks_final,
+                          StackLists{report.frames, report.stack_nodes, stacks_named});
+    }
   } else {
     stacks.forget_walks();
   }
@@ -1015,6 +1023,7 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   add_job_stacks(traces, job, at_peaks, stacks, options, report);
   if (options.symbolize) warn_of_modules_changed_since(traces.files, report);
   if (run && run->ram_limit_bytes) note_ram_limit(report, *run->ram_limit_bytes);
+  if (beside.valid()) beside.get();
   return report;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "reports/model/report_model.h"
+#include "reports/model/stack_lists.h"
 
 namespace memstage::reports {
 
@@ -59,6 +60,13 @@ struct AnalysisOptions {
   // Called where the analysis has let go of much and is about to make its next large lists:
   // gives the freed pages back to the kernel (harness/cli/analysis_allocator.h).
   std::function<void()> return_freed_pages;
+  // Run on a thread of its own beside the analysis's last steps, once nothing more will be
+  // added to the report's frames and stack nodes, with those and a copy of the stacks named
+  // so far (a stack named after has no frames); joined before analyze() returns. Work made
+  // of the stacks alone (`memstage run`'s page call tree: the second core idles then). Not
+  // called where later steps still name stacks of their own frames: several processes,
+  // device memory, stats mode.
+  std::function<void(const StackLists&)> once_stacks_final;
 };
 
 // A trace describes more than the analysis will keep (AnalysisOptions::max_kept_text_bytes).
