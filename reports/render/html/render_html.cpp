@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <future>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -127,6 +128,7 @@ FigureLeaves figure_leaves(const Report& report, const StacksCallTree* made_befo
 std::vector<std::vector<size_t>> flame_views(const Report& report) {
   std::vector<std::vector<size_t>> views(1);
   for (size_t i = 0; i < report.stack_figures.size(); ++i) views[0].push_back(i);
+  if (report.stages.empty()) return views;  // every figure is outside the stages: the first view
   std::unordered_map<int, std::vector<size_t>> by_stage;
   for (size_t i = 0; i < report.stack_figures.size(); ++i) by_stage[report.stack_figures[i].stage].push_back(i);
   for (const auto& subtree : stage_subtrees(report.stages)) {
@@ -136,7 +138,7 @@ std::vector<std::vector<size_t>> flame_views(const Report& report) {
     }
     if (!view.empty()) views.push_back(std::move(view));
   }
-  // Without stages it is every figure, the first view again, which marks nothing more.
+  // Where every figure is outside the stages, that is the first view again: it marks nothing more.
   if (auto outside = by_stage.find(-1); outside != by_stage.end() && outside->second != views[0]) {
     views.push_back(outside->second);
   }
@@ -155,12 +157,19 @@ struct FlamePruning {
 // the numbers a node's sum is whole when it is reached: it is marked and passed on to its
 // parent in one pass.
 constexpr size_t kHalfMetrics = kMetrics / 2;
-using HalfSums = std::vector<std::array<uint64_t, kHalfMetrics>>;
+// Each node's sums of half the metrics. Made without zeroing: mark_kept zeroes them before
+// each view on the thread that marks with them, so each thread writes its fresh pages once.
+struct HalfSums {
+  explicit HalfSums(size_t nodes) : sums(new std::array<uint64_t, kHalfMetrics>[nodes]), count(nodes) {}
+  std::array<uint64_t, kHalfMetrics>& operator[](size_t node) { return sums[node]; }
+  std::unique_ptr<std::array<uint64_t, kHalfMetrics>[]> sums;
+  size_t count;
+};
 void mark_kept(const Report& report, const CallTree& tree, const std::vector<uint32_t>& figure_leaf,
                const std::vector<size_t>& view, double share, size_t first_metric, HalfSums& sums,
                std::vector<uint8_t>& kept) {
   const size_t node_count = tree.parent.size();
-  std::fill(sums.begin(), sums.end(), std::array<uint64_t, kHalfMetrics>{});
+  std::fill(sums.sums.get(), sums.sums.get() + sums.count, std::array<uint64_t, kHalfMetrics>{});
   std::array<uint64_t, kHalfMetrics> total{};  // the root's sum
   for (size_t i : view) {
     const auto m = metrics_of(report.stack_figures[i]);
