@@ -918,6 +918,16 @@ std::vector<std::optional<PeakSnapshots>> replay_to_job_peak(Traces& traces, con
   return held;
 }
 
+// Step "stacks final" (AnalysisOptions::once_stacks_final): the report's frames and nodes,
+// which nothing adds to any more, and a copy of its stacks, to the caller's work on a thread
+// of its own.
+std::future<void> hand_stacks_beside(const AnalysisOptions& options, const Report& report,
+                                     std::vector<Stack>& stacks_named) {
+  stacks_named = report.stacks;
+  return std::async(std::launch::async, options.once_stacks_final,
+                    StackLists{report.frames, report.stack_nodes, stacks_named});
+}
+
 // Step "job stacks": the stacks held at the job's peak, in every process that held heap then.
 void add_job_stacks(Traces& traces, JobPlan& job, const StacksAtPeaks& at_peaks, StackResolver& stacks,
                     const AnalysisOptions& options, Report& report) {
@@ -991,18 +1001,14 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   StackResolver& stacks = *resolver;
   stacks.place_tree();  // every site's stack is named, in every mode: most of the tree
   StacksAtPeaks at_peaks = pass_two(main, job, stage_rows, stacks, options.top_stacks, read_progress);
-  // Every site's stack is resolved: the sites' list is made in the room the resolution's
-  // walk state leaves (the same memory, not more).
   std::vector<Stack> stacks_named;  // what once_stacks_final reads: report.stacks may still grow
   std::future<void> beside;         // joined (on a throw too) before the report goes
+  // Every site's stack is resolved: the sites' list is made in the room the resolution's
+  // walk state leaves (the same memory, not more).
   if (names_only_sites_after_pass_two(pass)) {
     stacks.forget_tree();
     pass.stacks = StackTree();
-    if (options.once_stacks_final && job.order.size() == 1) {
-      stacks_named = report.stacks;
-      beside = std::async(std::launch::async, options.once_stacks_final,
-                          StackLists{report.frames, report.stack_nodes, stacks_named});
-    }
+    if (options.once_stacks_final && job.order.size() == 1) beside = hand_stacks_beside(options, report, stacks_named);
   } else {
     stacks.forget_walks();
   }
