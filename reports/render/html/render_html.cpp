@@ -151,11 +151,6 @@ struct FlamePruning {
   size_t kept_count = 0;
 };
 
-// Marks the nodes that hold at least `share` of one view's total for one of the metrics
-// [first_metric, first_metric + kHalfMetrics); a node's value includes its descendants',
-// so its parents are marked too. Children are numbered after their parent, so going down
-// the numbers a node's sum is whole when it is reached: it is marked and passed on to its
-// parent in one pass.
 constexpr size_t kHalfMetrics = kMetrics / 2;
 // Each node's sums of half the metrics. Made without zeroing: mark_kept zeroes them before
 // each view on the thread that marks with them, so each thread writes its fresh pages once.
@@ -165,6 +160,12 @@ struct HalfSums {
   std::unique_ptr<std::array<uint64_t, kHalfMetrics>[]> sums;
   size_t count;
 };
+
+// Marks the nodes that hold at least `share` of one view's total for one of the metrics
+// [first_metric, first_metric + kHalfMetrics); a node's value includes its descendants',
+// so its parents are marked too. Children are numbered after their parent, so going down
+// the numbers a node's sum is whole when it is reached: it is marked and passed on to its
+// parent in one pass.
 void mark_kept(const Report& report, const CallTree& tree, const std::vector<uint32_t>& figure_leaf,
                const std::vector<size_t>& view, double share, size_t first_metric, HalfSums& sums,
                std::vector<uint8_t>& kept) {
