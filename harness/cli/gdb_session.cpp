@@ -98,6 +98,10 @@ if safe: safe[0].switch()
 elif threads: print('%s'); gdb.execute('detach'))";
 // Looks before gdb gives up and is started again.
 constexpr int kAllocatorLooks = 20;
+// A gdb stopped at its timeout in the middle of a `finish` would leave that finish's
+// breakpoint in the program: looks that finish are only made with this long left, far
+// beyond any allocator call of a program that is not hung.
+constexpr double kFinishMarginS = 30;
 
 // `source` as one gdb command: gdb's -ex takes a line.
 std::string python_command(const std::string& source) {
@@ -113,13 +117,13 @@ std::string python_command(const std::string& source) {
 
 GdbResult gdb_batch_outside_allocator(const std::string& gdb, pid_t pid, const std::vector<std::string>& commands,
                                       double timeout_s) {
-  char select[sizeof(kSelectThreadOutsideAllocator) + sizeof(kEveryThreadInAllocator) + 16];
-  snprintf(select, sizeof(select), kSelectThreadOutsideAllocator, kAllocatorLooks, kAllocatorLooks,
-           kEveryThreadInAllocator);
-  std::vector<std::string> selected = {"sharedlibrary libc\\.so", python_command(select)};
-  selected.insert(selected.end(), commands.begin(), commands.end());
   const double deadline_s = now_s() + timeout_s;
   for (;;) {
+    const int looks = deadline_s - now_s() >= kFinishMarginS ? kAllocatorLooks : 1;
+    char select[sizeof(kSelectThreadOutsideAllocator) + sizeof(kEveryThreadInAllocator) + 16];
+    snprintf(select, sizeof(select), kSelectThreadOutsideAllocator, looks, looks, kEveryThreadInAllocator);
+    std::vector<std::string> selected = {"sharedlibrary libc\\.so", python_command(select)};
+    selected.insert(selected.end(), commands.begin(), commands.end());
     GdbResult result = gdb_batch(gdb, pid, selected, deadline_s - now_s());
     if (result.output.find(kEveryThreadInAllocator) == std::string::npos || now_s() + 0.02 >= deadline_s) return result;
     usleep(20000);  // the program runs on, out of the allocator
