@@ -4,9 +4,9 @@
 // with glibc's malloc most of its time went to page faults and malloc's bookkeeping
 // (docs/performance.md). jemalloc is linked in (harness/cli/CMakeLists.txt) and reads its
 // options from this symbol. Its heap asks for huge pages (where the system allows them at
-// all): on a VM a 4 KiB fault can be a trap to the hypervisor (harness/bench/page_faults.c), and the
-// analysis touches tens of thousands of fresh pages. The cost is ~15 MiB more RSS (huge
-// pages partly used) and, where memory is fragmented, a fault that waits for compaction.
+// all): on a VM a 4 KiB fault can be a trap to the hypervisor (harness/bench/page_faults.c),
+// and the analysis touches tens of thousands of fresh pages. The cost is ~15 MiB more RSS
+// (huge pages partly used) and, where memory is fragmented, a fault that waits for compaction.
 extern "C" {
 // NOLINTNEXTLINE: the name jemalloc looks up.
 const char* malloc_conf = "thp:always,metadata_thp:auto";

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -919,13 +920,13 @@ std::vector<std::optional<PeakSnapshots>> replay_to_job_peak(Traces& traces, con
 }
 
 // Step "stacks final" (AnalysisOptions::once_stacks_final): the report's frames and nodes,
-// which nothing adds to any more, and a copy of its stacks, to the caller's work on a thread
-// of its own.
-std::future<void> hand_stacks_beside(const AnalysisOptions& options, const Report& report,
-                                     std::vector<Stack>& stacks_named) {
-  stacks_named = report.stacks;
-  return std::async(std::launch::async, options.once_stacks_final,
-                    StackLists{report.frames, report.stack_nodes, stacks_named});
+// which nothing adds to any more, and a copy of its stacks (taken here: the list may still
+// grow), to the caller's work on a thread of its own.
+std::future<void> hand_stacks_beside(const AnalysisOptions& options, const Report& report) {
+  return std::async(std::launch::async, [work = options.once_stacks_final, frames = std::span(report.frames),
+                                         nodes = std::span(report.stack_nodes), stacks = report.stacks] {
+    work(StackLists{frames, nodes, stacks});
+  });
 }
 
 // Step "job stacks": the stacks held at the job's peak, in every process that held heap then.
@@ -1001,14 +1002,13 @@ Report analyze(const std::vector<std::string>& trace_paths, const std::optional<
   StackResolver& stacks = *resolver;
   stacks.place_tree();  // every site's stack is named, in every mode: most of the tree
   StacksAtPeaks at_peaks = pass_two(main, job, stage_rows, stacks, options.top_stacks, read_progress);
-  std::vector<Stack> stacks_named;  // what once_stacks_final reads: report.stacks may still grow
-  std::future<void> beside;         // joined (on a throw too) before the report goes
+  std::future<void> beside;  // once_stacks_final's, joined (on a throw too) before the report goes
   // Every site's stack is resolved: the sites' list is made in the room the resolution's
   // walk state leaves (the same memory, not more).
   if (names_only_sites_after_pass_two(pass)) {
     stacks.forget_tree();
     pass.stacks = StackTree();
-    if (options.once_stacks_final && job.order.size() == 1) beside = hand_stacks_beside(options, report, stacks_named);
+    if (options.once_stacks_final && job.order.size() == 1) beside = hand_stacks_beside(options, report);
   } else {
     stacks.forget_walks();
   }

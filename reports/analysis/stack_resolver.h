@@ -34,8 +34,9 @@ class StackResolver {
 
   // Resolution begun while the trace is read (memstage run: on its reader's thread, as the
   // program runs), its frames and nodes in the report it was made with until
-  // move_to_report. Stacks are resolved as the tree gains them (resolve_read); a frame that
-  // a module list or a Python code not read yet may decide waits for one.
+  // move_to_report. Stacks are resolved as the tree gains them (resolve_read); a stack with
+  // a frame that a module list or a Python code not read yet may decide waits: it is tried
+  // again when another module list is read, and otherwise resolved by pass two.
   void resolve_while_read();
   // The stacks the tree gained since the last call, each as far as its frames can be known
   // yet: the stacks after pass two names find their nodes made.
@@ -126,8 +127,8 @@ class StackResolver {
   const std::vector<std::vector<trace::Module>>& module_snapshots_;
   bool tree_forgotten_ = false;
   bool tree_read_ = true;  // false while resolve_while_read's tree is read
-  // While the tree is read: the next stack to resolve, and those left for a later module
-  // list or Python code (tried again when a module list was read).
+  // While the tree is read: the next stack to resolve, and those left waiting (tried again
+  // when another module list was read).
   uint32_t next_read_stack_ = 0;
   std::vector<uint32_t> left_for_later_;
   static constexpr size_t kMostLeftForLater = 1 << 16;
