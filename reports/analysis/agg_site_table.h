@@ -46,6 +46,9 @@ class MappedBlocks {
     while (i >= mapped()) {
       void* block = mmap(nullptr, kBlockBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (block == MAP_FAILED) return false;
+      // In huge pages where the system gives them on request: a fresh 4 KiB page is a
+      // fault each, which costs far more than its zeroing on virtual machines.
+      madvise(block, kBlockBytes, MADV_HUGEPAGE);
       blocks_.push_back(static_cast<T*>(block));
     }
     return true;
