@@ -62,6 +62,7 @@ void HeapAggregate::reset() {
   changed_sites_.release();
   peak_stale_sites_.release();
   peak_unwritten_sites_.release();
+  idle_candidates_.release();
   stage_stale_sites_.release();
   stage_copy_all_ = false;
   stages_.release();
@@ -93,7 +94,9 @@ uint32_t HeapAggregate::new_site(uint32_t stack, uint32_t stage_plus_one, Record
   // Grown from the sites in order, before this one's place is taken (a new place's key is
   // not set yet).
   if (slots_.full()) {
-    if (!slots_.empty_for(slots_.size() + 1)) return UINT32_MAX;
+    // Room for every place and half as many tombstones: made anew once in a few forgettings.
+    const size_t room = std::max<size_t>(slots_.size() + 1, sites_.size() + sites_.size() / 2);
+    if (!slots_.empty_for(room)) return UINT32_MAX;
     reindex_sites();
   }
   uint32_t place;
@@ -143,20 +146,33 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
   // the heap at a high not copied yet.)
   make_copies_current();
   write_run_peak(out);
+  // A forgotten site's slot is a cache miss in an index of megabytes: fetched
+  // kErasesAhead forgettings before it is erased.
+  constexpr size_t kErasesAhead = 8;
+  struct Erase {
+    uint32_t hash, place;
+  } erases[kErasesAhead];
   size_t forgotten = 0;
-  for (size_t i = 0; i < sites_.size(); ++i) {
-    Site& site = sites_[i];
-    if (!idle(site)) continue;
+  idle_candidates_.retain_if(sites_.size(), [&](uint32_t place) {
+    Site& site = sites_[place];
+    if (!site.idle_candidate) return false;
+    if (site.live_blocks > 0) {
+      site.idle_candidate = 0;  // listed again once it frees its last block
+      return false;
+    }
+    if (!idle(site)) return true;
     if (site.changed) write_site(site, out);
-    site.changed = site.peak_stale = site.stage_stale = 0;
-    forget_place(static_cast<uint32_t>(i));
+    Erase& erase = erases[forgotten % kErasesAhead];
+    if (forgotten >= kErasesAhead) slots_.erase(erase.hash, erase.place);
+    erase = Erase{SiteSlots::hash(site.stack, site.stage_plus_one), place};
+    slots_.prefetch(erase.hash);
+    site.changed = site.peak_stale = site.stage_stale = site.idle_candidate = 0;
+    forget_place(place);
     ++forgotten;
-  }
-  // Emptying each forgotten site's slot would read, for every slot it shifts back, that
-  // slot's site (a cache miss each); the index anew reads the sites kept in order.
-  if (forgotten) {
-    slots_.empty();
-    reindex_sites();
+    return false;
+  });
+  for (size_t i = forgotten > kErasesAhead ? forgotten - kErasesAhead : 0; i < forgotten; ++i) {
+    slots_.erase(erases[i % kErasesAhead].hash, erases[i % kErasesAhead].place);
   }
   // The lists name sites by place: the forgotten ones leave them before a place is reused
   // (their bits may stay: a visit checks the site's flag, which forgetting cleared).
@@ -164,7 +180,7 @@ void HeapAggregate::forget_idle_sites(RecordSink& out) {
   drop_forgotten(peak_stale_sites_);
   drop_forgotten(stage_stale_sites_);
   // Fewer than an eighth forgotten: sites_ grows the next time it is full, so that each
-  // site met is scanned here a bounded number of times (8 at most on average).
+  // site met is looked at here a bounded number of times.
   grow_before_forgetting_ = forgotten * 8 < sites_.size();
 }
 
@@ -275,6 +291,10 @@ bool HeapAggregate::free(uint64_t address, bool temporary) {
   site.live_bytes -= size;
   --site.live_blocks;
   note_change(site);
+  if (site.live_blocks == 0 && !site.idle_candidate) {
+    site.idle_candidate = 1;
+    idle_candidates_.add(place, sites_.size());
+  }
   if (site.stage_plus_one) stages_[site.stage_plus_one - 1].live_self_bytes -= static_cast<int64_t>(size);
   if (depth_ > 0) ++stages_[levels_[depth_ - 1].instance].frees;
   ++frees_;

@@ -4,7 +4,8 @@
 // grows with the distinct sites and stages, not with the run's length; what it keeps, with
 // the sites in use: a site holding nothing that no copy below holds is written and
 // forgotten when the array of sites is full, and met again starts from zero (kAggSite's
-// counts are increments).
+// counts are increments). Only sites that let go of their last block since are looked at
+// then, not the whole array.
 //
 // The stacks holding memory at a peak are exact without copying every site at every new
 // high: the current live bytes per site are kept beside a saved copy at the peak, with a
@@ -99,6 +100,29 @@ class PlaceList {
       }
     }
   }
+  // Visits each place as for_each does; a place stays for which keep(place) is true (from
+  // every site, the visit's flag decides).
+  template <class Keep>
+  void retain_if(size_t site_count, Keep keep) {
+    if (mode_ == Mode::kList) {
+      size_t kept = 0;
+      for (size_t i = 0; i < places_.size(); ++i) {
+        if (keep(places_[i])) places_[kept++] = places_[i];
+      }
+      places_.resize_down(kept);
+    } else if (mode_ == Mode::kEverySite) {
+      for (size_t i = 0; i < site_count; ++i) keep(static_cast<uint32_t>(i));
+    } else {
+      for (size_t word = 0; word < bits_.size(); ++word) {
+        uint64_t kept = bits_[word];
+        for (uint64_t w = kept; w; w &= w - 1) {
+          const int bit = __builtin_ctzll(w);
+          if (!keep(static_cast<uint32_t>(word * 64 + bit))) kept &= ~(uint64_t{1} << bit);
+        }
+        bits_[word] = kept;
+      }
+    }
+  }
   void clear() {
     places_.clear_keeping_memory();
     if (mode_ != Mode::kList) {
@@ -184,17 +208,18 @@ class HeapAggregate {
     // The counts since its last kAggSite record (trace_format.h: from version 5 these are
     // increments), written before they pass kMaxCountSinceWritten or 4 GiB.
     uint32_t allocations;
-    uint32_t temporary_allocations : 28;
+    uint32_t temporary_allocations : 27;
     uint32_t changed : 1;         // since the last snapshot, listed in changed_sites_
     uint32_t peak_stale : 1;      // since the run peak's copy, listed in peak_stale_sites_
     uint32_t peak_unwritten : 1;  // its copy at the run peak changed since a snapshot wrote it
     uint32_t stage_stale : 1;     // since the stage peak's copy, listed in stage_stale_sites_
+    uint32_t idle_candidate : 1;  // holds no block, listed in idle_candidates_
     uint32_t bytes_allocated;
     uint64_t live_bytes;
     uint64_t peak_bytes;  // the copy at the run's peak
   };
   static_assert(sizeof(Site) == 44);
-  static constexpr uint32_t kMaxCountSinceWritten = (1u << 28) - 2;  // a temporary may add one more
+  static constexpr uint32_t kMaxCountSinceWritten = (1u << 27) - 2;  // a temporary may add one more
   // A site's copy at the innermost stage's peak, beside sites_ (same places) once a stage
   // began: a program without stages does without. Packed as the sites are.
   struct __attribute__((packed)) SavedCopy {
@@ -226,10 +251,12 @@ class HeapAggregate {
   uint32_t site_of(uint32_t stack, uint32_t stage_plus_one, RecordSink& out);
   uint32_t new_site(uint32_t stack, uint32_t stage_plus_one, RecordSink& out);
   // When sites_ is full: writes and forgets the sites that hold nothing and no copy holds,
-  // which are then the same as sites never met (kAggSite's counts are increments).
+  // which are then the same as sites never met (kAggSite's counts are increments). Looks
+  // at the idle candidates only.
   void forget_idle_sites(RecordSink& out);
   bool idle(const Site& site) const;
-  // Inserts every site kept into the emptied index, in place order.
+  // Inserts every site kept into the emptied index, in place order (when it is full: of
+  // sites and of the tombstones forgetting leaves).
   void reindex_sites();
   void forget_place(uint32_t place);
   void drop_forgotten(PlaceList& list);
@@ -259,6 +286,9 @@ class HeapAggregate {
   PlaceList changed_sites_;
   PlaceList peak_stale_sites_;
   PlaceList peak_unwritten_sites_;  // what the next snapshot writes of the run peak
+  // Sites that let go of their last block: those forgetting looks at. One a copy at a
+  // peak still holds stays listed until the copy lets go of it too.
+  PlaceList idle_candidates_;
   // Listed only while a stage is open; on the first begin the whole copy is stale (every
   // site copied, flagged or not).
   PlaceList stage_stale_sites_;

@@ -1,9 +1,11 @@
 // The slots of the tracer's open-addressing tables (address_index.h, site_slots.h): in the
 // tracer's own memory (tracer_map_table), probed linearly from each slot's home, emptied by
-// backward shift (no tombstones: every probe chain stays unbroken), twice the size once
-// three quarters full. `traits.used(slot)` says whether a slot holds anything (an empty
-// one is a value-initialized Slot) and `traits.home(slot, mask)` where its probe starts;
-// a Traits may hold what it needs for that (traits()).
+// backward shift (no tombstones: every probe chain stays unbroken) or, in a table whose
+// slots' homes cost a cache miss to find, by tombstones the table writes itself (replace),
+// twice the size once three quarters full (tombstones counted). `traits.used(slot)` says
+// whether a slot holds anything (an empty one is a value-initialized Slot; a tombstone
+// holds nothing) and `traits.home(slot, mask)` where its probe starts; a Traits may hold
+// what it needs for that (traits()).
 // Writer thread only.
 #pragma once
 
@@ -54,6 +56,9 @@ class ProbedSlots {
     slots_[i] = slot;
     ++count_;
   }
+  // Puts `slot` in index `i` where a slot counted already is: a table that leaves
+  // tombstones (its Traits::used false for them) writes them, and reuses them, this way.
+  void replace(uint64_t i, const Slot& slot) { slots_[i] = slot; }
 
   // Empties index `i`: a later slot of its chain whose home lies at or before the hole moves
   // back into it, and the hole moves on to where it was.
@@ -86,11 +91,13 @@ class ProbedSlots {
     const uint64_t old_capacity = capacity_;
     slots_ = bigger;
     capacity_ = new_capacity;
+    count_ = 0;  // the used slots moved: tombstones stay behind
     for (uint64_t i = 0; i < old_capacity; ++i) {
       if (!traits_.used(old[i])) continue;
       uint64_t j = traits_.home(old[i], mask());
       while (traits_.used(slots_[j])) j = next(j);
       slots_[j] = old[i];
+      ++count_;
     }
     if (old) tracer_unmap_table(old, old_capacity * sizeof(Slot));
     return true;

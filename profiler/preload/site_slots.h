@@ -2,9 +2,11 @@
 // the aggregate's array of sites (aggregate.h): open addressing in 4-byte slots, the place
 // and the top bits of the key's hash (compared before the site itself is read). Where a
 // slot's probe starts is found from its site's key again (hash_of), which the index does
-// only when it grows or closes a gap: a slot half the size of one holding the whole hash.
-// Sites are removed when the aggregate forgets them, so it holds the sites kept, not every
-// one ever met. Writer thread only; memory from tracer_map_table.
+// only when it grows: a slot half the size of one holding the whole hash. A site the
+// aggregate forgets leaves a tombstone, not a gap closed by shifting the slots after it
+// back (each shift would read the moved slot's site to find its home: a cache miss each);
+// inserts reuse tombstones, and the index made anew (empty_for, then the sites inserted in
+// place order) or grown has none. Writer thread only; memory from tracer_map_table.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +39,7 @@ class SiteSlots {
   uint32_t find(uint32_t hash, Same same) const {
     if (slots_.capacity() == 0) return UINT32_MAX;
     for (uint64_t i = hash & slots_.mask(); slots_[i]; i = slots_.next(i)) {
-      if (slots_[i] >> kPlaceBits == hash >> kPlaceBits && same(place_of(slots_[i]))) return place_of(slots_[i]);
+      if (same_top_bits(slots_[i], hash) && same(place_of(slots_[i]))) return place_of(slots_[i]);
     }
     return UINT32_MAX;
   }
@@ -52,60 +54,82 @@ class SiteSlots {
   uint32_t likely_place(uint32_t hash) const {
     if (slots_.capacity() == 0) return UINT32_MAX;
     for (uint64_t i = hash & slots_.mask(); slots_[i]; i = slots_.next(i)) {
-      if (slots_[i] >> kPlaceBits == hash >> kPlaceBits) return place_of(slots_[i]);
+      if (same_top_bits(slots_[i], hash)) return place_of(slots_[i]);
     }
     return UINT32_MAX;
   }
 
-  // A site not in it yet, its key already at its place; false when out of memory.
+  // A site not in it yet, its key already at its place; false when out of memory. The
+  // first tombstone on the probe is taken: the key is in no slot past it.
   bool insert(uint32_t hash, uint32_t place) {
     if (!slots_.make_room()) return false;
     uint64_t i = hash & slots_.mask();
-    while (slots_[i]) i = slots_.next(i);
-    slots_.fill(i, (hash >> kPlaceBits) << kPlaceBits | (place + 1));
+    while (holds_site(slots_[i])) i = slots_.next(i);
+    const Slot slot = (hash >> kPlaceBits) << kPlaceBits | (place + 1);
+    if (slots_[i]) {
+      slots_.replace(i, slot);
+    } else {
+      slots_.fill(i, slot);
+    }
+    ++sites_;
     return true;
   }
 
   // Whether the next insert grows the index, which finds each slot's home from its site
-  // (a read of the sites in no order: a cache miss a slot).
+  // (a read of the sites in no order: a cache miss a slot). Tombstones count: they
+  // lengthen the probes as sites do.
   bool full() const { return slots_.full(); }
   // Empties the index, with room for `sites` sites without growing: for the aggregate to
   // insert its sites anew, read in place order. False when out of memory, nothing changed.
   bool empty_for(uint64_t sites) {
     uint64_t capacity = slots_.capacity() ? slots_.capacity() : Slots::kFirstSlots;
     while (!Slots::fits(sites + 1, capacity)) capacity *= 2;
-    return slots_.empty_to(capacity);
+    if (!slots_.empty_to(capacity)) return false;
+    sites_ = 0;
+    return true;
   }
   // Empties the index, its size kept (no memory asked for): for fewer sites than it held.
   void empty() {
     if (slots_.capacity()) slots_.empty_to(slots_.capacity());
+    sites_ = 0;
   }
-  uint64_t size() const { return slots_.size(); }
+  // The sites in it (not the tombstones).
+  uint64_t size() const { return sites_; }
 
+  // The site's slot becomes a tombstone.
   void erase(uint32_t hash, uint32_t place) {
     if (slots_.capacity() == 0) return;
-    uint64_t i = hash & slots_.mask();
-    while (place_of(slots_[i]) != place) {
-      if (!slots_[i]) return;
-      i = slots_.next(i);
+    for (uint64_t i = hash & slots_.mask(); slots_[i]; i = slots_.next(i)) {
+      if (holds_site(slots_[i]) && place_of(slots_[i]) == place) {
+        slots_.replace(i, kTombstone);
+        --sites_;
+        return;
+      }
     }
-    slots_.remove(i);
   }
 
-  void clear() { slots_.clear(); }
+  void clear() {
+    slots_.clear();
+    sites_ = 0;
+  }
 
  private:
-  // 0: empty; else the hash's top bits over place + 1.
+  // 0: empty; else the hash's top bits over place + 1, or over 0 for a tombstone.
   using Slot = uint32_t;
+  static constexpr Slot kTombstone = ~Slot{0} << kPlaceBits;
   static uint32_t place_of(Slot s) { return (s & kMaxPlaces) - 1; }
+  static bool holds_site(Slot s) { return (s & kMaxPlaces) != 0; }
+  static bool same_top_bits(Slot s, uint32_t hash) { return holds_site(s) && s >> kPlaceBits == hash >> kPlaceBits; }
+  // Growing drops the tombstones (ProbedSlots moves the used slots only).
   struct Traits {
     const void* sites = nullptr;
     HashOf hash_of = nullptr;
-    static bool used(Slot s) { return s != 0; }
+    static bool used(Slot s) { return holds_site(s); }
     uint64_t home(Slot s, uint64_t mask) const { return hash_of(sites, place_of(s)) & mask; }
   };
   using Slots = ProbedSlots<Slot, Traits, 1u << 10>;
   Slots slots_;
+  uint64_t sites_ = 0;
 };
 
 }  // namespace memstage::preload

@@ -357,3 +357,74 @@ TEST_CASE("aggregate mode's site index emptied and filled again finds the sites 
     CHECK(found == (i % 2 ? UINT32_MAX : i));
   }
 }
+
+// Forgetting leaves tombstones (SiteSlots::erase): a probe passes over them, an insert
+// takes the first on its probe, and they count toward a full index until it is made anew
+// or grows, which drops them.
+TEST_CASE("aggregate mode's site index erases into tombstones that inserts reuse and growing drops") {
+  struct Key {
+    uint32_t stack, stage_plus_one;
+  };
+  std::vector<Key> keys;
+  for (uint32_t i = 0; i < 4000; ++i) keys.push_back(Key{i * 7 + 3, i % 3});
+  const auto hash_at = [&](uint32_t i) { return preload::SiteSlots::hash(keys[i].stack, keys[i].stage_plus_one); };
+  const auto found = [&](preload::SiteSlots& slots, uint32_t i) {
+    return slots.find(hash_at(i), [&](uint32_t p) { return p == i; });
+  };
+  preload::SiteSlots slots;
+  slots.use_hashes(&keys, [](const void* sites, uint32_t i) {
+    const Key& k = (*static_cast<const std::vector<Key>*>(sites))[i];
+    return preload::SiteSlots::hash(k.stack, k.stage_plus_one);
+  });
+  REQUIRE(slots.empty_for(1000));
+  for (uint32_t i = 0; i < 1000; ++i) REQUIRE(slots.insert(hash_at(i), i));
+  for (uint32_t i = 0; i < 1000; i += 3) slots.erase(hash_at(i), i);
+  CHECK(slots.size() == 666);
+  bool right = true;
+  for (uint32_t i = 0; i < 1000; ++i) right = right && found(slots, i) == (i % 3 ? i : UINT32_MAX);
+  CHECK(right);
+  // Erased ones inserted again (their tombstones or others taken), then more until full.
+  for (uint32_t i = 0; i < 1000; i += 3) REQUIRE(slots.insert(hash_at(i), i));
+  CHECK(slots.size() == 1000);
+  uint32_t next = 1000;
+  for (; !slots.full(); ++next) REQUIRE(slots.insert(hash_at(next), next));
+  // Tombstones fill it as sites do: erased, they leave it full.
+  for (uint32_t i = 0; i < next; i += 2) slots.erase(hash_at(i), i);
+  CHECK(slots.full());
+  // The next insert grows it: only the sites move, and every one is found.
+  REQUIRE(slots.insert(hash_at(next), next));
+  ++next;
+  CHECK_FALSE(slots.full());
+  CHECK(slots.size() == next / 2 + 1);  // the odd ones and the last
+  right = true;
+  for (uint32_t i = 0; i < next; ++i) right = right && found(slots, i) == (i % 2 || i == next - 1 ? i : UINT32_MAX);
+  CHECK(right);
+}
+
+// Forgetting looks at the idle candidates only (PlaceList::retain_if): listed, or past a
+// list's length as bits, the places kept are those the visit keeps, each visited once.
+TEST_CASE("aggregate mode's place lists keep the places a visit keeps, listed or as bits") {
+  const size_t sites = GENERATE(size_t{2000}, size_t{200'000});  // a list, then bits
+  preload::PlaceList places;
+  std::vector<uint32_t> added;
+  for (uint32_t p = 1; p < sites; p += 7) {
+    places.add(p, sites);
+    added.push_back(p);
+  }
+  std::vector<uint32_t> visited;
+  places.retain_if(sites, [&](uint32_t p) {
+    visited.push_back(p);
+    return p % 2 == 0;
+  });
+  std::sort(visited.begin(), visited.end());
+  CHECK(visited == added);
+  std::vector<uint32_t> left;
+  places.for_each(sites, [&](uint32_t p) { left.push_back(p); });
+  std::sort(left.begin(), left.end());
+  std::vector<uint32_t> even;
+  for (uint32_t p : added) {
+    if (p % 2 == 0) even.push_back(p);
+  }
+  CHECK(left == even);
+  places.release();
+}
