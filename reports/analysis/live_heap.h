@@ -43,6 +43,7 @@ class AllocationInfos {
   void define(uint32_t id, const AllocationInfo& info) {
     if (id >= infos_.size()) infos_.grow_to(id + 1, Stored{});
     infos_[id] = Stored{info.size, info.stack, info.stage};
+    if (info.stack >= stacks_bound_) stacks_bound_ = size_t{info.stack} + 1;
     if (info.blocks_per_block != 1 && weights_.size() <= id) weights_.resize(id + 1, 1);
     if (id < weights_.size()) weights_[id] = info.blocks_per_block;
   }
@@ -53,6 +54,9 @@ class AllocationInfos {
   // What a block of `id` stands for, read on every event.
   uint64_t bytes(size_t id) const { return infos_[id].size; }
   size_t size() const { return infos_.size(); }
+  // Above every stack id an info was defined with: lists by stack id are sized by it
+  // without a walk of the infos.
+  size_t stacks_bound() const { return stacks_bound_; }
   // The room the doubling list of weights kept for more goes back (the infos' blocks keep
   // none past their last block).
   void shrink_to_fit() { weights_.shrink_to_fit(); }
@@ -67,6 +71,7 @@ class AllocationInfos {
   // as it grew and shrank (block_vector.h).
   trace::BlockVector<Stored> infos_;
   std::vector<double> weights_;  // by id up to the last sampled info defined; 1 past it
+  size_t stacks_bound_ = 0;
 };
 
 class LiveHeap {

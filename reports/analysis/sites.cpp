@@ -69,9 +69,7 @@ size_t SiteAggregator::stack_ids(const AllocationInfos& infos,
   size_t ids = 0;
   for (const StackStageFigures& f : counted) ids = std::max<size_t>(ids, size_t{f.stack} + 1);
   for (const auto& [key, f] : unsorted_) ids = std::max<size_t>(ids, size_t{stack_of_key(key)} + 1);
-  for (uint32_t id = 0; id < per_info_.size() && id < infos.size(); ++id) {
-    if (per_info_[id].allocations || per_info_[id].temporaries) ids = std::max<size_t>(ids, size_t{infos[id].stack} + 1);
-  }
+  if (!per_info_.empty()) ids = std::max(ids, infos.stacks_bound());
   return ids;
 }
 

@@ -110,7 +110,8 @@ class SiteAggregator {
   // Sorts each stack's run of a list grouped by stack by key and adds up equal keys' figures.
   static void merge_equal_keys(std::vector<StackStageFigures>& grouped);
   std::vector<StackStageFigures> take_sorted();
-  // One more than the highest stack id of a site before finish() (0 with none).
+  // Above the highest stack id of a site before finish() (0 with none), to size lists by
+  // stack id: with counts by info, above every info's stack.
   size_t stack_ids(const AllocationInfos& infos, std::span<const StackStageFigures> counted) const;
   size_t listed(uint64_t key) const;
   StackStageFigures& at(uint32_t stack, int stage);
