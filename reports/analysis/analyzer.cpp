@@ -51,7 +51,7 @@ void replay_events(TraceFile& file, PeakSnapshots& snapshots,
   } else {
     snapshots.borrow_infos(file.pass.heap);
     file.pass.event_log.replay(snapshots);
-    snapshots.give_back_infos(file.pass.heap);
+    snapshots.give_back_infos();
     if (progress) progress(file.summary.file_bytes, file.summary.file_bytes);
   }
   // Each trace is replayed once: its log and the replay's counts are not held beside the
@@ -649,8 +649,6 @@ StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& sta
   // read the trace again) is not held through the rest.
   PeakSnapshots snapshots(peak_targets(pass, job, stage_rows), pass.heap.infos().size(), pass.events);
   snapshots.top_stacks = top_stacks;
-  // Before the replay borrows the infos.
-  const std::vector<uint32_t> site_stacks = pass.site_stacks();
   std::exception_ptr pass_two_failed;
   {
     std::jthread replay([&] {
@@ -660,7 +658,8 @@ StacksAtPeaks pass_two(TraceFile& main, const JobPlan& job, const StageRows& sta
         pass_two_failed = std::current_exception();
       }
     });
-    resolve_in_order(stacks, site_stacks);
+    // Beside the replay, which reads pass one's infos as this does (lent, not moved).
+    resolve_in_order(stacks, pass.site_stacks());
   }
   if (pass_two_failed) std::rethrow_exception(pass_two_failed);
   return std::move(static_cast<StacksAtPeaks&>(snapshots));

@@ -83,14 +83,14 @@ class LiveHeap {
   // Returns the live bytes after it.
   uint64_t allocate(uint32_t info) {
     ++live_blocks_[info];
-    live_bytes_ += infos_.bytes(info);
+    live_bytes_ += infos().bytes(info);
     return live_bytes_;
   }
   // False when no block of this info is live (a corrupt trace): nothing changes.
   bool free(uint32_t info) {
     if (live_blocks_[info] == 0) return false;
     --live_blocks_[info];
-    live_bytes_ -= infos_.bytes(info);
+    live_bytes_ -= infos().bytes(info);
     return true;
   }
   uint64_t live_bytes() const { return live_bytes_; }
@@ -104,20 +104,22 @@ class LiveHeap {
   // may not be called after).
   void let_go_of_live_blocks() { std::vector<uint64_t>().swap(live_blocks_); }
   // Pass two replays pass one's log over pass one's infos, with live counts of its own:
-  // the infos are lent for the replay and given back after, not copied (24 MiB on a torch
-  // import's trace, at the analysis's highest). `from` has none meanwhile.
-  void borrow_infos(LiveHeap& from) {
-    infos_ = std::move(from.infos_);
-    live_blocks_.assign(infos_.size(), 0);
+  // the infos are lent for the replay, read where they are, not copied (24 MiB on a torch
+  // import's trace, at the analysis's highest). `from` keeps them, unchanged until they are
+  // given back (others may read them meanwhile); this heap defines none of its own.
+  void borrow_infos(const LiveHeap& from) {
+    lent_ = &from.infos_;
+    live_blocks_.assign(lent_->size(), 0);
     live_bytes_ = 0;
   }
-  void give_back_infos(LiveHeap& to) { to.infos_ = std::move(infos_); }
-  AllocationInfo info(uint32_t id) const { return infos_[id]; }
-  const AllocationInfos& infos() const { return infos_; }
+  void give_back_infos() { lent_ = nullptr; }
+  AllocationInfo info(uint32_t id) const { return infos()[id]; }
+  const AllocationInfos& infos() const { return lent_ ? *lent_ : infos_; }
   const std::vector<uint64_t>& live_blocks() const { return live_blocks_; }
 
  private:
   AllocationInfos infos_;
+  const AllocationInfos* lent_ = nullptr;  // another heap's, while borrowed
   std::vector<uint64_t> live_blocks_;  // per info
   uint64_t live_bytes_ = 0;
 };

@@ -178,8 +178,8 @@ class PeakSnapshots : public trace::TraceVisitor, public StacksAtPeaks {
   // Every info at once, as pass one defined them, for a replay of its EventLog (event_log.h)
   // instead of the trace: infos not defined yet at a peak hold no live block there. Pass
   // one's heap lends them (LiveHeap::borrow_infos) until give_back_infos.
-  void borrow_infos(LiveHeap& pass_one) { heap_.borrow_infos(pass_one); }
-  void give_back_infos(LiveHeap& pass_one) { heap_.give_back_infos(pass_one); }
+  void borrow_infos(const LiveHeap& pass_one) { heap_.borrow_infos(pass_one); }
+  void give_back_infos() { heap_.give_back_infos(); }
   // The replay is over: its live counts go, its snapshots stay.
   void let_go_of_replay() {
     heap_ = LiveHeap();
