@@ -71,6 +71,20 @@ Figures figures(const reports::Report& r) {
   return out;
 }
 
+// Sites' keys standing for the aggregate's array of sites in the site index's tests: a
+// key's place is its place in the list.
+struct SiteKey {
+  uint32_t stack, stage_plus_one;
+};
+uint32_t key_hash(const std::vector<SiteKey>& keys, uint32_t i) {
+  return preload::SiteSlots::hash(keys[i].stack, keys[i].stage_plus_one);
+}
+void index_over(preload::SiteSlots& slots, const std::vector<SiteKey>& keys) {
+  slots.use_hashes(&keys, [](const void* sites, uint32_t i) {
+    return key_hash(*static_cast<const std::vector<SiteKey>*>(sites), i);
+  });
+}
+
 void same_figures(const reports::MemoryFigures& a, const reports::MemoryFigures& f) {
   CHECK(a.peak_heap_bytes == f.peak_heap_bytes);
   CHECK(a.peak_heap_time_s == f.peak_heap_time_s);
@@ -284,18 +298,12 @@ TEST_CASE("aggregate mode's look-aheads name the place the lookups will find") {
   CHECK(blocks.place_at(0x10000) == UINT32_MAX);
   CHECK(blocks.size() == 3000);
 
-  struct Key {
-    uint32_t stack, stage_plus_one;
-  };
-  std::vector<Key> keys;
-  for (uint32_t i = 0; i < 3000; ++i) keys.push_back(Key{i * 7, i % 3});
+  std::vector<SiteKey> keys;
+  for (uint32_t i = 0; i < 3000; ++i) keys.push_back(SiteKey{i * 7, i % 3});
   preload::SiteSlots slots;
   CHECK(slots.likely_place(preload::SiteSlots::hash(1, 0)) == UINT32_MAX);  // no slots yet
-  slots.use_hashes(&keys, [](const void* sites, uint32_t i) {
-    const Key& k = (*static_cast<const std::vector<Key>*>(sites))[i];
-    return preload::SiteSlots::hash(k.stack, k.stage_plus_one);
-  });
-  for (uint32_t i = 0; i < keys.size(); ++i) REQUIRE(slots.insert(preload::SiteSlots::hash(keys[i].stack, keys[i].stage_plus_one), i));
+  index_over(slots, keys);
+  for (uint32_t i = 0; i < keys.size(); ++i) REQUIRE(slots.insert(key_hash(keys, i), i));
   size_t right = 0;
   for (uint32_t i = 0; i < keys.size(); ++i) {
     const uint32_t h = preload::SiteSlots::hash(keys[i].stack, keys[i].stage_plus_one);
@@ -329,17 +337,11 @@ TEST_CASE("the aggregate's arrays keep their entries as they grow, from one page
 // The index made anew (HeapAggregate::reindex_sites): emptied with room for more sites, or
 // emptied as it is for fewer, it finds what is inserted again and nothing else.
 TEST_CASE("aggregate mode's site index emptied and filled again finds the sites inserted since") {
-  struct Key {
-    uint32_t stack, stage_plus_one;
-  };
-  std::vector<Key> keys;
-  for (uint32_t i = 0; i < 5000; ++i) keys.push_back(Key{i * 13 + 1, i % 5});
-  const auto hash_at = [&](uint32_t i) { return preload::SiteSlots::hash(keys[i].stack, keys[i].stage_plus_one); };
+  std::vector<SiteKey> keys;
+  for (uint32_t i = 0; i < 5000; ++i) keys.push_back(SiteKey{i * 13 + 1, i % 5});
+  const auto hash_at = [&](uint32_t i) { return key_hash(keys, i); };
   preload::SiteSlots slots;
-  slots.use_hashes(&keys, [](const void* sites, uint32_t i) {
-    const Key& k = (*static_cast<const std::vector<Key>*>(sites))[i];
-    return preload::SiteSlots::hash(k.stack, k.stage_plus_one);
-  });
+  index_over(slots, keys);
   CHECK(slots.full());  // no slots yet
   REQUIRE(slots.empty_for(3000));
   for (uint32_t i = 0; i < 3000; ++i) {
@@ -362,20 +364,14 @@ TEST_CASE("aggregate mode's site index emptied and filled again finds the sites 
 // takes the first on its probe, and they count toward a full index until it is made anew
 // or grows, which drops them.
 TEST_CASE("aggregate mode's site index erases into tombstones that inserts reuse and growing drops") {
-  struct Key {
-    uint32_t stack, stage_plus_one;
-  };
-  std::vector<Key> keys;
-  for (uint32_t i = 0; i < 4000; ++i) keys.push_back(Key{i * 7 + 3, i % 3});
-  const auto hash_at = [&](uint32_t i) { return preload::SiteSlots::hash(keys[i].stack, keys[i].stage_plus_one); };
+  std::vector<SiteKey> keys;
+  for (uint32_t i = 0; i < 4000; ++i) keys.push_back(SiteKey{i * 7 + 3, i % 3});
+  const auto hash_at = [&](uint32_t i) { return key_hash(keys, i); };
   const auto found = [&](preload::SiteSlots& slots, uint32_t i) {
     return slots.find(hash_at(i), [&](uint32_t p) { return p == i; });
   };
   preload::SiteSlots slots;
-  slots.use_hashes(&keys, [](const void* sites, uint32_t i) {
-    const Key& k = (*static_cast<const std::vector<Key>*>(sites))[i];
-    return preload::SiteSlots::hash(k.stack, k.stage_plus_one);
-  });
+  index_over(slots, keys);
   REQUIRE(slots.empty_for(1000));
   for (uint32_t i = 0; i < 1000; ++i) REQUIRE(slots.insert(hash_at(i), i));
   for (uint32_t i = 0; i < 1000; i += 3) slots.erase(hash_at(i), i);
