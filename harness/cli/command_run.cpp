@@ -213,7 +213,7 @@ int run(const RunFlags& flags) {
   // --budget: with nothing to gate, a CMD that succeeded gets 2, not a pass.
   const int failed_exit = !flags.budget_path.empty() && child.exit_code == 0 ? 2 : child.exit_code;
   reports::RunInfo info{flags.command, child.pid, child.exit_code, child.signal, child.duration_s, oom_watch.finish(),
-                        std::nullopt};
+                        std::nullopt, std::nullopt};
   // The kernel's high-water mark of its RSS, which a SIGKILL kept its tracer from writing.
   if (child.signal == SIGKILL) info.max_rss_bytes = child.max_rss_bytes;
   if (checked.ram_limit_bytes) info.ram_limit_bytes = checked.ram_limit_bytes;
