@@ -43,6 +43,23 @@ class BlockVector {
   void grow_to(size_t n, const T& fill) {
     while (size_ < n) push_back(fill);
   }
+  // Grows to `n` elements left uninitialised (their pages untouched): for a list its user
+  // writes whole before reading it.
+  void grow_for_overwrite_to(size_t n) {
+    if (size_ == 0 && n > 0) {  // the first block at its size at once: nothing to copy
+      first_capacity_ = std::min(std::bit_ceil(n), kBlockItems);
+      blocks_.push_back(std::make_unique_for_overwrite<T[]>(first_capacity_));
+    }
+    while (size_ < n) {
+      if (size_ == first_capacity_ && size_ < kBlockItems) {
+        grow_first_block();
+      } else if (size_ % kBlockItems == 0 && size_ >= kBlockItems) {
+        blocks_.push_back(std::make_unique_for_overwrite<T[]>(kBlockItems));
+      }
+      const size_t block_end = size_ < kBlockItems ? first_capacity_ : (size_ / kBlockItems + 1) * kBlockItems;
+      size_ = std::min(n, block_end);
+    }
+  }
   T& operator[](size_t i) { return blocks_[i / kBlockItems][i % kBlockItems]; }
   const T& operator[](size_t i) const { return blocks_[i / kBlockItems][i % kBlockItems]; }
   size_t size() const { return size_; }

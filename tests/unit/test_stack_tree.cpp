@@ -62,6 +62,23 @@ TEST_CASE("block vector: the first block grows to the block's size, keeping what
   CHECK(all);
 }
 
+TEST_CASE("block vector: grown for overwrite, every index written then read back, and pushed after") {
+  const size_t n = GENERATE(size_t{3}, size_t{64}, size_t{1000}, size_t{4097});  // within, at, past the first block
+  memstage::trace::BlockVector<uint64_t, 1024> v;
+  v.grow_for_overwrite_to(n);
+  REQUIRE(v.size() == n);
+  for (size_t i = 0; i < n; ++i) v[i] = i * 5 + 2;
+  v.grow_for_overwrite_to(n + 1500);  // across more blocks
+  REQUIRE(v.size() == n + 1500);
+  for (size_t i = n; i < n + 1500; ++i) v[i] = i * 5 + 2;
+  v.push_back(uint64_t{9});
+  REQUIRE(v.size() == n + 1501);
+  bool all = true;
+  for (size_t i = 0; i < n + 1500; ++i) all = all && v[i] == i * 5 + 2;
+  CHECK(all);
+  CHECK(v[n + 1500] == 9);
+}
+
 TEST_CASE("stack tree: a chain of nodes longer than its storage's blocks") {
   // 2e5 nodes: four of its blocks of 65,536.
   StackTree tree;

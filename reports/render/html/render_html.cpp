@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profiler/trace/block_vector.h"
 #include "reports/model/thin_series.h"
 #include "reports/render/frame_label.h"
 #include "reports/render/html/call_tree.h"
@@ -156,24 +157,12 @@ constexpr size_t kHalfMetrics = kMetrics / 2;
 // analysis let go are made in their pages, where one list of tens of MiB took fresh ones
 // (on a VM, a fault to the hypervisor each). Made without zeroing: mark_kept zeroes them
 // before each view on the thread that marks with them.
-struct HalfSums {
-  using Sums = std::array<uint64_t, kHalfMetrics>;
-  static constexpr size_t kBlockShift = 16;
-  static constexpr size_t kBlockNodes = size_t{1} << kBlockShift;
-  explicit HalfSums(size_t nodes) : count(nodes) {
-    for (size_t first = 0; first < nodes; first += kBlockNodes) {
-      blocks.emplace_back(new Sums[std::min(kBlockNodes, nodes - first)]);
-    }
-  }
-  Sums& operator[](size_t node) { return blocks[node >> kBlockShift][node & (kBlockNodes - 1)]; }
-  void zero() {
-    for (size_t first = 0, b = 0; first < count; first += kBlockNodes, ++b) {
-      std::fill(blocks[b].get(), blocks[b].get() + std::min(kBlockNodes, count - first), Sums{});
-    }
-  }
-  std::vector<std::unique_ptr<Sums[]>> blocks;
-  size_t count;
-};
+using HalfSums = trace::BlockVector<std::array<uint64_t, kHalfMetrics>>;
+HalfSums half_sums(size_t nodes) {
+  HalfSums sums;
+  sums.grow_for_overwrite_to(nodes);
+  return sums;
+}
 
 // Marks the nodes that hold at least `share` of one view's total for one of the metrics
 // [first_metric, first_metric + kHalfMetrics); a node's value includes its descendants',
@@ -184,7 +173,7 @@ void mark_kept(const Report& report, const CallTree& tree, const std::vector<uin
                const std::vector<size_t>& view, double share, size_t first_metric, HalfSums& sums,
                std::vector<uint8_t>& kept) {
   const size_t node_count = tree.parent.size();
-  sums.zero();
+  for (size_t n = 0; n < sums.size(); ++n) sums[n] = {};
   std::array<uint64_t, kHalfMetrics> total{};  // the root's sum
   for (size_t i : view) {
     const auto m = metrics_of(report.stack_figures[i]);
@@ -218,7 +207,7 @@ FlamePruning prune_flame(const Report& report, const CallTree& tree, const std::
   const auto mark_views = [&](size_t first_metric, double share, HalfSums& sums, std::vector<uint8_t>& kept) {
     for (const auto& view : views) mark_kept(report, tree, figure_leaf, view, share, first_metric, sums, kept);
   };
-  HalfSums first_sums(node_count), second_sums(node_count);
+  HalfSums first_sums = half_sums(node_count), second_sums = half_sums(node_count);
   FlamePruning p;
   std::vector<uint8_t> kept_by_second;
   for (int attempt = 0; attempt < 20; ++attempt, p.share *= 2) {
