@@ -48,26 +48,47 @@ uint32_t StackTable::find(const Index* index, uint32_t parent, uint64_t return_a
   }
 }
 
-bool StackTable::grow_index_locked() {
-  Index* old = index_.load(std::memory_order_relaxed);
-  const uint64_t slots = old->slot_count + old->slot_count / 2;
-  Index* bigger = map_index(slots);
-  if (!bigger) return false;
-  const uint32_t n = count_.load(std::memory_order_relaxed);
+void StackTable::insert_nodes(Index* index, uint32_t from, uint32_t to) const {
+  const uint64_t slots = index->slot_count;
   // Each node goes to a random slot: fetched some nodes ahead, so the misses overlap.
   constexpr uint32_t kAhead = 16;
-  for (uint32_t id = 1; id < n && id < 1 + kAhead; ++id) {
-    prefetch_line(&bigger->slots[home_slot(hash(parent(id), return_address(id)), slots)]);
+  for (uint32_t id = from; id < to && id < from + kAhead; ++id) {
+    prefetch_line(&index->slots[home_slot(hash(parent(id), return_address(id)), slots)]);
   }
-  for (uint32_t id = 1; id < n; ++id) {
-    if (id + kAhead < n) {
-      prefetch_line(&bigger->slots[home_slot(hash(parent(id + kAhead), return_address(id + kAhead)), slots)]);
+  for (uint32_t id = from; id < to; ++id) {
+    if (id + kAhead < to) {
+      prefetch_line(&index->slots[home_slot(hash(parent(id + kAhead), return_address(id + kAhead)), slots)]);
     }
     const uint64_t h = hash(parent(id), return_address(id));
     uint64_t j = home_slot(h, slots);
-    while (bigger->slots[j].load(std::memory_order_relaxed)) j = j + 1 == slots ? 0 : j + 1;
-    bigger->slots[j].store(slot_value(id, h), std::memory_order_relaxed);
+    while (index->slots[j].load(std::memory_order_relaxed)) j = j + 1 == slots ? 0 : j + 1;
+    index->slots[j].store(slot_value(id, h), std::memory_order_relaxed);
   }
+}
+
+StackTable::Index* StackTable::take_ahead(uint64_t slots, uint32_t& from) {
+  pthread_mutex_lock(&ahead_mutex_);  // after the helper's slice, if one runs
+  Index* ahead = ahead_;
+  if (ahead && ahead->slot_count != slots) {
+    tracer_unmap_table(ahead, index_bytes(ahead->slot_count));
+    ahead = nullptr;
+  }
+  if (ahead) from = ahead_covers_;
+  ahead_ = nullptr;
+  ahead_covers_ = 1;
+  ahead_wanted_.store(false, std::memory_order_release);
+  pthread_mutex_unlock(&ahead_mutex_);
+  return ahead;
+}
+
+bool StackTable::grow_index_locked() {
+  Index* old = index_.load(std::memory_order_relaxed);
+  const uint64_t slots = grown_slot_count(old->slot_count);
+  uint32_t from = 1;
+  Index* bigger = take_ahead(slots, from);
+  if (!bigger) bigger = map_index(slots);
+  if (!bigger) return false;
+  insert_nodes(bigger, from, count_.load(std::memory_order_relaxed));
   index_.store(bigger, std::memory_order_release);
   // A lookup may still be reading the old index: its slots go back to the kernel (reads
   // then see empty slots, a miss, and ask again under the mutex) but stay mapped. The
@@ -78,18 +99,64 @@ bool StackTable::grow_index_locked() {
   return true;
 }
 
+// Past 3/4 full: the index to add node `id` to, grown here or asked of the helper; nullptr
+// when it is 7/8 full and cannot grow.
+StackTable::Index* StackTable::index_for_add(uint32_t id) {
+  Index* index = index_.load(std::memory_order_relaxed);
+  const bool past_limit = (uint64_t{id} + 1) * 8 > index->slot_count * 7;
+  if (!past_limit && index->slot_count >= kAheadMinSlots && helper_present_.load(std::memory_order_acquire)) {
+    if (!ahead_wanted_.load(std::memory_order_relaxed)) ahead_wanted_.store(true, std::memory_order_release);
+    return index;
+  }
+  if (grow_index_locked()) return index_.load(std::memory_order_relaxed);
+  return past_limit ? nullptr : index;
+}
+
+bool StackTable::build_ahead() {
+  if (!ahead_wanted_.load(std::memory_order_acquire)) return false;
+  if (pthread_mutex_trylock(&ahead_mutex_) != 0) return false;  // a growth is taking it
+  bool more = false, complete = false;
+  if (ahead_wanted_.load(std::memory_order_relaxed)) {
+    if (!ahead_) {
+      ahead_ = map_index(grown_slot_count(index_.load(std::memory_order_acquire)->slot_count));
+      ahead_covers_ = 1;
+    }
+    if (ahead_) {
+      const uint32_t published = count_.load(std::memory_order_acquire);
+      const uint32_t end = published - ahead_covers_ > kAheadSliceNodes ? ahead_covers_ + kAheadSliceNodes : published;
+      insert_nodes(ahead_, ahead_covers_, end);
+      ahead_covers_ = end;
+      more = end < published;
+      complete = !more;
+    }
+  }
+  pthread_mutex_unlock(&ahead_mutex_);
+  if (complete) {
+    // It becomes the index now, not at the next add: a program that adds no more nodes
+    // would otherwise keep both. The nodes added since are inserted under the lock.
+    lock();
+    if (ahead_wanted_.load(std::memory_order_relaxed)) grow_index_locked();
+    unlock();
+  }
+  return more;
+}
+
+void StackTable::reset_lock_after_fork() {
+  pthread_mutex_init(&mutex_, nullptr);
+  pthread_mutex_init(&ahead_mutex_, nullptr);
+  // The parent's helper may have been in the middle of a slice.
+  if (ahead_) tracer_unmap_table(ahead_, index_bytes(ahead_->slot_count));
+  ahead_ = nullptr;
+  ahead_covers_ = 1;
+  ahead_wanted_.store(false, std::memory_order_relaxed);
+  helper_present_.store(false, std::memory_order_relaxed);
+}
+
 uint32_t StackTable::add_locked(uint32_t parent_id, uint64_t return_address, uint64_t h) {
   const uint32_t id = count_.load(std::memory_order_relaxed);
   if (id >= kMaxNodes) return kRootId;
   Index* index = index_.load(std::memory_order_relaxed);
-  if ((id + 1) * 4 > index->slot_count * 3) {
-    // Grown before the node is added; if that fails, the index takes it up to 7/8 full.
-    if (grow_index_locked()) {
-      index = index_.load(std::memory_order_relaxed);
-    } else if ((id + 1) * 8 > index->slot_count * 7) {
-      return kRootId;
-    }
-  }
+  if ((uint64_t{id} + 1) * 4 > index->slot_count * 3 && !(index = index_for_add(id))) return kRootId;
   Node* b = blocks_[id / kBlockNodes].load(std::memory_order_relaxed);
   if (!b) {
     b = static_cast<Node*>(tracer_map_huge(kBlockBytes, 0));

@@ -53,7 +53,21 @@ class StackTable {
 
   void lock() { pthread_mutex_lock(&mutex_); }
   void unlock() { pthread_mutex_unlock(&mutex_); }
-  void reset_lock_after_fork() { pthread_mutex_init(&mutex_, nullptr); }
+  // In a forked child: the locks as new, and no helper (what one was building is dropped).
+  void reset_lock_after_fork();
+
+  // The index's growth with a helper thread (the trace's compressor): from 3/4 full, the
+  // next index is built beside the current one, outside the lock, out of the published
+  // nodes, while adds go on into the current one up to 7/8. A growth re-inserts every node
+  // (millions, a cache miss and a fresh page's share each): made under the lock it stalled
+  // the thread that added the node, the traced program's. Without a helper, or for a small
+  // index, or at 7/8, the growth is made under the lock, from what a helper built so far.
+  void set_growth_helper(bool present) { helper_present_.store(present, std::memory_order_release); }
+  // True while a growth waits for the helper's build_ahead().
+  bool growth_wanted() const { return ahead_wanted_.load(std::memory_order_acquire); }
+  // The helper's: inserts a slice of the published nodes into the next index; once it has
+  // them all, makes it the index (under the lock). True when more remains.
+  bool build_ahead();
 
  private:
   // 12 bytes, the key whole: a lookup's comparison reads one cache line.
@@ -83,18 +97,35 @@ class StackTable {
   static Index* map_index(uint64_t slots);
   static uint64_t home_slot(uint64_t hash, uint64_t slot_count);
 
+  static uint64_t grown_slot_count(uint64_t slots) { return slots + slots / 2; }
+  // The growth with a helper: for an index this large and up.
+  static constexpr uint64_t kAheadMinSlots = 1u << 18;
+  static constexpr uint32_t kAheadSliceNodes = 1u << 16;  // a slice: a few ms of the helper's
+
   const Node& node(uint32_t id) const {
     return blocks_[id / kBlockNodes].load(std::memory_order_acquire)[id % kBlockNodes];
   }
   uint32_t find(const Index* index, uint32_t parent, uint64_t return_address, uint64_t h) const;
   uint32_t add_locked(uint32_t parent, uint64_t return_address, uint64_t h);
   void prefetch_chain_slots(uint32_t added_id, const uint64_t* return_addresses, uint32_t below) const;
+  // Nodes [from, to) into `index`, which holds none of them yet.
+  void insert_nodes(Index* index, uint32_t from, uint32_t to) const;
+  Index* index_for_add(uint32_t id);
   bool grow_index_locked();
+  // The helper's next index, and the first node not in it; nullptr if none of that size.
+  Index* take_ahead(uint64_t slots, uint32_t& from);
 
   pthread_mutex_t mutex_ = PTHREAD_MUTEX_INITIALIZER;
   std::atomic<Node*> blocks_[kMaxBlocks] = {};
   std::atomic<uint32_t> count_{0};
   std::atomic<Index*> index_{nullptr};
+  // The next index, built by the helper. Lock order: mutex_, then ahead_mutex_ (which the
+  // helper holds for a slice).
+  std::atomic<bool> helper_present_{false};
+  std::atomic<bool> ahead_wanted_{false};
+  pthread_mutex_t ahead_mutex_ = PTHREAD_MUTEX_INITIALIZER;
+  Index* ahead_ = nullptr;     // under ahead_mutex_
+  uint32_t ahead_covers_ = 1;  // nodes [1, ahead_covers_) are in ahead_
 };
 
 // One thread's last stack, outermost frame first, with the node of each prefix: the next

@@ -90,6 +90,7 @@ struct WriterState {
   uint64_t lost_written = 0;
   uint64_t last_write_ns = 0;
   uint64_t events_at_last_tick = ~0ull;
+  bool helper_woken_for_growth = false;
   std::atomic<bool> write_failed{false};
 };
 WriterState w;
@@ -211,6 +212,8 @@ void* compressor_main(void*) {
   for (;;) {
     while (compressor.busy.load(std::memory_order_acquire) == 0) {
       if (compressor.stop.load(std::memory_order_acquire)) return nullptr;
+      // Between chunks, a slice at a time, the stack table's next index (stack_table.h).
+      if (g_tracer.stacks.build_ahead()) continue;
       futex_wait(&compressor.busy, 0, 100'000'000);
     }
     compress_and_write(compressor.chunk, compressor.chunk_bytes);
@@ -659,6 +662,14 @@ void write_chunk_if_due(bool write_now) {
   }
 }
 
+// The compressor builds the stack table's next index when asked (stack_table.h): woken once
+// for each growth, which it then sees through.
+void wake_helper_for_growth() {
+  const bool wanted = g_tracer.stacks.growth_wanted();
+  if (wanted && !w.helper_woken_for_growth) futex_wake(&compressor.busy, INT32_MAX);
+  w.helper_woken_for_growth = wanted;
+}
+
 // One round of the writer's work, with its lock held: the sampling tick when due, the
 // rings drained, a chunk written when enough waits or enough time passed (`write_now`: at
 // once), and the stop once RAM passed the limit.
@@ -669,6 +680,7 @@ void writer_round(ThreadState* self, bool write_now = false, AskAllocator alloca
     g_tracer.writer_next_round_ns.store(now + tick_interval_ns(), std::memory_order_relaxed);
   }
   drain(false);
+  wake_helper_for_growth();
   write_chunk_if_due(write_now);
   if (write_now) wait_for_chunks_written();
   if (g_tracer.options.ram_limit_stops && g_tracer.ram_limit_passed.load(std::memory_order_relaxed)) {
@@ -922,11 +934,13 @@ void start_compressor() {
   // Chunks are handed over once it runs.
   const bool started = start_tracer_thread(&compressor.thread, kCompressorStackBytes, compressor_main, "memstage-zstd");
   compressor.running.store(started, std::memory_order_release);
+  g_tracer.stacks.set_growth_helper(started);
 }
 
 // After the last chunk is written (process exit).
 void stop_compressor() {
   if (!compressor.running.exchange(false)) return;
+  g_tracer.stacks.set_growth_helper(false);
   compressor.stop.store(true, std::memory_order_release);
   futex_wake(&compressor.busy, INT32_MAX);
   pthread_join(compressor.thread, nullptr);

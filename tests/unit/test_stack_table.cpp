@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -186,4 +187,108 @@ TEST_CASE("eight threads interning overlapping stacks at once get one id per sta
     for (int t = 1; t < kThreads; ++t) REQUIRE(ids[t][i] == ids[0][i]);
     REQUIRE(read_back(table, ids[0][i]) == stacks[i]);
   }
+}
+
+namespace {
+// Interns {0x1000 + i, tag} for i in [from, to), returning their ids.
+std::vector<uint32_t> intern_run(StackTable& table, uint64_t from, uint64_t to, uint64_t tag) {
+  std::vector<uint32_t> ids;
+  for (uint64_t i = from; i < to; ++i) ids.push_back(intern(table, {0x1000 + i, tag}));
+  return ids;
+}
+void check_run(StackTable& table, const std::vector<uint32_t>& ids, uint64_t from, uint64_t tag) {
+  for (uint64_t i = 0; i < ids.size(); i += 101) {
+    REQUIRE(intern(table, {0x1000 + from + i, tag}) == ids[i]);
+    REQUIRE(read_back(table, ids[i]) == std::vector<uint64_t>{0x1000 + from + i, tag});
+  }
+}
+}  // namespace
+
+TEST_CASE("with a helper, the index grows from what the helper built and the nodes added since") {
+  StackTable table;
+  REQUIRE(table.init());
+  table.set_growth_helper(true);
+  std::vector<uint32_t> ids;
+  uint64_t next = 0;
+  // Until an index large enough for the helper is 3/4 full: the growth is then asked of it.
+  while (!table.growth_wanted()) ids.push_back(intern(table, {0x1000 + next++, 0xa3}));
+  const uint32_t nodes_when_asked = table.published();
+  // Slices of the next index, with nodes added between them, then the last: it grows.
+  CHECK(table.build_ahead());
+  for (int k = 0; k < 1000; ++k) ids.push_back(intern(table, {0x1000 + next++, 0xa3}));
+  CHECK(table.growth_wanted());
+  while (table.build_ahead()) ids.push_back(intern(table, {0x1000 + next++, 0xa3}));
+  CHECK_FALSE(table.growth_wanted());
+  CHECK(table.published() > nodes_when_asked + 1000);
+  // Every node is in the new index: found, not added again.
+  const uint32_t nodes = table.published();
+  check_run(table, ids, 0, 0xa3);
+  CHECK(table.published() == nodes);
+  // And it goes on growing.
+  const auto more = intern_run(table, next, next + 600000, 0xa3);
+  check_run(table, ids, 0, 0xa3);
+  check_run(table, more, next, 0xa3);
+}
+
+TEST_CASE("without the helper's work, the index grows at 7/8 from what it built") {
+  StackTable table;
+  REQUIRE(table.init());
+  table.set_growth_helper(true);
+  std::vector<uint32_t> ids;
+  uint64_t next = 0;
+  while (!table.growth_wanted()) ids.push_back(intern(table, {0x1000 + next++, 0xa3}));
+  CHECK(table.build_ahead());  // one slice, then the helper stops
+  // Past 7/8 the growth is made under the lock, from the slice on (a table that did not
+  // grow would name these stacks by the root).
+  const auto more = intern_run(table, next, next + 300000, 0xa3);
+  check_run(table, ids, 0, 0xa3);
+  check_run(table, more, next, 0xa3);
+}
+
+TEST_CASE("a fork's child drops the next index the parent's helper was building") {
+  StackTable table;
+  REQUIRE(table.init());
+  table.set_growth_helper(true);
+  std::vector<uint32_t> ids;
+  uint64_t next = 0;
+  while (!table.growth_wanted()) ids.push_back(intern(table, {0x1000 + next++, 0xa3}));
+  CHECK(table.build_ahead());
+  table.reset_lock_after_fork();  // as in the child: no helper, nothing half built
+  CHECK_FALSE(table.growth_wanted());
+  CHECK_FALSE(table.build_ahead());
+  const auto more = intern_run(table, next, next + 300000, 0xa3);
+  CHECK_FALSE(table.growth_wanted());
+  check_run(table, ids, 0, 0xa3);
+  check_run(table, more, next, 0xa3);
+}
+
+TEST_CASE("four threads add nodes while a helper thread grows the index") {
+  StackTable table;
+  REQUIRE(table.init());
+  table.set_growth_helper(true);
+  std::atomic<bool> stop{false};
+  std::thread helper([&] {
+    while (!stop.load()) {
+      if (!table.build_ahead()) std::this_thread::yield();
+    }
+  });
+  constexpr int kThreads = 4;
+  constexpr uint64_t kPerThread = 400000;
+  std::vector<std::vector<uint32_t>> ids(kThreads);
+  std::vector<std::thread> adders;
+  for (int t = 0; t < kThreads; ++t) {
+    adders.emplace_back([&, t] {
+      // Each thread's own stacks, and one path all of them share.
+      for (uint64_t i = 0; i < kPerThread; ++i) {
+        ids[t].push_back(intern(table, {0x1000 + i, 0xb000 + static_cast<uint64_t>(t)}));
+        if (i % 1000 == 0) intern(table, {0x77, 0x88});
+      }
+    });
+  }
+  for (auto& a : adders) a.join();
+  stop = true;
+  helper.join();
+  // The root, the shared path's two nodes, and two nodes a stack for each thread's own.
+  CHECK(table.published() == 1 + 2 + kThreads * (kPerThread + 1));
+  for (int t = 0; t < kThreads; ++t) check_run(table, ids[t], 0, 0xb000 + static_cast<uint64_t>(t));
 }
