@@ -104,9 +104,10 @@ uint64_t aged_tick_interval_ns(uint64_t base_ns, uint64_t age_ns, uint32_t full_
 }
 
 bool read_memory_shares_if_due(uint64_t now_ns, SharesMoment moment, MemoryShares& out) {
-  // A read costs milliseconds in a process of hundreds of libraries: reads at least 50
-  // times their cost apart take 2 % of a core at most (docs/performance.md).
-  constexpr uint64_t kCostFactor = 50;
+  // A read costs milliseconds in a process of hundreds of libraries: reads at least 200
+  // times their cost apart take 0.5 % of a core at most, often the program's own (a
+  // single-threaded program's samples are taken on its thread; docs/performance.md).
+  constexpr uint64_t kCostFactor = 200;
   uint64_t last = g_shares_last_ns.load(std::memory_order_relaxed);
   const uint64_t cost = g_shares_cost_ns.load(std::memory_order_relaxed);
   if (last != 0 && moment != SharesMoment::kEnd) {

@@ -27,9 +27,9 @@ enum class SharesMoment {
   kEnd,   // the process's end: read whatever the spacing, once (a short-lived worker's
           // copied pages are in its last figures, however loaded the machine)
 };
-// Reads smaps_rollup when it is due: at most one read per 50 times the last read's CPU time
+// Reads smaps_rollup when it is due: at most one read per 200 times the last read's CPU time
 // (the kernel walks every page table of the process: milliseconds per 100 MiB resident,
-// against microseconds for statm), so that it takes at most 2 % of one core; and, at ticks,
+// against microseconds for statm), so that it takes at most 0.5 % of one core; and, at ticks,
 // at least 100 ms apart. False when not due or unreadable.
 bool read_memory_shares_if_due(uint64_t now_ns, SharesMoment moment, MemoryShares& out);
 
