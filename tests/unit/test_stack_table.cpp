@@ -202,64 +202,61 @@ void check_run(StackTable& table, const std::vector<uint32_t>& ids, uint64_t fro
     REQUIRE(read_back(table, ids[i]) == std::vector<uint64_t>{0x1000 + from + i, tag});
   }
 }
+// A table with a helper, filled until an index large enough for the helper is 3/4 full:
+// its growth is then asked of the helper. `ids` of stacks {0x1000 + i, 0xa3}, i < next.
+struct GrowthAsked {
+  StackTable table;
+  std::vector<uint32_t> ids;
+  uint64_t next = 0;
+  GrowthAsked() {
+    REQUIRE(table.init());
+    table.set_growth_helper(true);
+    while (!table.growth_wanted()) add();
+  }
+  void add() { ids.push_back(intern(table, {0x1000 + next++, 0xa3})); }
+};
 }  // namespace
 
 TEST_CASE("with a helper, the index grows from what the helper built and the nodes added since") {
-  StackTable table;
-  REQUIRE(table.init());
-  table.set_growth_helper(true);
-  std::vector<uint32_t> ids;
-  uint64_t next = 0;
-  // Until an index large enough for the helper is 3/4 full: the growth is then asked of it.
-  while (!table.growth_wanted()) ids.push_back(intern(table, {0x1000 + next++, 0xa3}));
-  const uint32_t nodes_when_asked = table.published();
+  GrowthAsked t;
+  const uint32_t nodes_when_asked = t.table.published();
   // Slices of the next index, with nodes added between them, then the last: it grows.
-  CHECK(table.build_ahead());
-  for (int k = 0; k < 1000; ++k) ids.push_back(intern(table, {0x1000 + next++, 0xa3}));
-  CHECK(table.growth_wanted());
-  while (table.build_ahead()) ids.push_back(intern(table, {0x1000 + next++, 0xa3}));
-  CHECK_FALSE(table.growth_wanted());
-  CHECK(table.published() > nodes_when_asked + 1000);
+  CHECK(t.table.build_ahead());
+  for (int k = 0; k < 1000; ++k) t.add();
+  CHECK(t.table.growth_wanted());
+  while (t.table.build_ahead()) t.add();
+  CHECK_FALSE(t.table.growth_wanted());
+  CHECK(t.table.published() > nodes_when_asked + 1000);
   // Every node is in the new index: found, not added again.
-  const uint32_t nodes = table.published();
-  check_run(table, ids, 0, 0xa3);
-  CHECK(table.published() == nodes);
+  const uint32_t nodes = t.table.published();
+  check_run(t.table, t.ids, 0, 0xa3);
+  CHECK(t.table.published() == nodes);
   // And it goes on growing.
-  const auto more = intern_run(table, next, next + 600000, 0xa3);
-  check_run(table, ids, 0, 0xa3);
-  check_run(table, more, next, 0xa3);
+  const auto more = intern_run(t.table, t.next, t.next + 600000, 0xa3);
+  check_run(t.table, t.ids, 0, 0xa3);
+  check_run(t.table, more, t.next, 0xa3);
 }
 
 TEST_CASE("without the helper's work, the index grows at 7/8 from what it built") {
-  StackTable table;
-  REQUIRE(table.init());
-  table.set_growth_helper(true);
-  std::vector<uint32_t> ids;
-  uint64_t next = 0;
-  while (!table.growth_wanted()) ids.push_back(intern(table, {0x1000 + next++, 0xa3}));
-  CHECK(table.build_ahead());  // one slice, then the helper stops
+  GrowthAsked t;
+  CHECK(t.table.build_ahead());  // one slice, then the helper stops
   // Past 7/8 the growth is made under the lock, from the slice on (a table that did not
   // grow would name these stacks by the root).
-  const auto more = intern_run(table, next, next + 300000, 0xa3);
-  check_run(table, ids, 0, 0xa3);
-  check_run(table, more, next, 0xa3);
+  const auto more = intern_run(t.table, t.next, t.next + 300000, 0xa3);
+  check_run(t.table, t.ids, 0, 0xa3);
+  check_run(t.table, more, t.next, 0xa3);
 }
 
 TEST_CASE("a fork's child drops the next index the parent's helper was building") {
-  StackTable table;
-  REQUIRE(table.init());
-  table.set_growth_helper(true);
-  std::vector<uint32_t> ids;
-  uint64_t next = 0;
-  while (!table.growth_wanted()) ids.push_back(intern(table, {0x1000 + next++, 0xa3}));
-  CHECK(table.build_ahead());
-  table.reset_lock_after_fork();  // as in the child: no helper, nothing half built
-  CHECK_FALSE(table.growth_wanted());
-  CHECK_FALSE(table.build_ahead());
-  const auto more = intern_run(table, next, next + 300000, 0xa3);
-  CHECK_FALSE(table.growth_wanted());
-  check_run(table, ids, 0, 0xa3);
-  check_run(table, more, next, 0xa3);
+  GrowthAsked t;
+  CHECK(t.table.build_ahead());
+  t.table.reset_lock_after_fork();  // as in the child: no helper, nothing half built
+  CHECK_FALSE(t.table.growth_wanted());
+  CHECK_FALSE(t.table.build_ahead());
+  const auto more = intern_run(t.table, t.next, t.next + 300000, 0xa3);
+  CHECK_FALSE(t.table.growth_wanted());
+  check_run(t.table, t.ids, 0, 0xa3);
+  check_run(t.table, more, t.next, 0xa3);
 }
 
 TEST_CASE("four threads add nodes while a helper thread grows the index") {
