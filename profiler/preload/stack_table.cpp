@@ -81,15 +81,36 @@ StackTable::Index* StackTable::take_ahead(uint64_t slots, uint32_t& from) {
   return ahead;
 }
 
+// The old index's pages moved to the start of `bigger` and their slots emptied, where
+// `bigger` would fault in fresh pages (a fault each, on a VM often the host's too): its
+// address stays mapped, empty, so a lookup still reading it finds no slot (nor a slot
+// count) and asks again under the mutex. False where the kernel cannot (before Linux 5.7)
+// or the old index is not in 2 MiB pages.
+bool StackTable::move_pages(Index* old, Index* bigger) {
+  const uint64_t old_slots = old->slot_count;
+  const uint64_t bytes = tracer_table_mapped_bytes(index_bytes(old_slots));
+  if (bytes < kHugePageBytes) return false;
+  const long moved = syscall(SYS_mremap, old, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, bigger);
+  if (moved != reinterpret_cast<long>(bigger)) return false;
+  for (uint64_t j = 0; j < old_slots; ++j) bigger->slots[j].store(0, std::memory_order_relaxed);
+  return true;
+}
+
 bool StackTable::grow_index_locked() {
   Index* old = index_.load(std::memory_order_relaxed);
   const uint64_t slots = grown_slot_count(old->slot_count);
   uint32_t from = 1;
   Index* bigger = take_ahead(slots, from);
-  if (!bigger) bigger = map_index(slots);
-  if (!bigger) return false;
+  bool moved = false;
+  if (!bigger) {
+    bigger = map_index(slots);
+    if (!bigger) return false;
+    moved = move_pages(old, bigger);
+    bigger->slot_count = slots;  // the moved pages brought the old count
+  }
   insert_nodes(bigger, from, count_.load(std::memory_order_relaxed));
   index_.store(bigger, std::memory_order_release);
+  if (moved) return true;
   // A lookup may still be reading the old index: its slots go back to the kernel (reads
   // then see empty slots, a miss, and ask again under the mutex) but stay mapped. The
   // first page, with slot_count, stays as it is.

@@ -112,6 +112,7 @@ class StackTable {
   void insert_nodes(Index* index, uint32_t from, uint32_t to) const;
   Index* index_for_add(uint32_t id);
   bool grow_index_locked();
+  bool move_pages(Index* old, Index* bigger);
   // The helper's next index, and the first node not in it; nullptr if none of that size.
   Index* take_ahead(uint64_t slots, uint32_t& from);
 

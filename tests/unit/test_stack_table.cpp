@@ -259,13 +259,17 @@ TEST_CASE("a fork's child drops the next index the parent's helper was building"
   check_run(t.table, more, t.next, 0xa3);
 }
 
-TEST_CASE("four threads add nodes while a helper thread grows the index") {
+namespace {
+// Four threads add 1.6 M nodes (the index grows a dozen times while they look nodes up
+// without the lock), with a helper thread building the next index or without one (the
+// growth under the lock then moves the old index's pages to the new one).
+void add_from_four_threads(bool with_helper) {
   StackTable table;
   REQUIRE(table.init());
-  table.set_growth_helper(true);
+  table.set_growth_helper(with_helper);
   std::atomic<bool> stop{false};
   std::thread helper([&] {
-    while (!stop.load()) {
+    while (with_helper && !stop.load()) {
       if (!table.build_ahead()) std::this_thread::yield();
     }
   });
@@ -288,4 +292,20 @@ TEST_CASE("four threads add nodes while a helper thread grows the index") {
   // The root, the shared path's two nodes, and two nodes a stack for each thread's own.
   CHECK(table.published() == 1 + 2 + kThreads * (kPerThread + 1));
   for (int t = 0; t < kThreads; ++t) check_run(table, ids[t], 0, 0xb000 + static_cast<uint64_t>(t));
+}
+}  // namespace
+
+TEST_CASE("four threads add nodes while a helper thread grows the index") { add_from_four_threads(true); }
+
+TEST_CASE("four threads add nodes while the index grows under the lock") { add_from_four_threads(false); }
+
+TEST_CASE("the index grows under the lock until a helper comes, then beside it") {
+  StackTable table;
+  REQUIRE(table.init());
+  const auto before = intern_run(table, 0, 400000, 0xc1);  // the old indexes' pages moved
+  table.set_growth_helper(true);
+  const auto after = intern_run(table, 400000, 1200000, 0xc1);  // at 7/8 (no helper runs), moved too
+  check_run(table, before, 0, 0xc1);
+  check_run(table, after, 400000, 0xc1);
+  CHECK(table.published() == 1 + 1 + 1200000);
 }
