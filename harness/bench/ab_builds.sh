@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Two builds of memstage side by side on the same work, ROUNDS rounds with both run in each
 # round (in turn, A first), so that a noisy machine slows both alike; prints each build's
-# median wall time and the median of the per-round ratios B / A, with how many rounds B won
-# (and for `report`, each build's median maximum RSS, /usr/bin/time's).
+# median wall time and CPU time (user and system, its children's included) and the medians
+# of the per-round ratios B / A, with how many rounds B won (and for `report`, each build's
+# median maximum RSS, /usr/bin/time's). On a shared machine the CPU time's ratio is the
+# steadier one: a slow phase of the host stretches the wall time more.
 # A build is a folder laid out as build/ is (bin/memstage, lib/memstage/...): copy build/
 # aside before a change to keep the "before".
 #
@@ -12,8 +14,9 @@
 #       `memstage report DIR -f json`; also says whether both builds wrote the same JSON
 #   ab_builds.sh preload A B ROUNDS MODE -- CMD [ARGS...]
 #       CMD under the build's lib/memstage/libmemstage_preload.so alone, in MODE (full,
-#       stats, aggregate, sample): what the traced program pays, without `memstage run`'s
-#       reading of the trace beside it (which shares the cores)
+#       stats, aggregate, sample), its Python bootstrap on PYTHONPATH as `memstage run`
+#       puts it: what the traced program pays, without `memstage run`'s reading of the
+#       trace beside it (which shares the cores)
 #
 # Example: cp -r build /tmp/before; (change, build); harness/bench/ab_builds.sh run /tmp/before build 11
 #          --mode full -- build/bench/memstage_churn 2 7500000
@@ -56,8 +59,8 @@ case $what in
       local build=$1
       shift
       mkdir -p "$work/out"
-      MEMSTAGE_OUTPUT="$work/out" MEMSTAGE_MODE="$mode" LD_PRELOAD="$build/lib/memstage/libmemstage_preload.so" \
-        "$@" > /dev/null 2>&1 || true
+      PYTHONPATH="$build/lib/memstage/python${PYTHONPATH:+:$PYTHONPATH}" MEMSTAGE_OUTPUT="$work/out" \
+        MEMSTAGE_MODE="$mode" LD_PRELOAD="$build/lib/memstage/libmemstage_preload.so" "$@" > /dev/null 2>&1 || true
     }
     ;;
   *) usage ;;
@@ -68,25 +71,32 @@ for r in $(seq "$rounds"); do
     build=$a
     [ $side = b ] && build=$b
     rm -rf "$work/out"
-    start=$(date +%s.%N)
-    if [ "$what" = report ]; then one "$build" "$side"; else one "$build" "$@"; fi
-    end=$(date +%s.%N)
-    echo "$r $side $(echo "$end - $start" | bc) $(cat "$work/rss" 2>/dev/null || echo 0)" >> "$work/times"
+    # Bash's `time`: the wall, user and system seconds of `one`, its children's included.
+    TIMEFORMAT='%R %U %S'
+    if [ "$what" = report ]; then
+      { time one "$build" "$side" 2> /dev/null; } 2> "$work/usage"
+    else
+      { time one "$build" "$@"; } 2> "$work/usage"
+    fi
+    echo "$r $side $(tail -1 "$work/usage") $(cat "$work/rss" 2>/dev/null || echo 0)" >> "$work/times"
   done
 done
 python3 - "$work/times" "$a" "$b" <<'PY'
 import statistics, sys
-times, rss_kib = {}, {}
+wall, cpu, rss_kib = {}, {}, {}
 for line in open(sys.argv[1]):
-    r, side, t, rss = line.split()
-    times.setdefault(r, {})[side] = float(t)
+    r, side, t, user, system, rss = line.split()
+    wall.setdefault(r, {})[side] = float(t)
+    cpu.setdefault(r, {})[side] = float(user) + float(system)
     rss_kib.setdefault(side, []).append(int(rss))
-ratios = [t["b"] / t["a"] for t in times.values()]
-print(f"A {sys.argv[2]}: median {statistics.median(t['a'] for t in times.values()):.3f} s")
-print(f"B {sys.argv[3]}: median {statistics.median(t['b'] for t in times.values()):.3f} s")
+for side, build in (("a", sys.argv[2]), ("b", sys.argv[3])):
+    print(f"{side.upper()} {build}: median {statistics.median(t[side] for t in wall.values()):.3f} s, "
+          f"CPU {statistics.median(t[side] for t in cpu.values()):.3f} s")
 if all(rss_kib["a"]) and all(rss_kib["b"]):
     print(f"max RSS: A median {statistics.median(rss_kib['a']) / 1024:.1f} MiB, B median {statistics.median(rss_kib['b']) / 1024:.1f} MiB")
-print(f"B / A: median of per-round ratios {statistics.median(ratios):.3f}, B faster in {sum(x < 1 for x in ratios)} of {len(ratios)} rounds")
+for name, times in (("wall", wall), ("CPU", cpu)):
+    ratios = [t["b"] / t["a"] for t in times.values()]
+    print(f"B / A, {name}: median of per-round ratios {statistics.median(ratios):.3f}, B lower in {sum(x < 1 for x in ratios)} of {len(ratios)} rounds")
 PY
 if [ "$what" = report ]; then
   if cmp -s "$work/a.json" "$work/b.json"; then echo "the same JSON"; else echo "the JSON differs"; fi
