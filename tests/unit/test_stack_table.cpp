@@ -298,14 +298,3 @@ void add_from_four_threads(bool with_helper) {
 TEST_CASE("four threads add nodes while a helper thread grows the index") { add_from_four_threads(true); }
 
 TEST_CASE("four threads add nodes while the index grows under the lock") { add_from_four_threads(false); }
-
-TEST_CASE("the index grows under the lock until a helper comes, then beside it") {
-  StackTable table;
-  REQUIRE(table.init());
-  const auto before = intern_run(table, 0, 400000, 0xc1);  // the old indexes' pages moved
-  table.set_growth_helper(true);
-  const auto after = intern_run(table, 400000, 1200000, 0xc1);  // at 7/8 (no helper runs), moved too
-  check_run(table, before, 0, 0xc1);
-  check_run(table, after, 400000, 0xc1);
-  CHECK(table.published() == 1 + 1 + 1200000);
-}
