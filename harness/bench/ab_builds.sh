@@ -66,13 +66,13 @@ case $what in
   *) usage ;;
 esac
 
+# Bash's `time`: the wall, user and system seconds of `one`, its children's included.
+TIMEFORMAT='%R %U %S'
 for r in $(seq "$rounds"); do
   for side in a b; do
     build=$a
     [ $side = b ] && build=$b
     rm -rf "$work/out"
-    # Bash's `time`: the wall, user and system seconds of `one`, its children's included.
-    TIMEFORMAT='%R %U %S'
     if [ "$what" = report ]; then
       { time one "$build" "$side" 2> /dev/null; } 2> "$work/usage"
     else

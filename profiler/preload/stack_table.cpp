@@ -90,8 +90,10 @@ bool StackTable::move_pages(Index* old, Index* bigger) {
   const uint64_t old_slots = old->slot_count;
   const uint64_t bytes = tracer_table_mapped_bytes(index_bytes(old_slots));
   if (bytes < kHugePageBytes) return false;
+  const uint64_t slots = bigger->slot_count;
   const long moved = syscall(SYS_mremap, old, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, bigger);
   if (moved != reinterpret_cast<long>(bigger)) return false;
+  bigger->slot_count = slots;  // the moved first page brought the old count
   for (uint64_t j = 0; j < old_slots; ++j) bigger->slots[j].store(0, std::memory_order_relaxed);
   return true;
 }
@@ -106,7 +108,6 @@ bool StackTable::grow_index_locked() {
     bigger = map_index(slots);
     if (!bigger) return false;
     moved = move_pages(old, bigger);
-    bigger->slot_count = slots;  // the moved pages brought the old count
   }
   insert_nodes(bigger, from, count_.load(std::memory_order_relaxed));
   index_.store(bigger, std::memory_order_release);
