@@ -111,13 +111,15 @@ bool StackTable::grow_index_locked() {
   }
   insert_nodes(bigger, from, count_.load(std::memory_order_relaxed));
   index_.store(bigger, std::memory_order_release);
-  if (moved) return true;
-  // A lookup may still be reading the old index: its slots go back to the kernel (reads
-  // then see empty slots, a miss, and ask again under the mutex) but stay mapped. The
-  // first page, with slot_count, stays as it is.
-  constexpr uint64_t kPage = 4096;
-  const uint64_t bytes = tracer_table_mapped_bytes(index_bytes(old->slot_count));
-  if (bytes > 2 * kPage) syscall(SYS_madvise, reinterpret_cast<uint8_t*>(old) + kPage, bytes - kPage, MADV_DONTNEED);
+  if (!moved) {
+    // A lookup may still be reading the old index: its slots go back to the kernel (reads
+    // then see empty slots, a miss, and ask again under the mutex) but stay mapped. The
+    // first page, with slot_count, stays as it is.
+    constexpr uint64_t kPage = 4096;
+    const uint64_t bytes = tracer_table_mapped_bytes(index_bytes(old->slot_count));
+    if (bytes > 2 * kPage) syscall(SYS_madvise, reinterpret_cast<uint8_t*>(old) + kPage, bytes - kPage, MADV_DONTNEED);
+  }
+  tracer_settled(old);
   return true;
 }
 

@@ -9,12 +9,20 @@ namespace {
 
 std::atomic<uint64_t> g_small_bytes{0};
 
-// Large mappings, whose resident part is asked from the kernel when RSS is sampled.
+// Large mappings, whose resident part is asked from the kernel when RSS is sampled, a
+// system call for every 16 MiB, unless it is known (tracer_resident_bytes).
 constexpr size_t kLargeBytes = 64 * 1024;
 constexpr int kMaxLarge = 4096;
+enum class Residency : uint8_t {
+  kAsked,    // asked at every sample
+  kWhole,    // every page resident when last asked
+  kSettled,  // written no more (tracer_settled): as asked then
+};
 struct Mapping {
   void* address;
   size_t bytes;
+  Residency residency;
+  uint64_t resident_bytes;  // when last asked
 };
 Mapping g_large[kMaxLarge];
 int g_large_count = 0;
@@ -35,7 +43,7 @@ void note_mapped(void* p, size_t bytes) {
   }
   LargeLock lock;
   if (g_large_count < kMaxLarge) {
-    g_large[g_large_count++] = Mapping{p, bytes};
+    g_large[g_large_count++] = Mapping{p, bytes, Residency::kAsked, 0};
   } else {
     g_small_bytes.fetch_add(bytes, std::memory_order_relaxed);  // counted whole
   }
@@ -134,21 +142,53 @@ void tracer_unmap(void* p, size_t bytes) {
   note_unmapped(p, bytes);
 }
 
-uint64_t tracer_resident_bytes() {
-  const uint64_t page = 4096;
+namespace {
+constexpr uint64_t kPageBytes = 4096;
+
+uint64_t pages_resident_bytes(const Mapping& m) {
   unsigned char residency[4096];  // one byte per page, 16 MiB of mapping at a time
-  uint64_t resident = g_small_bytes.load(std::memory_order_relaxed);
-  LargeLock lock;
-  for (int i = 0; i < g_large_count; ++i) {
-    auto* start = static_cast<uint8_t*>(g_large[i].address);
-    const uint64_t pages = (g_large[i].bytes + page - 1) / page;
-    for (uint64_t done = 0; done < pages; done += sizeof(residency)) {
-      const uint64_t n = pages - done < sizeof(residency) ? pages - done : sizeof(residency);
-      if (syscall(SYS_mincore, start + done * page, n * page, residency) != 0) break;
-      for (uint64_t j = 0; j < n; ++j) resident += (residency[j] & 1) * page;
-    }
+  auto* start = static_cast<uint8_t*>(m.address);
+  const uint64_t pages = (m.bytes + kPageBytes - 1) / kPageBytes;
+  uint64_t resident = 0;
+  for (uint64_t done = 0; done < pages; done += sizeof(residency)) {
+    const uint64_t n = pages - done < sizeof(residency) ? pages - done : sizeof(residency);
+    if (syscall(SYS_mincore, start + done * kPageBytes, n * kPageBytes, residency) != 0) break;
+    for (uint64_t j = 0; j < n; ++j) resident += (residency[j] & 1) * kPageBytes;
   }
   return resident;
+}
+
+void ask_residency(Mapping& m) {
+  m.resident_bytes = pages_resident_bytes(m);
+  const bool whole = m.resident_bytes == (m.bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
+  m.residency = whole ? Residency::kWhole : Residency::kAsked;
+}
+}  // namespace
+
+uint64_t tracer_resident_bytes() {
+  // A mapping wholly resident stays so unless the kernel takes pages back (swap): asked
+  // again at every 64th sample only.
+  constexpr uint32_t kWholeAskedEvery = 64;
+  static uint32_t calls = 0;  // under the lock
+  uint64_t resident = g_small_bytes.load(std::memory_order_relaxed);
+  LargeLock lock;
+  const bool ask_whole = ++calls % kWholeAskedEvery == 0;
+  for (int i = 0; i < g_large_count; ++i) {
+    Mapping& m = g_large[i];
+    if (m.residency == Residency::kAsked || (m.residency == Residency::kWhole && ask_whole)) ask_residency(m);
+    resident += m.resident_bytes;
+  }
+  return resident;
+}
+
+void tracer_settled(void* p) {
+  LargeLock lock;
+  for (int i = 0; i < g_large_count; ++i) {
+    if (g_large[i].address != p) continue;
+    g_large[i].resident_bytes = pages_resident_bytes(g_large[i]);
+    g_large[i].residency = Residency::kSettled;
+    return;
+  }
 }
 
 void* BumpArena::allocate(size_t bytes, size_t align) {

@@ -40,8 +40,13 @@ bool tracer_map_at(void* address, size_t bytes);
 // zeroed private pages in place of that mapping. nullptr on failure.
 void* tracer_map_shared_file(int fd, size_t bytes, void* address);
 // Bytes of the tracer's memory that are resident: small mappings whole, large ones
-// (rings, tables, buffers: mostly untouched address space) page by page (mincore).
+// (rings, tables, buffers: mostly untouched address space) page by page (mincore), but
+// those last found wholly resident or settled.
 uint64_t tracer_resident_bytes();
+// The large mapping at `p` (its start) is written no more: it stays mapped, emptied, for
+// lock-free lookups that may still read it. Its resident bytes are asked once, now, and
+// stand (reads map no page of the tracer's own).
+void tracer_settled(void* p);
 
 // Starts fetching the cache line at `p` (a hash table's slot looked up soon), so that
 // several such misses overlap. An asm statement: GCC 12 drops some __builtin_prefetch
