@@ -62,6 +62,14 @@ void note_unmapped(void* p, size_t bytes) {
   g_small_bytes.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
+// The pages of the large mapping at `p` replaced (counted already): asked again.
+void note_replaced(void* p) {
+  LargeLock lock;
+  for (int i = 0; i < g_large_count; ++i) {
+    if (g_large[i].address == p) g_large[i].residency = Residency::kAsked;
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -132,7 +140,11 @@ void* tracer_map_shared_file(int fd, size_t bytes, void* address) {
   const int flags = (fd < 0 ? MAP_PRIVATE | MAP_ANONYMOUS : MAP_SHARED) | (address ? MAP_FIXED : 0);
   long r = syscall(SYS_mmap, address, bytes, PROT_READ | PROT_WRITE, flags, fd, 0);
   if (r < 0 && r > -4096) return nullptr;
-  if (!address) note_mapped(reinterpret_cast<void*>(r), bytes);
+  if (address) {
+    note_replaced(address);
+  } else {
+    note_mapped(reinterpret_cast<void*>(r), bytes);
+  }
   return reinterpret_cast<void*>(r);
 }
 

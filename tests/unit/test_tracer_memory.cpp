@@ -1,7 +1,8 @@
 // The tracer's count of its own resident bytes (profiler/preload/tracer_memory.h): a large
 // mapping counts the pages touched; once wholly resident it is counted whole without asking
 // the kernel, and pages the kernel took back are seen within 64 counts; a settled mapping
-// counts what it held when settled; an unmapped one nothing.
+// counts what it held when settled; one whose pages were replaced (a fork's child's pending
+// buffers) is asked again at once; an unmapped one nothing.
 #include "profiler/preload/tracer_memory.h"
 
 #include <sys/mman.h>
@@ -11,6 +12,7 @@
 #include <cstring>
 
 using memstage::preload::tracer_map;
+using memstage::preload::tracer_map_shared_file;
 using memstage::preload::tracer_resident_bytes;
 using memstage::preload::tracer_settled;
 using memstage::preload::tracer_unmap;
@@ -64,6 +66,21 @@ TEST_CASE("tracer memory: a settled mapping counts what it held when settled", "
   for (uint64_t i = 0; i < 256; ++i) sum += p[i * kPage];
   CHECK(sum == 1);
   CHECK(tracer_resident_bytes() == before + kPage);
+  tracer_unmap(p, kBytes);
+  CHECK(tracer_resident_bytes() == before);
+}
+
+TEST_CASE("tracer memory: a mapping whose pages were replaced is asked again at once", "[tracer_memory]") {
+  const uint64_t before = tracer_resident_bytes();
+  auto* p = static_cast<uint8_t*>(tracer_map(kBytes));
+  REQUIRE(p);
+  touch(p, 0, 256);
+  CHECK(tracer_resident_bytes() == before + kBytes);
+  // As a fork's child puts private pages in place of the pending buffers' shared ones.
+  REQUIRE(tracer_map_shared_file(-1, kBytes, p) == p);
+  CHECK(tracer_resident_bytes() == before);
+  touch(p, 0, 2);
+  CHECK(tracer_resident_bytes() == before + 2 * kPage);
   tracer_unmap(p, kBytes);
   CHECK(tracer_resident_bytes() == before);
 }
