@@ -27,6 +27,13 @@ void touch(uint8_t* p, uint64_t first_page, uint64_t pages) {
 void give_back(uint8_t* p, uint64_t first_page, uint64_t pages) {
   REQUIRE(madvise(p + first_page * kPage, pages * kPage, MADV_DONTNEED) == 0);
 }
+// A large mapping with every page touched.
+uint8_t* touched_mapping() {
+  auto* p = static_cast<uint8_t*>(tracer_map(kBytes));
+  REQUIRE(p);
+  touch(p, 0, kBytes / kPage);
+  return p;
+}
 }  // namespace
 
 TEST_CASE("tracer memory: a large mapping counts its touched pages, then whole", "[tracer_memory]") {
@@ -55,9 +62,7 @@ TEST_CASE("tracer memory: a large mapping counts its touched pages, then whole",
 
 TEST_CASE("tracer memory: a settled mapping counts what it held when settled", "[tracer_memory]") {
   const uint64_t before = tracer_resident_bytes();
-  auto* p = static_cast<uint8_t*>(tracer_map(kBytes));
-  REQUIRE(p);
-  touch(p, 0, 256);
+  uint8_t* p = touched_mapping();
   give_back(p, 1, 255);  // as an index left for lookups keeps its first page
   tracer_settled(p);
   CHECK(tracer_resident_bytes() == before + kPage);
@@ -72,9 +77,7 @@ TEST_CASE("tracer memory: a settled mapping counts what it held when settled", "
 
 TEST_CASE("tracer memory: a mapping whose pages were replaced is asked again at once", "[tracer_memory]") {
   const uint64_t before = tracer_resident_bytes();
-  auto* p = static_cast<uint8_t*>(tracer_map(kBytes));
-  REQUIRE(p);
-  touch(p, 0, 256);
+  uint8_t* p = touched_mapping();
   CHECK(tracer_resident_bytes() == before + kBytes);
   // As a fork's child puts private pages in place of the pending buffers' shared ones.
   REQUIRE(tracer_map_shared_file(-1, kBytes, p) == p);
