@@ -36,6 +36,14 @@ struct LargeLock {
   ~LargeLock() { g_large_lock.clear(std::memory_order_release); }
 };
 
+// The large mapping that starts at `p`, or nullptr. Under the lock.
+Mapping* large_at(void* p) {
+  for (int i = 0; i < g_large_count; ++i) {
+    if (g_large[i].address == p) return &g_large[i];
+  }
+  return nullptr;
+}
+
 void note_mapped(void* p, size_t bytes) {
   if (bytes < kLargeBytes) {
     g_small_bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -52,11 +60,9 @@ void note_mapped(void* p, size_t bytes) {
 void note_unmapped(void* p, size_t bytes) {
   if (bytes >= kLargeBytes) {
     LargeLock lock;
-    for (int i = 0; i < g_large_count; ++i) {
-      if (g_large[i].address == p) {
-        g_large[i] = g_large[--g_large_count];
-        return;
-      }
+    if (Mapping* m = large_at(p)) {
+      *m = g_large[--g_large_count];
+      return;
     }
   }
   g_small_bytes.fetch_sub(bytes, std::memory_order_relaxed);
@@ -65,9 +71,7 @@ void note_unmapped(void* p, size_t bytes) {
 // The pages of the large mapping at `p` replaced (counted already): asked again.
 void note_replaced(void* p) {
   LargeLock lock;
-  for (int i = 0; i < g_large_count; ++i) {
-    if (g_large[i].address == p) g_large[i].residency = Residency::kAsked;
-  }
+  if (Mapping* m = large_at(p)) m->residency = Residency::kAsked;
 }
 
 }  // namespace
@@ -157,10 +161,12 @@ void tracer_unmap(void* p, size_t bytes) {
 namespace {
 constexpr uint64_t kPageBytes = 4096;
 
+uint64_t pages_of(const Mapping& m) { return (m.bytes + kPageBytes - 1) / kPageBytes; }
+
 uint64_t pages_resident_bytes(const Mapping& m) {
   unsigned char residency[4096];  // one byte per page, 16 MiB of mapping at a time
   auto* start = static_cast<uint8_t*>(m.address);
-  const uint64_t pages = (m.bytes + kPageBytes - 1) / kPageBytes;
+  const uint64_t pages = pages_of(m);
   uint64_t resident = 0;
   for (uint64_t done = 0; done < pages; done += sizeof(residency)) {
     const uint64_t n = pages - done < sizeof(residency) ? pages - done : sizeof(residency);
@@ -172,7 +178,7 @@ uint64_t pages_resident_bytes(const Mapping& m) {
 
 void ask_residency(Mapping& m) {
   m.resident_bytes = pages_resident_bytes(m);
-  const bool whole = m.resident_bytes == (m.bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
+  const bool whole = m.resident_bytes == pages_of(m) * kPageBytes;
   m.residency = whole ? Residency::kWhole : Residency::kAsked;
 }
 }  // namespace
@@ -195,11 +201,9 @@ uint64_t tracer_resident_bytes() {
 
 void tracer_settled(void* p) {
   LargeLock lock;
-  for (int i = 0; i < g_large_count; ++i) {
-    if (g_large[i].address != p) continue;
-    g_large[i].resident_bytes = pages_resident_bytes(g_large[i]);
-    g_large[i].residency = Residency::kSettled;
-    return;
+  if (Mapping* m = large_at(p)) {
+    m->resident_bytes = pages_resident_bytes(*m);
+    m->residency = Residency::kSettled;
   }
 }
 
