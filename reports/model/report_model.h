@@ -506,7 +506,10 @@ inline std::optional<FrameIndex> allocation_site(const Report& report, const Sta
 
 // The same questions for every stack of a large report (hundreds of thousands of stacks,
 // ~100 frames each): what they read of a frame is kept in a byte per frame, so that going
-// over the stacks does not reach into each Frame (a cache miss apiece).
+// over the stacks does not reach into each Frame (a cache miss apiece); and each node's
+// innermost Python frame, so that a stack's walk to its script's line stops at the first
+// node an earlier walk passed (stacks share their outer frames: on torch_small.py's report
+// the walks through ~20 native frames each were the page's longest list).
 class FrameRoles {
  public:
   explicit FrameRoles(const Report& report) : report_(report), roles_(report.frames.size()) {
@@ -516,19 +519,46 @@ class FrameRoles {
     }
   }
   StackFrames program_frames(const Stack& stack) const {
-    return reports::program_frames(report_.frames_of(stack),
-                                   [this](FrameIndex id) { return (roles_[id] & kAllocator) != 0; });
+    return reports::program_frames(report_.frames_of(stack), [this](FrameIndex id) { return is_allocator(id); });
   }
-  std::optional<FrameIndex> allocation_site(const Stack& stack) const {
-    return reports::allocation_site(
-        report_.frames_of(stack), [this](FrameIndex id) { return (roles_[id] & kPython) != 0; },
-        [this](FrameIndex id) { return (roles_[id] & kAllocator) != 0; });
+  // allocation_site(report, stack), the same answer.
+  std::optional<FrameIndex> allocation_site(const Stack& stack) {
+    if (stack.innermost == 0) return std::nullopt;
+    if (const uint32_t python = innermost_python(stack.innermost); python != kNoPython) return python;
+    return program_frames(stack).front();
   }
 
  private:
   static constexpr uint8_t kAllocator = 1, kPython = 2;
+  static constexpr uint32_t kNotKnown = 0, kNoPython = UINT32_MAX;
+  bool is_allocator(FrameIndex id) const { return (roles_[id] & kAllocator) != 0; }
+  bool is_python(FrameIndex id) const { return (roles_[id] & kPython) != 0; }
+  // The innermost Python frame at `node` or outside it (kNoPython: none): out to the first
+  // node known or a Python frame, then back in, each node on the way noted.
+  uint32_t innermost_python(StackNodeIndex node) {
+    const std::vector<StackNode>& nodes = report_.stack_nodes;
+    if (python_at_.size() < nodes.size()) python_at_.resize(nodes.size(), kNotKnown);
+    path_.clear();
+    uint32_t found = kNoPython;
+    for (StackNodeIndex n = node; n != 0; n = nodes[n].caller) {
+      if (python_at_[n] != kNotKnown) {
+        found = python_at_[n] == kNoPython ? kNoPython : python_at_[n] - 1;
+        break;
+      }
+      path_.push_back(n);
+      if (is_python(nodes[n].frame)) {
+        found = nodes[n].frame;
+        break;
+      }
+    }
+    for (const StackNodeIndex n : path_) python_at_[n] = found == kNoPython ? kNoPython : found + 1;
+    return found;
+  }
+
   const Report& report_;
   std::vector<uint8_t> roles_;  // by the report's frame index
+  std::vector<uint32_t> python_at_;  // by node: kNotKnown, kNoPython, or the frame + 1
+  std::vector<StackNodeIndex> path_;
 };
 
 }  // namespace memstage::reports

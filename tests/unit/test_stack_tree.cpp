@@ -423,7 +423,7 @@ TEST_CASE("report model: stacks made whole share their callers; the site is foun
   CHECK(program_frames(r, r.stacks[0]).front() == site);
   CHECK(program_frames(r, r.stacks[0]).size() == 2);
   CHECK(program_frames(r, r.stacks[3]).front() == malloc_);  // all plumbing: the whole stack
-  const FrameRoles roles(r);
+  FrameRoles roles(r);
   for (size_t i = 0; i < 4; ++i) CHECK(roles.allocation_site(r.stacks[i]) == allocation_site(r, r.stacks[i]));
   CHECK(allocation_site(r, r.stacks[0]) == site);
   CHECK(allocation_site(r, r.stacks[2]) == script);  // the script's line, in a Python program
@@ -433,4 +433,39 @@ TEST_CASE("report model: stacks made whole share their callers; the site is foun
   StackInterner again(r.stack_nodes);
   CHECK(again.stack(b).innermost == r.stacks[1].innermost);
   CHECK(r.stack_nodes.size() == 1 + 8);
+}
+
+TEST_CASE("report model: a stack's site is the same asked first or after stacks sharing its outer frames") {
+  using namespace memstage::reports;
+  Report r;
+  const auto frame = [&](const char* function, bool allocator, const char* kind = "native") {
+    Frame f;
+    f.function = function;
+    f.allocator = allocator;
+    f.kind = kind;
+    r.frames.push_back(f);
+    return static_cast<FrameIndex>(r.frames.size() - 1);
+  };
+  const FrameIndex malloc_ = frame("malloc", true), native = frame("native", false), call = frame("call", false),
+                   outer_py = frame("outer.py", false, "python"), inner_py = frame("inner.py", false, "python"),
+                   main_ = frame("main", false);
+  StackInterner stacks(r.stack_nodes);
+  // Innermost first: Python frames outside native ones, inside them, none; sharing outer parts.
+  const std::vector<std::vector<FrameIndex>> lists = {
+      {malloc_, native, call, outer_py, main_}, {malloc_, call, outer_py, main_},
+      {malloc_, native, inner_py, call, outer_py, main_}, {native, call, main_}, {malloc_, call, main_},
+      {malloc_, main_}, {malloc_}, {outer_py, main_}};
+  for (const auto& frames : lists) r.stacks.push_back(stacks.stack(frames));
+  std::vector<std::optional<FrameIndex>> truth;
+  for (const Stack& stack : r.stacks) truth.push_back(allocation_site(r, stack));
+  CHECK(truth[0] == outer_py);
+  CHECK(truth[2] == inner_py);
+  CHECK(truth[3] == native);
+  CHECK(truth[4] == call);
+  CHECK(truth[6] == malloc_);
+  // One FrameRoles asked in each order, its notes of earlier walks in use.
+  FrameRoles forward(r), backward(r);
+  for (size_t i = 0; i < r.stacks.size(); ++i) CHECK(forward.allocation_site(r.stacks[i]) == truth[i]);
+  for (size_t i = r.stacks.size(); i-- > 0;) CHECK(backward.allocation_site(r.stacks[i]) == truth[i]);
+  for (size_t i = 0; i < r.stacks.size(); ++i) CHECK(backward.allocation_site(r.stacks[i]) == truth[i]);
 }

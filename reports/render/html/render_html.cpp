@@ -413,7 +413,7 @@ SiteSums sum_by_site(const Report& report) {
     }
     return row;
   };
-  const FrameRoles roles(report);
+  FrameRoles roles(report);
   for (const StackStageFigures& f : report.stack_figures) {
     if (f.stack >= report.stacks.size()) {
       add_figures(sums.unknown_stacks[f.stack], f);
