@@ -80,8 +80,10 @@ class StackTable {
   static_assert(sizeof(Node) == 12);
   static constexpr uint64_t kBlockBytes = sizeof(Node) * uint64_t{kBlockNodes};
   // Open addressing over node ids (0: empty; the root is never in it). Replaced by one
-  // 1.5 times the size when 3/4 full (4 to 6 bytes a node); a lookup still running in an old one may miss and
-  // then asks again under the mutex. A slot holds the id in its low kIdBits and 8 bits of
+  // twice the size when 3/4 full (5 to 11 bytes a node): each growth re-inserts every node,
+  // on the traced thread when it has no helper, and growing by half cost it more time than
+  // the emptier slots cost memory (docs/performance.md). A lookup still running in an old
+  // one may miss and then asks again under the mutex. A slot holds the id in its low kIdBits and 8 bits of
   // the node's hash above them: a probe passes over most other nodes' slots without
   // reading their node (a cache miss each, in a table of millions of nodes).
   static constexpr uint32_t kIdBits = 24;
@@ -97,7 +99,7 @@ class StackTable {
   static Index* map_index(uint64_t slots);
   static uint64_t home_slot(uint64_t hash, uint64_t slot_count);
 
-  static uint64_t grown_slot_count(uint64_t slots) { return slots + slots / 2; }
+  static uint64_t grown_slot_count(uint64_t slots) { return slots * 2; }
   // The growth with a helper: for an index this large and up.
   static constexpr uint64_t kAheadMinSlots = 1u << 18;
   static constexpr uint32_t kAheadSliceNodes = 1u << 16;  // a slice: a few ms of the helper's
