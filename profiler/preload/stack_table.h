@@ -83,9 +83,9 @@ class StackTable {
   // twice the size when 3/4 full (5 to 11 bytes a node): each growth re-inserts every node,
   // on the traced thread when it has no helper, and growing by half cost it more time than
   // the emptier slots cost memory (docs/performance.md). A lookup still running in an old
-  // one may miss and then asks again under the mutex. A slot holds the id in its low kIdBits and 8 bits of
-  // the node's hash above them: a probe passes over most other nodes' slots without
-  // reading their node (a cache miss each, in a table of millions of nodes).
+  // one may miss and then asks again under the mutex. A slot holds the id in its low
+  // kIdBits and 8 bits of the node's hash above them: a probe passes over most other
+  // nodes' slots without reading their node (a cache miss each, in a table of millions).
   static constexpr uint32_t kIdBits = 24;
   static constexpr uint32_t kIdMask = (1u << kIdBits) - 1;
   static_assert(kMaxNodes - 1 <= kIdMask);

@@ -508,8 +508,8 @@ inline std::optional<FrameIndex> allocation_site(const Report& report, const Sta
 // ~100 frames each): what they read of a frame is kept in a byte per frame, so that going
 // over the stacks does not reach into each Frame (a cache miss apiece); and each node's
 // innermost Python frame, so that a stack's walk to its script's line stops at the first
-// node an earlier walk passed (stacks share their outer frames: on torch_small.py's report
-// the walks through ~20 native frames each were the page's longest list).
+// node an earlier walk passed (stacks share their outer frames; a walk from the innermost
+// frame passes ~20 native ones in a Python program: docs/performance.md).
 class FrameRoles {
  public:
   explicit FrameRoles(const Report& report) : report_(report), roles_(report.frames.size()) {

@@ -390,19 +390,25 @@ TEST_CASE("stack resolver: resolved while the tree is read, frames not knowable 
   CHECK_THROWS_AS(StackResolver(tree, lists, codes, scratch, false).move_to_report(report), std::logic_error);
 }
 
+namespace {
+// A frame added to `report`, by its function, whether it is allocator plumbing, and its kind.
+memstage::reports::FrameIndex add_frame(memstage::reports::Report& report, const char* function, bool allocator,
+                                        const char* kind = "native") {
+  memstage::reports::Frame f;
+  f.function = function;
+  f.allocator = allocator;
+  f.kind = kind;
+  report.frames.push_back(f);
+  return static_cast<memstage::reports::FrameIndex>(report.frames.size() - 1);
+}
+}  // namespace
+
 TEST_CASE("report model: stacks made whole share their callers; the site is found walking from the innermost") {
   using namespace memstage::reports;
   Report r;
-  const auto frame = [&](const char* function, bool allocator, const char* kind = "native") {
-    Frame f;
-    f.function = function;
-    f.allocator = allocator;
-    f.kind = kind;
-    r.frames.push_back(f);
-    return static_cast<FrameIndex>(r.frames.size() - 1);
-  };
-  const FrameIndex malloc_ = frame("malloc", true), new_ = frame("operator new", true), site = frame("site", false),
-                   main_ = frame("main", false), script = frame("script.py", false, "python");
+  const FrameIndex malloc_ = add_frame(r, "malloc", true), new_ = add_frame(r, "operator new", true),
+                   site = add_frame(r, "site", false), main_ = add_frame(r, "main", false),
+                   script = add_frame(r, "script.py", false, "python");
   StackInterner stacks(r.stack_nodes);
   const std::vector<FrameIndex> a{malloc_, new_, site, main_}, b{new_, site, main_}, c{malloc_, script, main_},
       plumbing{malloc_, new_};
@@ -438,17 +444,9 @@ TEST_CASE("report model: stacks made whole share their callers; the site is foun
 TEST_CASE("report model: a stack's site is the same asked first or after stacks sharing its outer frames") {
   using namespace memstage::reports;
   Report r;
-  const auto frame = [&](const char* function, bool allocator, const char* kind = "native") {
-    Frame f;
-    f.function = function;
-    f.allocator = allocator;
-    f.kind = kind;
-    r.frames.push_back(f);
-    return static_cast<FrameIndex>(r.frames.size() - 1);
-  };
-  const FrameIndex malloc_ = frame("malloc", true), native = frame("native", false), call = frame("call", false),
-                   outer_py = frame("outer.py", false, "python"), inner_py = frame("inner.py", false, "python"),
-                   main_ = frame("main", false);
+  const FrameIndex malloc_ = add_frame(r, "malloc", true), native = add_frame(r, "native", false),
+                   call = add_frame(r, "call", false), outer_py = add_frame(r, "outer.py", false, "python"),
+                   inner_py = add_frame(r, "inner.py", false, "python"), main_ = add_frame(r, "main", false);
   StackInterner stacks(r.stack_nodes);
   // Innermost first: Python frames outside native ones, inside them, none; sharing outer parts.
   const std::vector<std::vector<FrameIndex>> lists = {
