@@ -489,19 +489,24 @@ inline StackFrames program_frames(const Report& report, const Stack& stack) {
 
 // The allocation site a stack is listed under: in a Python program the innermost Python
 // frame (the script's line), else the first program frame. Nothing for an empty stack.
-// `is_python(FrameIndex)` says whether a frame is the script's (Frame::kind "python").
-template <class IsPython, class IsAllocator>
-std::optional<FrameIndex> allocation_site(const StackFrames& frames, IsPython is_python, IsAllocator is_allocator) {
+// `innermost_python()` gives the stack's innermost Python frame (Frame::kind "python"),
+// however the caller finds it; nothing when it has none.
+template <class InnermostPython, class IsAllocator>
+std::optional<FrameIndex> allocation_site(const StackFrames& frames, InnermostPython innermost_python,
+                                          IsAllocator is_allocator) {
   if (frames.empty()) return std::nullopt;
-  for (FrameIndex id : frames) {
-    if (is_python(id)) return id;
-  }
+  if (const std::optional<FrameIndex> python = innermost_python()) return python;
   return program_frames(frames, is_allocator).front();
 }
 inline std::optional<FrameIndex> allocation_site(const Report& report, const Stack& stack) {
-  return allocation_site(
-      report.frames_of(stack), [&](FrameIndex id) { return report.frame(id).kind == "python"; },
-      [&](FrameIndex id) { return report.frame(id).allocator; });
+  const StackFrames frames = report.frames_of(stack);
+  const auto innermost_python = [&]() -> std::optional<FrameIndex> {
+    for (FrameIndex id : frames) {
+      if (report.frame(id).kind == "python") return id;
+    }
+    return std::nullopt;
+  };
+  return allocation_site(frames, innermost_python, [&](FrameIndex id) { return report.frame(id).allocator; });
 }
 
 // The same questions for every stack of a large report (hundreds of thousands of stacks,
@@ -523,9 +528,11 @@ class FrameRoles {
   }
   // allocation_site(report, stack), the same answer.
   std::optional<FrameIndex> allocation_site(const Stack& stack) {
-    if (stack.innermost == 0) return std::nullopt;
-    if (const uint32_t python = innermost_python(stack.innermost); python != kNoPython) return python;
-    return program_frames(stack).front();
+    const auto python = [&]() -> std::optional<FrameIndex> {
+      const uint32_t frame = innermost_python(stack.innermost);
+      return frame == kNoPython ? std::nullopt : std::optional<FrameIndex>(frame);
+    };
+    return reports::allocation_site(report_.frames_of(stack), python, [this](FrameIndex id) { return is_allocator(id); });
   }
 
  private:
